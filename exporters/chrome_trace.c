@@ -1,0 +1,170 @@
+/* chrome_trace.c: see chrome_trace.h. Everything is appended to one buffer that the writer
+ * hands to the trace file at each flush. Timestamps: monotonic ns + the process's realtime
+ * offset, printed as exact microseconds. */
+#include "chrome_trace.h"
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct { uint64_t key; uint32_t nlanes, cap; uint64_t *last_end; uint32_t *tids;
+                 char name[96]; int sort; } ct_family;
+
+struct cl_ct {
+  int pid;
+  int64_t off;
+  cl_sb body;
+  uint64_t nevents;
+  uint32_t next_tid;
+  ct_family *fam;          /* open-addressed by key */
+  uint32_t fam_cap, fam_n;
+};
+
+cl_ct *ct_new(int pid, int64_t off) {
+  cl_ct *ct = calloc(1, sizeof *ct);
+  if (!ct) return NULL;
+  ct->pid = pid;
+  ct->off = off;
+  ct->next_tid = 1;
+  ct->fam_cap = 256;
+  ct->fam = calloc(ct->fam_cap, sizeof *ct->fam);
+  if (!ct->fam) { free(ct); return NULL; }
+  return ct;
+}
+
+void ct_free(cl_ct *ct) {
+  if (!ct) return;
+  for (uint32_t i = 0; i < ct->fam_cap; i++) { free(ct->fam[i].last_end); free(ct->fam[i].tids); }
+  free(ct->fam);
+  sb_free(&ct->body);
+  free(ct);
+}
+
+cl_sb *ct_body(cl_ct *ct) { return &ct->body; }
+uint64_t ct_events(const cl_ct *ct) { return ct->nevents; }
+
+static void ev_open(cl_ct *ct) {
+  /* the comma depends on events ever written, not on this chunk: chunks are concatenated */
+  if (ct->nevents) sb_put(&ct->body, ",\n", 2);
+  else sb_put(&ct->body, "\n", 1);
+  ct->nevents++;
+}
+
+static void meta(cl_ct *ct, const char *what, uint32_t tid, const char *key, const char *sval, long ival) {
+  ev_open(ct);
+  sb_printf(&ct->body, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%u,\"name\":\"%s\",\"args\":{\"%s\":", ct->pid, tid, what, key);
+  if (sval) sb_jstr(&ct->body, sval); else sb_i64(&ct->body, ival);
+  sb_puts(&ct->body, "}}");
+}
+
+void ct_process_meta(cl_ct *ct, const char *name, int sort) {
+  meta(ct, "process_name", 0, "name", name, 0);
+  meta(ct, "process_sort_index", 0, "sort_index", NULL, sort);
+}
+
+static ct_family *family(cl_ct *ct, uint64_t key) {
+  if (ct->fam_n * 2 >= ct->fam_cap) {         /* grow */
+    uint32_t ncap = ct->fam_cap * 2;
+    ct_family *n = calloc(ncap, sizeof *n);
+    if (!n) return NULL;
+    for (uint32_t i = 0; i < ct->fam_cap; i++) {
+      if (!ct->fam[i].cap) continue;
+      uint32_t j = (uint32_t)(ct->fam[i].key * 0x9E3779B97F4A7C15ull >> 40) & (ncap - 1);
+      while (n[j].cap) j = (j + 1) & (ncap - 1);
+      n[j] = ct->fam[i];
+    }
+    free(ct->fam);
+    ct->fam = n;
+    ct->fam_cap = ncap;
+  }
+  uint32_t j = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (ct->fam_cap - 1);
+  while (ct->fam[j].cap && ct->fam[j].key != key) j = (j + 1) & (ct->fam_cap - 1);
+  return &ct->fam[j];
+}
+
+uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end) {
+  ct_family *f = family(ct, key);
+  if (!f) return 0;
+  if (!f->cap) {
+    f->key = key;
+    f->cap = 4;
+    f->last_end = calloc(f->cap, sizeof *f->last_end);
+    f->tids = calloc(f->cap, sizeof *f->tids);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->sort = sort;
+    ct->fam_n++;
+    if (!f->last_end || !f->tids) return 0;
+  }
+  uint32_t k;
+  for (k = 0; k < f->nlanes && f->last_end[k] > start; k++) {}
+  if (k == f->nlanes) {
+    if (f->nlanes == f->cap) {
+      uint32_t nc = f->cap * 2;
+      uint64_t *le = realloc(f->last_end, nc * sizeof *le);
+      if (le) f->last_end = le;
+      uint32_t *td = realloc(f->tids, nc * sizeof *td);
+      if (td) f->tids = td;
+      if (!le || !td) return f->tids[0];
+      f->cap = nc;
+    }
+    f->nlanes++;
+    f->tids[k] = ct->next_tid++;
+    char nm[128];
+    if (k) snprintf(nm, sizeof nm, "%s lane %u", f->name, k);
+    else snprintf(nm, sizeof nm, "%s", f->name);
+    meta(ct, "thread_name", f->tids[k], "name", nm, 0);
+    meta(ct, "thread_sort_index", f->tids[k], "sort_index", NULL, (long)f->sort * 64 + k);
+  }
+  if (end > f->last_end[k]) f->last_end[k] = end;
+  return f->tids[k];
+}
+
+int ct_slice_begin(cl_ct *ct, uint32_t tid, const char *name, const char *cat, uint64_t start, uint64_t dur) {
+  ev_open(ct);
+  cl_sb *b = &ct->body;
+  sb_puts(b, "{\"ph\":\"X\",\"pid\":");
+  sb_i64(b, ct->pid);
+  sb_puts(b, ",\"tid\":");
+  sb_u64(b, tid);
+  sb_puts(b, ",\"ts\":");
+  sb_us(b, (int64_t)start + ct->off);
+  sb_puts(b, ",\"dur\":");
+  sb_us(b, (int64_t)dur);
+  sb_puts(b, ",\"cat\":\"");
+  sb_puts(b, cat);
+  sb_puts(b, "\",\"name\":");
+  sb_jstr(b, name);
+  sb_puts(b, ",\"args\":{");
+  return 1;
+}
+
+void ct_slice_end(cl_ct *ct) { sb_puts(&ct->body, "}}"); }
+
+void ct_flow(cl_ct *ct, uint64_t id, uint32_t from_tid, uint64_t from_ts, uint32_t to_tid, uint64_t to_ts) {
+  cl_sb *b = &ct->body;
+  ev_open(ct);
+  sb_printf(b, "{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"enqueue->gpu\",\"pid\":%d,\"tid\":%u,\"ts\":", ct->pid, from_tid);
+  sb_us(b, (int64_t)from_ts + ct->off);
+  sb_puts(b, ",\"id\":");
+  sb_u64(b, id);
+  sb_puts(b, "}");
+  ev_open(ct);
+  sb_printf(b, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"enqueue->gpu\",\"pid\":%d,\"tid\":%u,\"ts\":", ct->pid, to_tid);
+  sb_us(b, (int64_t)to_ts + ct->off);
+  sb_puts(b, ",\"id\":");
+  sb_u64(b, id);
+  sb_puts(b, "}");
+}
+
+void ct_counter(cl_ct *ct, const char *name, uint64_t ts, const char *series, int64_t value) {
+  cl_sb *b = &ct->body;
+  ev_open(ct);
+  sb_printf(b, "{\"ph\":\"C\",\"pid\":%d,\"name\":", ct->pid);
+  sb_jstr(b, name);
+  sb_puts(b, ",\"ts\":");
+  sb_us(b, (int64_t)ts + ct->off);
+  sb_puts(b, ",\"args\":{");
+  sb_jstr(b, series);
+  sb_puts(b, ":");
+  sb_i64(b, value);
+  sb_puts(b, "}}");
+}

@@ -1,0 +1,30 @@
+/* chrome_trace.h: formats trace events for one rank (pid) into a body buffer: slices (X),
+ * flows, counters and the metadata naming processes and tracks. Tracks come in families
+ * (e.g. "comm 1a2b: ch 3 GPU"); a family spreads slices that would partially overlap over
+ * numbered lanes, so no track ever holds overlapping slices. Writer thread only. */
+#ifndef COMMLENS_CHROME_TRACE_H
+#define COMMLENS_CHROME_TRACE_H
+#include "strbuf.h"
+#include <stdint.h>
+
+typedef struct cl_ct cl_ct;
+
+cl_ct *ct_new(int pid, int64_t epoch_offset_ns);
+void ct_free(cl_ct *ct);
+cl_sb *ct_body(cl_ct *ct);                  /* events since the last take */
+uint64_t ct_events(const cl_ct *ct);        /* events formatted so far */
+void ct_process_meta(cl_ct *ct, const char *name, int sort_index);
+
+/* A lane (tid) of family `key` free for [start, end]; names new lanes "<name> lane k".
+ * `sort` orders families in the viewer. */
+uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end);
+
+/* Opens a complete slice; the caller appends args with sb_key/sb_* on ct_body() using the
+ * returned `first` flag, then calls ct_slice_end. Times are monotonic ns. */
+int ct_slice_begin(cl_ct *ct, uint32_t tid, const char *name, const char *cat, uint64_t start,
+                   uint64_t dur);
+void ct_slice_end(cl_ct *ct);
+void ct_flow(cl_ct *ct, uint64_t id, uint32_t from_tid, uint64_t from_ts, uint32_t to_tid,
+             uint64_t to_ts);
+void ct_counter(cl_ct *ct, const char *name, uint64_t ts, const char *series, int64_t value);
+#endif

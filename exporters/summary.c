@@ -1,0 +1,125 @@
+/* summary.c: see summary.h. Size buckets are powers of two (bucket b holds sizes in
+ * [2^b, 2^(b+1))). Bandwidths use GPU time only: a collective with no GPU span counts but
+ * adds no time. */
+#include "summary.h"
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct { char func[24]; int bucket, nranks; uint64_t n, n_timed, bytes, bytes_timed, gpu_ns, min_ns, max_ns; } row;
+struct cl_summary { row *rows; int n, cap; };
+
+cl_summary *cl_summary_new(void) { return calloc(1, sizeof(cl_summary)); }
+void cl_summary_free(cl_summary *s) { if (s) { free(s->rows); free(s); } }
+
+int cl_datatype_size(const char *dt) {
+  if (!dt) return 1;
+  static const struct { const char *n; int sz; } t[] = {
+    {"ncclInt8", 1}, {"ncclUint8", 1}, {"ncclChar", 1}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
+    {"ncclFloat16", 2}, {"ncclHalf", 2}, {"ncclBfloat16", 2}, {"ncclInt32", 4}, {"ncclUint32", 4},
+    {"ncclInt", 4}, {"ncclFloat32", 4}, {"ncclFloat", 4}, {"ncclInt64", 8}, {"ncclUint64", 8},
+    {"ncclFloat64", 8}, {"ncclDouble", 8}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) if (!strcmp(dt, t[i].n)) return t[i].sz;
+  return 1;   /* includes NCCL's "Unknown" for ncclUint8 */
+}
+
+uint64_t cl_coll_bytes(const char *func, uint64_t count, const char *dt, int nranks) {
+  uint64_t b = count * (uint64_t)cl_datatype_size(dt);
+  if (func && nranks > 0 && (!strcasecmp(func, "AllGather") || !strcasecmp(func, "ReduceScatter")))
+    b *= (uint64_t)nranks;
+  return b;
+}
+
+double cl_busbw_factor(const char *func, int n) {
+  if (!func || n <= 1) return 1.0;
+  if (!strcasecmp(func, "AllReduce")) return 2.0 * (n - 1) / n;
+  if (!strcasecmp(func, "AllGather") || !strcasecmp(func, "ReduceScatter") || !strcasecmp(func, "AlltoAll"))
+    return (double)(n - 1) / n;
+  return 1.0;
+}
+
+static int bucket_of(uint64_t bytes) { int b = 0; while (bytes >>= 1) b++; return b; }
+
+void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks, uint64_t gpu_ns) {
+  if (!s) return;
+  int bk = bucket_of(bytes);
+  row *r = NULL;
+  for (int i = 0; i < s->n && !r; i++)
+    if (s->rows[i].bucket == bk && s->rows[i].nranks == nranks && !strncmp(s->rows[i].func, func ? func : "?", sizeof r->func - 1))
+      r = &s->rows[i];
+  if (!r) {
+    if (s->n == s->cap) {
+      int nc = s->cap ? s->cap * 2 : 32;
+      row *n = realloc(s->rows, (size_t)nc * sizeof *n);
+      if (!n) return;
+      s->rows = n;
+      s->cap = nc;
+    }
+    r = &s->rows[s->n++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->func, sizeof r->func, "%s", func ? func : "?");
+    r->bucket = bk;
+    r->nranks = nranks;
+    r->min_ns = UINT64_MAX;
+  }
+  r->n++;
+  r->bytes += bytes;
+  if (gpu_ns) {
+    r->n_timed++;
+    r->bytes_timed += bytes;
+    r->gpu_ns += gpu_ns;
+    if (gpu_ns < r->min_ns) r->min_ns = gpu_ns;
+    if (gpu_ns > r->max_ns) r->max_ns = gpu_ns;
+  }
+}
+
+static int cmp_rows(const void *a, const void *b) {
+  const row *x = a, *y = b;
+  int c = strcmp(x->func, y->func);
+  return c ? c : x->bucket - y->bucket;
+}
+
+static void human(char *out, size_t n, uint64_t b) {
+  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  double v = (double)b;
+  while (v >= 1024 && i < 4) { v /= 1024; i++; }
+  snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+void cl_summary_print(const cl_summary *s, FILE *f, const char *prefix) {
+  if (!s || !s->n) { fprintf(f, "%sno collectives recorded\n", prefix); return; }
+  qsort(s->rows, (size_t)s->n, sizeof *s->rows, cmp_rows);
+  fprintf(f, "%s%-14s %10s %8s %12s %12s %11s %10s %10s\n", prefix, "collective", "size>=", "count",
+          "total bytes", "GPU ms", "avg us", "algbw GB/s", "busbw GB/s");
+  for (int i = 0; i < s->n; i++) {
+    const row *r = &s->rows[i];
+    char sz[32], tot[32];
+    human(sz, sizeof sz, r->bucket ? 1ull << r->bucket : 0);
+    human(tot, sizeof tot, r->bytes);
+    if (r->n_timed) {
+      double alg = (double)r->bytes_timed / (double)r->gpu_ns;   /* bytes/ns = GB/s */
+      fprintf(f, "%s%-14s %10s %8llu %12s %12.3f %11.2f %10.2f %10.2f\n", prefix, r->func, sz,
+              (unsigned long long)r->n, tot, r->gpu_ns / 1e6, r->gpu_ns / 1e3 / (double)r->n_timed, alg,
+              alg * cl_busbw_factor(r->func, r->nranks));
+    } else {
+      fprintf(f, "%s%-14s %10s %8llu %12s %12s %11s %10s %10s\n", prefix, r->func, sz,
+              (unsigned long long)r->n, tot, "n/a", "n/a", "n/a", "n/a");
+    }
+  }
+}
+
+void cl_summary_json(const cl_summary *s, FILE *f) {
+  fprintf(f, "[");
+  for (int i = 0; s && i < s->n; i++) {
+    const row *r = &s->rows[i];
+    double alg = r->gpu_ns ? (double)r->bytes_timed / (double)r->gpu_ns : 0;
+    fprintf(f, "%s{\"func\":\"%s\",\"size_min\":%llu,\"nranks\":%d,\"count\":%llu,\"timed\":%llu,"
+            "\"bytes\":%llu,\"gpu_ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu,\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f}",
+            i ? "," : "", r->func, r->bucket ? 1ull << r->bucket : 0ull, r->nranks,
+            (unsigned long long)r->n, (unsigned long long)r->n_timed, (unsigned long long)r->bytes,
+            (unsigned long long)r->gpu_ns, (unsigned long long)(r->n_timed ? r->min_ns : 0),
+            (unsigned long long)r->max_ns, alg, alg * cl_busbw_factor(r->func, r->nranks));
+  }
+  fprintf(f, "]");
+}

@@ -1,0 +1,102 @@
+/* trace_file.c: see trace_file.h. All I/O of the trace goes through here, on the writer
+ * thread. Plain files: one pwritev of [new body, tail] at the old tail's offset, then a
+ * truncate if the file got shorter. Gzip: ftruncate to the old tail member, then append the
+ * body member and a fresh tail member. */
+#include "trace_file.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zlib.h>
+
+struct cl_tfile {
+  int fd, gzip, err;
+  uint64_t tail_off;      /* where the tail (member) starts */
+  uint64_t end;           /* current file length */
+  z_stream z;
+  unsigned char *zbuf;
+  size_t zcap;
+};
+
+cl_tfile *cl_tfile_create(const char *path, int gzip) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return NULL;
+  cl_tfile *f = calloc(1, sizeof *f);
+  if (!f) { close(fd); unlink(path); errno = ENOMEM; return NULL; }
+  f->fd = fd;
+  f->gzip = gzip;
+  if (gzip && deflateInit2(&f->z, 3, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    close(fd); unlink(path); free(f); errno = ENOMEM; return NULL;
+  }
+  return f;
+}
+
+static int write_all_at(cl_tfile *f, struct iovec *iov, int n, uint64_t off) {
+  while (n > 0) {
+    ssize_t w = pwritev(f->fd, iov, n, (off_t)off);
+    if (w < 0) { if (errno == EINTR) continue; return -1; }
+    if (w == 0) { errno = EIO; return -1; }
+    off += (uint64_t)w;
+    while (n > 0 && (size_t)w >= iov->iov_len) { w -= (ssize_t)iov->iov_len; iov++; n--; }
+    if (n > 0) { iov->iov_base = (char *)iov->iov_base + w; iov->iov_len -= (size_t)w; }
+  }
+  return 0;
+}
+
+/* One complete gzip member of `in` into f->zbuf; returns its length or -1. */
+static long gz_member(cl_tfile *f, const char *in, size_t n) {
+  size_t need = deflateBound(&f->z, n) + 64;
+  if (need > f->zcap) {
+    unsigned char *p = realloc(f->zbuf, need);
+    if (!p) { errno = ENOMEM; return -1; }
+    f->zbuf = p;
+    f->zcap = need;
+  }
+  deflateReset(&f->z);
+  f->z.next_in = (unsigned char *)in;
+  f->z.avail_in = (uInt)n;
+  f->z.next_out = f->zbuf;
+  f->z.avail_out = (uInt)f->zcap;
+  if (deflate(&f->z, Z_FINISH) != Z_STREAM_END) { errno = EIO; return -1; }
+  return (long)(f->zcap - f->z.avail_out);
+}
+
+int cl_tfile_flush(cl_tfile *f, const char *body, size_t blen, const char *tail, size_t tlen) {
+  if (f->err) return -1;
+  if (!f->gzip) {
+    struct iovec iov[2] = {{(void *)body, blen}, {(void *)tail, tlen}};
+    if (write_all_at(f, iov, 2, f->tail_off) != 0) { f->err = errno; return -1; }
+    uint64_t new_end = f->tail_off + blen + tlen;
+    if (new_end < f->end && ftruncate(f->fd, (off_t)new_end) != 0) { f->err = errno; return -1; }
+    f->tail_off += blen;
+    f->end = new_end;
+    return 0;
+  }
+  if (f->end > f->tail_off && ftruncate(f->fd, (off_t)f->tail_off) != 0) { f->err = errno; return -1; }
+  f->end = f->tail_off;
+  if (blen) {
+    long m = gz_member(f, body, blen);
+    struct iovec iov = {f->zbuf, (size_t)(m < 0 ? 0 : m)};
+    if (m < 0 || write_all_at(f, &iov, 1, f->tail_off) != 0) { f->err = errno; return -1; }
+    f->tail_off += (uint64_t)m;
+    f->end = f->tail_off;
+  }
+  long m = gz_member(f, tail, tlen);
+  struct iovec iov = {f->zbuf, (size_t)(m < 0 ? 0 : m)};
+  if (m < 0 || write_all_at(f, &iov, 1, f->tail_off) != 0) { f->err = errno; return -1; }
+  f->end = f->tail_off + (uint64_t)m;
+  return 0;
+}
+
+int cl_tfile_failed(const cl_tfile *f) { return f->err; }
+uint64_t cl_tfile_bytes(const cl_tfile *f) { return f->end; }
+
+void cl_tfile_close(cl_tfile *f) {
+  if (!f) return;
+  if (f->gzip) deflateEnd(&f->z);
+  free(f->zbuf);
+  close(f->fd);
+  free(f);
+}

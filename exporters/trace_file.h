@@ -1,0 +1,20 @@
+/* trace_file.h: one output file that is valid JSON after every flush. The body (header and
+ * events) only grows; the tail (closing bracket and current stats) is rewritten in place at
+ * each flush. With gzip, body chunks and the tail are separate gzip members and the tail
+ * member is cut off (ftruncate) before the next chunk is appended. A write error (full disk)
+ * stops writing with one message; the caller keeps draining so NCCL never waits. */
+#ifndef COMMLENS_TRACE_FILE_H
+#define COMMLENS_TRACE_FILE_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cl_tfile cl_tfile;
+/* Creates `path` exclusively (no symlinks followed, never clobbers). NULL on failure, with
+ * errno set; the caller logs. */
+cl_tfile *cl_tfile_create(const char *path, int gzip);
+/* Appends body bytes and rewrites the tail; 0 on success, -1 once writing has failed. */
+int cl_tfile_flush(cl_tfile *f, const char *body, size_t body_len, const char *tail, size_t tail_len);
+int cl_tfile_failed(const cl_tfile *f);     /* errno of the failure, 0 if none */
+uint64_t cl_tfile_bytes(const cl_tfile *f);
+void cl_tfile_close(cl_tfile *f);
+#endif

@@ -1,0 +1,101 @@
+/* event.h: commlens' one internal event model. The ABI shims (plugin/abi/) translate every
+ * NCCL profiler version into these types; nothing outside plugin/abi/ knows ABI versions.
+ * The records below travel through the per-thread rings and the spill file unchanged, so
+ * they are plain fixed-layout data: no pointers that outlive the process except the static
+ * NCCL strings, which the writer interns before they leave the process. */
+#ifndef COMMLENS_EVENT_H
+#define COMMLENS_EVENT_H
+
+#include <stdint.h>
+
+/* Event types; the value is the bit position of the type in NCCL's activation mask. */
+typedef enum {
+  CL_EV_GROUP = 0, CL_EV_COLL = 1, CL_EV_P2P = 2, CL_EV_PROXY_OP = 3, CL_EV_PROXY_STEP = 4,
+  CL_EV_PROXY_CTRL = 5, CL_EV_KERNEL_CH = 6, CL_EV_NET_PLUGIN = 7, CL_EV_GROUP_API = 8,
+  CL_EV_COLL_API = 9, CL_EV_P2P_API = 10, CL_EV_KERNEL_LAUNCH = 11, CL_EV_CE_COLL = 12,
+  CL_EV_CE_SYNC = 13, CL_EV_CE_BATCH = 14, CL_EV__COUNT = 15
+} cl_event_type;
+
+/* State values are NCCL's own numbering (nccl-profiler-abi.md §1.5); see CLABI_ST_*.
+ * The names are in commlens_state_name() (plugin/names.c). */
+enum {
+  CL_ST_STEP_SEND_GPU_WAIT = 8, CL_ST_STEP_SEND_WAIT = 9, CL_ST_STEP_RECV_WAIT = 10,
+  CL_ST_STEP_RECV_FLUSH_WAIT = 11, CL_ST_STEP_RECV_GPU_WAIT = 12, CL_ST_CTRL_IDLE = 13,
+  CL_ST_CTRL_ACTIVE = 14, CL_ST_CTRL_SLEEP = 15, CL_ST_CTRL_WAKEUP = 16, CL_ST_CTRL_APPEND = 17,
+  CL_ST_CTRL_APPEND_END = 18, CL_ST_PROXY_OP_IN_PROGRESS = 19, CL_ST_STEP_SEND_PEER_WAIT = 20,
+  CL_ST_NET_PLUGIN_UPDATE = 21, CL_ST_KERNEL_CH_STOP = 22, CL_ST_GROUP_START_API_STOP = 23,
+  CL_ST_GROUP_END_API_START = 24, CL_ST__MAX = 31
+};
+
+/* Strings in payloads are NCCL's static strings (func, datatype, algo, proto, syncStrategy)
+ * or commlens' own static names (v1 enum decoding); the writer reads them in-process. */
+typedef const char *cl_str;
+
+/* Event payloads: what the shim copies out of NCCL's descriptor. Each fits the record's
+ * payload area (CL_PAYLOAD_MAX bytes). Counts are as NCCL passed them. */
+typedef struct { int32_t graph_captured, depth; } cl_group_api;
+typedef struct { cl_str func, datatype; uint64_t count; uint64_t stream; int32_t root;
+                 uint8_t graph_captured; } cl_coll_api;   /* also P2pApi (root = -1) */
+typedef struct { uint64_t stream; } cl_kernel_launch;
+/* comm_hash is set only by v1..v3, whose init does not name the communicator. */
+typedef struct { uint64_t seq; cl_str func, datatype, algo, proto; uint64_t count;
+                 uint64_t parent_group, comm_hash; int32_t root; uint8_t nchannels, nwarps;
+                 uint8_t is_collnet, is_nvls; } cl_coll;
+typedef struct { cl_str func, datatype; uint64_t count; uint64_t parent_group, comm_hash;
+                 int32_t peer; uint8_t nchannels; } cl_p2p;
+typedef struct { int32_t pid, peer, nsteps, chunk_size; uint8_t channel, is_send; } cl_proxy_op;
+typedef struct { int32_t step; } cl_proxy_step;
+typedef struct { uint64_t ptimer; uint8_t channel; } cl_kernel_ch;
+/* NetPlugin: id = NCCL's plugin id (type | version); the IB or socket descriptor is copied. */
+typedef struct { int64_t id; uint8_t data_len; uint8_t data[40]; } cl_net_plugin;
+typedef struct { uint64_t seq; cl_str func, datatype, sync_strategy; uint64_t count, stream;
+                 int32_t root; uint32_t batch_size, num_batches, ce_seq; uint8_t intra_batch_sync;
+               } cl_ce_coll;
+typedef struct { int32_t nranks; uint8_t is_complete; } cl_ce_sync;
+typedef struct { uint64_t total_bytes; int32_t num_ops; uint8_t use_intra_sync; } cl_ce_batch;
+
+typedef struct {
+  int32_t rank;            /* the descriptor's originating rank */
+  uint32_t _pad;
+  union {
+    cl_group_api group_api; cl_coll_api coll_api; cl_kernel_launch kernel_launch; cl_coll coll;
+    cl_p2p p2p; cl_proxy_op proxy_op; cl_proxy_step proxy_step; cl_kernel_ch kernel_ch;
+    cl_net_plugin net; cl_ce_coll ce_coll; cl_ce_sync ce_sync; cl_ce_batch ce_batch;
+  };
+} cl_payload;
+
+/* ---- ring records ----------------------------------------------------------------------- */
+/* A record is 1..4 slots of 32 bytes: a header slot, then for START the payload. */
+#define CL_SLOT_BYTES 32
+typedef enum { CL_REC_PAD = 0, CL_REC_START = 1, CL_REC_STOP = 2, CL_REC_STATE = 3 } cl_rec_kind;
+
+/* flags of a START record */
+enum {
+  CL_F_FOREIGN = 1 << 0,   /* context or pid belongs to another process (PXN): parent is opaque */
+  CL_F_NO_COMM = 1 << 1,   /* context was NULL or unknown */
+};
+
+typedef struct {
+  uint8_t kind;      /* cl_rec_kind */
+  uint8_t nslots;    /* slots in this record, header included */
+  uint8_t etype;     /* START: cl_event_type */
+  uint8_t flags;     /* START: CL_F_* */
+  uint32_t aux;      /* START: communicator serial (0 = none); STATE: the state value */
+  uint64_t id;       /* the event id (the handle NCCL holds) */
+  uint64_t ts;       /* CLOCK_MONOTONIC nanoseconds */
+  uint64_t arg;      /* START: parentObj as NCCL passed it; STATE: the state's argument */
+} cl_rec;
+
+typedef struct { cl_rec hdr; cl_payload p; } cl_start_rec;
+
+#define CL_PAYLOAD_MAX (3 * CL_SLOT_BYTES)
+_Static_assert(sizeof(cl_rec) == CL_SLOT_BYTES, "record header is one slot");
+_Static_assert(sizeof(cl_payload) <= CL_PAYLOAD_MAX, "payload fits three slots");
+
+/* Event ids: (thread serial << CL_ID_SEQ_BITS) | per-thread sequence, never 0. The serial is
+ * unique per thread for the life of the process, so ids are never reused. */
+#define CL_ID_SEQ_BITS 40
+#define CL_ID_SERIAL(id) ((uint32_t)((id) >> CL_ID_SEQ_BITS))
+#define CL_ID_SEQ(id) ((id) & ((1ull << CL_ID_SEQ_BITS) - 1))
+
+#endif

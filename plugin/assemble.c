@@ -1,0 +1,628 @@
+/* assemble.c: see assemble.h. Owns the table of open events (by id), the per-thread
+ * watermarks that tell "start not seen yet" from "already stopped", the GPU clock offsets,
+ * and the rules that turn events into trace slices. Never touches NCCL's memory. */
+#include "assemble.h"
+#include "config.h"
+#include "core.h"
+#include "names.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define GRACE_NS 200000000ull        /* a collective with no KernelCh count waits this long */
+#define MAX_OPEN (1u << 22)          /* open events kept at most (memory bound) */
+#define IMPLAUSIBLE_NS 10000000000ll /* a GPU time this far from the host's view is wrong */
+#define MAX_DEV 65
+
+typedef struct { uint8_t st; uint64_t ts, arg; } ev_state;
+
+typedef struct ev {
+  uint64_t id, parent, start, stop;
+  uint32_t comm, thread;
+  uint8_t etype, flags, stopped, nst;
+  cl_payload p;
+  ev_state st[8];
+  uint32_t open_children, kch_done, nchild;
+  uint64_t gmin, gmax, pmin, pmax, last_child, bytes;
+  int tail_ch, implausible;
+  uint32_t enq_tid;
+  uint64_t enq_ts;
+  struct ev *next_free;
+} ev;
+
+typedef struct { int loaded; cl_comm_info info; char label[80]; } comm_cache;
+typedef struct { int64_t min_d; uint64_t samples, implausible; } gpu_off;
+
+struct cl_asm {
+  cl_ct *ct;
+  cl_summary *sum;
+  ev **tab;                 /* open addressing by id */
+  uint32_t cap, n;
+  ev *free_list;
+  uint64_t *wm;             /* watermark (last start seq) per thread serial */
+  uint32_t wm_cap;
+  comm_cache *comms;
+  uint32_t ncomms;
+  gpu_off off[MAX_DEV];
+  uint64_t *pend;           /* retained collectives awaiting completion (ids, FIFO) */
+  uint32_t pend_head, pend_tail, pend_cap;
+  cl_asm_stats stats;
+};
+
+/* ---- small tables ---- */
+static inline uint32_t hash_id(uint64_t id, uint32_t cap) {
+  return (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+static ev **slot_of(cl_asm *a, uint64_t id) {
+  uint32_t i = hash_id(id, a->cap);
+  while (a->tab[i] && a->tab[i]->id != id) i = (i + 1) & (a->cap - 1);
+  return &a->tab[i];
+}
+static ev *lookup(cl_asm *a, uint64_t id) { return id ? *slot_of(a, id) : NULL; }
+static int grow(cl_asm *a) {
+  uint32_t ncap = a->cap * 2;
+  ev **nt = calloc(ncap, sizeof *nt);
+  if (!nt) return -1;
+  ev **old = a->tab;
+  uint32_t ocap = a->cap;
+  a->tab = nt;
+  a->cap = ncap;
+  for (uint32_t i = 0; i < ocap; i++) if (old[i]) *slot_of(a, old[i]->id) = old[i];
+  free(old);
+  return 0;
+}
+static void remove_ev(cl_asm *a, ev *e) {
+  uint32_t i = hash_id(e->id, a->cap);
+  while (a->tab[i] != e) i = (i + 1) & (a->cap - 1);
+  a->tab[i] = NULL;
+  for (uint32_t j = (i + 1) & (a->cap - 1); a->tab[j]; j = (j + 1) & (a->cap - 1)) {
+    ev *m = a->tab[j];          /* backward-shift deletion keeps probe chains intact */
+    a->tab[j] = NULL;
+    *slot_of(a, m->id) = m;
+  }
+  a->n--;
+  e->next_free = a->free_list;
+  a->free_list = e;
+}
+static ev *alloc_ev(cl_asm *a) {
+  ev *e = a->free_list;
+  if (e) { a->free_list = e->next_free; return e; }
+  return malloc(sizeof(ev));
+}
+
+static void wm_set(cl_asm *a, uint64_t id) {
+  uint32_t s = CL_ID_SERIAL(id);
+  if (s >= a->wm_cap) {
+    uint32_t nc = a->wm_cap ? a->wm_cap : 64;
+    while (nc <= s) nc *= 2;
+    uint64_t *n = realloc(a->wm, nc * sizeof *n);
+    if (!n) return;
+    memset(n + a->wm_cap, 0, (nc - a->wm_cap) * sizeof *n);
+    a->wm = n;
+    a->wm_cap = nc;
+  }
+  if (CL_ID_SEQ(id) > a->wm[s]) a->wm[s] = CL_ID_SEQ(id);
+}
+/* True if the start of `id` may still arrive (its thread has not got that far yet). */
+static int start_pending(const cl_asm *a, uint64_t id) {
+  uint32_t s = CL_ID_SERIAL(id);
+  return s < a->wm_cap ? CL_ID_SEQ(id) > a->wm[s] : 1;
+}
+
+static comm_cache *comm_of(cl_asm *a, uint32_t serial) {
+  if (!serial) return NULL;
+  if (serial > a->ncomms) {
+    uint32_t nc = a->ncomms ? a->ncomms : 16;
+    while (nc < serial) nc *= 2;
+    comm_cache *n = realloc(a->comms, nc * sizeof *n);
+    if (!n) return NULL;
+    memset(n + a->ncomms, 0, (nc - a->ncomms) * sizeof *n);
+    a->comms = n;
+    a->ncomms = nc;
+  }
+  comm_cache *c = &a->comms[serial - 1];
+  if (!c->loaded || !c->info.d.hash) {
+    if (cl_comm_lookup(serial, &c->info) != 0) return NULL;
+    c->loaded = 1;
+    if (c->info.d.name[0]) snprintf(c->label, sizeof c->label, "comm %s", c->info.d.name);
+    else if (c->info.d.hash) snprintf(c->label, sizeof c->label, "comm %08llx", (unsigned long long)(c->info.d.hash >> 32));
+    else snprintf(c->label, sizeof c->label, "comm #%u", serial);
+  }
+  return c;
+}
+
+/* ---- GPU timer -> host clock ---- */
+static gpu_off *off_for(cl_asm *a, uint32_t comm) {
+  comm_cache *c = comm_of(a, comm);
+  int dev = c ? c->info.cuda_dev : -1;
+  return &a->off[dev >= 0 && dev < MAX_DEV - 1 ? dev : MAX_DEV - 1];
+}
+/* Host time of a GPU timer value observed by the host at `obs`; 0 if implausible. */
+static uint64_t gpu_to_host(gpu_off *o, uint64_t ptimer, uint64_t obs) {
+  if (!ptimer) return 0;
+  int64_t d = (int64_t)obs - (int64_t)ptimer;
+  if (o->samples && (d - o->min_d > IMPLAUSIBLE_NS || o->min_d - d > IMPLAUSIBLE_NS)) return 0;
+  if (!o->samples || d < o->min_d) o->min_d = d;
+  o->samples++;
+  return (uint64_t)((int64_t)ptimer + o->min_d);
+}
+
+/* ---- emission helpers ---- */
+static void common_args(cl_asm *a, cl_sb *b, int *first, uint32_t comm, uint64_t fallback_hash) {
+  comm_cache *c = comm_of(a, comm);
+  sb_key(b, first, "comm");
+  sb_puts(b, "\"");
+  uint64_t h = c && c->info.d.hash ? c->info.d.hash : fallback_hash;
+  sb_hex(b, h);
+  sb_puts(b, "\"");
+  if (c) {
+    sb_key(b, first, "comm_name"); sb_jstr(b, c->info.d.name);
+    sb_key(b, first, "rank"); sb_i64(b, c->info.d.rank);
+    sb_key(b, first, "nranks"); sb_i64(b, c->info.d.nranks);
+  }
+}
+static const char *label(cl_asm *a, uint32_t comm) {
+  comm_cache *c = comm_of(a, comm);
+  return c ? c->label : "comm ?";
+}
+enum { K_API = 1, K_APIGROUP, K_GROUPS, K_ENQ, K_GPU, K_CH, K_PSEND, K_PRECV, K_SSEND, K_SRECV, K_NET, K_CTRL, K_CE };
+static uint64_t fam_key(int kind, uint32_t comm, uint32_t ch) {
+  return ((uint64_t)kind << 56) | ((uint64_t)comm << 16) | ch;
+}
+static int fam_sort(int kind, uint32_t comm, uint32_t ch) {
+  if (kind == K_API || kind == K_APIGROUP) return kind;
+  return 100 + (int)comm * 1000 + (kind - K_GROUPS) * 70 + (int)ch;
+}
+static uint32_t lane(cl_asm *a, int kind, uint32_t comm, uint32_t ch, const char *name, uint64_t s, uint64_t e) {
+  return ct_lane(a->ct, fam_key(kind, comm, ch), name, fam_sort(kind, comm, ch), s, e);
+}
+
+static const char *coll_func(const ev *c) {
+  return c->etype == CL_EV_COLL ? c->p.coll.func : c->etype == CL_EV_P2P ? c->p.p2p.func : NULL;
+}
+
+/* ---- per-type emission at stop ---- */
+static void emit_api(cl_asm *a, ev *e) {
+  char fam[64], name[64];
+  int grp = e->etype == CL_EV_GROUP_API;
+  snprintf(fam, sizeof fam, grp ? "NCCL API groups (thread %u)" : "NCCL API (thread %u)", e->thread);
+  uint32_t tid = ct_lane(a->ct, fam_key(grp ? K_APIGROUP : K_API, 0, e->thread), fam,
+                         grp ? K_APIGROUP : K_API, e->start, e->stop);
+  if (grp) snprintf(name, sizeof name, "ncclGroup");
+  else if (e->etype == CL_EV_KERNEL_LAUNCH) snprintf(name, sizeof name, "KernelLaunch");
+  else snprintf(name, sizeof name, "nccl%s", e->p.coll_api.func ? e->p.coll_api.func : "?");
+  int first = ct_slice_begin(a->ct, tid, name, "api", e->start, e->stop - e->start);
+  cl_sb *b = ct_body(a->ct);
+  common_args(a, b, &first, e->comm, 0);
+  if (e->etype == CL_EV_COLL_API || e->etype == CL_EV_P2P_API) {
+    sb_key(b, &first, "count"); sb_u64(b, e->p.coll_api.count);
+    sb_key(b, &first, "datatype"); sb_jstr(b, e->p.coll_api.datatype);
+    if (e->etype == CL_EV_COLL_API) { sb_key(b, &first, "root"); sb_i64(b, e->p.coll_api.root); }
+    sb_key(b, &first, "stream"); sb_puts(b, "\""); sb_hex(b, e->p.coll_api.stream); sb_puts(b, "\"");
+    sb_key(b, &first, "graph_captured"); sb_puts(b, e->p.coll_api.graph_captured ? "true" : "false");
+  } else if (e->etype == CL_EV_KERNEL_LAUNCH) {
+    sb_key(b, &first, "stream"); sb_puts(b, "\""); sb_hex(b, e->p.kernel_launch.stream); sb_puts(b, "\"");
+  } else {
+    sb_key(b, &first, "depth"); sb_i64(b, e->p.group_api.depth);
+    sb_key(b, &first, "graph_captured"); sb_puts(b, e->p.group_api.graph_captured ? "true" : "false");
+  }
+  ct_slice_end(a->ct);
+}
+
+static void emit_enqueue(cl_asm *a, ev *e) {
+  char fam[96];
+  const char *lab = label(a, e->comm);
+  cl_sb *b = ct_body(a->ct);
+  if (e->etype == CL_EV_GROUP) {
+    snprintf(fam, sizeof fam, "%s: groups", lab);
+    uint32_t tid = lane(a, K_GROUPS, e->comm, 0, fam, e->start, e->stop);
+    int first = ct_slice_begin(a->ct, tid, "Group", "group", e->start, e->stop - e->start);
+    common_args(a, b, &first, e->comm, 0);
+    ct_slice_end(a->ct);
+    return;
+  }
+  snprintf(fam, sizeof fam, "%s: enqueue", lab);
+  uint32_t tid = lane(a, K_ENQ, e->comm, 0, fam, e->start, e->stop);
+  e->enq_tid = tid;
+  e->enq_ts = e->start;
+  comm_cache *c = comm_of(a, e->comm);
+  int nranks = c ? c->info.d.nranks : -1;
+  if (e->etype == CL_EV_COLL) {
+    const cl_coll *k = &e->p.coll;
+    int first = ct_slice_begin(a->ct, tid, k->func ? k->func : "?", "coll", e->start, e->stop - e->start);
+    common_args(a, b, &first, e->comm, k->comm_hash);
+    sb_key(b, &first, "seq"); sb_u64(b, k->seq);
+    sb_key(b, &first, "count"); sb_u64(b, k->count);
+    sb_key(b, &first, "datatype"); sb_jstr(b, k->datatype);
+    sb_key(b, &first, "root"); sb_i64(b, k->root);
+    sb_key(b, &first, "algo"); sb_jstr(b, k->algo);
+    sb_key(b, &first, "proto"); sb_jstr(b, k->proto);
+    sb_key(b, &first, "nchannels"); sb_u64(b, k->nchannels);
+    sb_key(b, &first, "nwarps"); sb_u64(b, k->nwarps);
+    sb_key(b, &first, "bytes"); sb_u64(b, cl_coll_bytes(k->func, k->count, k->datatype, nranks));
+    sb_key(b, &first, "Collective name"); sb_jstr(b, k->func);
+    sb_key(b, &first, "In msg nelems"); sb_u64(b, k->count);
+    sb_key(b, &first, "Group size"); sb_i64(b, nranks);
+    sb_key(b, &first, "Seq"); sb_u64(b, k->seq);
+  } else if (e->etype == CL_EV_P2P) {
+    const cl_p2p *k = &e->p.p2p;
+    int first = ct_slice_begin(a->ct, tid, k->func ? k->func : "?", "p2p", e->start, e->stop - e->start);
+    common_args(a, b, &first, e->comm, k->comm_hash);
+    sb_key(b, &first, "peer"); sb_i64(b, k->peer);
+    sb_key(b, &first, "count"); sb_u64(b, k->count);
+    sb_key(b, &first, "datatype"); sb_jstr(b, k->datatype);
+    sb_key(b, &first, "nchannels"); sb_u64(b, k->nchannels);
+    sb_key(b, &first, "bytes"); sb_u64(b, (uint64_t)k->count * (uint64_t)cl_datatype_size(k->datatype));
+  }
+  ct_slice_end(a->ct);
+}
+
+/* The collective is done: its GPU span (from KernelCh, else proxy ops) and the summary. */
+static void finish_coll(cl_asm *a, ev *c) {
+  comm_cache *cc = comm_of(a, c->comm);
+  int nranks = cc ? cc->info.d.nranks : -1;
+  const char *func = coll_func(c);
+  uint64_t bytes = c->etype == CL_EV_COLL
+                   ? cl_coll_bytes(func, c->p.coll.count, c->p.coll.datatype, nranks)
+                   : (uint64_t)c->p.p2p.count * (uint64_t)cl_datatype_size(c->p.p2p.datatype);
+  uint64_t s = 0, e = 0;
+  const char *src = NULL;
+  if (c->gmax > c->gmin && c->gmin) { s = c->gmin; e = c->gmax; src = "kernel_ch"; }
+  else if (c->pmax > c->pmin && c->pmin) { s = c->pmin; e = c->pmax; src = "proxy"; }
+  a->stats.colls_done++;
+  cl_summary_add(a->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0);
+  if (!src) return;
+  a->stats.colls_timed++;
+  char fam[96];
+  snprintf(fam, sizeof fam, "%s: GPU", label(a, c->comm));
+  uint32_t tid = lane(a, K_GPU, c->comm, 0, fam, s, e);
+  cl_sb *b = ct_body(a->ct);
+  int first = ct_slice_begin(a->ct, tid, func ? func : "?", "coll_gpu", s, e - s);
+  common_args(a, b, &first, c->comm, c->etype == CL_EV_COLL ? c->p.coll.comm_hash : c->p.p2p.comm_hash);
+  if (c->etype == CL_EV_COLL) {
+    sb_key(b, &first, "seq"); sb_u64(b, c->p.coll.seq);
+    sb_key(b, &first, "algo"); sb_jstr(b, c->p.coll.algo);
+    sb_key(b, &first, "proto"); sb_jstr(b, c->p.coll.proto);
+    sb_key(b, &first, "nchannels"); sb_u64(b, c->p.coll.nchannels);
+  } else {
+    sb_key(b, &first, "p2p_peer"); sb_i64(b, c->p.p2p.peer);
+    sb_key(b, &first, "nchannels"); sb_u64(b, c->p.p2p.nchannels);
+  }
+  sb_key(b, &first, "bytes"); sb_u64(b, bytes);
+  sb_key(b, &first, "source"); sb_jstr(b, src);
+  if (c->tail_ch >= 0) { sb_key(b, &first, "tail_channel"); sb_i64(b, c->tail_ch); }
+  ct_slice_end(a->ct);
+  if (c->enq_tid) ct_flow(a->ct, c->id, c->enq_tid, c->enq_ts, tid, s);
+}
+
+static int coll_like(const ev *e) { return e->etype == CL_EV_COLL || e->etype == CL_EV_P2P; }
+static unsigned expected_kch(const ev *c) {
+  if (!(cl_cfg.mask & (1u << CL_EV_KERNEL_CH))) return 0;
+  return c->etype == CL_EV_COLL ? c->p.coll.nchannels : c->p.p2p.nchannels;
+}
+static void maybe_finish(cl_asm *a, ev *c, uint64_t now, int force) {
+  if (!force) {
+    if (!c->stopped || c->open_children) return;
+    unsigned exp = expected_kch(c);
+    uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
+    if (!(exp && c->kch_done >= exp) && now - last < GRACE_NS) return;
+  }
+  finish_coll(a, c);
+  remove_ev(a, c);
+}
+
+static void emit_kernel_ch(cl_asm *a, ev *e, ev *parent) {
+  uint64_t stop_pt = 0, stop_obs = e->stop;
+  for (int i = 0; i < e->nst; i++)
+    if (e->st[i].st == CL_ST_KERNEL_CH_STOP) { stop_pt = e->st[i].arg; stop_obs = e->st[i].ts; }
+  gpu_off *o = off_for(a, e->comm);
+  uint64_t s = gpu_to_host(o, e->p.kernel_ch.ptimer, e->start);
+  uint64_t t = stop_pt ? gpu_to_host(o, stop_pt, stop_obs) : 0;
+  int implausible = !s || !t || stop_pt < e->p.kernel_ch.ptimer;
+  if (implausible) { s = e->start; t = stop_obs; a->stats.implausible_gpu++; o->implausible++; }
+  if (parent && !implausible) {
+    if (!parent->gmin || s < parent->gmin) parent->gmin = s;
+    if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = e->p.kernel_ch.channel; }
+  }
+  char fam[96], name[32];
+  snprintf(fam, sizeof fam, "%s: ch %u GPU", label(a, e->comm), e->p.kernel_ch.channel);
+  snprintf(name, sizeof name, "ch %u", e->p.kernel_ch.channel);
+  uint32_t tid = lane(a, K_CH, e->comm, e->p.kernel_ch.channel, fam, s, t);
+  cl_sb *b = ct_body(a->ct);
+  int first = ct_slice_begin(a->ct, tid, name, "kernel_ch", s, t - s);
+  common_args(a, b, &first, e->comm, 0);
+  sb_key(b, &first, "channel"); sb_u64(b, e->p.kernel_ch.channel);
+  if (parent) {
+    if (parent->etype == CL_EV_COLL) { sb_key(b, &first, "seq"); sb_u64(b, parent->p.coll.seq); }
+    sb_key(b, &first, "func"); sb_jstr(b, coll_func(parent));
+  }
+  sb_key(b, &first, "gpu_start_ns"); sb_u64(b, e->p.kernel_ch.ptimer);
+  sb_key(b, &first, "gpu_stop_ns"); sb_u64(b, stop_pt);
+  if (implausible) { sb_key(b, &first, "implausible"); sb_puts(b, "true"); }
+  ct_slice_end(a->ct);
+}
+
+static void emit_proxy_op(cl_asm *a, ev *e, ev *parent) {
+  const cl_proxy_op *op = &e->p.proxy_op;
+  if (parent) {
+    if (!parent->pmin || e->start < parent->pmin) parent->pmin = e->start;
+    if (e->stop > parent->pmax) parent->pmax = e->stop;
+  }
+  char fam[112];
+  snprintf(fam, sizeof fam, "%s: ch %u proxy %s", label(a, e->comm), op->channel, op->is_send ? "send" : "recv");
+  uint32_t tid = lane(a, op->is_send ? K_PSEND : K_PRECV, e->comm, op->channel, fam, e->start, e->stop);
+  cl_sb *b = ct_body(a->ct);
+  int first = ct_slice_begin(a->ct, tid, op->is_send ? "send" : "recv", "proxy_op", e->start, e->stop - e->start);
+  common_args(a, b, &first, e->comm, 0);
+  sb_key(b, &first, "channel"); sb_u64(b, op->channel);
+  sb_key(b, &first, "peer"); sb_i64(b, op->peer);
+  sb_key(b, &first, "nsteps"); sb_i64(b, op->nsteps);
+  sb_key(b, &first, "chunk_size"); sb_i64(b, op->chunk_size);
+  sb_key(b, &first, "bytes"); sb_u64(b, e->bytes);
+  if (parent) {
+    if (parent->etype == CL_EV_COLL) { sb_key(b, &first, "seq"); sb_u64(b, parent->p.coll.seq); }
+    sb_key(b, &first, "func"); sb_jstr(b, coll_func(parent));
+  }
+  if (e->flags & CL_F_FOREIGN) { sb_key(b, &first, "pxn_pid"); sb_i64(b, op->pid); }
+  ct_slice_end(a->ct);
+}
+
+static void emit_proxy_step(cl_asm *a, ev *e, ev *op) {
+  int send = op ? op->p.proxy_op.is_send : 0;
+  unsigned ch = op ? op->p.proxy_op.channel : 0;
+  uint64_t ns[CL_ST__MAX + 1] = {0}, bytes = 0;
+  for (int i = 0; i < e->nst; i++) {
+    uint64_t end = i + 1 < e->nst ? e->st[i + 1].ts : e->stop;
+    if (e->st[i].st <= CL_ST__MAX) ns[e->st[i].st] += end - e->st[i].ts;
+    if (e->st[i].st == CL_ST_STEP_SEND_WAIT || e->st[i].st == CL_ST_STEP_RECV_FLUSH_WAIT ||
+        e->st[i].st == CL_ST_STEP_RECV_WAIT) {
+      if (e->st[i].arg && e->st[i].arg < (1ull << 40)) bytes = e->st[i].arg;
+    }
+  }
+  if (op) op->bytes += bytes;
+  char fam[112], name[32];
+  snprintf(fam, sizeof fam, "%s: ch %u %s steps", label(a, e->comm), ch, send ? "send" : "recv");
+  snprintf(name, sizeof name, "step %d", e->p.proxy_step.step);
+  uint32_t tid = lane(a, send ? K_SSEND : K_SRECV, e->comm, ch, fam, e->start, e->stop);
+  cl_sb *b = ct_body(a->ct);
+  int first = ct_slice_begin(a->ct, tid, name, "proxy_step", e->start, e->stop - e->start);
+  common_args(a, b, &first, e->comm, 0);
+  sb_key(b, &first, "channel"); sb_u64(b, ch);
+  if (op) { sb_key(b, &first, "peer"); sb_i64(b, op->p.proxy_op.peer); }
+  sb_key(b, &first, "step"); sb_i64(b, e->p.proxy_step.step);
+  sb_key(b, &first, "bytes"); sb_u64(b, bytes);
+  sb_key(b, &first, "gpu_wait_ns"); sb_u64(b, ns[CL_ST_STEP_SEND_GPU_WAIT]);
+  sb_key(b, &first, "peer_wait_ns"); sb_u64(b, ns[CL_ST_STEP_SEND_PEER_WAIT]);
+  sb_key(b, &first, "send_wait_ns"); sb_u64(b, ns[CL_ST_STEP_SEND_WAIT]);
+  sb_key(b, &first, "recv_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_WAIT]);
+  sb_key(b, &first, "flush_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_FLUSH_WAIT]);
+  sb_key(b, &first, "recv_gpu_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_GPU_WAIT]);
+  ct_slice_end(a->ct);
+  for (int i = 0; i < e->nst; i++) {        /* the phases, nested inside the step */
+    uint64_t end = i + 1 < e->nst ? e->st[i + 1].ts : e->stop;
+    int f2 = ct_slice_begin(a->ct, tid, cl_state_name(e->st[i].st), "proxy_state", e->st[i].ts, end - e->st[i].ts);
+    (void)f2;
+    ct_slice_end(a->ct);
+  }
+}
+
+static void emit_other(cl_asm *a, ev *e) {
+  char fam[112];
+  cl_sb *b = ct_body(a->ct);
+  int first;
+  switch (e->etype) {
+  case CL_EV_PROXY_CTRL: {
+    const char *nm = e->nst ? cl_state_name(e->st[0].st) : "ProxyCtrl";
+    int appended = -1;
+    for (int i = 0; i < e->nst; i++) if (e->st[i].st == CL_ST_CTRL_APPEND_END) appended = (int)(uint32_t)e->st[i].arg;
+    snprintf(fam, sizeof fam, "%s: proxy progress", label(a, e->comm));
+    uint32_t tid = lane(a, K_CTRL, e->comm, 0, fam, e->start, e->stop);
+    first = ct_slice_begin(a->ct, tid, nm, "proxy_ctrl", e->start, e->stop - e->start);
+    common_args(a, b, &first, e->comm, 0);
+    if (appended >= 0) { sb_key(b, &first, "appended_ops"); sb_i64(b, appended); }
+    ct_slice_end(a->ct);
+    break;
+  }
+  case CL_EV_NET_PLUGIN: {
+    uint32_t type = (uint32_t)e->p.net.id & 0xFFFF0000u;
+    snprintf(fam, sizeof fam, "%s: net", label(a, e->comm));
+    uint32_t tid = lane(a, K_NET, e->comm, 0, fam, e->start, e->stop);
+    first = ct_slice_begin(a->ct, tid, type == 0x10000u ? "ib" : type == 0x20000u ? "socket" : "net",
+                           "net", e->start, e->stop - e->start);
+    common_args(a, b, &first, e->comm, 0);
+    sb_key(b, &first, "plugin_id"); sb_puts(b, "\""); sb_hex(b, (uint64_t)e->p.net.id); sb_puts(b, "\"");
+    cl_net_args(b, &first, &e->p.net);
+    ct_slice_end(a->ct);
+    break;
+  }
+  case CL_EV_CE_COLL: case CL_EV_CE_SYNC: case CL_EV_CE_BATCH: {
+    snprintf(fam, sizeof fam, "%s: copy engine", label(a, e->comm));
+    uint32_t tid = lane(a, K_CE, e->comm, 0, fam, e->start, e->stop);
+    first = ct_slice_begin(a->ct, tid, cl_event_name(e->etype), "ce", e->start, e->stop - e->start);
+    common_args(a, b, &first, e->comm, 0);
+    if (e->etype == CL_EV_CE_COLL) {
+      sb_key(b, &first, "func"); sb_jstr(b, e->p.ce_coll.func);
+      sb_key(b, &first, "seq"); sb_u64(b, e->p.ce_coll.seq);
+      sb_key(b, &first, "count"); sb_u64(b, e->p.ce_coll.count);
+      sb_key(b, &first, "datatype"); sb_jstr(b, e->p.ce_coll.datatype);
+      sb_key(b, &first, "sync"); sb_jstr(b, e->p.ce_coll.sync_strategy);
+      sb_key(b, &first, "batches"); sb_u64(b, e->p.ce_coll.num_batches);
+    } else if (e->etype == CL_EV_CE_BATCH) {
+      sb_key(b, &first, "ops"); sb_i64(b, e->p.ce_batch.num_ops);
+      sb_key(b, &first, "bytes"); sb_u64(b, e->p.ce_batch.total_bytes);
+    } else {
+      sb_key(b, &first, "nranks"); sb_i64(b, e->p.ce_sync.nranks);
+    }
+    ct_slice_end(a->ct);
+    break;
+  }
+  default: break;
+  }
+}
+
+/* ---- feeding ---- */
+static int is_child_type(unsigned t) {
+  return t == CL_EV_KERNEL_CH || t == CL_EV_PROXY_OP || t == CL_EV_PROXY_STEP || t == CL_EV_NET_PLUGIN;
+}
+
+static int feed_start(cl_asm *a, const cl_start_rec *r, int attempts) {
+  const cl_rec *h = &r->hdr;
+  ev *parent = NULL;
+  uint64_t pid = (h->flags & CL_F_FOREIGN) ? 0 : h->arg;
+  if (pid && is_child_type(h->etype)) {
+    parent = lookup(a, pid);
+    if (!parent && start_pending(a, pid) && attempts < 3) return 1;
+    if (!parent) a->stats.orphans++;
+  }
+  if (a->n >= MAX_OPEN) { a->stats.writer_drops++; wm_set(a, h->id); return 0; }
+  if (a->n * 2 >= a->cap && grow(a) != 0) { a->stats.writer_drops++; wm_set(a, h->id); return 0; }
+  ev *e = alloc_ev(a);
+  if (!e) { a->stats.writer_drops++; wm_set(a, h->id); return 0; }
+  memset(e, 0, offsetof(ev, p));
+  e->id = h->id;
+  e->parent = parent ? pid : 0;
+  e->start = h->ts;
+  e->comm = h->aux;
+  e->thread = CL_ID_SERIAL(h->id);
+  e->etype = h->etype;
+  e->flags = h->flags;
+  size_t plen = (size_t)(h->nslots - 1) * CL_SLOT_BYTES;
+  if (plen > sizeof e->p) plen = sizeof e->p;
+  memcpy(&e->p, &r->p, plen);
+  e->open_children = e->kch_done = e->nchild = 0;
+  e->gmin = e->gmax = e->pmin = e->pmax = e->last_child = e->bytes = 0;
+  e->tail_ch = -1;
+  e->enq_tid = 0;
+  e->enq_ts = 0;
+  *slot_of(a, e->id) = e;
+  a->n++;
+  wm_set(a, h->id);
+  a->stats.starts++;
+  if (h->flags & CL_F_FOREIGN) a->stats.foreign++;
+  if (e->comm && (e->etype == CL_EV_COLL || e->etype == CL_EV_P2P)) {
+    uint64_t hash = e->etype == CL_EV_COLL ? e->p.coll.comm_hash : e->p.p2p.comm_hash;
+    comm_cache *c = comm_of(a, e->comm);
+    if (hash && c && !c->info.d.hash) { cl_comm_learn(e->comm, hash, e->p.rank); c->loaded = 0; }
+  }
+  if (parent) { parent->open_children++; parent->nchild++; parent->last_child = h->ts; }
+  return 0;
+}
+
+static void feed_stop(cl_asm *a, ev *e, uint64_t ts) {
+  e->stop = ts < e->start ? e->start : ts;
+  e->stopped = 1;
+  ev *parent = e->parent ? lookup(a, e->parent) : NULL;
+  switch (e->etype) {
+  case CL_EV_GROUP_API: case CL_EV_COLL_API: case CL_EV_P2P_API: case CL_EV_KERNEL_LAUNCH:
+    emit_api(a, e); break;
+  case CL_EV_GROUP: emit_enqueue(a, e); break;
+  case CL_EV_COLL: case CL_EV_P2P:
+    emit_enqueue(a, e);
+    if (a->pend_tail - a->pend_head == a->pend_cap) {      /* grow the FIFO */
+      uint32_t nc = a->pend_cap ? a->pend_cap * 2 : 1024;
+      uint64_t *n = malloc(nc * sizeof *n);
+      if (n) {
+        for (uint32_t i = 0; i < a->pend_cap; i++) n[i] = a->pend[(a->pend_head + i) % a->pend_cap];
+        free(a->pend);
+        a->pend = n;
+        a->pend_tail -= a->pend_head;
+        a->pend_head = 0;
+        a->pend_cap = nc;
+      }
+    }
+    if (a->pend_tail - a->pend_head < a->pend_cap) a->pend[a->pend_tail++ % a->pend_cap] = e->id;
+    maybe_finish(a, e, ts, 0);
+    return;                               /* kept until its children are done */
+  case CL_EV_KERNEL_CH: emit_kernel_ch(a, e, parent); if (parent) parent->kch_done++; break;
+  case CL_EV_PROXY_OP: emit_proxy_op(a, e, parent); break;
+  case CL_EV_PROXY_STEP: emit_proxy_step(a, e, parent); break;
+  default: emit_other(a, e); break;
+  }
+  if (parent) {
+    if (parent->open_children) parent->open_children--;
+    parent->last_child = ts;
+    if (coll_like(parent)) maybe_finish(a, parent, ts, 0);
+  }
+  remove_ev(a, e);
+}
+
+int cl_asm_feed(cl_asm *a, const cl_rec *r, int attempts) {
+  a->stats.records++;
+  if (r->kind == CL_REC_START) {
+    int rc = feed_start(a, (const cl_start_rec *)r, attempts);
+    if (rc) a->stats.records--;
+    return rc;
+  }
+  ev *e = lookup(a, r->id);
+  if (!e) {
+    if (start_pending(a, r->id) && attempts < 3) { a->stats.records--; return 1; }
+    a->stats.stale++;                       /* re-stopped, or its start was dropped */
+    return 0;
+  }
+  if (r->kind == CL_REC_STOP) {
+    if (e->stopped) { a->stats.stale++; return 0; }
+    feed_stop(a, e, r->ts);
+  } else if (r->kind == CL_REC_STATE) {
+    if (e->stopped) { a->stats.stale++; return 0; }
+    if (e->nst < sizeof e->st / sizeof e->st[0]) e->st[e->nst++] = (ev_state){(uint8_t)r->aux, r->ts, r->arg};
+    else e->st[e->nst - 1] = (ev_state){(uint8_t)r->aux, r->ts, r->arg};
+  }
+  return 0;
+}
+
+void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
+  while (a->pend_head != a->pend_tail) {
+    uint64_t id = a->pend[a->pend_head % a->pend_cap];
+    ev *c = lookup(a, id);
+    if (c && !final) {
+      uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
+      if (now - last < GRACE_NS) break;
+    }
+    a->pend_head++;
+    if (c) maybe_finish(a, c, now, 1);
+  }
+  if (final) {                              /* whatever never stopped: count it, keep nothing */
+    for (uint32_t i = 0; i < a->cap; i++) {
+      ev *e = a->tab[i];
+      if (!e) continue;
+      if (coll_like(e) && e->stopped) { maybe_finish(a, e, now, 1); i--; continue; }
+    }
+  }
+}
+
+cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum) {
+  cl_asm *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  a->ct = ct;
+  a->sum = sum;
+  a->cap = 1 << 12;
+  a->tab = calloc(a->cap, sizeof *a->tab);
+  if (!a->tab) { free(a); return NULL; }
+  return a;
+}
+
+void cl_asm_free(cl_asm *a) {
+  if (!a) return;
+  for (uint32_t i = 0; i < a->cap; i++) free(a->tab[i]);
+  for (ev *e = a->free_list; e;) { ev *n = e->next_free; free(e); e = n; }
+  free(a->tab); free(a->wm); free(a->comms); free(a->pend);
+  free(a);
+}
+
+void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s) { *s = a->stats; s->open_now = a->n; }
+
+void cl_asm_offsets_json(const cl_asm *a, cl_sb *b) {
+  sb_puts(b, "[");
+  int first = 1;
+  for (int d = 0; d < MAX_DEV; d++) {
+    const gpu_off *o = &a->off[d];
+    if (!o->samples && !o->implausible) continue;
+    sb_puts(b, first ? "{" : ",{");
+    first = 0;
+    sb_puts(b, "\"device\":"); sb_i64(b, d == MAX_DEV - 1 ? -1 : d);
+    sb_puts(b, ",\"host_minus_gpu_ns\":"); sb_i64(b, o->min_d);
+    sb_puts(b, ",\"samples\":"); sb_u64(b, o->samples);
+    sb_puts(b, ",\"implausible\":"); sb_u64(b, o->implausible);
+    sb_puts(b, "}");
+  }
+  sb_puts(b, "]");
+}

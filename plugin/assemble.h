@@ -1,0 +1,30 @@
+/* assemble.h: turns ring records into finished events. Pairs starts with stops (across
+ * threads, out of order), keeps parents until their children finish, derives a collective's
+ * completion and GPU span from its children, maps GPU timers onto the host clock, and hands
+ * slices to the Chrome exporter and totals to the summary. Writer thread only. */
+#ifndef COMMLENS_ASSEMBLE_H
+#define COMMLENS_ASSEMBLE_H
+#include "commlens/event.h"
+#include "../exporters/chrome_trace.h"
+#include "../exporters/summary.h"
+#include "../exporters/strbuf.h"
+#include <stdint.h>
+
+typedef struct cl_asm cl_asm;
+
+typedef struct {
+  uint64_t records, starts, stale, deferred_dropped, foreign, orphans, open_now, writer_drops;
+  uint64_t colls_done, colls_timed, implausible_gpu;
+} cl_asm_stats;
+
+cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum);
+void cl_asm_free(cl_asm *a);
+/* Feeds one record (header + payload slots). Returns 0, or 1 if the record must be offered
+ * again in a later pass (its start has not been seen yet). */
+int cl_asm_feed(cl_asm *a, const cl_rec *r, int attempts);
+/* Finishes collectives whose children are done or who waited longer than the grace time. */
+void cl_asm_tick(cl_asm *a, uint64_t now, int final);
+void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s);
+/* Per-device GPU clock offsets as a JSON array (for the trace tail). */
+void cl_asm_offsets_json(const cl_asm *a, cl_sb *b);
+#endif

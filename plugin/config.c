@@ -1,0 +1,196 @@
+/* config.c: the table of COMMLENS_* variables and their parsers. Runs once, at the first
+ * communicator init (and again in a fork child). Never fails: bad values warn and default. */
+#include "config.h"
+#include "log.h"
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+cl_config cl_cfg;
+
+typedef int (*cl_parse_fn)(const char *value);
+typedef struct { const char *name, *def, *help; cl_parse_fn parse; } cl_var;
+
+static int parse_u64(const char *s, uint64_t *out, uint64_t lo, uint64_t hi) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static int p_dir(const char *v) {
+  if (!*v || strlen(v) >= sizeof cl_cfg.dir) return -1;
+  snprintf(cl_cfg.dir, sizeof cl_cfg.dir, "%s", v);
+  cl_cfg.dir_is_default = 0;
+  return 0;
+}
+
+static const struct { const char *name; uint32_t bit; } g_event_names[] = {
+  {"group", 1u << 0}, {"coll", 1u << 1}, {"p2p", 1u << 2}, {"proxyop", 1u << 3},
+  {"proxystep", 1u << 4}, {"proxyctrl", 1u << 5}, {"kernelch", 1u << 6}, {"net", 1u << 7},
+  {"groupapi", 1u << 8}, {"collapi", 1u << 9}, {"p2papi", 1u << 10},
+  {"kernellaunch", 1u << 11}, {"ce", 7u << 12},
+};
+
+/* "default", "full", a number (mask), or a '+'/','-separated list of preset and event names,
+ * e.g. "default+kernelch". */
+static int p_events(const char *v) {
+  uint64_t m;
+  if (parse_u64(v, &m, 1, 0xFFFF) == 0) {
+    cl_cfg.mask = (uint32_t)m; snprintf(cl_cfg.events_name, sizeof cl_cfg.events_name, "custom");
+    return 0;
+  }
+  char buf[256];
+  if (strlen(v) >= sizeof buf) return -1;
+  snprintf(buf, sizeof buf, "%s", v);
+  uint32_t mask = 0;
+  for (char *tok = strtok(buf, "+,"); tok; tok = strtok(NULL, "+,")) {
+    for (char *c = tok; *c; c++) *c = (char)tolower((unsigned char)*c);
+    if (!strcmp(tok, "default")) { mask |= CL_MASK_DEFAULT; continue; }
+    if (!strcmp(tok, "full") || !strcmp(tok, "all")) { mask |= CL_MASK_FULL; continue; }
+    size_t i, n = sizeof g_event_names / sizeof g_event_names[0];
+    for (i = 0; i < n && strcmp(tok, g_event_names[i].name); i++) {}
+    if (i == n) return -1;
+    mask |= g_event_names[i].bit;
+  }
+  if (!mask) return -1;
+  cl_cfg.mask = mask;
+  snprintf(cl_cfg.events_name, sizeof cl_cfg.events_name, "%s",
+           mask == CL_MASK_DEFAULT ? "default" : mask == CL_MASK_FULL ? "full" : "custom");
+  return 0;
+}
+
+static int p_buffer_mb(const char *v) {
+  uint64_t m;
+  if (parse_u64(v, &m, 1, 65536)) return -1;
+  cl_cfg.buffer_bytes = m << 20;
+  return 0;
+}
+static int p_ring_kb(const char *v) {
+  uint64_t k;
+  if (parse_u64(v, &k, 16, 1 << 20)) return -1;
+  cl_cfg.ring_bytes = k << 10;
+  return 0;
+}
+static int p_bool(const char *v, int *out) {
+  if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) { *out = 1; return 0; }
+  if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off")) { *out = 0; return 0; }
+  return -1;
+}
+static int p_gzip(const char *v) { return p_bool(v, &cl_cfg.gzip); }
+static int p_cupti(const char *v) { return p_bool(v, &cl_cfg.cupti); }
+static int p_flush_ms(const char *v) {
+  uint64_t m;
+  if (parse_u64(v, &m, 10, 250)) return -1;   /* the 250 ms bound is a promise: never looser */
+  cl_cfg.flush_ms = (int)m;
+  return 0;
+}
+
+/* "coll:A-B" (collectives A..B-1 counted from the first), "time:A-B" seconds since the first
+ * communicator init (decimals allowed); B may be empty for "until the end". */
+static int p_window(const char *v) {
+  const char *rest;
+  cl_window_kind k;
+  if (!strncmp(v, "coll:", 5)) { k = CL_WIN_COLL; rest = v + 5; }
+  else if (!strncmp(v, "time:", 5)) { k = CL_WIN_TIME; rest = v + 5; }
+  else return -1;
+  char *end;
+  errno = 0;
+  double a = strtod(rest, &end);
+  if (errno || end == rest || *end != '-' || a < 0) return -1;
+  const char *bs = end + 1;
+  double b = -1;
+  if (*bs) {
+    b = strtod(bs, &end);
+    if (errno || end == bs || *end || b <= a) return -1;
+  }
+  double scale = k == CL_WIN_TIME ? 1e9 : 1.0;
+  cl_cfg.window = k;
+  cl_cfg.win_start = (uint64_t)(a * scale);
+  cl_cfg.win_stop = b < 0 ? UINT64_MAX : (uint64_t)(b * scale);
+  return 0;
+}
+static int p_summary(const char *v) {
+  if (!strcmp(v, "print")) cl_cfg.summary = CL_SUMMARY_PRINT;
+  else if (!strcmp(v, "file")) cl_cfg.summary = CL_SUMMARY_FILE;
+  else if (!strcmp(v, "off")) cl_cfg.summary = CL_SUMMARY_OFF;
+  else return -1;
+  return 0;
+}
+static int p_record(const char *v) {
+  if (strlen(v) >= sizeof cl_cfg.record) return -1;
+  snprintf(cl_cfg.record, sizeof cl_cfg.record, "%s", v);
+  return 0;
+}
+
+static const cl_var g_vars[] = {
+  {"COMMLENS_DIR", "./commlens-<job id> (./commlens-trace without one)",
+   "directory for traces and summaries; created if missing", p_dir},
+  {"COMMLENS_EVENTS", "default",
+   "event set: default (API, group, collective, p2p, proxy-op events), full (everything), a "
+   "mask number, or names joined by '+' (default+kernelch, proxystep, net, ...)", p_events},
+  {"COMMLENS_BUFFER_MB", "64", "memory for all per-thread event buffers together (MiB)", p_buffer_mb},
+  {"COMMLENS_RING_KB", "1024", "one thread's event buffer (KiB)", p_ring_kb},
+  {"COMMLENS_GZIP", "0", "write .trace.json.gz instead of .trace.json", p_gzip},
+  {"COMMLENS_FLUSH_MS", "250", "flush interval of the trace file (10..250 ms)", p_flush_ms},
+  {"COMMLENS_WINDOW", "(everything)",
+   "capture window: coll:A-B (collectives A..B) or time:A-B (seconds since the first "
+   "communicator); B may be left out", p_window},
+  {"COMMLENS_SUMMARY", "print", "per-rank summary at exit: print (stderr and file), file, off", p_summary},
+  {"COMMLENS_CUPTI", "1", "correlate with CUPTI kernel activity when CUPTI is available", p_cupti},
+  {"COMMLENS_RECORD", "(off)",
+   "also record the raw profiler ABI call stream to this file (for replay in tests)", p_record},
+};
+
+static void set_defaults(void) {
+  memset(&cl_cfg, 0, sizeof cl_cfg);
+  const char *job = NULL;
+  const char *job_vars[] = {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "LSB_JOBID", "PBS_JOBID",
+                            "OMPI_MCA_ess_base_jobid", "COMMLENS_JOB"};
+  for (size_t i = 0; i < sizeof job_vars / sizeof job_vars[0] && !job; i++) {
+    const char *v = getenv(job_vars[i]);
+    if (v && *v) job = v;
+  }
+  char clean[64];
+  size_t n = 0;
+  for (const char *c = job ? job : "trace"; *c && n + 1 < sizeof clean; c++)
+    clean[n++] = (isalnum((unsigned char)*c) || *c == '-' || *c == '_' || *c == '.') ? *c : '_';
+  clean[n] = 0;
+  snprintf(cl_cfg.dir, sizeof cl_cfg.dir, "./commlens-%s", clean);
+  cl_cfg.dir_is_default = 1;
+  cl_cfg.mask = CL_MASK_DEFAULT;
+  snprintf(cl_cfg.events_name, sizeof cl_cfg.events_name, "default");
+  cl_cfg.buffer_bytes = 64ull << 20;
+  cl_cfg.ring_bytes = 1ull << 20;
+  cl_cfg.flush_ms = 250;
+  cl_cfg.summary = CL_SUMMARY_PRINT;
+  cl_cfg.cupti = 1;
+}
+
+void cl_config_load(void) {
+  set_defaults();
+  for (size_t i = 0; i < sizeof g_vars / sizeof g_vars[0]; i++) {
+    const char *v = getenv(g_vars[i].name);
+    if (!v) continue;
+    if (g_vars[i].parse(v) != 0)
+      cl_log(CL_LOG_WARN, "ignoring %s=\"%.200s\": not a valid value (%s); using the default %s",
+             g_vars[i].name, v, g_vars[i].help, g_vars[i].def);
+  }
+  if (cl_cfg.ring_bytes > cl_cfg.buffer_bytes) {
+    cl_log(CL_LOG_WARN, "COMMLENS_RING_KB is larger than COMMLENS_BUFFER_MB; using one ring of %llu KiB",
+           (unsigned long long)(cl_cfg.buffer_bytes >> 10));
+    cl_cfg.ring_bytes = cl_cfg.buffer_bytes;
+  }
+}
+
+void cl_config_print_table(void (*out)(const char *line, void *arg), void *arg) {
+  char line[1024];
+  for (size_t i = 0; i < sizeof g_vars / sizeof g_vars[0]; i++) {
+    snprintf(line, sizeof line, "%s\t%s\t%s", g_vars[i].name, g_vars[i].def, g_vars[i].help);
+    out(line, arg);
+  }
+}

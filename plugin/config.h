@@ -1,0 +1,36 @@
+/* config.h: every COMMLENS_* environment variable, parsed once per process into cl_cfg.
+ * The table in config.c is the single place a variable is declared, with its default and
+ * meaning; README's table is generated from the same text (`commlens env`). */
+#ifndef COMMLENS_CONFIG_H
+#define COMMLENS_CONFIG_H
+#include <stdint.h>
+
+#define CL_MASK_DEFAULT 0x0F0Fu  /* Group Coll P2p ProxyOp + GroupApi CollApi P2pApi KernelLaunch */
+#define CL_MASK_FULL    0x7FFFu  /* every event NCCL 2.23 .. 2.30 can emit */
+
+typedef enum { CL_WIN_NONE = 0, CL_WIN_COLL, CL_WIN_TIME } cl_window_kind;
+typedef enum { CL_SUMMARY_PRINT = 0, CL_SUMMARY_FILE, CL_SUMMARY_OFF } cl_summary_mode;
+
+typedef struct {
+  char dir[1024];            /* output directory */
+  int dir_is_default;
+  uint32_t mask;             /* NCCL activation mask we ask for */
+  char events_name[32];      /* "default", "full" or "custom" */
+  uint64_t buffer_bytes;     /* all per-thread rings together */
+  uint64_t ring_bytes;       /* one thread's ring */
+  int gzip;
+  int flush_ms;
+  cl_window_kind window;
+  uint64_t win_start, win_stop;  /* collectives (count) or nanoseconds since first init */
+  cl_summary_mode summary;
+  int cupti;
+  char record[1024];         /* record the ABI call stream to this file ("" = off) */
+} cl_config;
+
+extern cl_config cl_cfg;
+
+/* Parses the environment into cl_cfg. Each bad value gets one warning and its default. */
+void cl_config_load(void);
+/* Prints the variable table (name, default, meaning), one per line. */
+void cl_config_print_table(void (*out)(const char *line, void *arg), void *arg);
+#endif

@@ -1,0 +1,38 @@
+/* cupti.h: the CUPTI bridge. CUPTI is loaded at run time (dlopen), so the plugin works
+ * without it. It records CONCURRENT_KERNEL (never KERNEL, which serialises kernels), MEMCPY
+ * and MEMSET activity, plus the driver API records of kernel launches (for correlation ids),
+ * with timestamps on the plugin's CLOCK_MONOTONIC base. Never adds work to the app's streams.
+ * Buffers are bounded; records that do not fit are counted. Only the writer thread drains. */
+#ifndef COMMLENS_CUPTI_H
+#define COMMLENS_CUPTI_H
+#include <stdint.h>
+#include <stddef.h>
+
+typedef enum { CL_GPU_KERNEL = 1, CL_GPU_MEMCPY = 2, CL_GPU_MEMSET = 3, CL_GPU_LAUNCH = 4 } cl_gpu_kind;
+
+typedef struct {
+  uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC ns (same base as event records) */
+  uint32_t correlation;       /* CUPTI correlation id (kernel <-> its launch API record) */
+  uint32_t device, context, stream;   /* stream = CUPTI stream id */
+  uint32_t thread;            /* LAUNCH: OS thread id that made the call */
+  uint8_t kind;               /* cl_gpu_kind */
+  uint8_t graph;              /* KERNEL: launched from a CUDA graph */
+  const char *name;           /* KERNEL: demangled-or-raw name, interned, lives until exit */
+} cl_gpu_activity;
+
+typedef struct {
+  uint64_t records, dropped, buffers;
+  int active;                 /* 1 if CUPTI is recording */
+  char status[160];           /* why not, when inactive ("libcupti not found", ...) */
+} cl_cupti_stats;
+
+/* Loads CUPTI and enables the activity kinds. Returns 0 if active. Logs once on failure. */
+int cl_cupti_start(void);
+/* Asks CUPTI to hand over completed buffers (cuptiActivityFlushAll); writer thread only. */
+void cl_cupti_flush(int force);
+/* Moves up to max completed records to out; returns how many. Writer thread only. */
+size_t cl_cupti_drain(cl_gpu_activity *out, size_t max);
+void cl_cupti_get_stats(cl_cupti_stats *s);
+/* Disables activity recording and releases buffers (process exit). */
+void cl_cupti_stop(void);
+#endif

@@ -1,0 +1,97 @@
+/* hotpath.c: startEvent / stopEvent / recordEventState after the ABI shim.
+ * The rule for this file: no malloc, no lock, no system call other than the vDSO clock read,
+ * and never a dereference of a pointer NCCL gives us (handles are ids, not addresses).
+ * Each call writes one fixed-size record into the calling thread's ring and returns; a full
+ * ring drops the record and counts it; the id is still handed out, so children of a dropped
+ * event keep their parent link. */
+#include "core.h"
+#include "clock.h"
+#include "ring.h"
+#include <string.h>
+
+_Atomic int cl_enabled = 1;
+extern _Atomic int cl_capturing;                /* comm.c: capture window open */
+extern int cl_window_coll_gate(unsigned etype); /* comm.c: counts collectives for the window */
+extern _Atomic int cl_window_by_coll;
+
+static inline cl_ring *ring_self(void) {
+  cl_ring *r = cl_t_ring;
+  if (__builtin_expect(r == NULL, 0)) {
+    r = cl_ring_claim();      /* once per thread */
+    if (!r) atomic_fetch_add_explicit(&cl_rings_unclaimed_drops, 1, memory_order_relaxed);
+  }
+  return r;
+}
+
+static inline void sample_cost(cl_ring *r, uint64_t t0) {
+  uint64_t c = atomic_load_explicit(&r->calls, memory_order_relaxed) + 1;
+  atomic_store_explicit(&r->calls, c, memory_order_relaxed);
+  if (__builtin_expect((c & (CL_SAMPLE_EVERY - 1)) == 0, 0)) {
+    uint64_t dt = cl_now() - t0;
+    atomic_store_explicit(&r->sampled_ns,
+        atomic_load_explicit(&r->sampled_ns, memory_order_relaxed) + dt, memory_order_relaxed);
+    atomic_store_explicit(&r->nsampled,
+        atomic_load_explicit(&r->nsampled, memory_order_relaxed) + 1, memory_order_relaxed);
+  }
+}
+
+void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint64_t parent,
+                     const cl_payload *p, unsigned payload_bytes) {
+  if (__builtin_expect(!atomic_load_explicit(&cl_enabled, memory_order_relaxed), 0)) return NULL;
+  if (__builtin_expect(atomic_load_explicit(&cl_window_by_coll, memory_order_relaxed), 0) &&
+      !cl_window_coll_gate(etype))
+    return NULL;
+  if (__builtin_expect(!atomic_load_explicit(&cl_capturing, memory_order_relaxed), 0)) return NULL;
+  cl_ring *r = ring_self();
+  if (!r) return NULL;
+  uint64_t t0 = cl_now();
+  uint64_t id = r->id_base | ++r->seq;
+  unsigned bytes = (unsigned)offsetof(cl_payload, group_api) + payload_bytes;
+  unsigned n = 1 + (bytes + CL_SLOT_BYTES - 1) / CL_SLOT_BYTES;
+  uint64_t pos;
+  cl_rec *rec = cl_ring_reserve(r, n, &pos);
+  if (rec) {
+    rec->kind = CL_REC_START;
+    rec->nslots = (uint8_t)n;
+    rec->etype = (uint8_t)etype;
+    rec->flags = (uint8_t)flags;
+    rec->aux = comm_serial;
+    rec->id = id;
+    rec->ts = t0;
+    rec->arg = parent;
+    memcpy(rec + 1, p, bytes);
+    cl_ring_commit(r, pos, n);
+  }
+  sample_cost(r, t0);
+  return (void *)(uintptr_t)id;
+}
+
+static inline void put_small(void *handle, unsigned kind, uint32_t aux, uint64_t arg) {
+  cl_ring *r = ring_self();
+  if (!r) return;
+  uint64_t t0 = cl_now();
+  uint64_t pos;
+  cl_rec *rec = cl_ring_reserve(r, 1, &pos);
+  if (rec) {
+    rec->kind = (uint8_t)kind;
+    rec->nslots = 1;
+    rec->etype = 0;
+    rec->flags = 0;
+    rec->aux = aux;
+    rec->id = (uint64_t)(uintptr_t)handle;
+    rec->ts = t0;
+    rec->arg = arg;
+    cl_ring_commit(r, pos, 1);
+  }
+  sample_cost(r, t0);
+}
+
+void cl_event_stop(void *handle) {
+  if (!handle || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
+  put_small(handle, CL_REC_STOP, 0, 0);
+}
+
+void cl_event_state(void *handle, int state, uint64_t arg) {
+  if (!handle || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
+  put_small(handle, CL_REC_STATE, (uint32_t)state, arg);
+}

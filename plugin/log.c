@@ -1,0 +1,45 @@
+/* log.c: routes messages to NCCL's logger (subsystem PROFILE) or stderr. Never called on the
+ * hot path. Keeps a small table of message keys already said, so repeats are silent. */
+#include "log.h"
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static cl_logger_fn g_logger;
+static pthread_mutex_t g_once_mu = PTHREAD_MUTEX_INITIALIZER;
+static const char *g_once_keys[128];
+static int g_nonce;
+
+void cl_log_set_logger(cl_logger_fn fn) { if (fn) g_logger = fn; }
+
+static void vlog(int level, const char *fmt, va_list ap) {
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  if (g_logger) {
+    g_logger(level, 16384UL /* NCCL_PROFILE */, "commlens", 0, "commlens: %s", msg);
+  } else if (level <= CL_LOG_WARN) {
+    fprintf(stderr, "commlens WARN: %s\n", msg);
+  }
+}
+
+void cl_log(int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(level, fmt, ap);
+  va_end(ap);
+}
+
+void cl_log_once(const char *key, int level, const char *fmt, ...) {
+  pthread_mutex_lock(&g_once_mu);
+  for (int i = 0; i < g_nonce; i++)
+    if (strcmp(g_once_keys[i], key) == 0) { pthread_mutex_unlock(&g_once_mu); return; }
+  if (g_nonce < (int)(sizeof g_once_keys / sizeof g_once_keys[0])) g_once_keys[g_nonce++] = key;
+  pthread_mutex_unlock(&g_once_mu);
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(level, fmt, ap);
+  va_end(ap);
+}
+
+void cl_log_reset_once(void) { g_nonce = 0; }

@@ -1,0 +1,116 @@
+/* recorder.c: COMMLENS_RECORD=DIR writes every profiler ABI call NCCL makes, raw, to
+ * DIR/commlens-r<rank>-<pid>.rec.gz: descriptor bytes, the strings and blobs they point to,
+ * state args, the calling thread and the time. test/lib/replay.c drives the plugin with such
+ * files. A diagnostic mode: it takes a mutex per call, so it is never on by default. */
+#include "abi/shim.h"
+#include "clock.h"
+#include "config.h"
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+_Atomic int cl_recording;
+pid_t cl_self_pid;
+static pthread_mutex_t g_rec_mu = PTHREAD_MUTEX_INITIALIZER;
+static gzFile g_gz;
+static uint64_t g_seq, g_t0;
+static int g_nthreads;
+static _Thread_local int t_thread = -1;
+
+static void put_hex(const void *p, unsigned n) {
+  static const char hx[] = "0123456789abcdef";
+  char buf[512];
+  const unsigned char *b = p;
+  unsigned k = 0;
+  for (unsigned i = 0; i < n; i++) {
+    buf[k++] = hx[b[i] >> 4];
+    buf[k++] = hx[b[i] & 15];
+    if (k >= sizeof buf - 2) { gzwrite(g_gz, buf, k); k = 0; }
+  }
+  if (k) gzwrite(g_gz, buf, k);
+}
+
+/* Line prefix: kind, global sequence, thread index, ns since the first call, ABI version. */
+static void head(char kind, int abi) {
+  if (t_thread < 0) t_thread = g_nthreads++;
+  uint64_t now = cl_now();
+  if (!g_t0) g_t0 = now;
+  gzprintf(g_gz, "%c %llu %d %llu %d", kind, (unsigned long long)g_seq++, t_thread,
+           (unsigned long long)(now - g_t0), abi);
+}
+
+/* Opens the recording for this process; called once the rank is known. */
+void cl_recorder_open(const char *dir, int rank) {
+  char path[1200];
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/commlens-r%d-%d.rec.gz", dir, rank, (int)getpid());
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  gzFile gz = fd >= 0 ? gzdopen(fd, "wb6") : NULL;
+  if (!gz) {
+    if (fd >= 0) close(fd);
+    cl_log(CL_LOG_WARN, "cannot create the ABI recording %s; recording is off", path);
+    return;
+  }
+  pthread_mutex_lock(&g_rec_mu);
+  g_gz = gz;
+  gzprintf(g_gz, "# commlens-record 1 pid %d rank %d\n", (int)getpid(), rank);
+  pthread_mutex_unlock(&g_rec_mu);
+  atomic_store(&cl_recording, 1);
+  cl_log(CL_LOG_INFO, "recording the profiler ABI call stream to %s", path);
+}
+
+void cl_recorder_close(void) {
+  atomic_store(&cl_recording, 0);
+  pthread_mutex_lock(&g_rec_mu);
+  if (g_gz) gzclose(g_gz);
+  g_gz = NULL;
+  pthread_mutex_unlock(&g_rec_mu);
+}
+
+#define LOCKED(body) do { pthread_mutex_lock(&g_rec_mu); if (g_gz) { body } pthread_mutex_unlock(&g_rec_mu); } while (0)
+
+void cl_recorder_init(int abi, void *ctx, const cl_comm_desc *d, int mask) {
+  LOCKED({
+    head('I', abi);
+    gzprintf(g_gz, " %p %d %llx %d %d %d ", ctx, mask, (unsigned long long)d->hash, d->nnodes,
+             d->nranks, d->rank);
+    put_hex(d->name, (unsigned)strlen(d->name));
+    gzprintf(g_gz, "\n");
+  });
+}
+
+void cl_recorder_start(int abi, void *ctx, const void *descr, unsigned len, const cl_ref *refs,
+                       int nrefs, void *handle) {
+  LOCKED({
+    head('S', abi);
+    gzprintf(g_gz, " %p %p ", ctx, handle);
+    put_hex(descr, len);
+    gzprintf(g_gz, " %d", nrefs);
+    for (int i = 0; i < nrefs; i++) {
+      gzprintf(g_gz, " %u:", refs[i].off);
+      if (refs[i].p && refs[i].len) put_hex(refs[i].p, refs[i].len);
+      else gzprintf(g_gz, "-");
+    }
+    gzprintf(g_gz, "\n");
+  });
+}
+
+void cl_recorder_stop(int abi, void *handle) {
+  LOCKED({ head('E', abi); gzprintf(g_gz, " %p\n", handle); });
+}
+
+void cl_recorder_state(int abi, void *handle, int state, const void *args, unsigned len) {
+  LOCKED({
+    head('T', abi);
+    gzprintf(g_gz, " %p %d ", handle, state);
+    if (args && len) put_hex(args, len); else gzprintf(g_gz, "-");
+    gzprintf(g_gz, "\n");
+  });
+}
+
+void cl_recorder_finalize(int abi, void *ctx) {
+  LOCKED({ head('F', abi); gzprintf(g_gz, " %p\n", ctx); gzflush(g_gz, Z_SYNC_FLUSH); });
+}

@@ -1,0 +1,118 @@
+/* ring.c: the ring pool: claiming a ring for a new thread, releasing it when the thread
+ * exits (pthread key destructor), and the consumer side used by the writer thread. Rings are
+ * never freed while the process lives, so a late record from a dying thread is always safe. */
+#include "ring.h"
+#include "config.h"
+#include "log.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+_Thread_local cl_ring *cl_t_ring;
+cl_ring cl_rings[CL_MAX_RINGS];
+_Atomic uint64_t cl_rings_unclaimed_drops;
+
+static pthread_mutex_t g_ring_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_ring_key;
+static _Atomic int g_nrings;              /* entries ever used */
+static uint64_t g_bytes;                  /* ring memory allocated */
+static uint32_t g_next_serial = 1;
+
+static void ring_thread_exit(void *p) {
+  cl_ring *r = p;
+  if (r) atomic_store_explicit(&r->state, CL_RING_DEAD, memory_order_release);
+}
+static void make_key(void) { pthread_key_create(&g_ring_key, ring_thread_exit); }
+
+cl_ring *cl_ring_claim(void) {
+  pthread_once(&g_key_once, make_key);
+  pthread_mutex_lock(&g_ring_mu);
+  cl_ring *r = NULL;
+  int n = atomic_load(&g_nrings);
+  uint64_t want = cl_cfg.ring_bytes ? cl_cfg.ring_bytes : (1u << 20);
+  uint64_t cap = 1;
+  while (cap * 2 * CL_SLOT_BYTES <= want) cap *= 2;
+  if (cap < 64) cap = 64;
+  for (int i = 0; i < n && !r; i++)      /* reuse a recycled ring of the right size */
+    if (atomic_load(&cl_rings[i].state) == CL_RING_FREE && cl_rings[i].cap == cap) r = &cl_rings[i];
+  if (!r && n < CL_MAX_RINGS && g_bytes + cap * CL_SLOT_BYTES <= cl_cfg.buffer_bytes) {
+    cl_rec *mem = aligned_alloc(64, cap * CL_SLOT_BYTES);
+    if (mem) {
+      memset(mem, 0, cap * CL_SLOT_BYTES);   /* touch the pages now, not on the hot path */
+      r = &cl_rings[n];
+      r->slots = mem;
+      r->cap = cap;
+      g_bytes += cap * CL_SLOT_BYTES;
+      atomic_store(&g_nrings, n + 1);
+    }
+  }
+  if (r) {
+    r->serial = g_next_serial++;
+    r->id_base = (uint64_t)r->serial << CL_ID_SEQ_BITS;
+    r->seq = 0;
+    atomic_store(&r->head, 0);
+    atomic_store(&r->tail, 0);
+    r->tail_cache = 0;
+    r->os_tid = (int)syscall(SYS_gettid);
+    atomic_store_explicit(&r->state, CL_RING_LIVE, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_ring_mu);
+  if (!r) {
+    cl_log_once("ring-budget", CL_LOG_WARN,
+                "event buffer budget exhausted (COMMLENS_BUFFER_MB=%llu, %d threads): events of "
+                "further threads are dropped and counted",
+                (unsigned long long)(cl_cfg.buffer_bytes >> 20), n);
+    return NULL;
+  }
+  pthread_setspecific(g_ring_key, r);
+  cl_t_ring = r;
+  return r;
+}
+
+int cl_ring_count(void) { return atomic_load_explicit(&g_nrings, memory_order_acquire); }
+
+size_t cl_ring_peek(cl_ring *r, const cl_rec **out) {
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  if (head == tail) return 0;
+  uint64_t idx = tail & (r->cap - 1);
+  const cl_rec *rec = &r->slots[idx];
+  if (rec->kind == CL_REC_PAD && rec->nslots == 0) {   /* skip to the start */
+    tail += r->cap - idx;
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+    if (head == tail) return 0;
+    idx = 0;
+  }
+  uint64_t run = head - tail;
+  if (idx + run > r->cap) run = r->cap - idx;
+  *out = &r->slots[idx];
+  return (size_t)run;
+}
+
+void cl_ring_consume(cl_ring *r, size_t nslots) {
+  atomic_store_explicit(&r->tail, atomic_load_explicit(&r->tail, memory_order_relaxed) + nslots,
+                        memory_order_release);
+}
+
+void cl_ring_recycle_if_done(cl_ring *r) {
+  if (atomic_load_explicit(&r->state, memory_order_acquire) != CL_RING_DEAD) return;
+  if (atomic_load(&r->head) != atomic_load(&r->tail)) return;
+  pthread_mutex_lock(&g_ring_mu);
+  atomic_store(&r->state, CL_RING_FREE);
+  pthread_mutex_unlock(&g_ring_mu);
+}
+
+void cl_rings_reset_after_fork(void) {
+  /* The child has one thread, the forking one; its ring belongs to the parent's writer. */
+  int n = atomic_load(&g_nrings);
+  for (int i = 0; i < n; i++) {
+    atomic_store(&cl_rings[i].state, CL_RING_FREE);
+    atomic_store(&cl_rings[i].head, 0);
+    atomic_store(&cl_rings[i].tail, 0);
+  }
+  pthread_mutex_init(&g_ring_mu, NULL);
+  cl_t_ring = NULL;
+}

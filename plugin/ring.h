@@ -1,0 +1,79 @@
+/* ring.h: per-thread single-producer/single-consumer record rings. The owning thread writes
+ * records without locks; the writer thread is the only consumer. A thread claims a ring at
+ * its first event (the one slow step of a thread's life); memory for all rings together is
+ * bounded by COMMLENS_BUFFER_MB. A full ring drops the record and counts it. */
+#ifndef COMMLENS_RING_H
+#define COMMLENS_RING_H
+#include "commlens/event.h"
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CL_MAX_RINGS 1024
+
+enum { CL_RING_FREE = 0, CL_RING_LIVE = 1, CL_RING_DEAD = 2 };
+
+typedef struct cl_ring {
+  /* producer's cache line */
+  _Alignas(64) _Atomic uint64_t head;   /* slots written and committed */
+  uint64_t tail_cache;                  /* producer's last view of tail */
+  uint64_t id_base;                     /* serial << CL_ID_SEQ_BITS */
+  uint64_t seq;                         /* last event sequence of this thread */
+  _Atomic uint64_t dropped;             /* records that did not fit (relaxed, producer-only) */
+  _Atomic uint64_t calls;               /* hot-path calls, for the overhead figure */
+  _Atomic uint64_t sampled_ns, nsampled;/* timed calls (1 in CL_SAMPLE_EVERY) */
+  /* consumer's cache line */
+  _Alignas(64) _Atomic uint64_t tail;
+  /* set at claim, read by both */
+  _Alignas(64) cl_rec *slots;
+  uint64_t cap;                         /* slots, a power of two */
+  _Atomic int state;                    /* CL_RING_* */
+  uint32_t serial;                      /* thread serial (ids) */
+  int os_tid;
+} cl_ring;
+
+#define CL_SAMPLE_EVERY 1024
+
+extern _Thread_local cl_ring *cl_t_ring;
+extern cl_ring cl_rings[CL_MAX_RINGS];
+extern _Atomic uint64_t cl_rings_unclaimed_drops;   /* events of threads that got no ring */
+
+/* Claims a ring for the calling thread (slow path; may allocate). NULL if over budget. */
+cl_ring *cl_ring_claim(void);
+/* Number of ring entries ever used; the consumer scans [0, n). */
+int cl_ring_count(void);
+/* Consumer: a contiguous run of committed slots [*out, *out + n) not yet consumed. */
+size_t cl_ring_peek(cl_ring *r, const cl_rec **out);
+void cl_ring_consume(cl_ring *r, size_t nslots);
+/* Consumer: a DEAD ring that is empty goes back to the pool (its memory is kept). */
+void cl_ring_recycle_if_done(cl_ring *r);
+/* Fork child: forget every ring (they belong to the parent's threads). */
+void cl_rings_reset_after_fork(void);
+
+/* Producer: room for n slots, or NULL (counted as a drop). Wraps with a PAD record. */
+static inline cl_rec *cl_ring_reserve(cl_ring *r, unsigned n, uint64_t *pos_out) {
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+  uint64_t idx = head & (r->cap - 1);
+  uint64_t need = n + ((idx + n > r->cap) ? r->cap - idx : 0);
+  if (head + need - r->tail_cache > r->cap) {
+    r->tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (head + need - r->tail_cache > r->cap) {
+      atomic_store_explicit(&r->dropped, atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
+                            memory_order_relaxed);
+      return NULL;
+    }
+  }
+  if (need != n) {            /* not enough room before the end: pad to it, start at 0 */
+    cl_rec *pad = &r->slots[idx];
+    pad->kind = CL_REC_PAD;
+    pad->nslots = 0;          /* PAD means: skip to the end of the buffer */
+    head += need - n;
+    idx = 0;
+  }
+  *pos_out = head;
+  return &r->slots[idx];
+}
+static inline void cl_ring_commit(cl_ring *r, uint64_t pos, unsigned n) {
+  atomic_store_explicit(&r->head, pos + n, memory_order_release);
+}
+#endif
