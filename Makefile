@@ -4,7 +4,7 @@ CC      ?= cc
 CUDA    ?= /usr/local/cuda
 BUILD   ?= build
 VERSION := 0.1.0
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -fPIC -Iinclude -Iplugin \
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -fPIC -Iinclude -Iplugin -I$(CUDA)/include \
                -DCOMMLENS_VERSION=\"$(VERSION)\"
 OPT     ?= -O2
 SAN     ?=

@@ -5,6 +5,8 @@
 #include "config.h"
 #include "core.h"
 #include "names.h"
+#include "gpu_join.h"
+#include "ring.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +14,9 @@
 #define MAX_OPEN (1u << 22)          /* open events kept at most (memory bound) */
 #define IMPLAUSIBLE_NS 10000000000ll /* a GPU time this far from the host's view is wrong */
 #define MAX_DEV 65
+#define CUPTI_WAIT_NS 2500000000ull /* a collective waits this long for its kernel's CUPTI record */
+#define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered */
+#define NTOP 10
 
 typedef struct { uint8_t st; uint64_t ts, arg; } ev_state;
 
@@ -26,11 +31,31 @@ typedef struct ev {
   int tail_ch, implausible;
   uint32_t enq_tid;
   uint64_t enq_ts;
+  uint64_t api_group;       /* Coll/P2p (v5+): the GroupApi its launch belongs to */
+  uint64_t gs, ge;          /* chosen GPU span while waiting for its exposure */
+  const char *src;
+  int awaiting;
   struct ev *next_free;
 } ev;
 
+typedef struct { uint64_t api, group; } api_link;
+typedef struct { const char *func; uint64_t seq, comm, exposed, dur; } top_ent;
+
 typedef struct { int loaded; cl_comm_info info; char label[80]; } comm_cache;
-typedef struct { int64_t min_d; uint64_t samples, implausible; } gpu_off;
+/* GPU timer calibration, per device. The host sees a KernelCh event some time after the GPU
+ * wrote its timer (0 to several ms: the proxy thread polls), so host - gpu over many events
+ * has a lower envelope equal to the true offset. The envelope is a sliding-window minimum
+ * (two periods), so drift in either direction is followed, and nothing is drawn until enough
+ * samples over enough time have been seen (early samples are typically milliseconds late). */
+#define CAL_PERIOD_NS 4000000000ull
+#define CAL_MIN_SAMPLES 32
+#define CAL_MIN_SPAN_NS 100000000ull
+typedef struct {
+  int64_t cur_min, prev_min;       /* host(mono) - gpu, minimum per period */
+  int have_cur, have_prev;
+  uint64_t period_start, first_obs, last_obs;
+  uint64_t samples, implausible;
+} gpu_off;
 
 struct cl_asm {
   cl_ct *ct;
@@ -44,6 +69,13 @@ struct cl_asm {
   uint32_t ncomms;
   gpu_off off[MAX_DEV];
   uint64_t *pend;           /* retained collectives awaiting completion (ids, FIFO) */
+  ev **held;                /* stopped KernelCh events waiting for their device's calibration */
+  cl_gj *gj;                /* CUPTI join, NULL without CUPTI */
+  api_link links[NAPI];     /* direct-mapped by API event id */
+  int *tids;                /* OS thread id by thread serial (0 = not looked up) */
+  uint32_t ntids;
+  top_ent top[NTOP];
+  uint32_t nheld, cap_held;
   uint32_t pend_head, pend_tail, pend_cap;
   cl_asm_stats stats;
 };
@@ -136,14 +168,42 @@ static gpu_off *off_for(cl_asm *a, uint32_t comm) {
   int dev = c ? c->info.cuda_dev : -1;
   return &a->off[dev >= 0 && dev < MAX_DEV - 1 ? dev : MAX_DEV - 1];
 }
-/* Host time of a GPU timer value observed by the host at `obs`; 0 if implausible. */
-static uint64_t gpu_to_host(gpu_off *o, uint64_t ptimer, uint64_t obs) {
+static int64_t off_estimate(const gpu_off *o) {
+  if (o->have_cur && o->have_prev) return o->cur_min < o->prev_min ? o->cur_min : o->prev_min;
+  return o->have_cur ? o->cur_min : o->prev_min;
+}
+/* Adds one (gpu timer, host observation) pair; returns 0 if it was implausible. */
+static int off_sample(gpu_off *o, uint64_t ptimer, uint64_t obs) {
   if (!ptimer) return 0;
   int64_t d = (int64_t)obs - (int64_t)ptimer;
-  if (o->samples && (d - o->min_d > IMPLAUSIBLE_NS || o->min_d - d > IMPLAUSIBLE_NS)) return 0;
-  if (!o->samples || d < o->min_d) o->min_d = d;
+  if (o->samples) {
+    int64_t est = off_estimate(o);
+    if (d - est > IMPLAUSIBLE_NS || est - d > IMPLAUSIBLE_NS) return 0;
+  } else {
+    o->first_obs = obs;
+    o->period_start = obs;
+  }
+  if (obs - o->period_start >= CAL_PERIOD_NS) {
+    o->prev_min = o->cur_min;
+    o->have_prev = o->have_cur;
+    o->have_cur = 0;
+    o->period_start = obs;
+  }
+  if (!o->have_cur || d < o->cur_min) { o->cur_min = d; o->have_cur = 1; }
   o->samples++;
-  return (uint64_t)((int64_t)ptimer + o->min_d);
+  if (obs > o->last_obs) o->last_obs = obs;
+  return 1;
+}
+static int off_ready(const gpu_off *o) {
+  return o->samples >= CAL_MIN_SAMPLES && o->last_obs - o->first_obs >= CAL_MIN_SPAN_NS;
+}
+/* Host time of a GPU timer value, 0 if implausible. `obs` (when the host saw it) bounds it:
+ * a GPU event cannot be drawn after the host observed it. */
+static uint64_t gpu_to_host(const gpu_off *o, uint64_t ptimer, uint64_t obs) {
+  if (!ptimer || (!o->have_cur && !o->have_prev)) return 0;
+  int64_t h = (int64_t)ptimer + off_estimate(o);
+  if (h > (int64_t)obs + 1000 || (int64_t)obs - h > IMPLAUSIBLE_NS) return 0;
+  return (uint64_t)h;
 }
 
 /* ---- emission helpers ---- */
@@ -256,18 +316,14 @@ static void emit_enqueue(cl_asm *a, ev *e) {
   ct_slice_end(a->ct);
 }
 
-/* The collective is done: its GPU span (from KernelCh, else proxy ops) and the summary. */
-static void finish_coll(cl_asm *a, ev *c) {
+/* Draws a collective's GPU span; exposed_ns < 0 when exposure is not known (no CUPTI). */
+static void emit_coll_gpu(cl_asm *a, ev *c, uint64_t s, uint64_t e, const char *src, int64_t exposed_ns) {
   comm_cache *cc = comm_of(a, c->comm);
   int nranks = cc ? cc->info.d.nranks : -1;
   const char *func = coll_func(c);
   uint64_t bytes = c->etype == CL_EV_COLL
                    ? cl_coll_bytes(func, c->p.coll.count, c->p.coll.datatype, nranks)
                    : (uint64_t)c->p.p2p.count * (uint64_t)cl_datatype_size(c->p.p2p.datatype);
-  uint64_t s = 0, e = 0;
-  const char *src = NULL;
-  if (c->gmax > c->gmin && c->gmin) { s = c->gmin; e = c->gmax; src = "kernel_ch"; }
-  else if (c->pmax > c->pmin && c->pmin) { s = c->pmin; e = c->pmax; src = "proxy"; }
   a->stats.colls_done++;
   cl_summary_add(a->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0);
   if (!src) return;
@@ -290,8 +346,48 @@ static void finish_coll(cl_asm *a, ev *c) {
   sb_key(b, &first, "bytes"); sb_u64(b, bytes);
   sb_key(b, &first, "source"); sb_jstr(b, src);
   if (c->tail_ch >= 0) { sb_key(b, &first, "tail_channel"); sb_i64(b, c->tail_ch); }
+  if (exposed_ns >= 0) { sb_key(b, &first, "exposed_ns"); sb_i64(b, exposed_ns); }
   ct_slice_end(a->ct);
   if (c->enq_tid) ct_flow(a->ct, c->id, c->enq_tid, c->enq_ts, tid, s);
+  if (exposed_ns > 0 && c->etype == CL_EV_COLL) {   /* the most exposed collectives, for the summary */
+    int k = NTOP - 1;
+    if ((uint64_t)exposed_ns > a->top[k].exposed) {
+      while (k > 0 && a->top[k - 1].exposed < (uint64_t)exposed_ns) { a->top[k] = a->top[k - 1]; k--; }
+      comm_cache *c2 = comm_of(a, c->comm);
+      a->top[k] = (top_ent){func, c->p.coll.seq, c2 ? c2->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s};
+    }
+  }
+}
+
+/* The collective is done: choose its GPU span (CUPTI kernel, else KernelCh, else proxy ops).
+ * With CUPTI the span waits for its exposure (kept in the table, `awaiting`); returns 1 when
+ * the event can be freed now. */
+static int finish_coll(cl_asm *a, ev *c) {
+  uint64_t s = 0, e = 0;
+  uint32_t dev = 0;
+  const char *src = NULL;
+  if (a->gj && cl_gj_span(a->gj, c->api_group, c->comm, &s, &e, &dev)) src = "cupti";
+  else if (c->gmax > c->gmin && c->gmin) { s = c->gmin; e = c->gmax; src = "kernel_ch"; }
+  else if (c->pmax > c->pmin && c->pmin) { s = c->pmin; e = c->pmax; src = "proxy"; }
+  if (src && a->gj) {
+    if (src[0] != 'c') { comm_cache *cc = comm_of(a, c->comm); dev = cc && cc->info.cuda_dev >= 0 ? (uint32_t)cc->info.cuda_dev : 0; }
+    comm_cache *cc = comm_of(a, c->comm);
+    c->gs = s; c->ge = e; c->src = src; c->awaiting = 1;
+    cl_gj_expose(a->gj, c->id, dev, cc ? cc->info.d.hash : 0, s, e);
+    return 0;
+  }
+  emit_coll_gpu(a, c, s, e, src, -1);
+  return 1;
+}
+
+static void on_exposed(void *arg, uint64_t tag, uint64_t exposed_ns, const cl_expo_iv *pieces,
+                       size_t npieces, int incomplete) {
+  (void)pieces; (void)npieces;
+  cl_asm *a = arg;
+  ev *c = lookup(a, tag);
+  if (!c || !c->awaiting) return;
+  emit_coll_gpu(a, c, c->gs, c->ge, c->src, incomplete ? -1 : (int64_t)exposed_ns);
+  remove_ev(a, c);
 }
 
 static int coll_like(const ev *e) { return e->etype == CL_EV_COLL || e->etype == CL_EV_P2P; }
@@ -300,25 +396,34 @@ static unsigned expected_kch(const ev *c) {
   return c->etype == CL_EV_COLL ? c->p.coll.nchannels : c->p.p2p.nchannels;
 }
 static void maybe_finish(cl_asm *a, ev *c, uint64_t now, int force) {
+  if (c->awaiting) return;
   if (!force) {
     if (!c->stopped || c->open_children) return;
     unsigned exp = expected_kch(c);
     uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
-    if (!(exp && c->kch_done >= exp) && now - last < GRACE_NS) return;
+    uint64_t s, e;
+    uint32_t dev;
+    int cupti_pending = a->gj && c->api_group && !cl_gj_span(a->gj, c->api_group, c->comm, &s, &e, &dev);
+    if (cupti_pending) { if (now - c->stop < CUPTI_WAIT_NS) return; }
+    else if (!(exp && c->kch_done >= exp) && now - last < GRACE_NS) return;
   }
-  finish_coll(a, c);
-  remove_ev(a, c);
+  if (finish_coll(a, c)) remove_ev(a, c);
 }
 
-static void emit_kernel_ch(cl_asm *a, ev *e, ev *parent) {
-  uint64_t stop_pt = 0, stop_obs = e->stop;
+static void kch_stop_timer(const ev *e, uint64_t *pt, uint64_t *obs) {
+  *pt = 0;
+  *obs = e->stop;
   for (int i = 0; i < e->nst; i++)
-    if (e->st[i].st == CL_ST_KERNEL_CH_STOP) { stop_pt = e->st[i].arg; stop_obs = e->st[i].ts; }
+    if (e->st[i].st == CL_ST_KERNEL_CH_STOP) { *pt = e->st[i].arg; *obs = e->st[i].ts; }
+}
+static void emit_kernel_ch(cl_asm *a, ev *e, ev *parent) {
+  uint64_t stop_pt, stop_obs;
+  kch_stop_timer(e, &stop_pt, &stop_obs);
   gpu_off *o = off_for(a, e->comm);
   uint64_t s = gpu_to_host(o, e->p.kernel_ch.ptimer, e->start);
   uint64_t t = stop_pt ? gpu_to_host(o, stop_pt, stop_obs) : 0;
   int implausible = !s || !t || stop_pt < e->p.kernel_ch.ptimer;
-  if (implausible) { s = e->start; t = stop_obs; a->stats.implausible_gpu++; o->implausible++; }
+  if (implausible) { s = e->start; t = stop_obs; a->stats.implausible_gpu++; }
   if (parent && !implausible) {
     if (!parent->gmin || s < parent->gmin) parent->gmin = s;
     if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = e->p.kernel_ch.channel; }
@@ -459,6 +564,21 @@ static void emit_other(cl_asm *a, ev *e) {
   }
 }
 
+/* OS thread id of a thread serial (for matching CUPTI's launch records). */
+static int os_tid(cl_asm *a, uint32_t serial) {
+  if (serial >= a->ntids) {
+    uint32_t nc = a->ntids ? a->ntids : 64;
+    while (nc <= serial) nc *= 2;
+    int *n = realloc(a->tids, nc * sizeof *n);
+    if (!n) return -1;
+    memset(n + a->ntids, 0, (nc - a->ntids) * sizeof *n);
+    a->tids = n;
+    a->ntids = nc;
+  }
+  if (!a->tids[serial]) a->tids[serial] = cl_ring_os_tid(serial);
+  return a->tids[serial];
+}
+
 /* ---- feeding ---- */
 static int is_child_type(unsigned t) {
   return t == CL_EV_KERNEL_CH || t == CL_EV_PROXY_OP || t == CL_EV_PROXY_STEP || t == CL_EV_NET_PLUGIN;
@@ -504,6 +624,14 @@ static int feed_start(cl_asm *a, const cl_start_rec *r, int attempts) {
     if (hash && c && !c->info.d.hash) { cl_comm_learn(e->comm, hash, e->p.rank); c->loaded = 0; }
   }
   if (parent) { parent->open_children++; parent->nchild++; parent->last_child = h->ts; }
+  e->api_group = 0;
+  e->awaiting = 0;
+  if ((e->etype == CL_EV_COLL_API || e->etype == CL_EV_P2P_API) && pid)
+    a->links[h->id % NAPI] = (api_link){h->id, pid};
+  if ((e->etype == CL_EV_COLL || e->etype == CL_EV_P2P) && pid) {
+    const api_link *l = &a->links[pid % NAPI];
+    if (l->api == pid) e->api_group = l->group;   /* v5+: parent is the API event */
+  }
   return 0;
 }
 
@@ -512,7 +640,10 @@ static void feed_stop(cl_asm *a, ev *e, uint64_t ts) {
   e->stopped = 1;
   ev *parent = e->parent ? lookup(a, e->parent) : NULL;
   switch (e->etype) {
-  case CL_EV_GROUP_API: case CL_EV_COLL_API: case CL_EV_P2P_API: case CL_EV_KERNEL_LAUNCH:
+  case CL_EV_KERNEL_LAUNCH:
+    if (a->gj && e->parent) cl_gj_kernel_launch(a->gj, os_tid(a, e->thread), e->start, e->stop, e->parent, e->comm);
+    emit_api(a, e); break;
+  case CL_EV_GROUP_API: case CL_EV_COLL_API: case CL_EV_P2P_API:
     emit_api(a, e); break;
   case CL_EV_GROUP: emit_enqueue(a, e); break;
   case CL_EV_COLL: case CL_EV_P2P:
@@ -532,7 +663,24 @@ static void feed_stop(cl_asm *a, ev *e, uint64_t ts) {
     if (a->pend_tail - a->pend_head < a->pend_cap) a->pend[a->pend_tail++ % a->pend_cap] = e->id;
     maybe_finish(a, e, ts, 0);
     return;                               /* kept until its children are done */
-  case CL_EV_KERNEL_CH: emit_kernel_ch(a, e, parent); if (parent) parent->kch_done++; break;
+  case CL_EV_KERNEL_CH: {
+    uint64_t stop_pt, stop_obs;
+    kch_stop_timer(e, &stop_pt, &stop_obs);
+    gpu_off *o = off_for(a, e->comm);
+    int ok = off_sample(o, e->p.kernel_ch.ptimer, e->start) & off_sample(o, stop_pt, stop_obs);
+    if (!ok) o->implausible++;
+    if (!off_ready(o)) {                  /* drawn once the device is calibrated */
+      if (a->nheld == a->cap_held) {
+        uint32_t nc = a->cap_held ? a->cap_held * 2 : 256;
+        ev **n = realloc(a->held, nc * sizeof *n);
+        if (n) { a->held = n; a->cap_held = nc; }
+      }
+      if (a->nheld < a->cap_held) { a->held[a->nheld++] = e; return; }
+    }
+    emit_kernel_ch(a, e, parent);
+    if (parent) parent->kch_done++;
+    break;
+  }
   case CL_EV_PROXY_OP: emit_proxy_op(a, e, parent); break;
   case CL_EV_PROXY_STEP: emit_proxy_step(a, e, parent); break;
   default: emit_other(a, e); break;
@@ -569,31 +717,56 @@ int cl_asm_feed(cl_asm *a, const cl_rec *r, int attempts) {
   return 0;
 }
 
+/* Draws held KernelCh events whose device is calibrated (all of them when final). */
+static void release_held(cl_asm *a, uint64_t now, int final) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < a->nheld; i++) {
+    ev *e = a->held[i];
+    if (!final && !off_ready(off_for(a, e->comm))) { a->held[k++] = e; continue; }
+    ev *parent = e->parent ? lookup(a, e->parent) : NULL;
+    emit_kernel_ch(a, e, parent);
+    if (parent) {
+      parent->kch_done++;
+      if (parent->open_children) parent->open_children--;
+      parent->last_child = e->stop;
+    }
+    remove_ev(a, e);
+    if (parent) maybe_finish(a, parent, now, 0);
+  }
+  a->nheld = k;
+}
+
 void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
+  release_held(a, now, final);
   while (a->pend_head != a->pend_tail) {
     uint64_t id = a->pend[a->pend_head % a->pend_cap];
     ev *c = lookup(a, id);
-    if (c && !final) {
+    if (c && !c->awaiting && !final) {
       uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
-      if (now - last < GRACE_NS) break;
+      uint64_t wait = a->gj && c->api_group ? CUPTI_WAIT_NS : GRACE_NS;
+      if (now - last < wait) {
+        maybe_finish(a, c, now, 0);           /* its CUPTI span may have arrived */
+        if (lookup(a, id) == c && !c->awaiting) break;
+      }
     }
     a->pend_head++;
-    if (c) maybe_finish(a, c, now, 1);
+    if (c && !c->awaiting) maybe_finish(a, c, now, 1);
   }
   if (final) {                              /* whatever never stopped: count it, keep nothing */
     for (uint32_t i = 0; i < a->cap; i++) {
       ev *e = a->tab[i];
       if (!e) continue;
-      if (coll_like(e) && e->stopped) { maybe_finish(a, e, now, 1); i--; continue; }
+      if (coll_like(e) && e->stopped && !e->awaiting) { maybe_finish(a, e, now, 1); if (a->tab[i] != e) i--; continue; }
     }
   }
 }
 
-cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum) {
+cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, int with_gpu_join) {
   cl_asm *a = calloc(1, sizeof *a);
   if (!a) return NULL;
   a->ct = ct;
   a->sum = sum;
+  if (with_gpu_join) a->gj = cl_gj_new(ct, on_exposed, a);
   a->cap = 1 << 12;
   a->tab = calloc(a->cap, sizeof *a->tab);
   if (!a->tab) { free(a); return NULL; }
@@ -604,7 +777,8 @@ void cl_asm_free(cl_asm *a) {
   if (!a) return;
   for (uint32_t i = 0; i < a->cap; i++) free(a->tab[i]);
   for (ev *e = a->free_list; e;) { ev *n = e->next_free; free(e); e = n; }
-  free(a->tab); free(a->wm); free(a->comms); free(a->pend);
+  cl_gj_free(a->gj);
+  free(a->tab); free(a->wm); free(a->comms); free(a->pend); free(a->held); free(a->tids);
   free(a);
 }
 
@@ -619,10 +793,42 @@ void cl_asm_offsets_json(const cl_asm *a, cl_sb *b) {
     sb_puts(b, first ? "{" : ",{");
     first = 0;
     sb_puts(b, "\"device\":"); sb_i64(b, d == MAX_DEV - 1 ? -1 : d);
-    sb_puts(b, ",\"host_minus_gpu_ns\":"); sb_i64(b, o->min_d);
+    sb_puts(b, ",\"host_minus_gpu_ns\":"); sb_i64(b, off_estimate(o));
     sb_puts(b, ",\"samples\":"); sb_u64(b, o->samples);
     sb_puts(b, ",\"implausible\":"); sb_u64(b, o->implausible);
     sb_puts(b, "}");
   }
   sb_puts(b, "]");
+}
+
+void cl_asm_gpu_activity(cl_asm *a, const cl_gpu_activity *r) { if (a->gj) cl_gj_activity(a->gj, r); }
+
+void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final) {
+  if (!a->gj) return;
+  if (final) {
+    cl_asm_tick(a, now, 1);              /* every collective gets its span queued first */
+    cl_gj_advance(a->gj, now, 1);
+  } else {
+    cl_gj_advance(a->gj, now, 0);
+  }
+}
+
+void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {
+  if (!a->gj) { sb_puts(b, "null"); return; }
+  cl_expo_totals t;
+  uint64_t nk, ck, bn;
+  cl_gj_totals(a->gj, &t, &nk, &ck, &bn);
+  sb_printf(b, "{\"comm_ns\":%llu,\"exposed_ns\":%llu,\"overlap_ppm\":%u,\"spans\":%llu,"
+            "\"nccl_kernels\":%llu,\"compute_kernels\":%llu,\"classified_by_name\":%llu,\"top\":[",
+            (unsigned long long)t.comm_ns, (unsigned long long)t.exposed_ns, cl_expo_overlap_ppm(&t),
+            (unsigned long long)t.spans, (unsigned long long)nk, (unsigned long long)ck, (unsigned long long)bn);
+  for (int i = 0; i < NTOP && a->top[i].exposed; i++) {
+    sb_printf(b, "%s{\"func\":", i ? "," : "");
+    sb_jstr(b, a->top[i].func);
+    sb_printf(b, ",\"seq\":%llu,\"comm\":\"", (unsigned long long)a->top[i].seq);
+    sb_hex(b, a->top[i].comm);
+    sb_printf(b, "\",\"exposed_ns\":%llu,\"dur_ns\":%llu}", (unsigned long long)a->top[i].exposed,
+              (unsigned long long)a->top[i].dur);
+  }
+  sb_puts(b, "]}");
 }

@@ -8,6 +8,7 @@
 #include "../exporters/chrome_trace.h"
 #include "../exporters/summary.h"
 #include "../exporters/strbuf.h"
+#include "cupti.h"
 #include <stdint.h>
 
 typedef struct cl_asm cl_asm;
@@ -17,7 +18,8 @@ typedef struct {
   uint64_t colls_done, colls_timed, implausible_gpu;
 } cl_asm_stats;
 
-cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum);
+/* with_gpu_join: CUPTI records will be fed (cl_asm_gpu_activity) and exposure computed. */
+cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, int with_gpu_join);
 void cl_asm_free(cl_asm *a);
 /* Feeds one record (header + payload slots). Returns 0, or 1 if the record must be offered
  * again in a later pass (its start has not been seen yet). */
@@ -27,4 +29,9 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final);
 void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s);
 /* Per-device GPU clock offsets as a JSON array (for the trace tail). */
 void cl_asm_offsets_json(const cl_asm *a, cl_sb *b);
+/* CUPTI records, and the periodic/final advance of the CUPTI join and exposure. */
+void cl_asm_gpu_activity(cl_asm *a, const cl_gpu_activity *r);
+void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final);
+/* Exposure totals and the most exposed collectives, as JSON ("null" without CUPTI). */
+void cl_asm_exposure_json(cl_asm *a, cl_sb *b);
 #endif

@@ -105,6 +105,13 @@ void cl_ring_recycle_if_done(cl_ring *r) {
   pthread_mutex_unlock(&g_ring_mu);
 }
 
+int cl_ring_os_tid(uint32_t serial) {
+  int n = cl_ring_count();
+  for (int i = 0; i < n; i++)
+    if (cl_rings[i].serial == serial) return cl_rings[i].os_tid;
+  return 0;
+}
+
 void cl_rings_reset_after_fork(void) {
   /* The child has one thread, the forking one; its ring belongs to the parent's writer. */
   int n = atomic_load(&g_nrings);

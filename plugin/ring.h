@@ -47,6 +47,8 @@ size_t cl_ring_peek(cl_ring *r, const cl_rec **out);
 void cl_ring_consume(cl_ring *r, size_t nslots);
 /* Consumer: a DEAD ring that is empty goes back to the pool (its memory is kept). */
 void cl_ring_recycle_if_done(cl_ring *r);
+/* OS thread id of the thread holding serial `serial` (0 if not found). */
+int cl_ring_os_tid(uint32_t serial);
 /* Fork child: forget every ring (they belong to the parent's threads). */
 void cl_rings_reset_after_fork(void);
 

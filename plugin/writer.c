@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "config.h"
 #include "core.h"
+#include "cupti.h"
 #include "recorder.h"
 #include "ring.h"
 #include "../exporters/trace_file.h"
@@ -32,6 +33,8 @@ static cl_tfile *g_file;
 static char g_base[1200], g_path[1400];
 static int g_attempts[CL_MAX_RINGS];
 static cl_sb g_tail;
+static int g_cupti;                 /* CUPTI is recording for us */
+static cl_gpu_activity g_act[4096];
 
 /* ---- output setup ---- */
 static int mkdir_p(const char *dir) {
@@ -83,7 +86,8 @@ static void disable_output(const char *what, int err) {
 static int setup_output(void) {
   g_sum = cl_summary_new();
   g_ct = ct_new(cl_proc.rank, cl_proc.realtime_offset_ns);
-  g_asm = g_ct && g_sum ? cl_asm_new(g_ct, g_sum) : NULL;
+  g_cupti = cl_cfg.cupti && cl_cupti_start() == 0;
+  g_asm = g_ct && g_sum ? cl_asm_new(g_ct, g_sum, g_cupti) : NULL;
   if (!g_asm) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (cl_cfg.record[0]) cl_recorder_open(cl_cfg.record, cl_proc.rank);
   char host[128];
@@ -143,6 +147,13 @@ static void build_tail(int final) {
             (unsigned long long)per_call, elapsed ? 100.0 * (double)rt.calls * (double)per_call / (double)elapsed : 0.0,
             (unsigned long long)elapsed);
   cl_asm_offsets_json(g_asm, b);
+  cl_cupti_stats cs;
+  cl_cupti_get_stats(&cs);
+  sb_printf(b, ",\"cupti\":{\"active\":%s,\"records\":%llu,\"dropped\":%llu,\"status\":",
+            g_cupti && cs.active ? "true" : "false", (unsigned long long)cs.records, (unsigned long long)cs.dropped);
+  sb_jstr(b, g_cupti ? (cs.active ? "recording" : cs.status) : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=0)"));
+  sb_puts(b, "},\"exposure\":");
+  cl_asm_exposure_json(g_asm, b);
   sb_puts(b, "}}\n");
 }
 
@@ -185,13 +196,27 @@ static uint64_t drain_pass(void) {
   return total;
 }
 
+/* Takes CUPTI's completed records (forced: also the buffers still being filled). */
+static void drain_cupti(int force) {
+  if (!g_cupti) return;
+  cl_cupti_flush(force);
+  size_t n;
+  while ((n = cl_cupti_drain(g_act, sizeof g_act / sizeof g_act[0])) > 0)
+    for (size_t i = 0; i < n; i++) cl_asm_gpu_activity(g_asm, &g_act[i]);
+}
+
 static void *writer_main(void *arg) {
   (void)arg;
-  uint64_t last_flush = cl_now(), last_busy = last_flush;
+  uint64_t last_flush = cl_now(), last_busy = last_flush, last_cupti = last_flush;
   int idle_us = 200;
   while (!atomic_load(&g_stop)) {
     uint64_t got = drain_pass();
     uint64_t now = cl_now();
+    if (g_cupti && now - last_cupti >= 100000000ull) {
+      drain_cupti(0);
+      cl_asm_gpu_advance(g_asm, now, 0);
+      last_cupti = now;
+    }
     cl_asm_tick(g_asm, now, 0);
     cl_window_tick(now);
     if (now - last_flush >= (uint64_t)cl_cfg.flush_ms * 1000000ull) { flush_file(0); last_flush = now; }
@@ -209,6 +234,7 @@ static void *writer_main(void *arg) {
       if (!any) break;
     }
   }
+  drain_cupti(1);
   cl_asm_tick(g_asm, cl_now(), 1);
   flush_file(0);
   return NULL;
@@ -272,6 +298,12 @@ static void write_summary(void) {
             100.0 * (double)rt.calls * (double)(rt.nsampled ? rt.sampled_ns / rt.nsampled : 0) /
                 (double)(cl_now() - cl_proc.start_ns + 1));
     cl_summary_print(g_sum, o, pre);
+    if (g_cupti) {
+      cl_sb ex = {0};
+      cl_asm_exposure_json(g_asm, &ex);
+      fprintf(o, "%sexposure (JSON): %s\n", pre, ex.p ? ex.p : "null");
+      sb_free(&ex);
+    }
     if (g_file) fprintf(o, "%strace: %s\n", pre, g_path);
   }
   if (f) fclose(f);
@@ -291,6 +323,12 @@ void cl_writer_finish(void) {
   if (g_setup && !g_finished) {
     stop_locked();
     g_finished = 1;
+    if (g_asm) {                          /* the last GPU records, then every exposure result */
+      drain_cupti(1);
+      cl_asm_gpu_advance(g_asm, cl_now(), 1);
+      cl_asm_tick(g_asm, cl_now(), 1);
+    }
+    if (g_cupti) cl_cupti_stop();
     if (g_ct) {
       cl_sb *body = ct_body(g_ct);
       if (g_file && !cl_tfile_failed(g_file)) {
@@ -318,6 +356,7 @@ void cl_writer_after_fork_child(void) {
   g_ct = NULL;
   g_asm = NULL;
   g_sum = NULL;
+  g_cupti = 0;
   memset(g_attempts, 0, sizeof g_attempts);
   memset(&g_tail, 0, sizeof g_tail);
 }

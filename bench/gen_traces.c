@@ -1,0 +1,31 @@
+/* gen_traces.c: writes a synthetic job of per-rank commlens traces for the CLI scale bench
+ * (bench/cli_scale.sh), using the same model as the CLI tests (test/tools/synth_gen.h).
+ * usage: gen_traces DIR NRANKS EVENTS_PER_RANK [PROCS] [--gz]
+ * Build: cc -O2 -Itest/tools -o build/gen_traces bench/gen_traces.c -lz */
+#include "synth_gen.h"
+#include <sys/wait.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+  if (argc < 4) { fprintf(stderr, "usage: gen_traces DIR NRANKS EVENTS_PER_RANK [PROCS] [--gz]\n"); return 2; }
+  synth_cfg c; synth_defaults(&c);
+  c.dir = argv[1]; c.nranks = atoi(argv[2]);
+  long ev = atol(argv[3]);
+  int procs = argc > 4 ? atoi(argv[4]) : 2;
+  c.gz = argc > 5 && !strcmp(argv[5], "--gz");
+  c.nch = 8; c.nsteps = 8; c.nvtx_every = 20;
+  c.late_rank = c.nranks / 3; c.late_ns = 300000; c.slow_rank = c.nranks / 2; c.slow_ch = 5; c.slow_factor = 2.0;
+  c.ncoll = (int)(ev / (2 + c.nch * (1 + c.nsteps)));   /* events per collective on one rank */
+  if (procs < 1) procs = 1;
+  for (int p = 0; p < procs; p++) {
+    if (fork() == 0) {
+      char path[1024];
+      for (int r = p; r < c.nranks; r += procs)
+        if (synth_write_rank(&c, r, path, sizeof path)) { perror(path); _exit(1); }
+      _exit(0);
+    }
+  }
+  int st, bad = 0;
+  while (wait(&st) > 0) bad |= !WIFEXITED(st) || WEXITSTATUS(st);
+  return bad;
+}

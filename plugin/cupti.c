@@ -1,0 +1,554 @@
+/* cupti.c: the CUPTI bridge. Loads libcupti at run time (never linked), records kernel, memcpy,
+ * memset and kernel-launch API activity into bounded buffers with timestamps on our
+ * CLOCK_MONOTONIC base, and hands parsed records to the writer thread.
+ * It must never disturb another CUPTI client (Nsight, Kineto): when one is present it backs
+ * off with one message, and it never flushes, disables or finalizes what it did not enable.
+ *
+ * Threads: CUPTI calls buf_requested/buf_completed on its own threads; they only move buffer
+ * pointers under g.mu (no parsing: the completed callback stays short). Everything else,
+ * parsing included, runs on the writer thread (cl_cupti_flush / cl_cupti_drain).
+ *
+ * Coexistence, the decision: the activity API has one global set of buffer callbacks, and
+ * registering ours silently replaces another client's (and vice versa); CUPTI 13.0 has no call
+ * to ask whether callbacks are registered. The documented cooperation point is the single
+ * subscriber slot: cuptiSubscribe fails with MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED while another
+ * tool holds it (Nsight Systems/Compute, compute-sanitizer, an active torch.profiler session).
+ * So we PROBE that slot (subscribe, then unsubscribe at once) before touching anything, and
+ * back off if it is taken. We do not keep it: holding it would make a later torch.profiler
+ * session fail ("cbapi->getCuptiStatus() failed with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS..."),
+ * which is worse than losing our own data. While active, cl_cupti_flush re-probes about once
+ * a second: if another tool took the slot, we suspend (no more FlushAll or enables: its
+ * session, its callbacks) with one message, and re-arm when the slot is free again (that tool
+ * usually disabled our kinds or finalized CUPTI on its way out). CUPTI 13.2+ multi-subscriber
+ * mode (per-subscriber activity APIs) would remove the conflict; not used yet. */
+#include "cupti.h"
+#include "clock.h"
+#include "log.h"
+#include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cupti_version.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The record fields we read sit at the same offsets in every layout CUPTI 12.x and 13.x emit
+ * (Kernel9 in 12.x, Kernel10 in 13.0/13.1, later versions append). */
+_Static_assert(offsetof(CUpti_ActivityKernel10, start) == offsetof(CUpti_ActivityKernel9, start), "kernel layout");
+_Static_assert(offsetof(CUpti_ActivityKernel10, streamId) == offsetof(CUpti_ActivityKernel9, streamId), "kernel layout");
+_Static_assert(offsetof(CUpti_ActivityKernel10, correlationId) == offsetof(CUpti_ActivityKernel9, correlationId), "kernel layout");
+_Static_assert(offsetof(CUpti_ActivityKernel10, name) == offsetof(CUpti_ActivityKernel9, name), "kernel layout");
+_Static_assert(offsetof(CUpti_ActivityKernel10, graphNodeId) == offsetof(CUpti_ActivityKernel9, graphNodeId), "kernel layout");
+_Static_assert(offsetof(CUpti_ActivityMemcpy6, correlationId) == offsetof(CUpti_ActivityMemcpy5, correlationId), "memcpy layout");
+_Static_assert(offsetof(CUpti_ActivityMemset4, correlationId) == offsetof(CUpti_ActivityMemset3, correlationId), "memset layout");
+
+#define CL_CUPTI_MIN_VERSION 19u          /* CUPTI API v19 = CUDA 12.0 */
+#define CL_CUPTI_BUF_BYTES (8u << 20)
+#define CL_CUPTI_MAX_BUFS 8               /* 64 MiB at most, in CUPTI's hands or ours */
+#define CL_CUPTI_NAMES 16384              /* interned kernel names, at most */
+#define CL_CUPTI_REPROBE_NS 1000000000ull
+
+#define FN(name) __typeof__(&name) name
+static struct {
+  FN(cuptiGetVersion); FN(cuptiGetResultString); FN(cuptiSubscribe); FN(cuptiUnsubscribe);
+  FN(cuptiActivityRegisterCallbacks); FN(cuptiActivityEnable); FN(cuptiActivityDisable);
+  FN(cuptiActivityFlushAll); FN(cuptiActivityGetNextRecord);
+  FN(cuptiActivityGetNumDroppedRecords); FN(cuptiGetTimestamp);
+  /* optional */
+  FN(cuptiSubscribe_v2); FN(cuptiActivityRegisterTimestampCallback);
+  FN(cuptiActivityEnableDriverApi); FN(cuptiActivityEnableRuntimeApi); FN(cuptiSetThreadIdType);
+} api;
+#undef FN
+
+typedef struct { uint8_t *buf; size_t valid; } done_buf;
+
+static struct {
+  pthread_mutex_t mu;                 /* guards the buffer lists and counters below */
+  uint8_t *free_bufs[CL_CUPTI_MAX_BUFS];
+  int nfree, nalloc;                  /* nalloc: buffers in existence (ours + CUPTI's) */
+  done_buf done[CL_CUPTI_MAX_BUFS];
+  int ndone;
+  uint64_t dropped, buffers, refused;
+  /* writer-thread state */
+  void *lib;
+  int state;                          /* 0 untried, 1 active, 2 suspended, -1 failed */
+  int selective_api;                  /* launch records enabled per cbid (else KIND_DRIVER) */
+  int kinds_on[4];                    /* CONCURRENT_KERNEL, MEMCPY, MEMSET, DRIVER enabled by us */
+  int64_t ts_offset;                  /* cupti timestamp - monotonic (0 with the callback) */
+  uint8_t *cur; size_t cur_valid; CUpti_Activity *cur_rec;
+  uint64_t records, next_probe;
+  uint32_t version;
+  char status[160];
+  char *(*demangle)(const char *, char *, size_t *, int *);
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static const CUpti_CallbackId k_driver_launch[] = {
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+static const CUpti_CallbackId k_runtime_launch[] = {
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+  CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+static const CUpti_ActivityKind k_kinds[3] = {
+  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+
+/* Long paths are cut to fit the status line. */
+static void set_status(const char *fmt, const char *a, const char *b) {
+  char tmp[2400];
+  snprintf(tmp, sizeof tmp, fmt, a ? a : "", b ? b : "");
+  size_t n = strlen(tmp);
+  if (n >= sizeof g.status) n = sizeof g.status - 1;
+  memcpy(g.status, tmp, n);
+  g.status[n] = 0;
+}
+
+static const char *err_str(CUptiResult r) {
+  const char *s = NULL;
+  if (api.cuptiGetResultString && api.cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s) return s;
+  static char buf[32];
+  snprintf(buf, sizeof buf, "CUPTI error %d", (int)r);
+  return buf;
+}
+
+/* ---- CUPTI's threads: keep these short ---- */
+static uint64_t CUPTIAPI ts_monotonic(void) { return cl_now(); }
+
+static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  uint8_t *b = NULL;
+  pthread_mutex_lock(&g.mu);
+  if (g.nfree) b = g.free_bufs[--g.nfree];
+  else if (g.nalloc < CL_CUPTI_MAX_BUFS) {
+    /* malloc-family memory: if another client re-registers callbacks, CUPTI may hand this
+     * buffer to it, and it will free() it */
+    if (posix_memalign((void **)&b, 8, CL_CUPTI_BUF_BYTES) == 0) g.nalloc++;
+    else b = NULL;
+  }
+  if (!b) g.refused++;   /* CUPTI drops records until a buffer is free; it counts them */
+  pthread_mutex_unlock(&g.mu);
+  *buffer = b;
+  *size = b ? CL_CUPTI_BUF_BYTES : 0;
+  *max_records = 0;
+}
+
+static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                   size_t valid) {
+  (void)size;
+  size_t dropped = 0;
+  if (api.cuptiActivityGetNumDroppedRecords)
+    api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped);
+  pthread_mutex_lock(&g.mu);
+  g.dropped += dropped;
+  if (!buffer) { pthread_mutex_unlock(&g.mu); return; }
+  g.buffers++;
+  if (valid && g.ndone < CL_CUPTI_MAX_BUFS) g.done[g.ndone++] = (done_buf){buffer, valid};
+  else if (g.nfree < CL_CUPTI_MAX_BUFS) g.free_bufs[g.nfree++] = buffer;
+  else { free(buffer); g.nalloc--; }
+  pthread_mutex_unlock(&g.mu);
+}
+
+/* ---- loading ---- */
+static int find_loaded(struct dl_phdr_info *info, size_t sz, void *arg) {
+  (void)sz;
+  if (info->dlpi_name && strstr(info->dlpi_name, "libcupti.so")) {
+    snprintf((char *)arg, 1024, "%s", info->dlpi_name);
+    return 1;
+  }
+  return 0;
+}
+
+/* A libcupti already in the process (Kineto's) is the one to use: two CUPTI copies in one
+ * process would fight over the driver's tool hooks. */
+static void *load_lib(char *path, size_t n) {
+  const char *env = getenv("COMMLENS_CUPTI_LIB");
+  if (env && *env) { snprintf(path, n, "%s", env); return dlopen(env, RTLD_NOW | RTLD_LOCAL); }
+  char loaded[1024] = "";
+  if (dl_iterate_phdr(find_loaded, loaded) && loaded[0]) {
+    void *h = dlopen(loaded, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (h) { snprintf(path, n, "%s", loaded); return h; }
+  }
+  static const char *names[] = {"libcupti.so", "libcupti.so.13", "libcupti.so.12"};
+  static const char *dirs[] = {"/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64"};
+  for (size_t i = 0; i < 3; i++) {
+    void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (h) { snprintf(path, n, "%s", names[i]); return h; }
+  }
+  const char *home = getenv("CUDA_HOME");
+  for (int d = -1; d < 2; d++) {
+    char dir[900];
+    if (d < 0) { if (!home || !*home) continue; snprintf(dir, sizeof dir, "%s/extras/CUPTI/lib64", home); }
+    else snprintf(dir, sizeof dir, "%s", dirs[d]);
+    for (size_t i = 0; i < 3; i++) {
+      snprintf(path, n, "%s/%s", dir, names[i]);
+      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (h) return h;
+    }
+  }
+  snprintf(path, n, "libcupti.so");
+  return NULL;
+}
+
+static const char *bind_symbols(void) {
+#define REQ(s) do { *(void **)&api.s = dlsym(g.lib, #s); if (!api.s) return #s; } while (0)
+#define OPT(s) do { *(void **)&api.s = dlsym(g.lib, #s); } while (0)
+  REQ(cuptiGetVersion); REQ(cuptiSubscribe); REQ(cuptiUnsubscribe);
+  REQ(cuptiActivityRegisterCallbacks); REQ(cuptiActivityEnable); REQ(cuptiActivityDisable);
+  REQ(cuptiActivityFlushAll); REQ(cuptiActivityGetNextRecord);
+  REQ(cuptiActivityGetNumDroppedRecords); REQ(cuptiGetTimestamp);
+  OPT(cuptiGetResultString); OPT(cuptiSubscribe_v2); OPT(cuptiActivityRegisterTimestampCallback);
+  OPT(cuptiActivityEnableDriverApi); OPT(cuptiActivityEnableRuntimeApi); OPT(cuptiSetThreadIdType);
+#undef REQ
+#undef OPT
+  return NULL;
+}
+
+static void CUPTIAPI probe_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId c, const void *p) {
+  (void)u; (void)d; (void)c; (void)p;
+}
+
+/* Takes the subscriber slot and gives it back at once. Returns CUPTI_SUCCESS when no other
+ * tool holds it; `who` gets the holder's name when CUPTI tells it. */
+static CUptiResult probe_slot(char *who, size_t n) {
+  CUpti_SubscriberHandle h = NULL;
+  CUptiResult r;
+  who[0] = 0;
+  if (api.cuptiSubscribe_v2) {
+    CUpti_SubscriberParams p;
+    char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64];
+    memset(&p, 0, sizeof p);
+    memset(old, 0, sizeof old);
+    p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    p.subscriberName = "commlens";
+    p.oldSubscriberName = old;
+    p.oldSubscriberSize = sizeof old;
+    r = api.cuptiSubscribe_v2(&h, probe_cb, NULL, &p);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && old[0]) snprintf(who, n, "%s", old);
+  } else {
+    r = api.cuptiSubscribe(&h, probe_cb, NULL);
+  }
+  if (r == CUPTI_SUCCESS) api.cuptiUnsubscribe(h);
+  return r;
+}
+
+/* Measures cuptiGetTimestamp - CLOCK_MONOTONIC (used only without the timestamp callback). */
+static int64_t measure_ts_offset(void) {
+  int64_t best = 0, bestw = INT64_MAX;
+  for (int i = 0; i < 16; i++) {
+    uint64_t t = 0, m0 = cl_now();
+    if (api.cuptiGetTimestamp(&t) != CUPTI_SUCCESS) return 0;
+    uint64_t m1 = cl_now();
+    int64_t w = (int64_t)(m1 - m0);
+    if (w < bestw) { bestw = w; best = (int64_t)t - (int64_t)(m0 + (m1 - m0) / 2); }
+  }
+  return best;
+}
+
+static void disable_ours(void) {
+  for (int i = 0; i < 3; i++)
+    if (g.kinds_on[i]) { api.cuptiActivityDisable(k_kinds[i]); g.kinds_on[i] = 0; }
+  if (g.kinds_on[3]) { api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER); g.kinds_on[3] = 0; }
+  if (g.selective_api) {
+    for (size_t i = 0; i < sizeof k_driver_launch / sizeof *k_driver_launch; i++)
+      api.cuptiActivityEnableDriverApi(k_driver_launch[i], 0);
+    for (size_t i = 0; i < sizeof k_runtime_launch / sizeof *k_runtime_launch; i++)
+      api.cuptiActivityEnableRuntimeApi(k_runtime_launch[i], 0);
+    g.selective_api = 0;
+  }
+}
+
+/* Registers our callbacks and enables our kinds. Returns 0, or -1 (message logged, status
+ * set, whatever we enabled disabled again). */
+static int arm(void) {
+  CUptiResult r;
+  if (api.cuptiSetThreadIdType) api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  g.ts_offset = 0;
+  if (!api.cuptiActivityRegisterTimestampCallback ||
+      api.cuptiActivityRegisterTimestampCallback(ts_monotonic) != CUPTI_SUCCESS)
+    g.ts_offset = measure_ts_offset();
+  r = api.cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
+  if (r != CUPTI_SUCCESS) {
+    set_status("CUPTI refused buffer callbacks (%s)", err_str(r), NULL);
+    cl_log_once("cupti-arm", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+    return -1;
+  }
+  for (int i = 0; i < 3; i++) {
+    r = api.cuptiActivityEnable(k_kinds[i]);
+    if (r == CUPTI_SUCCESS) { g.kinds_on[i] = 1; continue; }
+    if (i == 0) {   /* without kernels there is nothing worth keeping */
+      set_status("CUPTI kernel activity unavailable (%s): another profiler may own CUPTI",
+                 err_str(r), NULL);
+      cl_log_once("cupti-arm", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+      disable_ours();
+      return -1;
+    }
+  }
+  int ok = api.cuptiActivityEnableDriverApi && api.cuptiActivityEnableRuntimeApi;
+  g.selective_api = ok;   /* so that disable_ours undoes a partial attempt */
+  for (size_t i = 0; ok && i < sizeof k_driver_launch / sizeof *k_driver_launch; i++)
+    ok = api.cuptiActivityEnableDriverApi(k_driver_launch[i], 1) == CUPTI_SUCCESS;
+  for (size_t i = 0; ok && i < sizeof k_runtime_launch / sizeof *k_runtime_launch; i++)
+    ok = api.cuptiActivityEnableRuntimeApi(k_runtime_launch[i], 1) == CUPTI_SUCCESS;
+  if (!ok) {
+    if (g.selective_api) {
+      for (size_t i = 0; i < sizeof k_driver_launch / sizeof *k_driver_launch; i++)
+        api.cuptiActivityEnableDriverApi(k_driver_launch[i], 0);
+      for (size_t i = 0; i < sizeof k_runtime_launch / sizeof *k_runtime_launch; i++)
+        api.cuptiActivityEnableRuntimeApi(k_runtime_launch[i], 0);
+    }
+    g.selective_api = 0;
+    /* every driver call becomes a record: costlier, filtered in drain */
+    if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) g.kinds_on[3] = 1;
+    cl_log_once("cupti-driver-all", CL_LOG_INFO,
+                "CUPTI %u has no per-API activity switches: recording all driver API calls",
+                g.version);
+  }
+  return 0;
+}
+
+int cl_cupti_start(void) {
+  if (g.state == 1 || g.state == 2) return 0;
+  if (g.state == -1) return -1;
+  g.state = -1;
+  char path[1100];
+  g.lib = load_lib(path, sizeof path);
+  if (!g.lib) {
+    set_status("libcupti not found (%s)", path, NULL);
+    cl_log_once("cupti-load", CL_LOG_WARN,
+                "%s; set COMMLENS_CUPTI_LIB to its path. Continuing without GPU kernel data",
+                g.status);
+    return -1;
+  }
+  const char *missing = bind_symbols();
+  if (missing) {
+    set_status("libcupti at %s lacks %s", path, missing);
+    cl_log_once("cupti-load", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+    return -1;
+  }
+  uint32_t v = 0;
+  if (api.cuptiGetVersion(&v) != CUPTI_SUCCESS || v < CL_CUPTI_MIN_VERSION) {
+    char vs[16];
+    snprintf(vs, sizeof vs, "%u", v);
+    set_status("CUPTI API version %s is too old (need CUDA 12.0 or later: %s)", vs, path);
+    cl_log_once("cupti-load", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+    return -1;
+  }
+  g.version = v;
+  char who[128];
+  CUptiResult r = probe_slot(who, sizeof who);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    set_status("CUPTI is in use by %s", who[0] ? who : "another tool (Nsight, Kineto, a sanitizer)", NULL);
+    cl_log_once("cupti-busy", CL_LOG_WARN,
+                "%s; commlens leaves it alone and continues without GPU kernel data", g.status);
+    return -1;
+  }
+  if (r != CUPTI_SUCCESS) {
+    set_status("CUPTI could not start (%s)", err_str(r), NULL);
+    cl_log_once("cupti-init", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+    return -1;
+  }
+  if (arm() != 0) return -1;
+  *(void **)&g.demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  g.state = 1;
+  g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
+  snprintf(g.status, sizeof g.status, "active (CUPTI %u%s)", v,
+           g.ts_offset ? ", timestamps by offset" : "");
+  return 0;
+}
+
+/* Another tool may take CUPTI while we run (torch.profiler), and give it back. */
+static void reprobe(void) {
+  uint64_t now = cl_now();
+  if (now < g.next_probe) return;
+  g.next_probe = now + CL_CUPTI_REPROBE_NS;
+  char who[128];
+  CUptiResult r = probe_slot(who, sizeof who);
+  if (g.state == 1 && r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    g.state = 2;
+    snprintf(g.status, sizeof g.status, "suspended: CUPTI taken by %s",
+             who[0] ? who : "another tool");
+    cl_log(CL_LOG_WARN, "%s; GPU kernel data pauses until it lets go", g.status);
+    for (int i = 0; i < 4; i++) g.kinds_on[i] = 0;   /* theirs now: never disable them */
+    g.selective_api = 0;
+    /* buffers CUPTI held may now go to the other tool's callbacks: stop counting them */
+    pthread_mutex_lock(&g.mu);
+    g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
+    pthread_mutex_unlock(&g.mu);
+  } else if (g.state == 2 && r == CUPTI_SUCCESS) {
+    if (arm() == 0) {
+      g.state = 1;
+      snprintf(g.status, sizeof g.status, "active (CUPTI %u, resumed)", g.version);
+      cl_log(CL_LOG_INFO, "CUPTI is free again; GPU kernel data resumes");
+    }
+  }
+}
+
+void cl_cupti_flush(int force) {
+  if (g.state != 1 && g.state != 2) return;
+  reprobe();
+  if (g.state == 1) api.cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+/* ---- kernel names: interned copies that live until exit ---- */
+static struct { const char *raw, *shown; uint64_t h; } g_names[CL_CUPTI_NAMES];
+static size_t g_nnames;
+
+static const char *intern(const char *raw) {
+  if (!raw) return "(unknown)";
+  uint64_t h = 1469598103934665603ull;
+  for (const unsigned char *p = (const unsigned char *)raw; *p; p++) h = (h ^ *p) * 1099511628211ull;
+  size_t i = h & (CL_CUPTI_NAMES - 1);
+  for (size_t k = 0; k < CL_CUPTI_NAMES; k++, i = (i + 1) & (CL_CUPTI_NAMES - 1)) {
+    if (!g_names[i].raw) break;
+    if (g_names[i].h == h && strcmp(g_names[i].raw, raw) == 0) return g_names[i].shown;
+  }
+  if (g_names[i].raw || g_nnames >= CL_CUPTI_NAMES * 3 / 4) return "(kernel)";  /* table full */
+  char *copy = strdup(raw);
+  if (!copy) return "(kernel)";
+  const char *shown = copy;
+  if (g.demangle && raw[0] == '_' && raw[1] == 'Z') {
+    int st = -1;
+    char *d = g.demangle(raw, NULL, NULL, &st);
+    if (d && st == 0) shown = d; else free(d);
+  }
+  g_names[i].raw = copy; g_names[i].shown = shown; g_names[i].h = h;
+  g_nnames++;
+  return shown;
+}
+
+static int is_launch_cbid(int driver, CUpti_CallbackId cbid) {
+  const CUpti_CallbackId *t = driver ? k_driver_launch : k_runtime_launch;
+  size_t n = driver ? sizeof k_driver_launch / sizeof *k_driver_launch
+                    : sizeof k_runtime_launch / sizeof *k_runtime_launch;
+  for (size_t i = 0; i < n; i++) if (t[i] == cbid) return 1;
+  return 0;
+}
+
+static uint64_t to_mono(uint64_t t) { return t ? (uint64_t)((int64_t)t - g.ts_offset) : 0; }
+
+/* Fills *o from one record; returns 0 if the record is not one we hand out. */
+static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
+  memset(o, 0, sizeof *o);
+  switch (rec->kind) {
+  case CUPTI_ACTIVITY_KIND_KERNEL:
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+    const CUpti_ActivityKernel10 *k = (const void *)rec;
+    if (!k->start && !k->end) return 0;   /* CUPTI could not time it */
+    o->kind = CL_GPU_KERNEL;
+    o->start_ns = to_mono(k->start); o->end_ns = to_mono(k->end);
+    o->correlation = k->correlationId;
+    o->device = k->deviceId; o->context = k->contextId; o->stream = k->streamId;
+    o->graph = k->graphNodeId != 0;
+    o->name = intern(k->name);
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMCPY: {
+    const CUpti_ActivityMemcpy6 *m = (const void *)rec;
+    o->kind = CL_GPU_MEMCPY;
+    o->start_ns = to_mono(m->start); o->end_ns = to_mono(m->end);
+    o->correlation = m->correlationId;
+    o->device = m->deviceId; o->context = m->contextId; o->stream = m->streamId;
+    o->graph = m->graphNodeId != 0;
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMSET: {
+    const CUpti_ActivityMemset4 *m = (const void *)rec;
+    o->kind = CL_GPU_MEMSET;
+    o->start_ns = to_mono(m->start); o->end_ns = to_mono(m->end);
+    o->correlation = m->correlationId;
+    o->device = m->deviceId; o->context = m->contextId; o->stream = m->streamId;
+    o->graph = m->graphNodeId != 0;
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_DRIVER:
+  case CUPTI_ACTIVITY_KIND_RUNTIME: {
+    const CUpti_ActivityAPI *a = (const void *)rec;
+    if (!is_launch_cbid(rec->kind == CUPTI_ACTIVITY_KIND_DRIVER, a->cbid)) return 0;
+    o->kind = CL_GPU_LAUNCH;
+    o->start_ns = to_mono(a->start); o->end_ns = to_mono(a->end);
+    o->correlation = a->correlationId;
+    o->thread = a->threadId;
+    o->graph = a->cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+               a->cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+    if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME)
+      o->graph = a->cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+                 a->cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+    return 1;
+  }
+  default:
+    return 0;
+  }
+}
+
+static void release_current(void) {
+  if (!g.cur) return;
+  pthread_mutex_lock(&g.mu);
+  if (g.nfree < CL_CUPTI_MAX_BUFS) g.free_bufs[g.nfree++] = g.cur;
+  else { free(g.cur); g.nalloc--; }
+  pthread_mutex_unlock(&g.mu);
+  g.cur = NULL; g.cur_rec = NULL; g.cur_valid = 0;
+}
+
+size_t cl_cupti_drain(cl_gpu_activity *out, size_t max) {
+  size_t n = 0;
+  while (n < max) {
+    if (!g.cur) {
+      pthread_mutex_lock(&g.mu);
+      if (g.ndone) {
+        g.cur = g.done[0].buf; g.cur_valid = g.done[0].valid;
+        memmove(g.done, g.done + 1, (size_t)(g.ndone - 1) * sizeof *g.done);
+        g.ndone--;
+      }
+      pthread_mutex_unlock(&g.mu);
+      if (!g.cur) break;
+      g.cur_rec = NULL;
+    }
+    if (api.cuptiActivityGetNextRecord(g.cur, g.cur_valid, &g.cur_rec) != CUPTI_SUCCESS) {
+      release_current();   /* CUPTI_ERROR_MAX_LIMIT_REACHED: buffer done */
+      continue;
+    }
+    if (convert(g.cur_rec, &out[n])) { n++; g.records++; }
+  }
+  return n;
+}
+
+void cl_cupti_get_stats(cl_cupti_stats *s) {
+  memset(s, 0, sizeof *s);
+  pthread_mutex_lock(&g.mu);
+  s->dropped = g.dropped;
+  s->buffers = g.buffers;
+  pthread_mutex_unlock(&g.mu);
+  s->records = g.records;
+  s->active = g.state == 1;
+  snprintf(s->status, sizeof s->status, "%s", g.status[0] ? g.status : "not started");
+}
+
+void cl_cupti_stop(void) {
+  if (g.state != 1 && g.state != 2) return;
+  if (g.state == 1) {
+    api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    disable_ours();
+    api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  g.state = 0;   /* a later start (after a new init) may arm again */
+  /* buffers still queued are lost: the writer drains before calling stop */
+  release_current();
+  pthread_mutex_lock(&g.mu);
+  for (int i = 0; i < g.ndone; i++) { free(g.done[i].buf); g.nalloc--; }
+  g.ndone = 0;
+  for (int i = 0; i < g.nfree; i++) { free(g.free_bufs[i]); g.nalloc--; }
+  g.nfree = 0;
+  pthread_mutex_unlock(&g.mu);
+  snprintf(g.status, sizeof g.status, "stopped");
+}

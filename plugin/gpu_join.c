@@ -1,0 +1,197 @@
+/* gpu_join.c: see gpu_join.h. Tables are small open-addressed maps and FIFO windows, bounded
+ * by count; what falls out of them is counted, never waited for. Writer thread only. */
+#include "gpu_join.h"
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LAUNCH_KEEP_NS 5000000000ull   /* KernelLaunch windows kept this long */
+#define HOLD_NS 2000000000ull          /* a kernel whose launch record is missing waits this long */
+#define EXPO_LAG_NS 1000000000ull      /* compute records can arrive this late (CUPTI buffers) */
+#define NWIN 8192                      /* KernelLaunch windows remembered */
+#define NCORR (1u << 16)               /* correlation ids classified (direct-mapped) */
+#define NSPAN 16384                    /* launch groups with a known kernel span */
+#define NHOLD 65536                    /* kernel records waiting for their launch record */
+
+typedef struct { int tid; uint64_t start, stop, group; uint32_t comm; } kl_win;
+typedef struct { uint32_t corr; uint8_t cls; uint64_t group; uint32_t comm; } corr_ent; /* cls: 1 nccl 2 other */
+typedef struct { uint64_t group; uint32_t comm, dev; uint64_t s, e; } span_ent;
+
+struct cl_gj {
+  cl_ct *ct;
+  cl_gj_exposed_fn fn;
+  void *arg;
+  kl_win win[NWIN];
+  uint32_t nwin_total;
+  corr_ent corr[NCORR];
+  span_ent span[NSPAN];
+  cl_gpu_activity *hold;
+  uint32_t nhold;
+  uint64_t hold_since[NHOLD];
+  cl_expo *expo;
+  cl_expo_agg *agg;
+  uint64_t nccl_kernels, compute_kernels, by_name, unmatched_launch;
+};
+
+static void on_result(void *arg, const cl_expo_result *r) {
+  cl_gj *g = arg;
+  cl_expo_agg_add(g->agg, r);
+  char fam[64];
+  snprintf(fam, sizeof fam, "GPU %u exposed comm", r->span.device);
+  for (size_t i = 0; i < r->npieces; i++) {
+    const cl_expo_iv *p = &r->pieces[i];
+    uint32_t tid = ct_lane(g->ct, (9ull << 56) | r->span.device, fam, 90, p->start_ns, p->end_ns);
+    int first = ct_slice_begin(g->ct, tid, "exposed", "exposed", p->start_ns, p->end_ns - p->start_ns);
+    cl_sb *b = ct_body(g->ct);
+    sb_key(b, &first, "comm"); sb_puts(b, "\""); sb_hex(b, r->span.comm); sb_puts(b, "\"");
+    sb_key(b, &first, "coll_exposed_ns"); sb_u64(b, r->exposed_ns);
+    ct_slice_end(g->ct);
+  }
+  if (g->fn) g->fn(g->arg, r->span.tag, r->exposed_ns, r->pieces, r->npieces, r->incomplete);
+}
+
+static void on_window(void *arg, const cl_expo_window *w) {
+  cl_gj *g = arg;
+  if (w->kind != CL_EXPO_WIN_BUCKET) return;
+  /* exposed communication per 100 ms bucket, in microseconds, as a counter track */
+  ct_counter(g->ct, "exposed comm (us per 100 ms)", w->start_ns, "exposed_us", (int64_t)(w->exposed_ns / 1000));
+  ct_counter(g->ct, "comm (us per 100 ms)", w->start_ns, "comm_us", (int64_t)(w->comm_ns / 1000));
+}
+
+cl_gj *cl_gj_new(cl_ct *ct, cl_gj_exposed_fn fn, void *arg) {
+  cl_gj *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  g->ct = ct;
+  g->fn = fn;
+  g->arg = arg;
+  g->hold = malloc(NHOLD * sizeof *g->hold);
+  g->expo = cl_expo_new(NULL, on_result, g);
+  g->agg = cl_expo_agg_new(100000000ull, 2000000000ull, on_window, g);
+  if (!g->hold || !g->expo || !g->agg) { cl_gj_free(g); return NULL; }
+  return g;
+}
+
+void cl_gj_free(cl_gj *g) {
+  if (!g) return;
+  cl_expo_free(g->expo);
+  cl_expo_agg_free(g->agg);
+  free(g->hold);
+  free(g);
+}
+
+void cl_gj_kernel_launch(cl_gj *g, int tid, uint64_t start, uint64_t stop, uint64_t group, uint32_t comm) {
+  g->win[g->nwin_total++ % NWIN] = (kl_win){tid, start, stop, group, comm};
+}
+
+/* The KernelLaunch window holding this launch API record, if any. */
+static const kl_win *find_window(cl_gj *g, const cl_gpu_activity *l) {
+  uint32_t n = g->nwin_total < NWIN ? g->nwin_total : NWIN;
+  for (uint32_t k = 0; k < n; k++) {          /* newest first: launches are recent */
+    const kl_win *w = &g->win[(g->nwin_total - 1 - k) % NWIN];
+    if (l->start_ns > w->stop + LAUNCH_KEEP_NS) break;
+    if ((int)l->thread == w->tid && l->start_ns >= w->start && l->end_ns <= w->stop) return w;
+  }
+  return NULL;
+}
+
+static span_ent *span_slot(cl_gj *g, uint64_t group, uint32_t comm) {
+  uint32_t h = (uint32_t)((group * 0x9E3779B97F4A7C15ull + comm) >> 40) % NSPAN;
+  return &g->span[h];
+}
+
+static int is_nccl_name(const char *n) {
+  return n && (!strncmp(n, "ncclDevKernel", 13) || !strncmp(n, "ncclKernel", 10) ||
+               !strncmp(n, "ncclSymk", 8));
+}
+
+static void draw_kernel(cl_gj *g, const cl_gpu_activity *k, int nccl) {
+  char fam[64];
+  snprintf(fam, sizeof fam, "GPU %u stream %u%s", k->device, k->stream, nccl ? " (NCCL)" : "");
+  uint32_t tid = ct_lane(g->ct, (8ull << 56) | ((uint64_t)k->device << 32) | k->stream, fam,
+                         80 + (int)k->device, k->start_ns, k->end_ns);
+  int first = ct_slice_begin(g->ct, tid, k->name ? k->name : "kernel", "gpu_kernel", k->start_ns, k->end_ns - k->start_ns);
+  cl_sb *b = ct_body(g->ct);
+  sb_key(b, &first, "correlation"); sb_u64(b, k->correlation);
+  sb_key(b, &first, "device"); sb_u64(b, k->device);
+  sb_key(b, &first, "stream"); sb_u64(b, k->stream);
+  sb_key(b, &first, "nccl"); sb_puts(b, nccl ? "true" : "false");
+  if (k->graph) { sb_key(b, &first, "graph"); sb_puts(b, "true"); }
+  ct_slice_end(g->ct);
+}
+
+/* Classifies and uses one kernel record; returns 0 if its launch record is not known yet. */
+static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
+  corr_ent *c = &g->corr[k->correlation % NCORR];
+  int known = c->cls && c->corr == k->correlation;
+  int nccl;
+  if (known) nccl = c->cls == 1;
+  else if (k->graph || force || !g->nwin_total) { nccl = is_nccl_name(k->name); g->by_name += nccl; }
+  else return 0;
+  draw_kernel(g, k, nccl);
+  if (!nccl) {
+    g->compute_kernels++;
+    cl_expo_add_compute(g->expo, k->device, k->start_ns, k->end_ns);
+    return 1;
+  }
+  g->nccl_kernels++;
+  if (known) {
+    span_ent *s = span_slot(g, c->group, c->comm);
+    if (s->group != c->group || s->comm != c->comm) *s = (span_ent){c->group, c->comm, k->device, k->start_ns, k->end_ns};
+    else { if (k->start_ns < s->s) s->s = k->start_ns; if (k->end_ns > s->e) s->e = k->end_ns; }
+  }
+  return 1;
+}
+
+void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
+  if (a->kind == CL_GPU_LAUNCH) {
+    const kl_win *w = find_window(g, a);
+    corr_ent *c = &g->corr[a->correlation % NCORR];
+    *c = w ? (corr_ent){a->correlation, 1, w->group, w->comm} : (corr_ent){a->correlation, 2, 0, 0};
+    return;
+  }
+  if (a->kind != CL_GPU_KERNEL) return;      /* memcpy/memset: not compute (exposure.h) */
+  if (use_kernel(g, a, 0)) return;
+  if (g->nhold == NHOLD) { use_kernel(g, a, 1); return; }
+  g->hold_since[g->nhold] = a->end_ns;
+  g->hold[g->nhold++] = *a;
+}
+
+int cl_gj_span(cl_gj *g, uint64_t group, uint32_t comm, uint64_t *s, uint64_t *e, uint32_t *dev) {
+  span_ent *x = span_slot(g, group, comm);
+  if (!group || x->group != group || x->comm != comm) return 0;
+  *s = x->s;
+  *e = x->e;
+  *dev = x->dev;
+  return 1;
+}
+
+void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, uint64_t s, uint64_t e) {
+  cl_expo_span sp = {.start_ns = s, .end_ns = e, .tag = tag, .comm = comm_hash, .device = device};
+  if (cl_expo_add_span(g->expo, &sp) != 0 && g->fn) g->fn(g->arg, tag, 0, NULL, 0, 1);
+}
+
+void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < g->nhold; i++) {   /* launch records arrive with the kernels, mostly */
+    int force = final || now - g->hold_since[i] > HOLD_NS;
+    if (!use_kernel(g, &g->hold[i], force)) { g->hold_since[k] = g->hold_since[i]; g->hold[k++] = g->hold[i]; }
+  }
+  g->nhold = k;
+  if (final) {
+    cl_expo_finish(g->expo);
+    cl_expo_agg_finish(g->agg);
+    return;
+  }
+  if (now > EXPO_LAG_NS) {
+    cl_expo_advance(g->expo, now - EXPO_LAG_NS);
+    cl_expo_agg_advance(g->agg, cl_expo_reported_upto(g->expo));
+  }
+}
+
+void cl_gj_totals(cl_gj *g, cl_expo_totals *t, uint64_t *nk, uint64_t *ck, uint64_t *bn) {
+  cl_expo_agg_totals(g->agg, t);
+  *nk = g->nccl_kernels;
+  *ck = g->compute_kernels;
+  *bn = g->by_name;
+}

@@ -1,0 +1,243 @@
+/* test_versions.c: every exported ABI version driven as NCCL drives it (harness scenarios
+ * (a) collectives with kernel channels, network proxy ops/steps and proxy control, (b)
+ * send/recv, (c) several communicators and threads), each in a fresh process with its own
+ * COMMLENS_DIR; the trace is checked right after the last finalize (the writer's flush) and
+ * again after exit (the final flush): header, per-category counts, hierarchy, GPU time
+ * mapping, track sanity and zero drops. */
+#include "harness.h"
+#include "trace_read.h"
+#include <unistd.h>
+
+#define NCOLL 6
+#define NSR 2
+#define NCH 4
+
+static int env_int(const char *k, int def) {
+  const char *v = getenv(k);
+  return v && *v ? atoi(v) : def;
+}
+
+/* Loads the single trace of `dir` into t; REQUIRE-style failures come back as -1. */
+static int load_one(const char *dir, tr_trace *t) {
+  char *paths[8];
+  int n = h_find_traces(dir, paths, 8);
+  CHECK(n == 1, "expected exactly one trace file in %s, found %d", dir, n);
+  if (n < 1) return -1;
+  char err[512];
+  int rc = tr_load(t, paths[0], err, sizeof err);
+  CHECK(rc == 0, "%s", err);
+  for (int i = 0; i < n; i++) free(paths[i]);
+  return rc;
+}
+
+/* Checks that do not depend on what was driven. */
+static void check_common(const tr_trace *t, int abi) {
+  int64_t v = -1;
+  CHECK(t->header != NULL, "no commlens header");
+  CHECK(tr_header_i64(t, "format", &v) == 0 && v == 1, "format %lld", (long long)v);
+  CHECK(tr_header_i64(t, "abi", &v) == 0 && v == abi, "header abi %lld, drove v%d", (long long)v, abi);
+  CHECK(tr_header_i64(t, "os_pid", &v) == 0 && v > 0, "os_pid");
+  CHECK(t->stats != NULL, "no commlensStats");
+  v = -1;
+  CHECK(tr_stats_i64(t, "dropped", &v) == 0 && v == 0, "dropped = %lld", (long long)v);
+  char msg[512];
+  int bad = tr_check_tracks(t, msg, sizeof msg);
+  CHECK(bad == 0, "%d track problems; first: %s", bad, msg);
+}
+
+static void check_counts(const tr_trace *t, int abi, const h_counts *c, int nch) {
+  long api = c->started[8] + c->started[9] + c->started[10] + c->started[11];
+  CHECK((long)tr_count(t, 'X', "coll") == c->started[1], "coll: trace %zu, driven %ld", tr_count(t, 'X', "coll"), c->started[1]);
+  CHECK((long)tr_count(t, 'X', "p2p") == c->started[2], "p2p: trace %zu, driven %ld", tr_count(t, 'X', "p2p"), c->started[2]);
+  CHECK((long)tr_count(t, 'X', "group") == c->started[0], "group: trace %zu, driven %ld", tr_count(t, 'X', "group"), c->started[0]);
+  CHECK((long)tr_count(t, 'X', "api") == api, "api: trace %zu, driven %ld", tr_count(t, 'X', "api"), api);
+  CHECK((long)tr_count(t, 'X', "proxy_op") == c->started[3], "proxy_op: trace %zu, driven %ld", tr_count(t, 'X', "proxy_op"), c->started[3]);
+  CHECK((long)tr_count(t, 'X', "proxy_step") == c->started[4], "proxy_step: trace %zu, driven %ld", tr_count(t, 'X', "proxy_step"), c->started[4]);
+  if (c->started[5]) CHECK(tr_count(t, 'X', "proxy_ctrl") >= 1, "no proxy_ctrl slices (%ld ProxyCtrl events driven)", c->started[5]);
+  if (abi >= 4) {
+    CHECK((long)tr_count(t, 'X', "kernel_ch") == c->started[6], "kernel_ch: trace %zu, driven %ld", tr_count(t, 'X', "kernel_ch"), c->started[6]);
+    CHECK((long)tr_count(t, 'X', "coll_gpu") == c->colls + c->p2ps, "coll_gpu: trace %zu, driven %ld colls + %ld p2ps",
+          tr_count(t, 'X', "coll_gpu"), c->colls, c->p2ps);
+    (void)nch;
+  }
+}
+
+/* kernel_ch slices: args.seq names their collective, nch per collective, near host time. */
+static void check_kernel_ch(const tr_trace *t, int nch, int64_t tolerance_ns) {
+  int64_t coll_ts[64];
+  int per_seq[64] = {0};
+  for (int i = 0; i < 64; i++) coll_ts[i] = -1;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    const char *cat = tr_cat(ev);
+    int64_t seq, ts;
+    if (!cat || strcmp(cat, "coll") || tr_ph(ev) != 'X') continue;
+    if (tr_arg_i64(ev, "seq", &seq) || seq < 0 || seq >= 64 || tr_ts_ns(ev, &ts)) { CHECK(0, "coll without seq/ts"); continue; }
+    coll_ts[seq] = ts;
+  }
+  int checked = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    const char *cat = tr_cat(ev);
+    if (!cat || strcmp(cat, "kernel_ch") || tr_ph(ev) != 'X') continue;
+    int64_t seq = -1, ch = -1, ts = 0;
+    const char *func = tr_arg_str(ev, "func");
+    if (func && (!strcmp(func, "Send") || !strcmp(func, "Recv"))) continue;   /* p2p: no seq */
+    CHECK(tr_arg_i64(ev, "seq", &seq) == 0 && seq >= 0 && seq < 64 && coll_ts[seq] >= 0,
+          "kernel_ch args.seq %lld names no collective", (long long)seq);
+    CHECK(tr_arg_i64(ev, "channel", &ch) == 0 && ch >= 0 && ch < nch, "kernel_ch channel %lld", (long long)ch);
+    CHECK(tr_arg_str(ev, "func") != NULL, "kernel_ch without args.func");
+    if (seq < 0 || seq >= 64 || coll_ts[seq] < 0) continue;
+    per_seq[seq]++;
+    tr_ts_ns(ev, &ts);
+    int64_t d = ts - coll_ts[seq];
+    if (tolerance_ns > 0 && !tr_arg_bool(ev, "implausible"))
+      CHECK(d > -tolerance_ns && d < tolerance_ns, "kernel_ch of seq %lld is %lld ns from its collective",
+            (long long)seq, (long long)d);
+    checked++;
+  }
+  for (int s = 0; s < 64; s++)
+    if (coll_ts[s] >= 0 && per_seq[s]) CHECK(per_seq[s] % nch == 0, "seq %d: %d kernel_ch slices for %d channels", s, per_seq[s], nch);
+  CHECK(checked > 0, "no kernel_ch slices");
+}
+
+/* Name of the track (pid, tid) of ev, from its thread_name metadata; "" if none. */
+static const char *track_name(const tr_trace *t, json_object *ev) {
+  char want[64], k[64];
+  tr_tid_key(ev, want, sizeof want);
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *m = tr_event(t, i);
+    if (tr_ph(m) != 'M' || !tr_name(m) || strcmp(tr_name(m), "thread_name") || tr_pid(m) != tr_pid(ev)) continue;
+    tr_tid_key(m, k, sizeof k);
+    if (!strcmp(k, want)) return tr_arg_str(m, "name") ? tr_arg_str(m, "name") : "";
+  }
+  return "";
+}
+
+/* proxy_step slices carry the state breakdown of their direction. */
+static void check_proxy_steps(const tr_trace *t, int abi) {
+  static const char *send_keys[] = {"gpu_wait_ns", "send_wait_ns"};
+  static const char *recv_keys[] = {"recv_wait_ns", "flush_wait_ns", "recv_gpu_wait_ns"};
+  long nsend = 0, nrecv = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    const char *cat = tr_cat(ev);
+    if (!cat || strcmp(cat, "proxy_step") || tr_ph(ev) != 'X') continue;
+    int64_t v;
+    const char *track = track_name(t, ev);
+    int is_send = strstr(track, "send") != NULL;
+    CHECK(is_send || strstr(track, "recv"), "proxy_step on track \"%s\"", track);
+    const char **keys = is_send ? send_keys : recv_keys;
+    int nk = is_send ? 2 : 3;
+    for (int k = 0; k < nk; k++)
+      CHECK(tr_arg_i64(ev, keys[k], &v) == 0 && v >= 0, "proxy_step (%s) lacks %s", is_send ? "send" : "recv", keys[k]);
+    if (is_send && abi >= 4) CHECK(tr_arg_i64(ev, "peer_wait_ns", &v) == 0 && v >= 0, "send step lacks peer_wait_ns");
+    if (abi >= 4) CHECK(tr_arg_i64(ev, "bytes", &v) == 0 && v == 131072, "step bytes %lld", (long long)v);
+    CHECK(tr_arg_i64(ev, "channel", &v) == 0, "proxy_step without channel");
+    if (is_send) nsend++; else nrecv++;
+  }
+  CHECK(nsend > 0 && nrecv > 0, "send steps %ld, recv steps %ld", nsend, nrecv);
+}
+
+static void check_appended_ops(const tr_trace *t, int expect) {
+  int found = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    const char *cat = tr_cat(ev);
+    int64_t v;
+    if (!cat || strcmp(cat, "proxy_ctrl") || tr_arg_i64(ev, "appended_ops", &v)) continue;
+    found++;
+    CHECK(v == expect, "proxy_ctrl appended_ops %lld, NCCL passed %d (an int: upper bytes of the "
+          "8-byte args are garbage)", (long long)v, expect);
+  }
+  CHECK(found > 0, "no proxy_ctrl slice with appended_ops");
+}
+
+/* ---- the child: one version, scenarios (a) and (b) ---------------------------------- */
+H_CHILD(drive_version) {
+  int abi = env_int("H_ABI", 5);
+  h_plugin p;
+  REQUIRE(h_open(&p, NULL, abi) == 0, "load v%d", abi);
+  CHECK(p.name && !strcmp(p.name, "commlens"), "name %s", p.name ? p.name : "(null)");
+  void *ctx = NULL;
+  h_comm_info info = {0xabcdef12345ull, "versions", 1, 2, 0};
+  REQUIRE(h_init(&p, &ctx, &info) == 0, "init");
+  REQUIRE(ctx != NULL, "init gave no context");
+  CHECK(h_mask == 0x7FFF || h_mask == 0xFFF || h_mask != 0, "mask %#x", h_mask);
+  h_counts c;
+  memset(&c, 0, sizeof c);
+  h_opts o = {.nchannels = NCH, .network = 1, .npeers = 1, .nsteps = 3, .proxy_ctrl = 1};
+  for (int i = 0; i < NCOLL; i++) h_drive_coll(&p, ctx, &o, (uint64_t)i, &c);
+  for (int i = 0; i < NSR; i++) h_drive_sendrecv(&p, ctx, &o, 1, &c);
+  CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
+  h_finalize(&p, ctx);
+  h_close(&p);
+
+  /* the writer flushed and stopped at the last finalize: the file is complete JSON now */
+  tr_trace t;
+  if (load_one(getenv("COMMLENS_DIR"), &t)) return;
+  check_common(&t, abi);
+  check_counts(&t, abi, &c, NCH);
+  if (abi >= 4) check_kernel_ch(&t, NCH, 50 * 1000000ll);
+  check_proxy_steps(&t, abi);
+  check_appended_ops(&t, NCH * 2);
+  if (getenv("H_VERBOSE")) {
+    const char *cats[] = {"api", "group", "coll", "p2p", "coll_gpu", "kernel_ch", "proxy_op", "proxy_step", "proxy_state", "proxy_ctrl"};
+    for (size_t i = 0; i < sizeof cats / sizeof *cats; i++) fprintf(stderr, "  v%d %s: %zu\n", abi, cats[i], tr_count(&t, 'X', cats[i]));
+  }
+  tr_free(&t);
+}
+
+/* (c) several communicators and threads at once */
+H_CHILD(drive_multi) {
+  int abi = env_int("H_ABI", 5);
+  h_plugin p;
+  REQUIRE(h_open(&p, NULL, abi) == 0, "load v%d", abi);
+  h_opts o = {.nchannels = 2, .network = 1, .nsteps = 2, .same_thread_proxy = 0};
+  h_multi m = {.p = &p, .nthreads = 4, .ncomms_per_thread = 2, .ncoll = 8, .o = &o};
+  /* a keeper communicator so the writer is not stopped between threads' finalizes */
+  void *keep = NULL;
+  REQUIRE(h_init(&p, &keep, NULL) == 0, "init");
+  h_drive_multi(&m);
+  h_finalize(&p, keep);
+  h_close(&p);
+  CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
+  tr_trace t;
+  if (load_one(getenv("COMMLENS_DIR"), &t)) return;
+  check_common(&t, abi);
+  check_counts(&t, abi, &m.total, 2);
+  tr_free(&t);
+}
+
+/* Spawns a child for one version and rechecks the final file after its exit. */
+static void run_version(int abi, const char *child) {
+  char dir[256], abienv[32], direnv[300];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(abienv, sizeof abienv, "H_ABI=%d", abi);
+  snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s", dir);
+  const char *env[] = {abienv, direnv, "COMMLENS_EVENTS=full", "COMMLENS_SUMMARY=off", NULL};
+  int rc = h_spawn(child, env);
+  CHECK(rc == 0, "child %s v%d exited %d (dir %s)", child, abi, rc, dir);
+  tr_trace t;
+  if (load_one(dir, &t) == 0) {
+    json_object *fin = NULL;
+    CHECK(t.stats && json_object_object_get_ex(t.stats, "final", &fin) && json_object_get_boolean(fin),
+          "after exit commlensStats.final is not true");
+    int64_t v = -1;
+    CHECK(tr_header_i64(&t, "abi", &v) == 0 && v == abi, "abi %lld after exit", (long long)v);
+    tr_free(&t);
+  }
+  if (!tl_cur_failed) h_rm_rf(dir);
+  else fprintf(stderr, "  kept %s\n", dir);
+}
+
+TL_TEST(v1_scenarios) { run_version(1, "drive_version"); }
+TL_TEST(v2_scenarios) { run_version(2, "drive_version"); }
+TL_TEST(v3_scenarios) { run_version(3, "drive_version"); }
+TL_TEST(v4_scenarios) { run_version(4, "drive_version"); }
+TL_TEST(v5_scenarios) { run_version(5, "drive_version"); }
+TL_TEST(v6_scenarios) { run_version(6, "drive_version"); }
+TL_TEST(v4_multi_comm_threads) { run_version(4, "drive_multi"); }
+TL_TEST(v5_multi_comm_threads) { run_version(5, "drive_multi"); }
+
+H_MAIN("abi/versions")

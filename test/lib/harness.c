@@ -1,0 +1,770 @@
+/* harness.c: the NCCL stand-in behind harness.h. It owns the encoding of every descriptor
+ * version and the call sequences NCCL makes; it never looks inside the plugin (only the
+ * exported ncclProfiler_vN tables), so tests see exactly what NCCL would. */
+#include "harness.h"
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int h_mask;
+int h_bad_rc;
+
+/* ---- loading ------------------------------------------------------------------------- */
+const char *h_lib_path(void) {
+  const char *p = getenv("COMMLENS_LIB");
+  return p && *p ? p : "build/libnccl-profiler-commlens.so";
+}
+
+int h_open(h_plugin *p, const char *lib, int abi) {
+  memset(p, 0, sizeof *p);
+  p->dl = dlopen(lib ? lib : h_lib_path(), RTLD_NOW | RTLD_LOCAL);
+  if (!p->dl) { fprintf(stderr, "  h_open: dlopen: %s\n", dlerror()); return -1; }
+  char sym[32];
+  snprintf(sym, sizeof sym, "ncclProfiler_v%d", abi);
+  p->table = dlsym(p->dl, sym);
+  if (!p->table) {
+    fprintf(stderr, "  h_open: %s not found\n", sym);
+    dlclose(p->dl);
+    p->dl = NULL;
+    return -1;
+  }
+  p->abi = abi;
+  p->name = *(const char *const *)p->table;   /* every table starts with `name` */
+  return 0;
+}
+
+void h_close(h_plugin *p) {
+  if (p->dl) dlclose(p->dl);
+  p->dl = NULL;
+  p->table = NULL;
+}
+
+/* ---- logger ------------------------------------------------------------------------- */
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *g_log;
+static size_t g_log_len, g_log_cap;
+
+void h_logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
+  (void)flags; (void)file; (void)line;
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
+  for (int i = 0; i < n; i++) if (msg[i] == '\n') msg[i] = ' ';
+  pthread_mutex_lock(&g_log_mu);
+  if (g_log_len + (size_t)n + 8 > g_log_cap) {
+    size_t cap = g_log_cap ? g_log_cap * 2 : 8192;
+    while (cap < g_log_len + (size_t)n + 8) cap *= 2;
+    char *nb = realloc(g_log, cap);
+    if (!nb) { pthread_mutex_unlock(&g_log_mu); return; }
+    g_log = nb;
+    g_log_cap = cap;
+  }
+  g_log_len += (size_t)sprintf(g_log + g_log_len, "%d ", level % 10);
+  memcpy(g_log + g_log_len, msg, (size_t)n);
+  g_log_len += (size_t)n;
+  g_log[g_log_len++] = '\n';
+  g_log[g_log_len] = 0;
+  pthread_mutex_unlock(&g_log_mu);
+  if (getenv("H_VERBOSE")) fprintf(stderr, "  [log %d] %s\n", level, msg);
+}
+
+void h_log_reset(void) {
+  pthread_mutex_lock(&g_log_mu);
+  g_log_len = 0;
+  if (g_log) g_log[0] = 0;
+  pthread_mutex_unlock(&g_log_mu);
+}
+
+const char *h_log_text(void) { return g_log ? g_log : ""; }
+
+int h_log_count(int level, const char *needle) {
+  int n = 0;
+  pthread_mutex_lock(&g_log_mu);
+  for (const char *l = g_log; l && *l;) {
+    const char *e = strchr(l, '\n');
+    size_t len = e ? (size_t)(e - l) : strlen(l);
+    char buf[2100];
+    if (len >= sizeof buf) len = sizeof buf - 1;
+    memcpy(buf, l, len);
+    buf[len] = 0;
+    if ((level < 0 || buf[0] - '0' == level) && (!needle || strstr(buf + 2, needle))) n++;
+    l = e ? e + 1 : l + len;
+  }
+  pthread_mutex_unlock(&g_log_mu);
+  return n;
+}
+
+/* ---- init / finalize -------------------------------------------------------------- */
+#define T(V) ((const clabi_profiler_##V *)p->table)
+
+int h_init_ex(h_plugin *p, void **ctx, int *mask_ptr, const h_comm_info *info) {
+  static const h_comm_info def = {0x1234, "test-comm", 1, 2, 0};
+  if (!info) info = &def;
+  switch (p->abi) {
+  case 1: return T(v1)->init(ctx, mask_ptr);
+  case 2: return T(v2)->init(ctx, mask_ptr);
+  case 3: return T(v3)->init(ctx, mask_ptr);
+  case 4: return T(v4)->init(ctx, mask_ptr, info->name, info->hash, info->nnodes, info->nranks,
+                             info->rank, h_logger);
+  case 5: return T(v5)->init(ctx, info->hash, mask_ptr, info->name, info->nnodes, info->nranks,
+                             info->rank, h_logger);
+  case 6: return T(v6)->init(ctx, info->hash, mask_ptr, info->name, info->nnodes, info->nranks,
+                             info->rank, h_logger);
+  }
+  return -1;
+}
+
+int h_init(h_plugin *p, void **ctx, const h_comm_info *info) {
+  return h_init_ex(p, ctx, &h_mask, info);
+}
+
+static void note_rc(int rc, const char *what) {
+  if (rc != CLABI_SUCCESS) {
+    __atomic_add_fetch(&h_bad_rc, 1, __ATOMIC_RELAXED);
+    fprintf(stderr, "  %s returned %d\n", what, rc);
+  }
+}
+
+int h_finalize(h_plugin *p, void *ctx) {
+  int rc = -1;
+  switch (p->abi) {
+  case 1: rc = T(v1)->finalize(ctx); break;
+  case 2: rc = T(v2)->finalize(ctx); break;
+  case 3: rc = T(v3)->finalize(ctx); break;
+  case 4: rc = T(v4)->finalize(ctx); break;
+  case 5: rc = T(v5)->finalize(ctx); break;
+  case 6: rc = T(v6)->finalize(ctx); break;
+  }
+  note_rc(rc, "finalize");
+  return rc;
+}
+
+/* ---- descriptor encoding ------------------------------------------------------------ */
+static const char *const g_v1_funcs[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                         "AllReduce", "SendRecv", "Send", "Recv", NULL};
+static const char *const g_v1_types[] = {"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32",
+                                         "ncclInt64", "ncclUint64", "ncclFloat16", "ncclFloat32",
+                                         "ncclFloat64", "ncclBfloat16", NULL};
+static const char *const g_v1_algos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                         "NVLS", "NVLS_TREE", "PAT", NULL};
+static const char *const g_v1_protos[] = {"LL", "LL128", "SIMPLE", NULL};
+
+int h_v1_code(const char *kind, const char *s) {
+  const char *const *t = !strcmp(kind, "func") ? g_v1_funcs : !strcmp(kind, "datatype") ? g_v1_types
+                       : !strcmp(kind, "algo") ? g_v1_algos : g_v1_protos;
+  for (int i = 0; s && t[i]; i++) if (!strcmp(t[i], s)) return i;
+  return -1;
+}
+
+#define ENC_PROXY(d, e)                                                                  \
+  case CLABI_EV_PROXY_OP:                                                                \
+    d->proxyOp = (struct clabi_proxy_op){.pid = e->pid, .channelId = e->channel,         \
+                                         .peer = e->peer, .nSteps = e->nsteps,           \
+                                         .chunkSize = e->chunk_size, .isSend = e->is_send}; \
+    break;                                                                               \
+  case CLABI_EV_PROXY_STEP: d->proxyStep.step = e->step; break;
+
+size_t h_encode(int abi, const h_event *e, void *buf) {
+  memset(buf, 0xA5, 128);   /* NCCL's adapters leave padding and unused members uninitialised */
+  switch (abi) {
+  case 1: {
+    clabi_descr_v1 *d = buf;
+    d->type = (uint8_t)e->type; d->parentObj = e->parent; d->rank = e->rank;
+    switch (e->type) {
+    case CLABI_EV_COLL:
+      d->coll.name = e->comm_name; d->coll.commHash = e->comm_hash; d->coll.seqNumber = e->seq;
+      d->coll.func = (uint8_t)h_v1_code("func", e->func); d->coll.sendBuff = e->sendbuff;
+      d->coll.recvBuff = e->recvbuff; d->coll.count = e->count; d->coll.root = e->root;
+      d->coll.datatype = (uint8_t)h_v1_code("datatype", e->datatype); d->coll.op = 0;
+      d->coll.trafficBytes = e->count * 4; d->coll.nMaxChannels = e->nchannels;
+      d->coll.nWarps = e->nwarps; d->coll.algo = (uint8_t)h_v1_code("algo", e->algo);
+      d->coll.proto = (uint8_t)h_v1_code("proto", e->proto); d->coll.isCollnet = 0; d->coll.isNvls = 0;
+      break;
+    case CLABI_EV_P2P:
+      d->p2p.name = e->comm_name; d->p2p.commHash = e->comm_hash;
+      d->p2p.func = (uint8_t)h_v1_code("func", e->func); d->p2p.buff = e->recvbuff;
+      d->p2p.datatype = (uint8_t)h_v1_code("datatype", e->datatype); d->p2p.count = e->count;
+      d->p2p.peer = e->peer;
+      break;
+    ENC_PROXY(d, e)
+    }
+    return sizeof *d;
+  }
+  case 2: {
+    clabi_descr_v2 *d = buf;
+    d->type = (uint8_t)e->type; d->parentObj = e->parent; d->rank = e->rank;
+    switch (e->type) {
+    case CLABI_EV_COLL:
+      d->coll.name = e->comm_name; d->coll.commHash = e->comm_hash; d->coll.seqNumber = e->seq;
+      d->coll.func = e->func; d->coll.sendBuff = e->sendbuff; d->coll.recvBuff = e->recvbuff;
+      d->coll.count = e->count; d->coll.root = e->root; d->coll.datatype = e->datatype;
+      d->coll.trafficBytes = e->count * 4; d->coll.nMaxChannels = e->nchannels;
+      d->coll.nWarps = e->nwarps; d->coll.algo = e->algo; d->coll.proto = e->proto;
+      break;
+    case CLABI_EV_P2P:
+      d->p2p.name = e->comm_name; d->p2p.commHash = e->comm_hash; d->p2p.func = e->func;
+      d->p2p.buff = e->recvbuff; d->p2p.datatype = e->datatype; d->p2p.count = e->count;
+      d->p2p.peer = e->peer;
+      break;
+    ENC_PROXY(d, e)
+    }
+    return sizeof *d;
+  }
+  case 3: {
+    clabi_descr_v3 *d = buf;
+    d->type = (uint8_t)e->type; d->parentObj = e->parent; d->rank = e->rank;
+    switch (e->type) {
+    case CLABI_EV_COLL:
+      d->coll.name = e->comm_name; d->coll.commHash = e->comm_hash; d->coll.seqNumber = e->seq;
+      d->coll.func = e->func; d->coll.sendBuff = e->sendbuff; d->coll.recvBuff = e->recvbuff;
+      d->coll.count = e->count; d->coll.root = e->root; d->coll.datatype = e->datatype;
+      d->coll.nMaxChannels = e->nchannels; d->coll.nWarps = e->nwarps; d->coll.algo = e->algo;
+      d->coll.proto = e->proto;
+      break;
+    case CLABI_EV_P2P:
+      d->p2p.name = e->comm_name; d->p2p.commHash = e->comm_hash; d->p2p.func = e->func;
+      d->p2p.buff = e->recvbuff; d->p2p.datatype = e->datatype; d->p2p.count = e->count;
+      d->p2p.peer = e->peer;
+      break;
+    case CLABI_EV_KERNEL_CH: d->kernelCh.channelId = e->channel; break;
+    case CLABI_EV_NET_PLUGIN: d->netPlugin.id = e->net_id; d->netPlugin.data = e->net_data; break;
+    ENC_PROXY(d, e)
+    }
+    return sizeof *d;
+  }
+  case 4: {
+    clabi_descr_v4 *d = buf;
+    d->type = (uint8_t)e->type; d->parentObj = e->parent; d->rank = e->rank;
+    switch (e->type) {
+    case CLABI_EV_COLL:
+      d->coll.seqNumber = e->seq; d->coll.func = e->func; d->coll.sendBuff = e->sendbuff;
+      d->coll.recvBuff = e->recvbuff; d->coll.count = e->count; d->coll.root = e->root;
+      d->coll.datatype = e->datatype; d->coll.nChannels = e->nchannels; d->coll.nWarps = e->nwarps;
+      d->coll.algo = e->algo; d->coll.proto = e->proto;
+      break;
+    case CLABI_EV_P2P:
+      d->p2p.func = e->func; d->p2p.buff = e->recvbuff; d->p2p.datatype = e->datatype;
+      d->p2p.count = e->count; d->p2p.peer = e->peer; d->p2p.nChannels = e->nchannels;
+      break;
+    case CLABI_EV_KERNEL_CH: d->kernelCh.channelId = e->channel; d->kernelCh.pTimer = e->ptimer; break;
+    case CLABI_EV_NET_PLUGIN: d->netPlugin.id = e->net_id; d->netPlugin.data = e->net_data; break;
+    ENC_PROXY(d, e)
+    }
+    return sizeof *d;
+  }
+  case 5:
+  case 6: {
+    clabi_descr_v6 *d = buf;   /* v5 is the same layout without the CE members */
+    d->type = e->type; d->parentObj = e->parent; d->rank = e->rank;
+    switch (e->type) {
+    case CLABI_EV_GROUP_API:
+      d->groupApi.graphCaptured = e->graph_captured; d->groupApi.groupDepth = e->group_depth; break;
+    case CLABI_EV_COLL_API:
+      d->collApi.func = e->func; d->collApi.count = e->count; d->collApi.datatype = e->datatype;
+      d->collApi.root = e->root; d->collApi.stream = e->stream;
+      d->collApi.graphCaptured = e->graph_captured != 0;
+      break;
+    case CLABI_EV_P2P_API:
+      d->p2pApi.func = e->func; d->p2pApi.count = e->count; d->p2pApi.datatype = e->datatype;
+      d->p2pApi.stream = e->stream; d->p2pApi.graphCaptured = e->graph_captured != 0;
+      break;
+    case CLABI_EV_KERNEL_LAUNCH: d->kernelLaunch.stream = e->stream; break;
+    case CLABI_EV_COLL:
+      d->coll.seqNumber = e->seq; d->coll.func = e->func; d->coll.sendBuff = e->sendbuff;
+      d->coll.recvBuff = e->recvbuff; d->coll.count = e->count; d->coll.root = e->root;
+      d->coll.datatype = e->datatype; d->coll.nChannels = e->nchannels; d->coll.nWarps = e->nwarps;
+      d->coll.algo = e->algo; d->coll.proto = e->proto; d->coll.parentGroup = e->parent_group;
+      break;
+    case CLABI_EV_P2P:
+      d->p2p.func = e->func; d->p2p.buff = e->recvbuff; d->p2p.datatype = e->datatype;
+      d->p2p.count = e->count; d->p2p.peer = e->peer; d->p2p.nChannels = e->nchannels;
+      d->p2p.parentGroup = e->parent_group;
+      break;
+    case CLABI_EV_KERNEL_CH: d->kernelCh.channelId = e->channel; d->kernelCh.pTimer = e->ptimer; break;
+    case CLABI_EV_NET_PLUGIN: d->netPlugin.id = e->net_id; d->netPlugin.data = e->net_data; break;
+    case CLABI_EV_CE_COLL:
+      d->ceColl.seqNumber = e->seq; d->ceColl.func = e->func; d->ceColl.sendBuff = e->sendbuff;
+      d->ceColl.recvBuff = e->recvbuff; d->ceColl.count = e->count; d->ceColl.root = e->root;
+      d->ceColl.datatype = e->datatype; d->ceColl.syncStrategy = "MC";
+      d->ceColl.intraBatchSync = false; d->ceColl.batchSize = 1; d->ceColl.numBatches = 1;
+      d->ceColl.ceSeqNum = (uint32_t)e->seq; d->ceColl.stream = e->stream;
+      break;
+    case CLABI_EV_CE_SYNC: d->ceCollSync.isComplete = true; d->ceCollSync.nRanks = 2; break;
+    case CLABI_EV_CE_BATCH:
+      d->ceCollBatch.numOps = 1; d->ceCollBatch.totalBytes = e->count * 4;
+      d->ceCollBatch.useIntraSync = false;
+      break;
+    ENC_PROXY(d, e)
+    }
+    return abi == 5 ? sizeof(clabi_descr_v5) : sizeof(clabi_descr_v6);
+  }
+  }
+  return 0;
+}
+
+/* ---- start / stop / state ------------------------------------------------------------ */
+#define UNWRITTEN ((void *)(uintptr_t)0xDEADBEEFCAFEull)
+
+int h_start_raw(h_plugin *p, void *ctx, void **handle, void *descr) {
+  switch (p->abi) {
+  case 1: return T(v1)->startEvent(ctx, handle, descr);
+  case 2: return T(v2)->startEvent(ctx, handle, descr);
+  case 3: return T(v3)->startEvent(ctx, handle, descr);
+  case 4: return T(v4)->startEvent(ctx, handle, descr);
+  case 5: return T(v5)->startEvent(ctx, handle, descr);
+  case 6: return T(v6)->startEvent(ctx, handle, descr);
+  }
+  return -1;
+}
+
+void *h_start(h_plugin *p, void *ctx, const h_event *e, int *rc_out) {
+  _Alignas(16) unsigned char buf[128];
+  h_encode(p->abi, e, buf);
+  void *h = UNWRITTEN;
+  int rc = h_start_raw(p, ctx, &h, buf);
+  note_rc(rc, "startEvent");
+  if (rc_out) *rc_out = rc;
+  if (h == UNWRITTEN) {
+    __atomic_add_fetch(&h_bad_rc, 1, __ATOMIC_RELAXED);
+    fprintf(stderr, "  startEvent(type 0x%llx) did not write *eHandle\n", (unsigned long long)e->type);
+    h = NULL;
+  }
+  return h;
+}
+
+int h_stop(h_plugin *p, void *handle) {
+  int rc = -1;
+  switch (p->abi) {
+  case 1: rc = T(v1)->stopEvent(handle); break;
+  case 2: rc = T(v2)->stopEvent(handle); break;
+  case 3: rc = T(v3)->stopEvent(handle); break;
+  case 4: rc = T(v4)->stopEvent(handle); break;
+  case 5: rc = T(v5)->stopEvent(handle); break;
+  case 6: rc = T(v6)->stopEvent(handle); break;
+  }
+  note_rc(rc, "stopEvent");
+  return rc;
+}
+
+static int state_call(h_plugin *p, void *handle, int state, void *args) {
+  int rc = -1;
+  switch (p->abi) {
+  case 1: rc = T(v1)->recordEventState(handle, state, args); break;
+  case 2: rc = T(v2)->recordEventState(handle, state, args); break;
+  case 3: rc = T(v3)->recordEventState(handle, state, args); break;
+  case 4: rc = T(v4)->recordEventState(handle, state, args); break;
+  case 5: rc = T(v5)->recordEventState(handle, state, args); break;
+  case 6: rc = T(v6)->recordEventState(handle, state, args); break;
+  }
+  note_rc(rc, "recordEventState");
+  return rc;
+}
+
+int h_state(h_plugin *p, void *handle, int state, uint64_t arg) {
+  union { clabi_state_args_v1 v1; clabi_state_args_v4 v4; unsigned char b[16]; } a;
+  memset(&a, 0, sizeof a);
+  if (state == CLABI_ST_CTRL_APPEND_END) {
+    /* appendedProxyOps is an int: the bytes after it are whatever NCCL's stack held */
+    memset(&a, 0xA5, sizeof a);
+    if (p->abi <= 3) a.v1.proxyCtrl.appendedProxyOps = (int)arg;
+    else a.v4.proxyCtrl.appendedProxyOps = (int)arg;
+  } else {
+    memcpy(a.b, &arg, 8);
+  }
+  return state_call(p, handle, state, &a);
+}
+
+int h_state_noargs(h_plugin *p, void *handle, int state) { return state_call(p, handle, state, NULL); }
+int h_state_raw(h_plugin *p, void *handle, int state, void *args) { return state_call(p, handle, state, args); }
+
+/* ---- time ------------------------------------------------------------------------------ */
+uint64_t h_realtime_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+uint64_t h_monotonic_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* ---- scenario drivers ------------------------------------------------------------------ */
+int h_mask_wants(int mask, uint64_t type) {
+  unsigned m = (unsigned)mask;
+  const unsigned below_coll = CLABI_EV_PROXY_OP | CLABI_EV_PROXY_STEP | CLABI_EV_KERNEL_CH |
+                              CLABI_EV_NET_PLUGIN;
+  const unsigned ce = CLABI_EV_CE_COLL | CLABI_EV_CE_SYNC | CLABI_EV_CE_BATCH;
+  switch (type) {
+  case CLABI_EV_GROUP: return (m & (CLABI_EV_GROUP | CLABI_EV_COLL | CLABI_EV_P2P | below_coll)) != 0;
+  case CLABI_EV_COLL: return (m & (CLABI_EV_COLL | below_coll)) != 0;
+  case CLABI_EV_P2P: return (m & (CLABI_EV_P2P | below_coll)) != 0;
+  case CLABI_EV_COLL_API: return (m & (CLABI_EV_COLL_API | CLABI_EV_COLL | below_coll | ce)) != 0;
+  case CLABI_EV_P2P_API: return (m & (CLABI_EV_P2P_API | CLABI_EV_P2P | below_coll)) != 0;
+  case CLABI_EV_GROUP_API:
+    return (m & (CLABI_EV_GROUP_API | CLABI_EV_COLL_API | CLABI_EV_P2P_API | CLABI_EV_GROUP |
+                 CLABI_EV_COLL | CLABI_EV_P2P | below_coll | ce | CLABI_EV_KERNEL_LAUNCH)) != 0;
+  case CLABI_EV_PROXY_OP: return (m & (CLABI_EV_PROXY_OP | CLABI_EV_PROXY_STEP | CLABI_EV_NET_PLUGIN)) != 0;
+  case CLABI_EV_PROXY_STEP: return (m & (CLABI_EV_PROXY_STEP | CLABI_EV_NET_PLUGIN)) != 0;
+  default: return (m & type) != 0;
+  }
+}
+
+static int bitpos(uint64_t t) { return t ? __builtin_ctzll(t) : 0; }
+
+/* Starts an event if the snapshot mask wants it; counts it. NULL if not emitted. */
+static void *emit(h_plugin *p, void *ctx, int mask, const h_event *e, h_counts *c) {
+  if (!h_mask_wants(mask, e->type)) return NULL;
+  void *h = h_start(p, ctx, e, NULL);
+  if (c) __atomic_add_fetch(&c->started[bitpos(e->type) & 15], 1, __ATOMIC_RELAXED);
+  return h;
+}
+static void state(h_plugin *p, void *h, int st, uint64_t arg, h_counts *c) {
+  h_state(p, h, st, arg);
+  if (c) __atomic_add_fetch(&c->states[st & 31], 1, __ATOMIC_RELAXED);
+}
+
+typedef struct {
+  h_plugin *p;
+  void *ctx;
+  const h_opts *o;
+  int mask;
+  void *parent_send, *parent_recv;   /* Coll (both) or P2p send / recv */
+  int only_send, only_recv;           /* p2p: which ops exist */
+  int peer;
+  h_counts *c;
+} proxy_job;
+
+static uint64_t gpu_now(const h_opts *o) {
+  return (uint64_t)((int64_t)h_realtime_ns() - 3000 - o->gpu_delay_ns + o->gpu_offset_ns);
+}
+
+/* What NCCL's proxy progress thread does for one plan: KernelCh per channel (the profiler
+ * pseudo-transport), network ProxyOps and their steps, a ProxyCtrl period. */
+static void proxy_work(proxy_job *j) {
+  h_plugin *p = j->p;
+  const h_opts *o = j->o;
+  int nch = o->nchannels > 0 ? o->nchannels : 2;
+  int npeers = o->npeers > 0 ? o->npeers : 1;
+  int nsteps = o->nsteps > 0 ? o->nsteps : 4;
+  int64_t kns = o->kernel_ns > 0 ? o->kernel_ns : 1000;
+  pid_t pid = getpid();
+  void *ctrl = NULL;
+  if (o->proxy_ctrl) {
+    h_event e = {.type = CLABI_EV_PROXY_CTRL};
+    ctrl = emit(p, j->ctx, j->mask, &e, j->c);
+    if (h_mask_wants(j->mask, CLABI_EV_PROXY_CTRL)) {
+      state(p, ctrl, CLABI_ST_CTRL_IDLE, 0, j->c);
+      state(p, ctrl, CLABI_ST_CTRL_ACTIVE, 0, j->c);
+      state(p, ctrl, CLABI_ST_CTRL_APPEND, 0, j->c);
+      state(p, ctrl, CLABI_ST_CTRL_APPEND_END, (uint64_t)(nch * npeers * 2), j->c);
+    }
+  }
+  void *kch[64] = {0};
+  uint64_t kstart[64] = {0};
+  int want_k = p->abi >= 3 && h_mask_wants(j->mask, CLABI_EV_KERNEL_CH);
+  for (int ch = 0; ch < nch && ch < 64 && want_k; ch++) {
+    kstart[ch] = gpu_now(o);
+    h_event e = {.type = CLABI_EV_KERNEL_CH, .parent = j->parent_send, .channel = (uint8_t)ch,
+                 .ptimer = kstart[ch]};
+    kch[ch] = emit(p, j->ctx, j->mask, &e, j->c);
+  }
+  if (o->network && h_mask_wants(j->mask, CLABI_EV_PROXY_OP)) {
+    enum { MAXOPS = 256 };
+    void *ops[MAXOPS];
+    int is_send[MAXOPS], nops = 0;
+    for (int ch = 0; ch < nch; ch++)
+      for (int pe = 0; pe < npeers; pe++)
+        for (int s = 1; s >= 0 && nops < MAXOPS; s--) {
+          if ((s && j->only_recv) || (!s && j->only_send)) continue;
+          h_event e = {.type = CLABI_EV_PROXY_OP, .parent = s ? j->parent_send : j->parent_recv,
+                       .pid = pid, .channel = (uint8_t)ch, .peer = j->peer >= 0 ? j->peer : pe + 1,
+                       .nsteps = nsteps, .chunk_size = 131072, .is_send = s};
+          is_send[nops] = s;
+          ops[nops++] = emit(p, j->ctx, j->mask, &e, j->c);
+        }
+    if (p->abi >= 4)
+      for (int i = 0; i < nops; i++) state(p, ops[i], CLABI_ST_PROXY_OP_IN_PROGRESS, 0, j->c);
+    int want_step = h_mask_wants(j->mask, CLABI_EV_PROXY_STEP);
+    for (int st = 0; st < nsteps && want_step; st++)
+      for (int i = 0; i < nops; i++) {
+        h_event e = {.type = CLABI_EV_PROXY_STEP, .parent = ops[i], .step = st};
+        void *sh = emit(p, j->ctx, j->mask, &e, j->c);
+        uint64_t bytes = p->abi >= 4 ? 131072 : 0;   /* v1..v3 adapters zero the args */
+        if (is_send[i]) {
+          state(p, sh, CLABI_ST_STEP_SEND_GPU_WAIT, 0, j->c);
+          if (p->abi >= 4) state(p, sh, CLABI_ST_STEP_SEND_PEER_WAIT, 0, j->c);
+          state(p, sh, CLABI_ST_STEP_SEND_WAIT, bytes, j->c);
+        } else {
+          state(p, sh, CLABI_ST_STEP_RECV_WAIT, 0, j->c);
+          state(p, sh, CLABI_ST_STEP_RECV_FLUSH_WAIT, bytes, j->c);
+          state(p, sh, CLABI_ST_STEP_RECV_GPU_WAIT, 0, j->c);
+        }
+        h_stop(p, sh);
+      }
+    for (int i = 0; i < nops; i++) h_stop(p, ops[i]);
+  }
+  for (int ch = 0; ch < nch && ch < 64 && want_k; ch++) {
+    if (p->abi >= 4) {
+      uint64_t stop = gpu_now(o);
+      if (stop < kstart[ch] + (uint64_t)kns) stop = kstart[ch] + (uint64_t)kns;
+      state(p, kch[ch], CLABI_ST_KERNEL_CH_STOP, stop, j->c);
+    }
+    h_stop(p, kch[ch]);
+  }
+  if (o->proxy_ctrl && h_mask_wants(j->mask, CLABI_EV_PROXY_CTRL)) {
+    state(p, ctrl, CLABI_ST_CTRL_SLEEP, 0, j->c);
+    state(p, ctrl, CLABI_ST_CTRL_WAKEUP, 0, j->c);
+    h_stop(p, ctrl);
+  }
+}
+
+static void *proxy_thread(void *arg) { proxy_work(arg); return NULL; }
+
+static void run_proxy(proxy_job *j) {
+  if (j->o->same_thread_proxy) { proxy_work(j); return; }
+  pthread_t t;
+  if (pthread_create(&t, NULL, proxy_thread, j) != 0) { proxy_work(j); return; }
+  pthread_join(t, NULL);
+}
+
+static h_opts defaults(const h_opts *o) {
+  h_opts d = o ? *o : (h_opts){0};
+  if (d.nchannels <= 0) d.nchannels = 2;
+  if (!d.func) d.func = "AllReduce";
+  if (!d.count) d.count = 1048576;
+  return d;
+}
+
+void h_drive_coll(h_plugin *p, void *ctx, const h_opts *oin, uint64_t seq, h_counts *c) {
+  h_opts o = defaults(oin);
+  int mask = __atomic_load_n(&h_mask, __ATOMIC_RELAXED);   /* NCCL's per-group snapshot */
+  void *stream = (void *)(uintptr_t)0x7f00aa00;
+  static char sbuf[16], rbuf[16];
+  void *gapi = NULL, *capi = NULL;
+  if (p->abi >= 5) {
+    h_event ga = {.type = CLABI_EV_GROUP_API, .group_depth = 1};
+    gapi = emit(p, ctx, mask, &ga, c);
+    h_event ca = {.type = CLABI_EV_COLL_API, .parent = gapi, .func = o.func, .count = o.count,
+                  .datatype = "ncclFloat32", .root = 0, .stream = stream};
+    capi = emit(p, ctx, mask, &ca, c);
+    if (capi || h_mask_wants(mask, CLABI_EV_COLL_API)) h_stop(p, capi);
+    if (h_mask_wants(mask, CLABI_EV_GROUP_API)) state(p, gapi, CLABI_ST_GROUP_END_API_START, 0, c);
+    h_event kl = {.type = CLABI_EV_KERNEL_LAUNCH, .parent = gapi, .stream = stream};
+    void *k = emit(p, ctx, mask, &kl, c);
+    if (h_mask_wants(mask, CLABI_EV_KERNEL_LAUNCH)) h_stop(p, k);
+    if (h_mask_wants(mask, CLABI_EV_GROUP_API)) h_stop(p, gapi);
+  }
+  h_event g = {.type = CLABI_EV_GROUP};
+  void *grp = emit(p, ctx, mask, &g, c);
+  h_event ce = {.type = CLABI_EV_COLL, .parent = p->abi >= 5 ? capi : grp, .parent_group = grp,
+                .func = o.func, .datatype = "ncclFloat32", .algo = "RING", .proto = "SIMPLE",
+                .seq = seq, .count = o.count, .root = 0, .nchannels = (uint8_t)o.nchannels,
+                .nwarps = 16, .sendbuff = sbuf, .recvbuff = rbuf, .comm_hash = 0x1234,
+                .comm_name = "test-comm"};
+  void *coll = emit(p, ctx, mask, &ce, c);
+  if (c && h_mask_wants(mask, CLABI_EV_COLL)) __atomic_add_fetch(&c->colls, 1, __ATOMIC_RELAXED);
+  if (h_mask_wants(mask, CLABI_EV_COLL)) h_stop(p, coll);
+  if (h_mask_wants(mask, CLABI_EV_GROUP)) h_stop(p, grp);
+  proxy_job j = {p, ctx, &o, mask, coll, coll, 0, 0, -1, c};
+  run_proxy(&j);
+}
+
+void h_drive_sendrecv(h_plugin *p, void *ctx, const h_opts *oin, int peer, h_counts *c) {
+  h_opts o = defaults(oin);
+  int mask = __atomic_load_n(&h_mask, __ATOMIC_RELAXED);
+  void *stream = (void *)(uintptr_t)0x7f00bb00;
+  static char buf[16];
+  void *gapi = NULL, *sapi = NULL, *rapi = NULL;
+  if (p->abi >= 5) {
+    h_event ga = {.type = CLABI_EV_GROUP_API, .group_depth = 1};
+    gapi = emit(p, ctx, mask, &ga, c);
+    if (h_mask_wants(mask, CLABI_EV_GROUP_API)) state(p, gapi, CLABI_ST_GROUP_START_API_STOP, 0, c);
+    h_event sa = {.type = CLABI_EV_P2P_API, .parent = gapi, .func = "Send", .count = o.count,
+                  .datatype = "ncclFloat32", .stream = stream};
+    sapi = emit(p, ctx, mask, &sa, c);
+    if (h_mask_wants(mask, CLABI_EV_P2P_API)) h_stop(p, sapi);
+    h_event ra = sa;
+    ra.func = "Recv";
+    rapi = emit(p, ctx, mask, &ra, c);
+    if (h_mask_wants(mask, CLABI_EV_P2P_API)) h_stop(p, rapi);
+    if (h_mask_wants(mask, CLABI_EV_GROUP_API)) state(p, gapi, CLABI_ST_GROUP_END_API_START, 0, c);
+    h_event kl = {.type = CLABI_EV_KERNEL_LAUNCH, .parent = gapi, .stream = stream};
+    void *k = emit(p, ctx, mask, &kl, c);
+    if (h_mask_wants(mask, CLABI_EV_KERNEL_LAUNCH)) h_stop(p, k);
+    if (h_mask_wants(mask, CLABI_EV_GROUP_API)) h_stop(p, gapi);
+  }
+  h_event g = {.type = CLABI_EV_GROUP};
+  void *grp = emit(p, ctx, mask, &g, c);
+  h_event se = {.type = CLABI_EV_P2P, .parent = p->abi >= 5 ? sapi : grp, .parent_group = grp,
+                .func = "Send", .datatype = "ncclFloat32", .count = o.count, .peer = peer,
+                .nchannels = (uint8_t)o.nchannels, .recvbuff = buf, .comm_hash = 0x1234,
+                .comm_name = "test-comm"};
+  void *send = emit(p, ctx, mask, &se, c);
+  h_event re = se;
+  re.parent = p->abi >= 5 ? rapi : grp;
+  re.func = "Recv";
+  void *recv = emit(p, ctx, mask, &re, c);
+  if (c && h_mask_wants(mask, CLABI_EV_P2P)) __atomic_add_fetch(&c->p2ps, 2, __ATOMIC_RELAXED);
+  if (h_mask_wants(mask, CLABI_EV_P2P)) { h_stop(p, send); h_stop(p, recv); }
+  if (h_mask_wants(mask, CLABI_EV_GROUP)) h_stop(p, grp);
+  proxy_job j = {p, ctx, &o, mask, send, recv, 0, 0, peer, c};
+  run_proxy(&j);
+}
+
+typedef struct { h_multi *m; int idx; h_counts c; } multi_arg;
+
+static void *multi_thread(void *arg) {
+  multi_arg *a = arg;
+  h_multi *m = a->m;
+  void *ctx[64] = {0};
+  int n = m->ncomms_per_thread > 64 ? 64 : m->ncomms_per_thread;
+  for (int i = 0; i < n; i++) {
+    h_comm_info info = {0x9000 + (uint64_t)(a->idx * 64 + i), "multi", 1, 4, a->idx % 4};
+    if (h_init(m->p, &ctx[i], &info) != 0) fprintf(stderr, "  multi: init failed\n");
+  }
+  for (int k = 0; k < m->ncoll; k++)
+    for (int i = 0; i < n; i++) {
+      if (k % 4 == 3) h_drive_sendrecv(m->p, ctx[i], m->o, (a->idx + 1) % 4, &a->c);
+      else h_drive_coll(m->p, ctx[i], m->o, (uint64_t)k, &a->c);
+    }
+  for (int i = 0; i < n; i++) h_finalize(m->p, ctx[i]);
+  return NULL;
+}
+
+void h_drive_multi(h_multi *m) {
+  multi_arg args[64];
+  pthread_t t[64];
+  int n = m->nthreads > 64 ? 64 : m->nthreads;
+  memset(&m->total, 0, sizeof m->total);
+  for (int i = 0; i < n; i++) {
+    memset(&args[i], 0, sizeof args[i]);
+    args[i].m = m;
+    args[i].idx = i;
+    pthread_create(&t[i], NULL, multi_thread, &args[i]);
+  }
+  for (int i = 0; i < n; i++) {
+    pthread_join(t[i], NULL);
+    for (int k = 0; k < 16; k++) m->total.started[k] += args[i].c.started[k];
+    for (int k = 0; k < 32; k++) m->total.states[k] += args[i].c.states[k];
+    m->total.colls += args[i].c.colls;
+    m->total.p2ps += args[i].c.p2ps;
+  }
+}
+
+/* ---- directories and files --------------------------------------------------------- */
+const char *h_fresh_dir(char *buf, size_t n) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(buf, n, "%s/commlens-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(buf)) { perror("mkdtemp"); buf[0] = 0; return buf; }
+  setenv("COMMLENS_DIR", buf, 1);
+  return buf;
+}
+
+int h_find_files(const char *dir, const char *suffix, char **paths, int max) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  size_t sl = strlen(suffix);
+  for (struct dirent *de; (de = readdir(d)) && n < max;) {
+    size_t l = strlen(de->d_name);
+    if (l < sl || strcmp(de->d_name + l - sl, suffix)) continue;
+    size_t need = strlen(dir) + l + 2;
+    paths[n] = malloc(need);
+    snprintf(paths[n], need, "%s/%s", dir, de->d_name);
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+int h_find_traces(const char *dir, char **paths, int max) {
+  int n = h_find_files(dir, ".trace.json", paths, max);
+  return n + h_find_files(dir, ".trace.json.gz", paths + n, max - n);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st; (void)flag; (void)f;
+  return remove(path);
+}
+void h_rm_rf(const char *dir) {
+  if (dir && *dir) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- fresh-process cases --------------------------------------------------------------- */
+static struct { const char *name; h_child_fn fn; } g_children[256];
+static int g_nchildren;
+static char g_self[4096];
+
+void h_child_register(const char *name, h_child_fn fn) {
+  if (g_nchildren < 256) { g_children[g_nchildren].name = name; g_children[g_nchildren].fn = fn; g_nchildren++; }
+}
+
+int h_spawn(const char *name, const char *const *env) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    for (int i = 0; env && env[i]; i++) {
+      char kv[4096];
+      snprintf(kv, sizeof kv, "%s", env[i]);
+      char *eq = strchr(kv, '=');
+      if (!eq) { unsetenv(kv); continue; }
+      *eq = 0;
+      setenv(kv, eq + 1, 1);
+    }
+    char *argv[] = {g_self, "--child", (char *)name, NULL};
+    execv("/proc/self/exe", argv);
+    _exit(127);
+  }
+  int status = 0;
+  uint64_t deadline = h_monotonic_ns() + 60ull * 1000000000ull;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return -1;
+    if (h_monotonic_ns() > deadline) {
+      fprintf(stderr, "  child %s timed out; killing it\n", name);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return 124;
+    }
+    usleep(2000);
+  }
+  if (WIFSIGNALED(status)) {
+    fprintf(stderr, "  child %s killed by signal %d\n", name, WTERMSIG(status));
+    return 128 + WTERMSIG(status);
+  }
+  return WEXITSTATUS(status);
+}
+
+int h_main(const char *suite, int argc, char **argv) {
+  snprintf(g_self, sizeof g_self, "%s", argv[0]);
+  if (argc >= 3 && !strcmp(argv[1], "--child")) {
+    for (int i = 0; i < g_nchildren; i++)
+      if (!strcmp(g_children[i].name, argv[2])) {
+        tl_cur_failed = 0;
+        g_children[i].fn();
+        if (tl_cur_failed) fprintf(stderr, "FAIL child %s\n", argv[2]);
+        fflush(stderr);
+        exit(tl_cur_failed ? 1 : 0);   /* exit, not _exit: the plugin's exit flush runs */
+      }
+    fprintf(stderr, "no child case %s\n", argv[2]);
+    return 2;
+  }
+  return tl_main(suite, argc, argv);
+}

@@ -1,0 +1,176 @@
+/* harness.h: drives the commlens plugin exactly as NCCL does, without NCCL or a GPU: loads
+ * the library with dlopen(RTLD_NOW|RTLD_LOCAL), looks up ncclProfiler_vN, encodes neutral
+ * event descriptions into each version's descriptor layout, and replays realistic call
+ * sequences (scenario drivers). Also: a capturing logger, per-test output directories,
+ * and re-executing the test program for cases that need a fresh process (the plugin reads
+ * its configuration at the first init of a process). */
+#ifndef COMMLENS_TEST_HARNESS_H
+#define COMMLENS_TEST_HARNESS_H
+#include "commlens/nccl_profiler_abi.h"
+#include "tl.h"
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- loading -------------------------------------------------------------------------- */
+typedef struct {
+  void *dl;            /* dlopen handle */
+  int abi;             /* 1..6: which ncclProfiler_vN this table is */
+  const void *table;   /* the clabi_profiler_vN the library exports */
+  const char *name;    /* table->name */
+} h_plugin;
+
+/* Path of the plugin under test: $COMMLENS_LIB, else build/libnccl-profiler-commlens.so. */
+const char *h_lib_path(void);
+/* dlopen(RTLD_NOW|RTLD_LOCAL) + dlsym("ncclProfiler_v<abi>"). 0 on success; on failure -1 and
+ * a message on stderr. */
+int h_open(h_plugin *p, const char *lib, int abi);
+/* dlclose, as NCCL does after the last finalize. */
+void h_close(h_plugin *p);
+
+/* ---- the logger NCCL would pass (v4+): captures every message ----------------------- */
+void h_logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
+void h_log_reset(void);
+/* Number of captured messages of `level` (-1: any) containing `needle` (NULL: any). */
+int h_log_count(int level, const char *needle);
+/* All captured text, one message per line, "<level> <text>". Owned by the harness. */
+const char *h_log_text(void);
+
+/* ---- init / finalize ------------------------------------------------------------------ */
+typedef struct {
+  uint64_t hash;       /* commHash (v4) / commId (v5+) */
+  const char *name;    /* commName (v4+) */
+  int nnodes, nranks, rank;
+} h_comm_info;
+
+/* One process-global activation mask, as NCCL has (ncclProfilerEventMask). */
+extern int h_mask;
+/* Calls init with the version's signature; *ctx receives the context. NULL info means
+ * "rank 0 of 2, hash 0x1234". Passing mask_ptr NULL tests the NULL-mask path. */
+int h_init_ex(h_plugin *p, void **ctx, int *mask_ptr, const h_comm_info *info);
+int h_init(h_plugin *p, void **ctx, const h_comm_info *info);
+int h_finalize(h_plugin *p, void *ctx);
+
+/* ---- neutral event description -------------------------------------------------------- */
+typedef struct {
+  uint64_t type;          /* CLABI_EV_* bit; any value is passed through (unknown types) */
+  void *parent;           /* parentObj */
+  void *parent_group;     /* v5+ coll/p2p parentGroup */
+  int rank;
+  /* Coll, P2p, CollApi, P2pApi, CeColl */
+  const char *func, *datatype, *algo, *proto;
+  uint64_t seq;
+  size_t count;
+  int root, peer;
+  uint8_t nchannels, nwarps;
+  void *stream;
+  int graph_captured, group_depth;
+  const void *sendbuff;
+  void *recvbuff;
+  uint64_t comm_hash;     /* v1..v3 carry it in Coll/P2p */
+  const char *comm_name;  /* v1..v3 "name" */
+  /* ProxyOp / ProxyStep / KernelCh / NetPlugin */
+  pid_t pid;
+  uint8_t channel;
+  int nsteps, chunk_size, is_send, step;
+  uint64_t ptimer;
+  int64_t net_id;
+  void *net_data;
+} h_event;
+
+/* Encodes `e` into the descriptor of `abi` (v1: enum codes; v1..v4: one-byte type with the
+ * padding after it left as garbage, as NCCL's adapters do; v5+: 64-bit type). Returns the
+ * descriptor size. buf must hold 128 bytes. */
+size_t h_encode(int abi, const h_event *e, void *buf);
+/* NCCL 2.23's enum code of a func/datatype/algo/proto string (-1 if unknown). */
+int h_v1_code(const char *kind, const char *s);
+
+/* startEvent; returns the handle the plugin wrote (the harness pre-fills *eHandle with
+ * garbage to check that the plugin always writes it). rc_out may be NULL. */
+void *h_start(h_plugin *p, void *ctx, const h_event *e, int *rc_out);
+/* startEvent with a raw, already encoded descriptor (replay, NULL descriptors). */
+int h_start_raw(h_plugin *p, void *ctx, void **handle, void *descr);
+int h_stop(h_plugin *p, void *handle);
+/* recordEventState with the version's args layout; arg goes into the first 8 bytes
+ * (transSize / appendedProxyOps / pTimer). v1..v3 get the 16-byte union. */
+int h_state(h_plugin *p, void *handle, int state, uint64_t arg);
+int h_state_noargs(h_plugin *p, void *handle, int state);
+/* recordEventState with raw, already encoded args (replay). */
+int h_state_raw(h_plugin *p, void *handle, int state, void *args);
+/* Number of calls that returned non-zero since the last reset (every call but init must
+ * return ncclSuccess). */
+extern int h_bad_rc;
+
+/* ---- time ----------------------------------------------------------------------------- */
+uint64_t h_realtime_ns(void);
+uint64_t h_monotonic_ns(void);
+
+/* ---- scenario drivers ----------------------------------------------------------------- */
+typedef struct {
+  int nchannels;          /* default 2 */
+  int network;            /* ProxyOp/ProxyStep per channel and peer */
+  int npeers;             /* default 1 */
+  int nsteps;             /* proxy steps per op, default 4 */
+  int proxy_ctrl;         /* one ProxyCtrl event with states 13..18 per collective */
+  int64_t gpu_offset_ns;  /* GPU clock minus host CLOCK_REALTIME (injected) */
+  int64_t gpu_delay_ns;   /* how long before the host observation the GPU event happened */
+  int64_t kernel_ns;      /* kernel duration on each channel, default 20000 */
+  const char *func;       /* default "AllReduce" */
+  size_t count;           /* default 1048576 */
+  int same_thread_proxy;  /* run the proxy part on the calling thread (no extra thread) */
+} h_opts;
+
+/* What a driver actually emitted (events started with a non-NULL handle and those started
+ * at all), per event type bit position, plus proxy-step states. Accumulates. */
+typedef struct {
+  long started[16];       /* by cl type index (bit position) */
+  long states[32];
+  long colls, p2ps;       /* collective / p2p operations driven */
+  long foreign;
+} h_counts;
+
+/* Which events NCCL would emit for a mask (ancestors included, nccl-profiler-abi.md §1.8). */
+int h_mask_wants(int mask, uint64_t type);
+
+/* (a) one collective on nchannels: API events (v5+), Group/Coll on the calling thread, then
+ * on a separate proxy thread KernelCh (v3+) and with network ProxyOp/ProxyStep per channel
+ * and peer, ProxyCtrl. `seq` is the collective's seqNumber. Follows h_mask like NCCL. */
+void h_drive_coll(h_plugin *p, void *ctx, const h_opts *o, uint64_t seq, h_counts *c);
+/* (b) a Send and a Recv to `peer` in one group, via P2pApi/P2p (v5+) or P2p (v1..v4). */
+void h_drive_sendrecv(h_plugin *p, void *ctx, const h_opts *o, int peer, h_counts *c);
+/* (c) `ncomms` communicators on `nthreads` user threads at once, each thread driving
+ * `ncoll` collectives on each of its comms (init and finalize included when own_init). */
+typedef struct {
+  h_plugin *p;
+  int nthreads, ncomms_per_thread, ncoll;
+  const h_opts *o;
+  h_counts total;         /* summed over threads */
+} h_multi;
+void h_drive_multi(h_multi *m);
+
+/* ---- output directories and trace files -------------------------------------------- */
+/* Creates a fresh temp dir and sets COMMLENS_DIR to it. Returns the path (static buffer
+ * per call: copy it). */
+const char *h_fresh_dir(char *buf, size_t n);
+/* Finds the trace file(s) in dir: fills up to max paths (malloc'd), returns the count. */
+int h_find_traces(const char *dir, char **paths, int max);
+/* Finds files in dir whose name ends with suffix; same contract as h_find_traces. */
+int h_find_files(const char *dir, const char *suffix, char **paths, int max);
+void h_rm_rf(const char *dir);
+
+/* ---- fresh-process cases ------------------------------------------------------------ */
+/* A child case runs in a process of its own (fork + exec of this program). It reports
+ * failures with CHECK/REQUIRE like a test; the exit status says whether any failed. */
+typedef void (*h_child_fn)(void);
+void h_child_register(const char *name, h_child_fn fn);
+#define H_CHILD(name)                                                                      \
+  static void name(void);                                                                  \
+  __attribute__((constructor)) static void h_reg_##name(void) { h_child_register(#name, name); } \
+  static void name(void)
+/* Runs child case `name` in a fresh process with `env` ("K=V" strings, NULL-terminated) on
+ * top of ours; returns its exit status (128+signal if killed, 124 on timeout). */
+int h_spawn(const char *name, const char *const *env);
+/* main(): dispatches "--child NAME" to a registered case, else runs the suite with tl_main. */
+int h_main(const char *suite, int argc, char **argv);
+#define H_MAIN(suite) int main(int argc, char **argv) { return h_main(suite, argc, argv); }
+#endif

@@ -1,0 +1,326 @@
+/* replay.c: reads a whole recording into memory, then replays it with one thread per
+ * recorded thread and a global sequencer. Owns every decoded copy of a string or blob for
+ * the whole process (the plugin keeps NCCL's string pointers and may read them as late as
+ * its exit flush), so those copies are never freed. */
+#include "replay.h"
+#include "harness.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+typedef struct { unsigned off; unsigned char *data; unsigned len; } rp_ref;
+
+typedef struct {
+  char kind;                  /* I S E T F */
+  int thr, abi;
+  uint64_t a, b;              /* I: ctx; S: ctx, handle; E/T: handle; F: ctx */
+  /* I */
+  int mask, nnodes, nranks, rank;
+  uint64_t hash;
+  char *name;
+  /* S */
+  unsigned char *descr;
+  unsigned dlen;
+  int nrefs;
+  rp_ref *refs;
+  /* T */
+  int state;
+  unsigned char *args;
+  unsigned alen;
+} rp_call;
+
+/* recorded pointer value -> live value */
+typedef struct { uint64_t *k, *v; size_t cap, n; } rp_map;
+
+static uint64_t mix(uint64_t x) { x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; return x; }
+static void map_put(rp_map *m, uint64_t k, uint64_t v) {
+  if (!k) return;
+  if (2 * (m->n + 1) > m->cap) {
+    rp_map nm = {calloc(m->cap ? m->cap * 2 : 1024, 8), calloc(m->cap ? m->cap * 2 : 1024, 8),
+                 m->cap ? m->cap * 2 : 1024, 0};
+    for (size_t i = 0; i < m->cap; i++) if (m->k[i]) map_put(&nm, m->k[i], m->v[i]);
+    free(m->k); free(m->v);
+    *m = nm;
+  }
+  size_t i = mix(k) & (m->cap - 1);
+  while (m->k[i] && m->k[i] != k) i = (i + 1) & (m->cap - 1);
+  if (!m->k[i]) m->n++;
+  m->k[i] = k;
+  m->v[i] = v;
+}
+static int map_get(const rp_map *m, uint64_t k, uint64_t *v) {
+  if (!k || !m->cap) return 0;
+  for (size_t i = mix(k) & (m->cap - 1); m->k[i]; i = (i + 1) & (m->cap - 1))
+    if (m->k[i] == k) { *v = m->v[i]; return 1; }
+  return 0;
+}
+
+static int hexval(int c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+static unsigned char *unhex(const char *s, size_t n, unsigned *len) {
+  if (n % 2) return NULL;
+  unsigned char *b = malloc(n / 2 + 1);
+  for (size_t i = 0; i < n / 2; i++) {
+    int h = hexval(s[2 * i]), l = hexval(s[2 * i + 1]);
+    if (h < 0 || l < 0) { free(b); return NULL; }
+    b[i] = (unsigned char)(h << 4 | l);
+  }
+  b[n / 2] = 0;   /* strings were recorded with their NUL; blobs do not care */
+  *len = (unsigned)(n / 2);
+  return b;
+}
+/* %p as glibc prints it: "0x..." or "(nil)". */
+static int parse_ptr(const char *s, uint64_t *v) {
+  if (!strcmp(s, "(nil)")) { *v = 0; return 0; }
+  char *end;
+  *v = strtoull(s, &end, 16);
+  return *end ? -1 : 0;
+}
+
+/* Splits on single spaces, keeping empty fields (an empty comm name is an empty field). */
+static int split(char *line, char **tok, int max) {
+  int n = 0;
+  char *p = line;
+  while (n < max) {
+    tok[n++] = p;
+    char *sp = strchr(p, ' ');
+    if (!sp) break;
+    *sp = 0;
+    p = sp + 1;
+  }
+  return n;
+}
+
+static int parse_line(char *line, rp_call *c, char *err, size_t errn) {
+  char *tok[256];
+  int n = split(line, tok, 256);
+  uint64_t seq;
+  memset(c, 0, sizeof *c);
+  if (n < 5 || strlen(tok[0]) != 1) goto bad;
+  c->kind = tok[0][0];
+  seq = strtoull(tok[1], NULL, 10);
+  (void)seq;
+  c->thr = atoi(tok[2]);
+  c->abi = atoi(tok[4]);
+  if (c->thr < 0 || c->thr > 4095 || c->abi < 1 || c->abi > 6) goto bad;
+  switch (c->kind) {
+  case 'I':
+    if (n < 12 || parse_ptr(tok[5], &c->a)) goto bad;
+    c->mask = atoi(tok[6]);
+    c->hash = strtoull(tok[7], NULL, 16);
+    c->nnodes = atoi(tok[8]); c->nranks = atoi(tok[9]); c->rank = atoi(tok[10]);
+    { unsigned l; c->name = (char *)unhex(tok[11], strlen(tok[11]), &l); if (!c->name) goto bad; }
+    return 0;
+  case 'S': {
+    if (n < 9 || parse_ptr(tok[5], &c->a) || parse_ptr(tok[6], &c->b)) goto bad;
+    c->descr = unhex(tok[7], strlen(tok[7]), &c->dlen);
+    if (!c->descr || c->dlen > 128) goto bad;
+    c->nrefs = atoi(tok[8]);
+    if (c->nrefs < 0 || 9 + c->nrefs > n) goto bad;
+    c->refs = calloc((size_t)c->nrefs + 1, sizeof *c->refs);
+    for (int i = 0; i < c->nrefs; i++) {
+      char *t = tok[9 + i], *colon = strchr(t, ':');
+      if (!colon) goto bad;
+      *colon = 0;
+      c->refs[i].off = (unsigned)strtoul(t, NULL, 10);
+      if (c->refs[i].off + 8 > c->dlen) goto bad;
+      if (strcmp(colon + 1, "-")) {
+        c->refs[i].data = unhex(colon + 1, strlen(colon + 1), &c->refs[i].len);
+        if (!c->refs[i].data) goto bad;
+      }
+    }
+    return 0;
+  }
+  case 'E':
+    if (parse_ptr(tok[5], &c->a)) goto bad;
+    return 0;
+  case 'T':
+    if (n < 8 || parse_ptr(tok[5], &c->a)) goto bad;
+    c->state = atoi(tok[6]);
+    if (strcmp(tok[7], "-")) {
+      c->args = unhex(tok[7], strlen(tok[7]), &c->alen);
+      if (!c->args || c->alen > 16) goto bad;
+    }
+    return 0;
+  case 'F':
+    if (parse_ptr(tok[5], &c->a)) goto bad;
+    return 0;
+  }
+bad:
+  snprintf(err, errn, "cannot parse a '%s' line (%d fields)", n ? tok[0] : "?", n);
+  return -1;
+}
+
+static void free_call(rp_call *c) {
+  free(c->name);
+  free(c->descr);
+  /* refs[].data are not freed: the plugin may keep those string pointers until exit */
+  free(c->refs);
+  free(c->args);
+}
+
+/* ---- the sequencer ------------------------------------------------------------------ */
+typedef struct {
+  rp_call *calls;
+  size_t ncalls, next;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  h_plugin plug[7];
+  rp_map ctx, handle;
+  rp_stats *st;
+  int rec_pid;                /* the recorded process: its proxy ops carry this pid */
+} rp_run;
+
+typedef struct { rp_run *r; int thr; } rp_thread;
+
+static uint64_t map_or_pass(rp_run *r, rp_map *m, uint64_t v) {
+  uint64_t live;
+  if (map_get(m, v, &live)) return live;
+  if (v) r->st->foreign_passed++;
+  return v;
+}
+
+static void patch_parent(rp_run *r, unsigned char *d, unsigned off) {
+  uint64_t v, live;
+  memcpy(&v, d + off, 8);
+  if (map_get(&r->handle, v, &live)) { memcpy(d + off, &live, 8); r->st->mapped_parents++; }
+  else if (v) r->st->foreign_passed++;
+}
+
+static void do_call(rp_run *r, rp_call *c) {
+  h_plugin *p = &r->plug[c->abi];
+  r->st->calls++;
+  r->st->abi = c->abi;
+  switch (c->kind) {
+  case 'I': {
+    h_comm_info info = {c->hash, c->name, c->nnodes, c->nranks, c->rank};
+    void *ctx = NULL;
+    h_init(p, &ctx, &info);
+    map_put(&r->ctx, c->a, (uint64_t)(uintptr_t)ctx);
+    r->st->inits++;
+    break;
+  }
+  case 'S': {
+    _Alignas(16) unsigned char d[128];
+    memset(d, 0, sizeof d);
+    memcpy(d, c->descr, c->dlen);
+    for (int i = 0; i < c->nrefs; i++) {
+      void *ptr = c->refs[i].data;   /* lives until the end of the replay */
+      memcpy(d + c->refs[i].off, &ptr, sizeof ptr);
+    }
+    uint64_t type = c->abi >= 5 ? *(uint64_t *)d : d[0];
+    /* a ProxyOp created by the recorded process is ours now; other pids stay foreign */
+    int32_t pid;
+    memcpy(&pid, d + 24, 4);
+    if (type == CLABI_EV_PROXY_OP && r->rec_pid && pid == r->rec_pid) {
+      pid = (int32_t)getpid();
+      memcpy(d + 24, &pid, 4);
+    }
+    patch_parent(r, d, 8);
+    if (c->abi >= 5 && type == CLABI_EV_COLL) patch_parent(r, d, offsetof(clabi_descr_v5, coll.parentGroup));
+    if (c->abi >= 5 && type == CLABI_EV_P2P) patch_parent(r, d, offsetof(clabi_descr_v5, p2p.parentGroup));
+    void *ctx = (void *)(uintptr_t)map_or_pass(r, &r->ctx, c->a);
+    void *h = NULL;
+    if (h_start_raw(p, ctx, &h, d) != 0) r->st->bad_rc++;
+    map_put(&r->handle, c->b, (uint64_t)(uintptr_t)h);
+    r->st->starts++;
+    break;
+  }
+  case 'E':
+    if (h_stop(p, (void *)(uintptr_t)map_or_pass(r, &r->handle, c->a)) != 0) r->st->bad_rc++;
+    r->st->stops++;
+    break;
+  case 'T': {
+    _Alignas(16) unsigned char a[16];
+    memset(a, 0, sizeof a);
+    if (c->args) memcpy(a, c->args, c->alen);
+    void *h = (void *)(uintptr_t)map_or_pass(r, &r->handle, c->a);
+    int rc = c->args ? h_state_raw(p, h, c->state, a) : h_state_noargs(p, h, c->state);
+    if (rc != 0) r->st->bad_rc++;
+    r->st->states++;
+    break;
+  }
+  case 'F':
+    if (h_finalize(p, (void *)(uintptr_t)map_or_pass(r, &r->ctx, c->a)) != 0) r->st->bad_rc++;
+    r->st->finalizes++;
+    break;
+  }
+}
+
+static void *rp_thread_main(void *arg) {
+  rp_thread *t = arg;
+  rp_run *r = t->r;
+  pthread_mutex_lock(&r->mu);
+  for (;;) {
+    while (r->next < r->ncalls && r->calls[r->next].thr != t->thr) pthread_cond_wait(&r->cv, &r->mu);
+    if (r->next >= r->ncalls) break;
+    /* our turn: nobody else runs until we advance `next` */
+    do_call(r, &r->calls[r->next]);
+    r->next++;
+    pthread_cond_broadcast(&r->cv);
+  }
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+int rp_replay(const char *rec_path, const char *lib, rp_stats *st) {
+  memset(st, 0, sizeof *st);
+  gzFile gz = gzopen(rec_path, "rb");
+  if (!gz) { snprintf(st->err, sizeof st->err, "cannot open %s", rec_path); return -1; }
+  rp_run r;
+  memset(&r, 0, sizeof r);
+  r.st = st;
+  size_t cap = 1024, linecap = 1 << 20;
+  r.calls = malloc(cap * sizeof *r.calls);
+  char *line = malloc(linecap);
+  int rc = 0, maxthr = -1, need[7] = {0};
+  long lineno = 0;
+  while (gzgets(gz, line, (int)linecap)) {
+    lineno++;
+    size_t l = strlen(line);
+    if (l && line[l - 1] == '\n') line[--l] = 0;
+    else if (!gzeof(gz)) { snprintf(st->err, sizeof st->err, "line %ld too long", lineno); rc = -1; break; }
+    if (line[0] == '#') { sscanf(line, "# commlens-record %*d pid %d", &r.rec_pid); continue; }
+    if (!l) continue;
+    if (r.ncalls == cap) r.calls = realloc(r.calls, (cap *= 2) * sizeof *r.calls);
+    char why[128];
+    if (parse_line(line, &r.calls[r.ncalls], why, sizeof why)) {
+      snprintf(st->err, sizeof st->err, "%s: line %ld: %s", rec_path, lineno, why);
+      rc = -1;
+      break;
+    }
+    if (r.calls[r.ncalls].thr > maxthr) maxthr = r.calls[r.ncalls].thr;
+    need[r.calls[r.ncalls].abi] = 1;
+    r.ncalls++;
+  }
+  free(line);
+  gzclose(gz);
+  for (int v = 1; v <= 6 && rc == 0; v++)
+    if (need[v] && h_open(&r.plug[v], lib, v)) {
+      snprintf(st->err, sizeof st->err, "cannot load ncclProfiler_v%d", v);
+      rc = -1;
+    }
+  if (rc == 0 && r.ncalls) {
+    pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.cv, NULL);
+    int n = maxthr + 1;
+    st->nthreads = n;
+    pthread_t *tids = calloc((size_t)n, sizeof *tids);
+    rp_thread *args = calloc((size_t)n, sizeof *args);
+    for (int i = 0; i < n; i++) {
+      args[i] = (rp_thread){&r, i};
+      pthread_create(&tids[i], NULL, rp_thread_main, &args[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(tids[i], NULL);
+    free(tids);
+    free(args);
+  }
+  for (int v = 1; v <= 6; v++) h_close(&r.plug[v]);
+  for (size_t i = 0; i < r.ncalls; i++) free_call(&r.calls[i]);
+  free(r.calls);
+  free(r.ctx.k); free(r.ctx.v); free(r.handle.k); free(r.handle.v);
+  return rc;
+}

@@ -1,0 +1,24 @@
+/* replay.h: drives the plugin with a COMMLENS_RECORD recording (plugin/recorder.c format):
+ * one thread per recorded thread, the recorded global order reproduced exactly by a
+ * sequencer, recorded contexts and handles mapped to the ones the library hands out now,
+ * strings and blobs the descriptors pointed to restored from their recorded bytes, and
+ * ProxyOp pids of the recorded process rewritten to ours (others stay foreign, as PXN). */
+#ifndef COMMLENS_TEST_REPLAY_H
+#define COMMLENS_TEST_REPLAY_H
+#include <stdint.h>
+
+typedef struct {
+  long calls, inits, starts, stops, states, finalizes;
+  long mapped_parents;   /* parentObj / parentGroup values rewritten to live handles */
+  long foreign_passed;   /* pointer values not recorded as ours, passed through unchanged */
+  long bad_rc;           /* calls (other than init) that did not return ncclSuccess */
+  int nthreads;
+  int abi;               /* the last ABI version seen */
+  char err[256];         /* why rp_replay failed */
+} rp_stats;
+
+/* Replays `rec_path` (.rec.gz) into the library `lib` (NULL: h_lib_path()). Loads
+ * ncclProfiler_vN for each N the recording uses; dlcloses them at the end. 0 on success,
+ * -1 if the recording could not be read or parsed (st->err says why). */
+int rp_replay(const char *rec_path, const char *lib, rp_stats *st);
+#endif

@@ -1,0 +1,217 @@
+/* trace_read.c (tests): whole-file json-c loader of one per-rank trace and the checks tests
+ * share. Owns the parsed tree (tr_free); everything it hands out is borrowed from it. */
+#include "trace_read.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+static char *read_all(const char *path, size_t *len) {
+  gzFile gz = gzopen(path, "rb");   /* reads plain files too */
+  if (!gz) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  for (;;) {
+    if (!buf) break;
+    if (n + 65536 + 1 > cap) {
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) { free(buf); buf = NULL; break; }
+      buf = nb;
+      cap *= 2;
+    }
+    int r = gzread(gz, buf + n, 65536);
+    if (r < 0) { free(buf); buf = NULL; break; }
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  gzclose(gz);
+  if (buf) buf[n] = 0;
+  *len = n;
+  return buf;
+}
+
+int tr_load(tr_trace *t, const char *path, char *err, size_t errn) {
+  memset(t, 0, sizeof *t);
+  size_t len = 0;
+  char *text = read_all(path, &len);
+  if (!text) { snprintf(err, errn, "cannot read %s: %s", path, strerror(errno)); return -1; }
+  json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+  json_object *root = json_tokener_parse_ex(tok, text, (int)len);
+  enum json_tokener_error je = json_tokener_get_error(tok);
+  size_t off = json_tokener_get_parse_end(tok);
+  json_tokener_free(tok);
+  if (!root || je != json_tokener_success) {
+    snprintf(err, errn, "%s: not valid JSON (%s at byte %zu of %zu)", path,
+             json_tokener_error_desc(je), off, len);
+    if (root) json_object_put(root);
+    free(text);
+    return -1;
+  }
+  while (off < len && (text[off] == ' ' || text[off] == '\n' || text[off] == '\r' || text[off] == '\t')) off++;
+  free(text);
+  if (off != len) {
+    snprintf(err, errn, "%s: trailing bytes after the JSON object at %zu", path, off);
+    json_object_put(root);
+    return -1;
+  }
+  t->root = root;
+  if (!json_object_is_type(root, json_type_object)) { snprintf(err, errn, "%s: top level is not an object", path); tr_free(t); return -1; }
+  json_object_object_get_ex(root, "commlens", &t->header);
+  json_object_object_get_ex(root, "commlensStats", &t->stats);
+  if (!json_object_object_get_ex(root, "traceEvents", &t->events) ||
+      !json_object_is_type(t->events, json_type_array)) {
+    snprintf(err, errn, "%s: no traceEvents array", path);
+    tr_free(t);
+    return -1;
+  }
+  t->n = json_object_array_length(t->events);
+  return 0;
+}
+
+void tr_free(tr_trace *t) {
+  if (t->root) json_object_put(t->root);
+  memset(t, 0, sizeof *t);
+}
+
+json_object *tr_event(const tr_trace *t, size_t i) { return json_object_array_get_idx(t->events, i); }
+
+static json_object *field(json_object *o, const char *k) {
+  json_object *v = NULL;
+  if (o && json_object_is_type(o, json_type_object)) json_object_object_get_ex(o, k, &v);
+  return v;
+}
+static const char *str_field(json_object *o, const char *k) {
+  json_object *v = field(o, k);
+  return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+char tr_ph(json_object *ev) { const char *s = str_field(ev, "ph"); return s ? s[0] : 0; }
+const char *tr_cat(json_object *ev) { return str_field(ev, "cat"); }
+const char *tr_name(json_object *ev) { return str_field(ev, "name"); }
+
+int tr_us_text_to_ns(const char *s, int64_t *ns) {
+  int neg = 0;
+  if (*s == '-') { neg = 1; s++; }
+  if (*s < '0' || *s > '9') return -1;
+  int64_t whole = 0, frac = 0;
+  while (*s >= '0' && *s <= '9') whole = whole * 10 + (*s++ - '0');
+  if (*s == '.') {
+    s++;
+    int d = 0;
+    while (*s >= '0' && *s <= '9') { if (d < 3) frac = frac * 10 + (*s - '0'); d++; s++; }
+    if (d == 0) return -1;
+    for (; d < 3; d++) frac *= 10;
+  }
+  if (*s) return -1;   /* exponents and the like are not our format */
+  int64_t v = whole * 1000 + frac;
+  *ns = neg ? -v : v;
+  return 0;
+}
+
+static int num_ns(json_object *v, int64_t *ns) {
+  if (!v) return -1;
+  if (json_object_is_type(v, json_type_int)) { *ns = json_object_get_int64(v) * 1000; return 0; }
+  if (!json_object_is_type(v, json_type_double)) return -1;
+  /* json-c keeps the text a double was parsed from: read it back exactly */
+  return tr_us_text_to_ns(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), ns);
+}
+int tr_ts_ns(json_object *ev, int64_t *ns) { return num_ns(field(ev, "ts"), ns); }
+int tr_dur_ns(json_object *ev, int64_t *ns) { return num_ns(field(ev, "dur"), ns); }
+
+int64_t tr_pid(json_object *ev) {
+  json_object *v = field(ev, "pid");
+  return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+}
+void tr_tid_key(json_object *ev, char *buf, size_t n) {
+  json_object *v = field(ev, "tid");
+  if (!v) snprintf(buf, n, "-");
+  else if (json_object_is_type(v, json_type_int)) snprintf(buf, n, "%lld", (long long)json_object_get_int64(v));
+  else snprintf(buf, n, "%s", json_object_get_string(v));
+}
+
+json_object *tr_args(json_object *ev) { return field(ev, "args"); }
+json_object *tr_arg(json_object *ev, const char *key) { return field(field(ev, "args"), key); }
+int tr_arg_i64(json_object *ev, const char *key, int64_t *out) {
+  json_object *v = tr_arg(ev, key);
+  if (!v || !json_object_is_type(v, json_type_int)) return -1;
+  *out = json_object_get_int64(v);
+  return 0;
+}
+const char *tr_arg_str(json_object *ev, const char *key) { return str_field(field(ev, "args"), key); }
+int tr_arg_bool(json_object *ev, const char *key) {
+  json_object *v = tr_arg(ev, key);
+  return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+static int obj_i64(json_object *o, const char *key, int64_t *out) {
+  json_object *v = field(o, key);
+  if (!v || !json_object_is_type(v, json_type_int)) return -1;
+  *out = json_object_get_int64(v);
+  return 0;
+}
+int tr_header_i64(const tr_trace *t, const char *key, int64_t *out) { return obj_i64(t->header, key, out); }
+int tr_stats_i64(const tr_trace *t, const char *key, int64_t *out) { return obj_i64(t->stats, key, out); }
+
+size_t tr_count(const tr_trace *t, char ph, const char *cat) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    if (ph && tr_ph(ev) != ph) continue;
+    const char *c = tr_cat(ev);
+    if (cat && (!c || strcmp(c, cat))) continue;
+    n++;
+  }
+  return n;
+}
+
+typedef struct { char key[96]; int64_t ts, end; size_t idx; } slice;
+
+static int by_track_time(const void *a, const void *b) {
+  const slice *x = a, *y = b;
+  int c = strcmp(x->key, y->key);
+  if (c) return c;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  if (x->end != y->end) return x->end > y->end ? -1 : 1;   /* outer first */
+  return 0;
+}
+
+int tr_check_tracks(const tr_trace *t, char *msg, size_t n) {
+  slice *s = calloc(t->n + 1, sizeof *s);
+  size_t k = 0;
+  int bad = 0;
+  if (msg && n) msg[0] = 0;
+#define PROBLEM(...) do { if (!bad++ && msg) snprintf(msg, n, __VA_ARGS__); } while (0)
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    if (tr_ph(ev) != 'X') continue;
+    int64_t ts, dur;
+    char tid[64];
+    if (tr_ts_ns(ev, &ts) || tr_dur_ns(ev, &dur)) { PROBLEM("event %zu: X without exact ts/dur", i); continue; }
+    if (ts < 0 || dur < 0) { PROBLEM("event %zu (%s): negative ts or dur", i, tr_name(ev)); continue; }
+    tr_tid_key(ev, tid, sizeof tid);
+    snprintf(s[k].key, sizeof s[k].key, "%lld/%s", (long long)tr_pid(ev), tid);
+    s[k].ts = ts;
+    s[k].end = ts + dur;
+    s[k].idx = i;
+    k++;
+  }
+  qsort(s, k, sizeof *s, by_track_time);
+  int64_t stack[256];
+  size_t sidx[256];
+  int depth = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (i == 0 || strcmp(s[i].key, s[i - 1].key)) depth = 0;
+    while (depth > 0 && stack[depth - 1] <= s[i].ts) depth--;
+    if (depth > 0 && s[i].end > stack[depth - 1]) {
+      json_object *a = tr_event(t, sidx[depth - 1]), *b = tr_event(t, s[i].idx);
+      PROBLEM("track %s: \"%s\" [%lld, %lld) partially overlaps \"%s\" ending at %lld", s[i].key,
+              tr_name(b), (long long)s[i].ts, (long long)s[i].end, tr_name(a), (long long)stack[depth - 1]);
+      continue;
+    }
+    if (depth < 256) { stack[depth] = s[i].end; sidx[depth] = s[i].idx; depth++; }
+  }
+#undef PROBLEM
+  free(s);
+  return bad;
+}

@@ -1,0 +1,52 @@
+/* trace_read.h (tests): loads one commlens per-rank trace file (plain or .gz) whole with
+ * json-c, for assertions. Times come from the exact "us.nnn" text, never through a double.
+ * Not for large files: the CLI has the streaming reader (tools/commlens/trace_read.h). */
+#ifndef COMMLENS_TEST_TRACE_READ_H
+#define COMMLENS_TEST_TRACE_READ_H
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+  json_object *root;     /* owned; tr_free releases it */
+  json_object *header;   /* root["commlens"], borrowed */
+  json_object *events;   /* root["traceEvents"], borrowed */
+  json_object *stats;    /* root["commlensStats"], borrowed, may be NULL */
+  size_t n;              /* number of traceEvents */
+} tr_trace;
+
+/* Parses the whole file. 0 on success; -1 with a reason in err. */
+int tr_load(tr_trace *t, const char *path, char *err, size_t errn);
+void tr_free(tr_trace *t);
+
+json_object *tr_event(const tr_trace *t, size_t i);
+/* Accessors of one event; absent fields give 0 / NULL / -1 as documented. */
+char tr_ph(json_object *ev);                 /* 0 if absent */
+const char *tr_cat(json_object *ev);         /* NULL if absent */
+const char *tr_name(json_object *ev);
+int tr_ts_ns(json_object *ev, int64_t *ns);  /* 0 if present and well-formed */
+int tr_dur_ns(json_object *ev, int64_t *ns);
+int64_t tr_pid(json_object *ev);             /* -1 if absent or not an integer */
+/* tid as a string key ("12" for numbers), for grouping tracks. */
+void tr_tid_key(json_object *ev, char *buf, size_t n);
+json_object *tr_args(json_object *ev);
+json_object *tr_arg(json_object *ev, const char *key);
+int tr_arg_i64(json_object *ev, const char *key, int64_t *out);   /* 0 if an integer */
+const char *tr_arg_str(json_object *ev, const char *key);
+int tr_arg_bool(json_object *ev, const char *key);                 /* 1 only if true */
+
+/* "us.nnn" JSON number text -> ns. 0 on success. Accepts integers and up to 3 decimals. */
+int tr_us_text_to_ns(const char *s, int64_t *ns);
+
+/* Header and stats fields (integers). 0 on success. */
+int tr_header_i64(const tr_trace *t, const char *key, int64_t *out);
+int tr_stats_i64(const tr_trace *t, const char *key, int64_t *out);
+
+/* Events with this ph (0 = any) and cat (NULL = any). */
+size_t tr_count(const tr_trace *t, char ph, const char *cat);
+
+/* Track checks over X slices grouped by (pid, tid): every slice has ts >= 0 and dur >= 0,
+ * and no two slices on one track overlap partially (nesting is fine). Returns the number
+ * of problems and describes the first in msg. */
+int tr_check_tracks(const tr_trace *t, char *msg, size_t n);
+#endif

@@ -1,0 +1,159 @@
+/* synth_gen.h: writes synthetic per-rank commlens traces in exactly the documented format
+ * (docs/trace-format.md) with known injected behaviour: one rank late by a known amount on
+ * every collective, one (rank, channel) slow by a known factor, known clock offsets.
+ * Shared by test/tools/test_cli.c and bench/gen_traces.c (static functions only). */
+#ifndef COMMLENS_SYNTH_GEN_H
+#define COMMLENS_SYNTH_GEN_H
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+typedef struct {
+  const char *dir, *job, *host_fmt;   /* host_fmt: e.g. "node%d" with rank/8 */
+  int nranks, ncoll, nch, nsteps;     /* collectives per rank, channels, proxy steps/channel */
+  int late_rank; int64_t late_ns;     /* -1: none */
+  int slow_rank, slow_ch; double slow_factor;
+  int gz, nvtx_every, format;         /* nvtx_every: a "step K" slice every N collectives */
+  int64_t period_ns, transfer_ns;
+  uint64_t comm;
+} synth_cfg;
+
+static void synth_defaults(synth_cfg *c) {
+  memset(c, 0, sizeof *c);
+  c->job = "job42"; c->host_fmt = "node%d"; c->nranks = 8; c->ncoll = 200; c->nch = 4; c->nsteps = 2;
+  c->late_rank = -1; c->slow_rank = -1; c->slow_ch = -1; c->slow_factor = 1; c->format = 1;
+  c->period_ns = 2000000; c->transfer_ns = 400000; c->comm = 0x5eedc0de12345678ull;
+}
+
+/* Known clock offset of each rank (ns): ms-scale, signed, different per host. */
+static int64_t synth_offset(int rank) {
+  if (rank == 0) return 0;
+  return (int64_t)((rank * 7919) % 23 - 11) * 250000 + rank * 13000;
+}
+
+static uint64_t synth_h(uint64_t a, uint64_t b) {
+  uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL);
+  x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ULL; x ^= x >> 27; x *= 0x94d049bb133111ebULL; x ^= x >> 31;
+  return x;
+}
+/* True (un-offset) arrival of rank r at collective i. */
+static int64_t synth_arrival(const synth_cfg *c, int i, int r) {
+  int64_t t = 1763799170000000000LL + (int64_t)i * c->period_ns + (int64_t)(synth_h((uint64_t)i, (uint64_t)r) % 5000);
+  if (r == c->late_rank) t += c->late_ns;
+  return t;
+}
+
+typedef struct { char *b; size_t n, cap; FILE *f; gzFile gz; } synth_out;
+static void so_flush(synth_out *o) {
+  if (o->gz) gzwrite(o->gz, o->b, (unsigned)o->n); else fwrite(o->b, 1, o->n, o->f);
+  o->n = 0;
+}
+static inline void so_s(synth_out *o, const char *s) {
+  size_t n = strlen(s);
+  if (o->n + n > o->cap) so_flush(o);
+  memcpy(o->b + o->n, s, n); o->n += n;
+}
+static inline void so_u(synth_out *o, uint64_t v) {
+  char t[24]; int k = 0;
+  do { t[k++] = (char)('0' + v % 10); v /= 10; } while (v);
+  if (o->n + 24 > o->cap) so_flush(o);
+  while (k) o->b[o->n++] = t[--k];
+}
+static inline void so_i(synth_out *o, int64_t v) { if (v < 0) { so_s(o, "-"); v = -v; } so_u(o, (uint64_t)v); }
+static inline void so_us(synth_out *o, int64_t ns) {   /* us with exactly three decimals */
+  so_u(o, (uint64_t)(ns / 1000));
+  char t[5] = { '.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10), (char)('0' + ns % 10), 0 };
+  so_s(o, t);
+}
+static void so_slice(synth_out *o, const char *cat, const char *name, int pid, int tid, int64_t ts, int64_t dur) {
+  so_s(o, ",\n{\"ph\":\"X\",\"cat\":\""); so_s(o, cat); so_s(o, "\",\"name\":\""); so_s(o, name);
+  so_s(o, "\",\"pid\":"); so_i(o, pid); so_s(o, ",\"tid\":"); so_i(o, tid);
+  so_s(o, ",\"ts\":"); so_us(o, ts); so_s(o, ",\"dur\":"); so_us(o, dur);
+}
+static void so_common(synth_out *o, const synth_cfg *c, int r) {
+  char h[32]; snprintf(h, sizeof h, "0x%llx", (unsigned long long)c->comm);
+  so_s(o, ",\"args\":{\"comm\":\""); so_s(o, h); so_s(o, "\",\"comm_name\":\"world\",\"rank\":"); so_i(o, r);
+  so_s(o, ",\"nranks\":"); so_i(o, c->nranks);
+}
+
+/* Writes rank r's trace; returns its path in `path`. The first event written is a comma-led
+ * line, so the array opens with a metadata event. Returns 0 on success. */
+static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathlen) {
+  char host[64]; snprintf(host, sizeof host, c->host_fmt, r / 8);
+  snprintf(path, pathlen, "%s/commlens-r%d-%s-%d.trace.json%s", c->dir, r, host, 1000 + r, c->gz ? ".gz" : "");
+  synth_out o = { malloc(1 << 20), 0, 1 << 20, NULL, NULL };
+  if (c->gz) o.gz = gzopen(path, "wb1"); else o.f = fopen(path, "wb");
+  if (!o.f && !o.gz) { free(o.b); return -1; }
+  int64_t off = synth_offset(r), n = 0;
+  char b[512];
+  snprintf(b, sizeof b, "{\"displayTimeUnit\":\"ns\",\"commlens\":{\"format\":%d,\"version\":\"0.1.0\",\"abi\":6,"
+           "\"host\":\"%s\",\"os_pid\":%d,\"rank\":%d,\"rank_source\":\"RANK\",\"job\":\"%s\","
+           "\"clock\":{\"realtime_offset_ns\":1763700000000000000,\"offset_error_ns\":120},\"mask\":4095},\"traceEvents\":[\n",
+           c->format, host, 1000 + r, r, c->job);
+  so_s(&o, b);
+  snprintf(b, sizeof b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d (%s, GPU %d)\"}},\n"
+           "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n"
+           "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":10,\"args\":{\"name\":\"comm 5eedc0de: GPU\"}}",
+           r, r, host, r % 8, r, r, r);
+  so_s(&o, b); n += 3;
+  int64_t *arr = malloc(sizeof(int64_t) * (size_t)c->nranks);
+  for (int i = 0; i < c->ncoll; i++) {
+    int64_t last = 0;
+    for (int k = 0; k < c->nranks; k++) { arr[k] = synth_arrival(c, i, k); if (arr[k] > last) last = arr[k]; }
+    int64_t a = arr[r];
+    int64_t end = last + c->transfer_ns + (int64_t)(synth_h((uint64_t)i + 77, (uint64_t)r) % 1000);
+    if (c->nvtx_every && i % c->nvtx_every == 0) {
+      char nm[32]; snprintf(nm, sizeof nm, "step %d", i / c->nvtx_every);
+      so_slice(&o, "nvtx", nm, r, 1, a - 50000 + off, (int64_t)c->nvtx_every * c->period_ns - 100000);
+      so_s(&o, "}"); n++;
+    }
+    /* enqueue slice */
+    so_slice(&o, "coll", "AllReduce", r, 5, a - 20000 + off, 8000); so_common(&o, c, r);
+    so_s(&o, ",\"seq\":"); so_i(&o, i);
+    so_s(&o, ",\"count\":262144,\"datatype\":\"ncclFloat32\",\"root\":0,\"algo\":\"RING\",\"proto\":\"SIMPLE\",\"nchannels\":");
+    so_i(&o, c->nch); so_s(&o, ",\"nwarps\":8,\"bytes\":1048576,\"Collective name\":\"AllReduce\",\"In msg nelems\":262144,\"Group size\":");
+    so_i(&o, c->nranks); so_s(&o, ",\"Seq\":"); so_i(&o, i); so_s(&o, "}}"); n++;
+    /* channels: normal ones do `work` after waiting for the last arrival; the slow one work*factor */
+    int64_t work = c->transfer_ns / 3, tail_end = 0; int tail = 0;
+    for (int ch = 0; ch < c->nch; ch++) {
+      double f = (r == c->slow_rank && ch == c->slow_ch) ? c->slow_factor : 1.0;
+      int64_t cs = a + 500 + ch * 100;
+      int64_t ce = last + (int64_t)((double)work * f) + (int64_t)(synth_h((uint64_t)i * 131 + (uint64_t)ch, (uint64_t)r) % 20000);
+      if (ce > end - 1000) ce = end - 1000;
+      if (ce > tail_end) { tail_end = ce; tail = ch; }
+      char nm[16]; snprintf(nm, sizeof nm, "ch %d", ch);
+      so_slice(&o, "kernel_ch", nm, r, 100 + ch, cs + off, ce - cs); so_common(&o, c, r);
+      so_s(&o, ",\"channel\":"); so_i(&o, ch); so_s(&o, ",\"seq\":"); so_i(&o, i);
+      so_s(&o, ",\"func\":\"AllReduce\",\"gpu_start_ns\":"); so_i(&o, cs + 12345); so_s(&o, ",\"gpu_stop_ns\":"); so_i(&o, ce + 12345);
+      so_s(&o, "}}"); n++;
+      int64_t sd = (ce - last) / (c->nsteps ? c->nsteps : 1);
+      for (int s = 0; s < c->nsteps; s++) {
+        int64_t ss = last + s * sd;
+        int64_t gw = (r == c->slow_rank && ch == c->slow_ch) ? sd / 2 : sd / 50, pw = (r == c->slow_rank && ch == c->slow_ch) ? sd / 50 : sd / 10;
+        snprintf(nm, sizeof nm, "step %d", s);
+        so_slice(&o, "proxy_step", nm, r, 200 + ch, ss + off, sd > 10 ? sd - 10 : 1); so_common(&o, c, r);
+        so_s(&o, ",\"channel\":"); so_i(&o, ch); so_s(&o, ",\"peer\":"); so_i(&o, (r + 1) % c->nranks);
+        so_s(&o, ",\"step\":"); so_i(&o, s); so_s(&o, ",\"bytes\":131072,\"gpu_wait_ns\":"); so_i(&o, gw);
+        so_s(&o, ",\"peer_wait_ns\":"); so_i(&o, pw); so_s(&o, ",\"send_wait_ns\":"); so_i(&o, sd / 4);
+        so_s(&o, ",\"recv_wait_ns\":0,\"flush_wait_ns\":0,\"recv_gpu_wait_ns\":0}}"); n++;
+      }
+    }
+    so_slice(&o, "coll_gpu", "AllReduce", r, 10, a + off, end - a); so_common(&o, c, r);
+    so_s(&o, ",\"seq\":"); so_i(&o, i); so_s(&o, ",\"bytes\":1048576,\"algo\":\"RING\",\"proto\":\"SIMPLE\",\"nchannels\":");
+    so_i(&o, c->nch); so_s(&o, ",\"source\":\"kernel_ch\",\"tail_channel\":"); so_i(&o, tail);
+    so_s(&o, ",\"exposed_ns\":"); so_i(&o, (end - a) * 3 / 10); so_s(&o, "}}"); n++;
+  }
+  free(arr);
+  snprintf(b, sizeof b, "\n],\"commlensStats\":{\"final\":true,\"events\":%lld,\"dropped\":0,\"stale_handles\":0,\"foreign\":0,"
+           "\"overhead_ns_per_call\":85,\"calls\":%lld,\"overhead_pct\":0.04,\"gpu_offsets\":[],\"comms\":[]}}\n",
+           (long long)n, (long long)n * 2);
+  so_s(&o, b);
+  so_flush(&o);
+  int rc = 0;
+  if (o.gz) rc = gzclose(o.gz) != Z_OK; else rc = fclose(o.f) != 0;
+  free(o.b);
+  return rc;
+}
+#endif

@@ -1,0 +1,111 @@
+/* align.c: matches collective instances (comm, func, seq) across ranks and estimates each
+ * rank's clock offset from them. Blocking collectives end within about one hop of each
+ * other everywhere, so end-time differences (never starts: a late rank starts late but
+ * ends with the others) estimate offsets; a median keeps outliers out. Host clocks of
+ * different machines are never trusted. */
+#include "load.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { uint64_t comm; int64_t seq; uint32_t id; int32_t func; } inst_key;
+
+void cl_job_instances(cl_job *job) {
+  size_t total = 0;
+  for (int i = 0; i < job->n; i++) total += job->r[i]->colls.n;
+  size_t cap = 1024;
+  while (cap < total * 2) cap *= 2;
+  inst_key *h = cl_xmalloc(cap * sizeof *h);
+  for (size_t i = 0; i < cap; i++) h[i].id = UINT32_MAX;
+  CL_VEC(uint32_t) last_rank = {0};     /* per instance: last rank index that joined */
+  for (int ri = 0; ri < job->n; ri++) {
+    cl_rank *r = job->r[ri];
+    for (size_t k = 0; k < r->colls.n; k++) {
+      cl_coll *c = &r->colls.a[k];
+      c->inst = UINT32_MAX;
+      if (c->p2p || c->seq < 0) continue;
+      size_t s = (size_t)cl_hash64(c->comm ^ ((uint64_t)c->seq * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)c->func << 52)) & (cap - 1);
+      while (h[s].id != UINT32_MAX && !(h[s].comm == c->comm && h[s].seq == c->seq && h[s].func == c->func))
+        s = (s + 1) & (cap - 1);
+      if (h[s].id == UINT32_MAX) {
+        h[s] = (inst_key){ c->comm, c->seq, (uint32_t)job->inst.n, c->func };
+        CL_PUSH(job->inst, ((cl_inst){ c->comm, c->seq, c->bytes, c->func, c->nranks, 0, 0 }));
+        CL_PUSH(last_rank, UINT32_MAX);
+      }
+      uint32_t id = h[s].id;
+      if (last_rank.a[id] == (uint32_t)ri) continue;   /* same key twice on one rank: keep the first */
+      last_rank.a[id] = (uint32_t)ri;
+      c->inst = id; job->inst.a[id].count++;
+    }
+  }
+  free(h); free(last_rank.a);
+  uint32_t off = 0;
+  for (size_t i = 0; i < job->inst.n; i++) { job->inst.a[i].first = off; off += job->inst.a[i].count; job->inst.a[i].count = 0; }
+  job->mem.a = cl_xmalloc((off ? off : 1) * sizeof(cl_member)); job->mem.n = job->mem.cap = off;
+  for (int ri = 0; ri < job->n; ri++) {
+    cl_rank *r = job->r[ri];
+    for (size_t k = 0; k < r->colls.n; k++) {
+      uint32_t id = r->colls.a[k].inst;
+      if (id == UINT32_MAX) continue;
+      cl_inst *in = &job->inst.a[id];
+      job->mem.a[in->first + in->count++] = (cl_member){ (uint32_t)ri, (uint32_t)k };
+    }
+  }
+}
+
+void cl_job_align(cl_job *job) {
+  if (!job->n) return;
+  job->ref_rank = job->r[0]->rank;
+  int *solved = cl_xcalloc((size_t)job->n, sizeof(int));
+  solved[0] = 1;
+  cl_rank *ref = job->r[0];
+  ref->aligned = 1; ref->offset_ns = 0; ref->off_via = ref->rank;
+  CL_VEC(int64_t) *d = cl_xcalloc((size_t)job->n, sizeof(*d));
+  int *via = cl_xcalloc((size_t)job->n, sizeof(int));
+  for (int round = 0;; round++) {
+    for (int i = 0; i < job->n; i++) d[i].n = 0;
+    for (size_t ii = 0; ii < job->inst.n; ii++) {
+      cl_inst *in = &job->inst.a[ii];
+      if (in->count < 2) continue;
+      /* members are in rank order: the first solved one is the reference for this instance */
+      int sref = -1; int64_t sref_end = 0;
+      for (uint32_t m = 0; m < in->count; m++) {
+        cl_member *mb = &job->mem.a[in->first + m];
+        if (solved[mb->rank_idx] == 1 || (solved[mb->rank_idx] && round > 0)) {
+          cl_rank *s = job->r[mb->rank_idx];
+          sref = (int)mb->rank_idx; sref_end = cl_aligned(s, s->colls.a[mb->coll_idx].end); break;
+        }
+      }
+      if (sref < 0) continue;
+      for (uint32_t m = 0; m < in->count; m++) {
+        cl_member *mb = &job->mem.a[in->first + m];
+        if (solved[mb->rank_idx]) continue;
+        CL_PUSH(d[mb->rank_idx], job->r[mb->rank_idx]->colls.a[mb->coll_idx].end - sref_end);
+        via[mb->rank_idx] = job->r[sref]->rank;
+      }
+    }
+    int progress = 0;
+    for (int i = 0; i < job->n; i++) {
+      if (solved[i] || !d[i].n) continue;
+      cl_rank *r = job->r[i];
+      size_t n = d[i].n;
+      int64_t med = cl_median_i64(d[i].a, n);
+      for (size_t k = 0; k < n; k++) d[i].a[k] = d[i].a[k] > med ? d[i].a[k] - med : med - d[i].a[k];
+      double mad = 1.4826 * (double)cl_median_i64(d[i].a, n);
+      r->aligned = 1; r->offset_ns = med; r->off_samples = (int)n;
+      r->off_mad_ns = (int64_t)mad;
+      r->off_err_ns = (int64_t)(1.2533 * mad / sqrt((double)n) + 0.5);
+      r->off_via = round == 0 ? job->ref_rank : via[i];
+      solved[i] = 2; progress = 1;
+    }
+    if (!progress) break;
+  }
+  for (int i = 0; i < job->n; i++) {
+    if (!solved[i])
+      fprintf(stderr, "commlens: %s: rank %d shares no collective with the ranks aligned so far; "
+              "its clock is left as recorded (host clock)\n", job->r[i]->path, job->r[i]->rank);
+    free(d[i].a);
+  }
+  free(d); free(via); free(solved);
+}

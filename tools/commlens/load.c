@@ -1,0 +1,328 @@
+/* load.c: finds and validates per-rank traces and reduces each to the compact per-rank
+ * model of load.h in one streaming pass (two threads, one file each at a time).
+ * Must never keep events themselves: only the aggregates the analyses need. */
+#include "load.h"
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- interned function names and communicator names (shared by the scan threads) ---- */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *g_func[1024]; static int g_nfunc;
+static CL_VEC(cl_commname) g_comms;
+
+const char *cl_func_name(int id) { return id >= 0 && id < g_nfunc ? g_func[id] : "?"; }
+
+int cl_func_id(const char *s, int n) {
+  pthread_mutex_lock(&g_mu);
+  int id = -1;
+  for (int i = 0; i < g_nfunc; i++)
+    if ((int)strlen(g_func[i]) == n && !memcmp(g_func[i], s, (size_t)n)) { id = i; break; }
+  if (id < 0 && g_nfunc < 1024) { g_func[g_nfunc] = cl_xstrndup(s, (size_t)n); id = g_nfunc++; }
+  if (id < 0) id = 1023;
+  pthread_mutex_unlock(&g_mu);
+  return id;
+}
+
+static void note_comm(uint64_t comm, cl_str_t name) {
+  pthread_mutex_lock(&g_mu);
+  size_t i;
+  for (i = 0; i < g_comms.n; i++) if (g_comms.a[i].comm == comm) break;
+  if (i == g_comms.n) {
+    char buf[256];
+    CL_PUSH(g_comms, ((cl_commname){ comm, strdup(cl_str_unescape(name, buf, sizeof buf)) }));
+  } else if (!g_comms.a[i].name[0] && name.n) {
+    char buf[256];
+    free(g_comms.a[i].name); g_comms.a[i].name = strdup(cl_str_unescape(name, buf, sizeof buf));
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+const char *cl_comm_name(uint64_t comm) {
+  for (size_t i = 0; i < g_comms.n; i++) if (g_comms.a[i].comm == comm) return g_comms.a[i].name;
+  return "";
+}
+int cl_comm_by_name(const char *name, uint64_t *out) {
+  for (size_t i = 0; i < g_comms.n; i++)
+    if (g_comms.a[i].name[0] && !strcmp(g_comms.a[i].name, name)) { *out = g_comms.a[i].comm; return 0; }
+  return -1;
+}
+
+/* ---- per-rank scratch: (comm, func, seq) -> latest-finishing channel ------------------ */
+typedef struct { uint64_t comm; int64_t seq; int64_t end; int32_t func, ch; int used; } tail_ent;
+typedef struct { tail_ent *t; size_t cap, n; } tail_map;
+
+static size_t tail_slot(tail_map *m, uint64_t comm, int func, int64_t seq) {
+  size_t h = (size_t)cl_hash64(comm ^ ((uint64_t)seq * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)func << 56));
+  for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    tail_ent *t = &m->t[i];
+    if (!t->used || (t->comm == comm && t->seq == seq && t->func == func)) return i;
+  }
+}
+static void tail_put(tail_map *m, uint64_t comm, int func, int64_t seq, int64_t end, int ch) {
+  if (2 * (m->n + 1) > m->cap) {
+    tail_map nm = { cl_xcalloc(m->cap ? m->cap * 2 : 1024, sizeof(tail_ent)), m->cap ? m->cap * 2 : 1024, 0 };
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->t[i].used) { nm.t[tail_slot(&nm, m->t[i].comm, m->t[i].func, m->t[i].seq)] = m->t[i]; nm.n++; }
+    free(m->t); *m = nm;
+  }
+  tail_ent *t = &m->t[tail_slot(m, comm, func, seq)];
+  if (!t->used) { *t = (tail_ent){ comm, seq, end, func, ch, 1 }; m->n++; return; }
+  if (end > t->end) { t->end = end; t->ch = ch; }
+}
+
+static cl_chan *chan_get(cl_rank *r, uint64_t comm, int ch) {
+  if (r->chans.n * 2 + 2 > r->chan_cap) {
+    size_t cap = r->chan_cap ? r->chan_cap * 2 : 256;
+    free(r->chan_idx); r->chan_idx = cl_xcalloc(cap, sizeof(uint32_t)); r->chan_cap = cap;
+    for (size_t k = 0; k < r->chans.n; k++) {
+      size_t i = (size_t)cl_hash64(r->chans.a[k].comm + (uint64_t)r->chans.a[k].channel) & (cap - 1);
+      while (r->chan_idx[i]) i = (i + 1) & (cap - 1);
+      r->chan_idx[i] = (uint32_t)k + 1;
+    }
+  }
+  size_t i = (size_t)cl_hash64(comm + (uint64_t)ch) & (r->chan_cap - 1);
+  for (; r->chan_idx[i]; i = (i + 1) & (r->chan_cap - 1)) {
+    cl_chan *c = &r->chans.a[r->chan_idx[i] - 1];
+    if (c->comm == comm && c->channel == ch) return c;
+  }
+  CL_GROW(r->chans);
+  cl_chan *c = &r->chans.a[r->chans.n];
+  memset(c, 0, sizeof *c); c->comm = comm; c->channel = ch;
+  r->chan_idx[i] = (uint32_t)++r->chans.n;
+  return c;
+}
+
+typedef struct { cl_rank *r; const char *last_f; int last_fn, last_id; uint64_t last_comm; int comm_seen; } scan_ctx;
+
+static int func_of(scan_ctx *c, cl_str_t s) {
+  if (c->last_f && c->last_fn == s.n && !memcmp(c->last_f, s.p, (size_t)s.n)) return c->last_id;
+  int id = cl_func_id(s.p, s.n);
+  /* the slice points into the reader's buffer: cache the interned copy instead */
+  c->last_f = cl_func_name(id); c->last_fn = s.n; c->last_id = id;
+  return id;
+}
+
+static void on_event(const cl_ev *ev, void *arg) {
+  scan_ctx *c = arg; cl_rank *r = c->r;
+  if (ev->ph == 'M') {
+    if (!r->pname && cl_str_eq(ev->name, "process_name") && ev->arg_name.n) {
+      char buf[512]; r->pname = strdup(cl_str_unescape(ev->arg_name, buf, sizeof buf));
+    }
+    return;
+  }
+  if (!ev->has_ts) return;
+  int64_t end = ev->ts_ns + (ev->has_dur ? ev->dur_ns : 0);
+  if (ev->ts_ns < r->t_min) r->t_min = ev->ts_ns;
+  if (end > r->t_max) r->t_max = end;
+  if (ev->ph != 'X') return;
+  switch (ev->cat) {
+  case CAT_COLL_GPU: {
+    cl_coll k;
+    memset(&k, 0, sizeof k);
+    k.comm = ev->comm; k.seq = ev->has_seq ? ev->seq : -1; k.start = ev->ts_ns; k.end = end;
+    k.bytes = ev->bytes; k.nranks = ev->nranks; k.tid = (int32_t)ev->tid; k.tid_ok = (uint8_t)ev->tid_is_num;
+    k.func = (uint16_t)func_of(c, ev->name); k.inst = UINT32_MAX;
+    k.p2p = (uint8_t)(ev->has_p2p_peer || cl_str_eq(ev->name, "Send") || cl_str_eq(ev->name, "Recv"));
+    CL_PUSH(r->colls, k);
+    if (ev->has_exposed) { r->exposed_args += ev->exposed_ns; r->has_exposed_args = 1; }
+    if (ev->has_comm && (!c->comm_seen || c->last_comm != ev->comm)) {
+      c->comm_seen = 1; c->last_comm = ev->comm; note_comm(ev->comm, ev->comm_name);
+    }
+    break;
+  }
+  case CAT_KERNEL_CH: {
+    if (!ev->has_channel) break;
+    if (ev->implausible) { r->n_kch_implausible++; break; }
+    cl_chan *ch = chan_get(r, ev->comm, ev->channel);
+    ch->n++; ch->sum_dur += ev->dur_ns;
+    if (ev->dur_ns > ch->max_dur) { ch->max_dur = ev->dur_ns; ch->max_seq = ev->has_seq ? ev->seq : -1; }
+    if (ev->has_seq) {
+      int f = ev->func.n ? func_of(c, ev->func) : -1;
+      if (!r->tail_map) r->tail_map = cl_xcalloc(1, sizeof(tail_map));
+      tail_put(r->tail_map, ev->comm, f, ev->seq, end, ev->channel);
+    }
+    break;
+  }
+  case CAT_PROXY_STEP: {
+    if (!ev->has_channel) break;
+    cl_chan *ch = chan_get(r, ev->comm, ev->channel);
+    ch->nsteps++;
+    ch->w_gpu += ev->w_gpu; ch->w_peer += ev->w_peer; ch->w_send += ev->w_send;
+    ch->w_recv += ev->w_recv; ch->w_flush += ev->w_flush; ch->w_recv_gpu += ev->w_recv_gpu;
+    int64_t pw = ev->w_peer + ev->w_recv;
+    if (pw > 0 && ev->has_peer) {
+      size_t i;
+      for (i = 0; i < ch->peers.n; i++) if (ch->peers.a[i].peer == ev->peer) break;
+      if (i == ch->peers.n) CL_PUSH(ch->peers, ((cl_peerwait){ ev->peer, 0 }));
+      ch->peers.a[i].wait += pw;
+    }
+    break;
+  }
+  case CAT_EXPOSED:
+    r->exposed_evs += ev->dur_ns; r->has_exposed_evs = 1;
+    break;
+  case CAT_GPU_KERNEL:
+    if (r->device < 0 && ev->has_device) r->device = ev->device;
+    break;
+  case CAT_PROXY_STATE: case CAT_PROXY_OP: case CAT_PROXY_CTRL: case CAT_NET:
+    break;
+  default: {
+    long s = cl_step_number(ev->name);
+    if (s >= 0) CL_PUSH(r->steps, ((cl_step){ s, ev->ts_ns, end }));
+  }
+  }
+}
+
+static void rank_scan(cl_rank *r) {
+  scan_ctx c = { .r = r };
+  cl_info_free(&r->info);
+  r->t_min = INT64_MAX; r->t_max = INT64_MIN;
+  cl_trace_scan(r->path, on_event, &c, &r->info, 0);
+  if (r->tail_map) {
+    tail_map *m = r->tail_map;
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->t[i].used) chan_get(r, m->t[i].comm, m->t[i].ch)->tail++;
+    free(m->t); free(m); r->tail_map = NULL;
+  }
+  free(r->chan_idx); r->chan_idx = NULL; r->chan_cap = 0;
+  if (r->t_min == INT64_MAX) r->t_min = r->t_max = 0;
+}
+
+typedef struct { cl_rank **r; int n; int next; pthread_mutex_t mu; } work_q;
+static void *scan_worker(void *arg) {
+  work_q *q = arg;
+  for (;;) {
+    pthread_mutex_lock(&q->mu);
+    int i = q->next++;
+    pthread_mutex_unlock(&q->mu);
+    if (i >= q->n) return NULL;
+    rank_scan(q->r[i]);
+  }
+}
+
+static int is_trace_name(const char *n) {
+  return strstr(n, ".trace.json") != NULL;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_rank(const void *a, const void *b) {
+  const cl_rank *x = *(cl_rank *const *)a, *y = *(cl_rank *const *)b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return strcmp(x->path, y->path);
+}
+
+int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
+  memset(job, 0, sizeof *job);
+  CL_VEC(char *) files = {0};
+  for (int i = 0; i < npaths; i++) {
+    struct stat st;
+    if (stat(paths[i], &st) != 0) { fprintf(stderr, "commlens: %s: no such file or directory\n", paths[i]); continue; }
+    if (S_ISDIR(st.st_mode)) {
+      DIR *d = opendir(paths[i]);
+      if (!d) { fprintf(stderr, "commlens: %s: cannot read directory\n", paths[i]); continue; }
+      struct dirent *de; size_t before = files.n; int others = 0;
+      while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        if (!is_trace_name(de->d_name)) { others++; continue; }
+        char *p = cl_xmalloc(strlen(paths[i]) + strlen(de->d_name) + 2);
+        sprintf(p, "%s/%s", paths[i], de->d_name);
+        CL_PUSH(files, p);
+      }
+      closedir(d);
+      if (files.n == before)
+        fprintf(stderr, "commlens: %s: no commlens traces (*.trace.json[.gz]) in this directory%s\n",
+                paths[i], others ? " (other files ignored)" : "");
+    } else CL_PUSH(files, strdup(paths[i]));
+  }
+  qsort(files.a, files.n, sizeof(char *), cmp_str);
+  job->n_files_seen = (int)files.n;
+
+  /* headers first: decide which files belong together before the expensive pass */
+  CL_VEC(cl_rank *) cand = {0};
+  for (size_t i = 0; i < files.n; i++) {
+    cl_rank *r = cl_xcalloc(1, sizeof *r);
+    r->path = files.a[i]; r->device = -1;
+    if (cl_trace_scan(r->path, NULL, NULL, &r->info, 1) != 0) {
+      fprintf(stderr, "commlens: %s: %s; skipped\n", r->path, r->info.msg);
+      cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
+    }
+    if (r->info.format != 1) {
+      fprintf(stderr, "commlens: %s: trace format %d is not supported (this commlens reads format 1); skipped\n",
+              r->path, r->info.format);
+      cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
+    }
+    if (r->info.rank < 0) {
+      fprintf(stderr, "commlens: %s: header has no rank; skipped\n", r->path);
+      cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
+    }
+    r->rank = r->info.rank;
+    CL_PUSH(cand, r);
+  }
+  free(files.a);
+  /* the job most files belong to wins; ties go to the job of the lowest rank */
+  const char *best = NULL; int bestn = 0, bestrank = 0;
+  for (size_t i = 0; i < cand.n; i++) {
+    const char *j = cand.a[i]->info.job ? cand.a[i]->info.job : "";
+    int n = 0, lo = cand.a[i]->rank;
+    for (size_t k = 0; k < cand.n; k++) {
+      const char *jk = cand.a[k]->info.job ? cand.a[k]->info.job : "";
+      if (!strcmp(j, jk)) { n++; if (cand.a[k]->rank < lo) lo = cand.a[k]->rank; }
+    }
+    if (n > bestn || (n == bestn && lo < bestrank)) { best = j; bestn = n; bestrank = lo; }
+  }
+  job->job = strdup(best ? best : "");
+  qsort(cand.a, cand.n, sizeof(cl_rank *), cmp_rank);
+  CL_VEC(cl_rank *) use = {0};
+  const char *ver = NULL;
+  for (size_t i = 0; i < cand.n; i++) {
+    cl_rank *r = cand.a[i];
+    const char *j = r->info.job ? r->info.job : "";
+    if (strcmp(j, job->job)) {
+      fprintf(stderr, "commlens: %s: belongs to job \"%s\", not \"%s\" like the other %d trace(s); skipped\n",
+              r->path, j, job->job, bestn);
+    } else if (use.n && use.a[use.n - 1]->rank == r->rank) {
+      fprintf(stderr, "commlens: %s: rank %d already read from %s; skipped\n", r->path, r->rank, use.a[use.n - 1]->path);
+    } else {
+      if (r->info.version && ver && strcmp(ver, r->info.version))
+        fprintf(stderr, "commlens: %s: plugin version %s differs from %s (same format; used)\n", r->path, r->info.version, ver);
+      if (!ver) ver = r->info.version;
+      CL_PUSH(use, r); continue;
+    }
+    cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++;
+  }
+  free(cand.a);
+
+  work_q q = { use.a, (int)use.n, 0, PTHREAD_MUTEX_INITIALIZER };
+  if (threads < 1) threads = 1;
+  if (threads > (int)use.n) threads = (int)use.n;
+  pthread_t th[16];
+  for (int t = 1; t < threads && t < 16; t++) pthread_create(&th[t], NULL, scan_worker, &q);
+  scan_worker(&q);
+  for (int t = 1; t < threads && t < 16; t++) pthread_join(th[t], NULL);
+
+  job->r = use.a; job->n = (int)use.n;
+  for (int i = 0; i < job->n; i++) {
+    cl_rank *r = job->r[i];
+    if (r->info.bad)
+      fprintf(stderr, "commlens: %s: %s; using the %lld events before it\n", r->path, r->info.msg, (long long)r->info.n_events);
+    else if (r->info.truncated)
+      fprintf(stderr, "commlens: %s: file ends mid-trace%s%s (rank killed?); using the %lld complete events\n", r->path,
+              r->info.msg[0] ? ": " : "", r->info.msg, (long long)r->info.n_events);
+    if (r->info.n_events == 0) fprintf(stderr, "commlens: %s: no events\n", r->path);
+  }
+  return job->n;
+}
+
+void cl_job_free(cl_job *job) {
+  for (int i = 0; i < job->n; i++) {
+    cl_rank *r = job->r[i];
+    for (size_t k = 0; k < r->chans.n; k++) free(r->chans.a[k].peers.a);
+    free(r->chans.a); free(r->colls.a); free(r->steps.a); free(r->pname);
+    cl_info_free(&r->info); free(r->path); free(r);
+  }
+  free(job->r); free(job->inst.a); free(job->mem.a); free(job->job);
+  memset(job, 0, sizeof *job);
+}

@@ -1,0 +1,80 @@
+/* load.h: the job model the CLI builds from a directory of per-rank traces: which files
+ * are usable, and per rank only what the analyses need (collective spans, per-channel
+ * aggregates, step markers). Also the cross-rank instance table and the clock alignment. */
+#ifndef COMMLENS_CLI_LOAD_H
+#define COMMLENS_CLI_LOAD_H
+#include "trace_read.h"
+#include "util.h"
+#include <stdint.h>
+
+/* One coll_gpu slice on one rank (times in the rank's own clock, ns). */
+typedef struct {
+  uint64_t comm; int64_t seq, start, end, bytes;
+  int32_t tid, nranks; uint32_t inst;   /* inst: index into cl_job.inst, UINT32_MAX if none */
+  uint16_t func; uint8_t p2p, tid_ok;
+} cl_coll;
+
+typedef struct { int peer; int64_t wait; } cl_peerwait;
+/* Aggregates for one (comm, channel) of one rank. */
+typedef struct {
+  uint64_t comm; int channel;
+  int64_t n, sum_dur, max_dur, max_seq, tail;  /* kernel_ch slices, longest (its seq), tail count */
+  int64_t nsteps, w_gpu, w_peer, w_send, w_recv, w_flush, w_recv_gpu;   /* proxy_step */
+  CL_VEC(cl_peerwait) peers;                   /* peer + recv wait per peer */
+} cl_chan;
+
+typedef struct { long step; int64_t start, end; } cl_step;
+
+typedef struct {
+  char *path; cl_info info;
+  int rank;                  /* global rank from the header */
+  char *pname;               /* the file's process_name, if any (owned) */
+  int device;                /* GPU device if known, else -1 */
+  int64_t t_min, t_max;      /* first ts and last ts+dur over timed events, own clock */
+  CL_VEC(cl_coll) colls;
+  CL_VEC(cl_chan) chans;
+  CL_VEC(cl_step) steps;
+  int64_t exposed_args, exposed_evs; int has_exposed_args, has_exposed_evs;
+  int64_t n_kch_implausible;
+  /* clock alignment: aligned = own - offset_ns */
+  int aligned; int64_t offset_ns, off_err_ns, off_mad_ns; int off_samples, off_via;
+  /* scan scratch */
+  uint32_t *chan_idx; size_t chan_cap;   /* hash of (comm, channel) -> chans index + 1 */
+  void *tail_map;
+} cl_rank;
+
+/* A collective instance (comm, func, seq) seen on two or more ranks. */
+typedef struct {
+  uint64_t comm; int64_t seq, bytes; uint16_t func; int32_t nranks;
+  uint32_t first, count;     /* members: cl_job.mem[first .. first+count) */
+} cl_inst;
+typedef struct { uint32_t rank_idx, coll_idx; } cl_member;
+
+typedef struct { uint64_t comm; char *name; } cl_commname;
+
+typedef struct {
+  cl_rank **r; int n;                  /* usable ranks, sorted by rank */
+  int n_files_seen, n_files_skipped;
+  char *job;                           /* the job id everyone agreed on (may be "") */
+  CL_VEC(cl_inst) inst;
+  CL_VEC(cl_member) mem;
+  int ref_rank;
+} cl_job;
+
+/* Function names are interned process-wide: id -> name. */
+const char *cl_func_name(int id);
+int cl_func_id(const char *s, int n);
+const char *cl_comm_name(uint64_t comm);   /* "" if none known */
+int cl_comm_by_name(const char *name, uint64_t *out);
+
+/* Finds traces under the given paths (directories or files), validates headers (format,
+ * job, duplicate ranks), scans the usable ones with `threads` threads. Problems go to
+ * stderr naming the file. Returns the number of usable ranks (0: nothing usable). */
+int cl_job_load(cl_job *job, char **paths, int npaths, int threads);
+/* Builds cl_job.inst from matching (comm, func, seq) across ranks (not p2p). */
+void cl_job_instances(cl_job *job);
+/* Estimates every rank's clock offset against the lowest rank (see align.c). */
+void cl_job_align(cl_job *job);
+void cl_job_free(cl_job *job);
+static inline int64_t cl_aligned(const cl_rank *r, int64_t t) { return t - r->offset_ns; }
+#endif

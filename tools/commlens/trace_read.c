@@ -1,0 +1,488 @@
+/* trace_read.c: the streaming scanner behind cl_trace_scan (see trace_read.h).
+ * Owns the read buffer and the top-level JSON walk. Must stay correct for any valid JSON
+ * (escapes, nesting, whitespace, key order) while staying fast on our writer's regular
+ * output; it must never load a whole file into memory or parse events through json-c. */
+#include "trace_read.h"
+#include "util.h"
+#include <json-c/json.h>
+#include <zlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#define CL_BUF_INIT (4u << 20)
+#define CL_BUF_MAX  (1u << 30)
+
+/* ---- JSON primitives. All return the position after what they consumed, or NULL when the
+ * text ends first (need more data) or is malformed (*bad set). ------------------------- */
+static inline const char *js_ws(const char *p, const char *e) {
+  while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  return p;
+}
+
+/* p at the opening quote. */
+static inline const char *js_str(const char *p, const char *e) {
+  const char *s = p + 1;
+  for (;;) {
+    const char *q = memchr(s, '"', (size_t)(e - s));
+    if (!q) return NULL;
+    const char *b = q;
+    while (b > p + 1 && b[-1] == '\\') b--;
+    if (((q - b) & 1) == 0) return q + 1;
+    s = q + 1;
+  }
+}
+
+static inline int js_delim(char c) {
+  return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static const char *js_skip(const char *p, const char *e, int *bad) {
+  if (p >= e) return NULL;
+  char c = *p;
+  if (c == '"') return js_str(p, e);
+  if (c == '{' || c == '[') {
+    int d = 0;
+    while (p < e) {
+      c = *p;
+      if (c == '"') { p = js_str(p, e); if (!p) return NULL; continue; }
+      if (c == '{' || c == '[') d++;
+      else if (c == '}' || c == ']') { if (--d == 0) return p + 1; }
+      p++;
+    }
+    return NULL;
+  }
+  if (c == ',' || c == '}' || c == ']' || c == ':') { *bad = 1; return NULL; }
+  const char *s = p;
+  while (p < e && !js_delim(*p)) p++;
+  if (p == e) return NULL;
+  if (p == s) { *bad = 1; return NULL; }
+  return p;
+}
+
+/* Number (or numeric string) -> double, slow path. */
+static const char *js_num_slow(const char *p, const char *e, double *out, int *bad) {
+  int quoted = (*p == '"');
+  const char *s = p + quoted, *q = s;
+  while (q < e && !js_delim(*q) && *q != '"') q++;
+  if (q == e) return NULL;
+  char tmp[64]; size_t n = (size_t)(q - s);
+  if (n == 0 || n >= sizeof tmp) { *bad = 1; return NULL; }
+  memcpy(tmp, s, n); tmp[n] = 0;
+  char *end; *out = strtod(tmp, &end);
+  if (end == tmp) *out = 0;
+  if (quoted) { if (*q != '"') { *bad = 1; return NULL; } q++; }
+  return q;
+}
+
+/* Microseconds with decimals -> integer nanoseconds, exactly for up to three decimals. */
+static const char *js_us_to_ns(const char *p, const char *e, int64_t *out, int *bad) {
+  const char *s = p; int neg = 0;
+  if (p < e && *p == '-') { neg = 1; p++; }
+  int64_t ip = 0; const char *d0 = p;
+  while (p < e && (unsigned)(*p - '0') < 10) ip = ip * 10 + (*p++ - '0');
+  if (p == e) return NULL;
+  if (p == d0) goto slow;
+  int64_t frac = 0; int nf = 0, round = 0;
+  if (*p == '.') {
+    p++;
+    while (p < e && (unsigned)(*p - '0') < 10) {
+      if (nf < 3) { frac = frac * 10 + (*p - '0'); nf++; }
+      else if (nf == 3) { round = (*p >= '5'); nf++; }
+      p++;
+    }
+    if (p == e) return NULL;
+  }
+  if (*p == 'e' || *p == 'E') goto slow;
+  if (!js_delim(*p)) { *bad = 1; return NULL; }
+  for (int i = nf < 3 ? nf : 3; i < 3; i++) frac *= 10;
+  int64_t v = ip * 1000 + frac + round;
+  *out = neg ? -v : v;
+  return p;
+slow:;
+  double d; const char *q = js_num_slow(s, e, &d, bad);
+  if (q) *out = (int64_t)(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
+  return q;
+}
+
+/* Integer (or numeric string, or hex string "0x...") -> int64. */
+static const char *js_int(const char *p, const char *e, int64_t *out, int *bad) {
+  if (p < e && *p == '"') {
+    const char *q = js_str(p, e);
+    if (!q) return NULL;
+    const char *s = p + 1; size_t n = (size_t)(q - 1 - s);
+    char tmp[40];
+    if (n >= sizeof tmp) n = sizeof tmp - 1;
+    memcpy(tmp, s, n); tmp[n] = 0;
+    *out = (int64_t)strtoull(tmp, NULL, 0);
+    return q;
+  }
+  const char *s = p; int neg = 0; int64_t v = 0;
+  if (p < e && *p == '-') { neg = 1; p++; }
+  const char *d0 = p;
+  while (p < e && (unsigned)(*p - '0') < 10) v = v * 10 + (*p++ - '0');
+  if (p == e) return NULL;
+  if (p != d0 && js_delim(*p)) { *out = neg ? -v : v; return p; }
+  if (p < e && (*p == 't' || *p == 'f' || *p == 'n')) {   /* true/false/null */
+    const char *q = js_skip(p, e, bad);
+    if (q) *out = (*p == 't');
+    return q;
+  }
+  double d; const char *q = js_num_slow(s, e, &d, bad);
+  if (q) *out = (int64_t)d;
+  return q;
+}
+
+static inline int key_is(const char *k, int kl, const char *lit, int ll) {
+  return kl == ll && memcmp(k, lit, (size_t)ll) == 0;
+}
+#define KEY(lit) key_is(k, kl, lit, (int)sizeof(lit) - 1)
+
+static int cat_of(const char *s, int n) {
+  switch (n) {
+  case 2: if (!memcmp(s, "ce", 2)) return CAT_CE; break;
+  case 3: if (!memcmp(s, "api", 3)) return CAT_API; if (!memcmp(s, "net", 3)) return CAT_NET; break;
+  case 4: if (!memcmp(s, "coll", 4)) return CAT_COLL; if (!memcmp(s, "flow", 4)) return CAT_FLOW; break;
+  case 5: if (!memcmp(s, "group", 5)) return CAT_GROUP; break;
+  case 7: if (!memcmp(s, "exposed", 7)) return CAT_EXPOSED; break;
+  case 8: if (!memcmp(s, "coll_gpu", 8)) return CAT_COLL_GPU; if (!memcmp(s, "proxy_op", 8)) return CAT_PROXY_OP; break;
+  case 9: if (!memcmp(s, "kernel_ch", 9)) return CAT_KERNEL_CH; break;
+  case 10:
+    if (!memcmp(s, "proxy_step", 10)) return CAT_PROXY_STEP;
+    if (!memcmp(s, "proxy_ctrl", 10)) return CAT_PROXY_CTRL;
+    if (!memcmp(s, "gpu_kernel", 10)) return CAT_GPU_KERNEL;
+    break;
+  case 11: if (!memcmp(s, "proxy_state", 11)) return CAT_PROXY_STATE; break;
+  }
+  if (n == 3 && !memcmp(s, "p2p", 3)) return CAT_P2P;
+  return CAT_OTHER;
+}
+
+static const char *parse_args(const char *p, const char *e, cl_ev *ev, int *bad) {
+  p++;
+  for (;;) {
+    p = js_ws(p, e);
+    if (p >= e) return NULL;
+    if (*p == '}') return p + 1;
+    if (*p == ',') { p++; continue; }
+    if (*p != '"') { *bad = 1; return NULL; }
+    const char *k = p + 1, *q = js_str(p, e);
+    if (!q) return NULL;
+    int kl = (int)(q - 1 - k);
+    p = js_ws(q, e);
+    if (p >= e) return NULL;
+    if (*p != ':') { *bad = 1; return NULL; }
+    p = js_ws(p + 1, e);
+    if (p >= e) return NULL;
+    int64_t v = 0;
+    const char *r = NULL;
+    switch (kl) {
+    case 3:
+      if (KEY("seq")) { r = js_int(p, e, &ev->seq, bad); ev->has_seq = r != NULL; break; }
+      break;
+    case 4:
+      if (KEY("comm")) { r = js_int(p, e, &v, bad); ev->comm = (uint64_t)v; ev->has_comm = r != NULL; break; }
+      if (KEY("peer")) { r = js_int(p, e, &v, bad); ev->peer = (int)v; ev->has_peer = r != NULL; break; }
+      if ((KEY("func") || KEY("name")) && *p == '"') {
+        r = js_str(p, e);
+        if (r) { cl_str_t s = { p + 1, (int)(r - 1 - (p + 1)) }; if (k[0] == 'f') ev->func = s; else ev->arg_name = s; }
+        break;
+      }
+      break;
+    case 5:
+      if (KEY("bytes")) { r = js_int(p, e, &ev->bytes, bad); ev->has_bytes = r != NULL; break; }
+      break;
+    case 6:
+      if (KEY("nranks")) { r = js_int(p, e, &v, bad); ev->nranks = (int)v; ev->has_nranks = r != NULL; break; }
+      if (KEY("device")) { r = js_int(p, e, &v, bad); ev->device = (int)v; ev->has_device = r != NULL; break; }
+      break;
+    case 7:
+      if (KEY("channel")) { r = js_int(p, e, &v, bad); ev->channel = (int)v; ev->has_channel = r != NULL; break; }
+      break;
+    case 8:
+      if (KEY("p2p_peer")) { r = js_int(p, e, &v, bad); ev->has_p2p_peer = r != NULL; break; }
+      break;
+    case 9:
+      if (KEY("comm_name") && *p == '"') { r = js_str(p, e); if (r) ev->comm_name = (cl_str_t){ p + 1, (int)(r - 1 - (p + 1)) }; break; }
+      break;
+    case 10:
+      if (KEY("exposed_ns")) { r = js_int(p, e, &ev->exposed_ns, bad); ev->has_exposed = r != NULL; break; }
+      break;
+    case 11:
+      if (KEY("gpu_wait_ns")) { r = js_int(p, e, &ev->w_gpu, bad); break; }
+      if (KEY("implausible")) { r = js_int(p, e, &v, bad); ev->implausible = (int)v; break; }
+      break;
+    case 12:
+      if (KEY("peer_wait_ns")) { r = js_int(p, e, &ev->w_peer, bad); break; }
+      if (KEY("send_wait_ns")) { r = js_int(p, e, &ev->w_send, bad); break; }
+      if (KEY("recv_wait_ns")) { r = js_int(p, e, &ev->w_recv, bad); break; }
+      break;
+    case 13:
+      if (KEY("flush_wait_ns")) { r = js_int(p, e, &ev->w_flush, bad); break; }
+      break;
+    case 16:
+      if (KEY("recv_gpu_wait_ns")) { r = js_int(p, e, &ev->w_recv_gpu, bad); break; }
+      break;
+    }
+    if (!r) {
+      if (*bad) { *bad = 0; r = js_skip(p, e, bad); }   /* unexpected type: just skip it */
+      else if (p < e) r = js_skip(p, e, bad);
+      if (!r) return NULL;
+    }
+    p = r;
+  }
+}
+
+/* Parses the event object at p ('{'). */
+static const char *parse_event(const char *p, const char *e, cl_ev *ev, int *bad) {
+  memset(ev, 0, sizeof *ev);
+  ev->beg = p; ev->cat = CAT_NONE;
+  p++;
+  for (;;) {
+    p = js_ws(p, e);
+    if (p >= e) return NULL;
+    if (*p == '}') { ev->end = p + 1; return p + 1; }
+    if (*p == ',') { p++; continue; }
+    if (*p != '"') { *bad = 1; return NULL; }
+    const char *k = p + 1, *q = js_str(p, e);
+    if (!q) return NULL;
+    int kl = (int)(q - 1 - k);
+    p = js_ws(q, e);
+    if (p >= e) return NULL;
+    if (*p != ':') { *bad = 1; return NULL; }
+    p = js_ws(p + 1, e);
+    if (p >= e) return NULL;
+    const char *r = NULL;
+    if (kl == 2 && k[0] == 'p' && k[1] == 'h' && *p == '"') {
+      r = js_str(p, e); if (r) ev->ph = p[1];
+    } else if (kl == 2 && k[0] == 't' && k[1] == 's') {
+      r = js_us_to_ns(p, e, &ev->ts_ns, bad); ev->has_ts = r != NULL; ev->ts_v = p; ev->ts_ve = r;
+    } else if (kl == 3 && !memcmp(k, "dur", 3)) {
+      r = js_us_to_ns(p, e, &ev->dur_ns, bad); ev->has_dur = r != NULL;
+    } else if (kl == 3 && !memcmp(k, "pid", 3)) {
+      r = js_skip(p, e, bad); ev->pid_v = p; ev->pid_ve = r;
+    } else if (kl == 3 && !memcmp(k, "tid", 3)) {
+      if (*p == '"') r = js_str(p, e);
+      else { r = js_int(p, e, &ev->tid, bad); ev->tid_is_num = r != NULL; }
+      ev->has_tid = r != NULL;
+    } else if (kl == 3 && !memcmp(k, "cat", 3) && *p == '"') {
+      r = js_str(p, e);
+      if (r) { ev->cat_s = (cl_str_t){ p + 1, (int)(r - 1 - (p + 1)) }; ev->cat = cat_of(ev->cat_s.p, ev->cat_s.n); }
+    } else if (kl == 4 && !memcmp(k, "name", 4) && *p == '"') {
+      r = js_str(p, e);
+      if (r) ev->name = (cl_str_t){ p + 1, (int)(r - 1 - (p + 1)) };
+    } else if (kl == 2 && k[0] == 'i' && k[1] == 'd') {
+      r = js_skip(p, e, bad); ev->id_v = p; ev->id_ve = r; ev->has_id = r != NULL;
+    } else if (kl == 4 && !memcmp(k, "args", 4) && *p == '{') {
+      r = parse_args(p, e, ev, bad);
+    }
+    if (!r) {
+      if (*bad) { *bad = 0; r = js_skip(p, e, bad); }
+      else r = js_skip(p, e, bad);
+      if (!r) return NULL;
+    }
+    p = r;
+  }
+}
+
+/* ---- the reader: a gzFile (which also reads plain files) behind a growable buffer ----- */
+typedef struct {
+  gzFile gz;
+  char *buf; size_t cap, pos, len;
+  int eof, gzerr;
+} cl_reader;
+
+/* Keeps [pos, len) and reads more after it; grows the buffer when it is full of one value.
+ * Returns 1 if new bytes arrived. */
+static int reader_fill(cl_reader *r) {
+  if (r->eof) return 0;
+  if (r->pos) { memmove(r->buf, r->buf + r->pos, r->len - r->pos); r->len -= r->pos; r->pos = 0; }
+  if (r->len == r->cap) {
+    if (r->cap >= CL_BUF_MAX) { r->eof = 1; return 0; }
+    r->cap *= 2; r->buf = cl_xrealloc(r->buf, r->cap);
+  }
+  int n = gzread(r->gz, r->buf + r->len, (unsigned)(r->cap - r->len));
+  if (n <= 0) {
+    int errnum = 0; gzerror(r->gz, &errnum);
+    if (n < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) r->gzerr = 1;
+    r->eof = 1; return 0;
+  }
+  r->len += (size_t)n;
+  return 1;
+}
+
+static char *dup_json_str(json_object *o, const char *key) {
+  json_object *v;
+  if (!json_object_object_get_ex(o, key, &v)) return NULL;
+  const char *s = json_object_get_string(v);
+  return s ? strdup(s) : NULL;
+}
+static int64_t get_i64(json_object *o, const char *key, int64_t dflt) {
+  json_object *v;
+  if (!o || !json_object_object_get_ex(o, key, &v)) return dflt;
+  return json_object_get_int64(v);
+}
+
+static void take_header(cl_info *in, const char *s, size_t n) {
+  json_tokener *t = json_tokener_new();
+  json_object *o = json_tokener_parse_ex(t, s, (int)n);
+  json_tokener_free(t);
+  if (!o || !json_object_is_type(o, json_type_object)) { if (o) json_object_put(o); return; }
+  in->has_header = 1;
+  in->format = (int)get_i64(o, "format", -1);
+  in->abi = (int)get_i64(o, "abi", 0);
+  in->rank = (int)get_i64(o, "rank", -1);
+  in->os_pid = (int)get_i64(o, "os_pid", 0);
+  in->version = dup_json_str(o, "version");
+  in->host = dup_json_str(o, "host");
+  in->job = dup_json_str(o, "job");
+  in->rank_source = dup_json_str(o, "rank_source");
+  json_object *c;
+  if (json_object_object_get_ex(o, "clock", &c)) {
+    in->realtime_offset_ns = get_i64(c, "realtime_offset_ns", 0);
+    in->offset_error_ns = get_i64(c, "offset_error_ns", 0);
+  }
+  json_object_put(o);
+}
+
+static void take_stats(cl_info *in, const char *s, size_t n) {
+  json_tokener *t = json_tokener_new();
+  json_object *o = json_tokener_parse_ex(t, s, (int)n);
+  json_tokener_free(t);
+  if (!o || !json_object_is_type(o, json_type_object)) { if (o) json_object_put(o); return; }
+  json_object *v;
+  in->has_stats = 1;
+  in->final = json_object_object_get_ex(o, "final", &v) && json_object_get_boolean(v);
+  in->st_events = get_i64(o, "events", -1);
+  in->st_dropped = get_i64(o, "dropped", 0);
+  in->st_calls = get_i64(o, "calls", 0);
+  in->st_overhead_ns = get_i64(o, "overhead_ns_per_call", 0);
+  in->st_overhead_pct = json_object_object_get_ex(o, "overhead_pct", &v) ? json_object_get_double(v) : 0;
+  json_object_put(o);
+}
+
+enum { ST_OPEN, ST_KEY, ST_VALUE, ST_ELEM, ST_DONE };
+enum { K_OTHER, K_HEADER, K_STATS, K_EVENTS };
+
+int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int header_only) {
+  memset(info, 0, sizeof *info);
+  info->rank = -1; info->format = -1;
+  cl_reader r = {0};
+  r.gz = gzopen(path, "rb");
+  if (!r.gz) { snprintf(info->msg, sizeof info->msg, "cannot open: %s", strerror(errno)); info->bad = 1; return -1; }
+  gzbuffer(r.gz, 1u << 20);
+  r.cap = CL_BUF_INIT; r.buf = cl_xmalloc(r.cap);
+  int state = ST_OPEN, key = K_OTHER;
+  cl_ev ev;
+  for (;;) {
+    const char *b = r.buf + r.pos, *e = r.buf + r.len, *p = js_ws(b, e);
+    r.pos = (size_t)(p - r.buf);
+    if (p == e) { if (reader_fill(&r)) continue; break; }
+    int bad = 0;
+    const char *q = NULL;
+    if (state == ST_OPEN) {
+      if (*p != '{') { snprintf(info->msg, sizeof info->msg, "not a JSON object trace"); info->bad = 1; break; }
+      r.pos++; state = ST_KEY; continue;
+    }
+    if (state == ST_KEY) {
+      if (*p == ',') { r.pos++; continue; }
+      if (*p == '}') { state = ST_DONE; break; }
+      if (*p != '"') { bad = 1; }
+      else if ((q = js_str(p, e)) != NULL) {
+        const char *k = p + 1; int kl = (int)(q - 1 - k);
+        q = js_ws(q, e);
+        if (q < e && *q != ':') bad = 1;
+        else if (q < e) {
+          q = js_ws(q + 1, e);
+          if (q < e) {
+            key = KEY("traceEvents") ? K_EVENTS : KEY("commlens") ? K_HEADER : KEY("commlensStats") ? K_STATS : K_OTHER;
+            r.pos = (size_t)(q - r.buf); state = ST_VALUE; continue;
+          }
+        }
+      }
+    } else if (state == ST_VALUE) {
+      if (key == K_EVENTS && *p == '[') {
+        info->saw_events = 1; r.pos++; state = ST_ELEM;
+        if (header_only && info->has_header) { state = ST_DONE; break; }
+        continue;
+      }
+      q = js_skip(p, e, &bad);
+      if (q) {
+        if (key == K_HEADER) take_header(info, p, (size_t)(q - p));
+        else if (key == K_STATS) take_stats(info, p, (size_t)(q - p));
+        r.pos = (size_t)(q - r.buf); state = ST_KEY; continue;
+      }
+    } else if (state == ST_ELEM) {
+      if (*p == ',') { r.pos++; continue; }
+      if (*p == ']') { info->events_closed = 1; r.pos++; state = ST_KEY; continue; }
+      if (*p == '{') {
+        q = parse_event(p, e, &ev, &bad);
+        if (q) {
+          info->n_events++; info->bytes_events += q - p;
+          if (fn) fn(&ev, arg);
+          r.pos = (size_t)(q - r.buf); continue;
+        }
+      } else {
+        q = js_skip(p, e, &bad);
+        if (q) { r.pos = (size_t)(q - r.buf); continue; }
+      }
+    }
+    if (bad) {
+      snprintf(info->msg, sizeof info->msg, "invalid JSON near byte offset %lld of the %s",
+               (long long)(p - r.buf), state == ST_ELEM ? "event array (after the last complete event)" : "top-level object");
+      info->bad = 1; break;
+    }
+    if (!reader_fill(&r)) break;   /* value runs past the end of the data */
+  }
+  if (state != ST_DONE && !info->bad) {
+    info->truncated = 1;
+    if (r.gzerr) snprintf(info->msg, sizeof info->msg, "gzip stream cut short or corrupt");
+  }
+  if (state == ST_ELEM || (info->bad && info->saw_events)) info->truncated = 1;
+  gzclose(r.gz);
+  free(r.buf);
+  if (!info->has_header) {
+    if (!info->msg[0] || !info->bad)
+      snprintf(info->msg, sizeof info->msg, "not a commlens trace (no \"commlens\" header object%s)",
+               info->saw_events ? "" : ", no traceEvents");
+    return -1;
+  }
+  return 0;
+}
+
+void cl_info_free(cl_info *in) {
+  free(in->version); free(in->host); free(in->job); free(in->rank_source);
+  in->version = in->host = in->job = in->rank_source = NULL;
+}
+
+int cl_str_eq(cl_str_t s, const char *lit) {
+  size_t n = strlen(lit);
+  return (size_t)s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+long cl_step_number(cl_str_t s) {
+  const char *p = s.p; int n = s.n, i;
+  if (n > 5 && !memcmp(p, "step ", 5)) i = 5;
+  else if (n > 5 && !memcmp(p, "Step ", 5)) i = 5;
+  else if (n > 14 && !memcmp(p, "ProfilerStep#", 13)) i = 13;
+  else return -1;
+  long v = 0;
+  for (; i < n; i++) { if ((unsigned)(p[i] - '0') >= 10) return -1; v = v * 10 + (p[i] - '0'); }
+  return v;
+}
+
+char *cl_str_unescape(cl_str_t s, char *buf, size_t n) {
+  size_t o = 0;
+  for (int i = 0; i < s.n && o + 1 < n; i++) {
+    char c = s.p[i];
+    if (c == '\\' && i + 1 < s.n) {
+      c = s.p[++i];
+      if (c == 'n') c = '\n'; else if (c == 't') c = '\t';
+      else if (c == 'u') { c = '?'; i += 4; if (i >= s.n) i = s.n - 1; }
+    }
+    buf[o++] = c;
+  }
+  buf[o] = 0;
+  return buf;
+}

@@ -1,0 +1,60 @@
+/* trace_read.h: streaming reader for commlens per-rank traces (trace-format.md).
+ * Reads plain or gzip JSON through a bounded buffer, hands each traceEvents element to a
+ * callback as a parsed view (cl_ev) plus its raw text, and parses the small header and
+ * stats objects with json-c. Never holds more than one buffer of the file in memory. */
+#ifndef COMMLENS_CLI_TRACE_READ_H
+#define COMMLENS_CLI_TRACE_READ_H
+#include <stdint.h>
+#include <stddef.h>
+
+enum { CAT_OTHER = 0, CAT_API, CAT_GROUP, CAT_COLL, CAT_P2P, CAT_COLL_GPU, CAT_KERNEL_CH,
+       CAT_PROXY_OP, CAT_PROXY_STEP, CAT_PROXY_STATE, CAT_PROXY_CTRL, CAT_NET, CAT_CE,
+       CAT_GPU_KERNEL, CAT_EXPOSED, CAT_FLOW, CAT_NONE };
+
+/* A string slice inside the reader's buffer, still JSON-escaped. Valid during the callback. */
+typedef struct { const char *p; int n; } cl_str_t;
+
+/* One event as the scanner sees it. Fields are only meaningful when their has_* flag is set;
+ * The *_v and *_ve pointers bound the raw value text of pid/ts/id (used by merge to rewrite them). */
+typedef struct {
+  const char *beg, *end;            /* the whole object, '{' .. '}' inclusive */
+  char ph; int cat;
+  cl_str_t name, cat_s;
+  int has_ts, has_dur, has_tid, tid_is_num, has_id;
+  int64_t ts_ns, dur_ns, tid;
+  const char *pid_v, *pid_ve, *ts_v, *ts_ve, *id_v, *id_ve;
+  /* args */
+  int has_comm, has_seq, has_channel, has_peer, has_p2p_peer, has_exposed, has_bytes,
+      has_nranks, has_device, implausible;
+  uint64_t comm; int64_t seq, bytes, exposed_ns; int nranks, channel, peer, device;
+  cl_str_t comm_name, func, arg_name;
+  int64_t w_gpu, w_peer, w_send, w_recv, w_flush, w_recv_gpu;
+} cl_ev;
+
+/* What the header and stats objects said; strings owned by the struct (cl_info_free). */
+typedef struct {
+  int has_header, format, abi, rank, os_pid, has_stats, final;
+  char *version, *host, *job, *rank_source;
+  int64_t realtime_offset_ns, offset_error_ns;
+  int64_t st_events, st_dropped, st_calls, st_overhead_ns;
+  double st_overhead_pct;
+  /* scan outcome */
+  int64_t n_events, bytes_events;   /* complete events delivered, their raw bytes */
+  int saw_events, events_closed, truncated, bad;
+  char msg[256];                    /* what went wrong, if anything */
+} cl_info;
+
+typedef void (*cl_ev_fn)(const cl_ev *ev, void *arg);
+/* Reads `path` (plain or .gz), calling fn for every complete event. Returns 0 if the file
+ * looked like a commlens trace (header seen), -1 otherwise; info->msg says why. With
+ * header_only the scan stops at the first event. */
+int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int header_only);
+void cl_info_free(cl_info *info);
+
+/* Helpers for the callers. */
+int cl_str_eq(cl_str_t s, const char *lit);
+/* "step 12" / "ProfilerStep#12" -> 12; -1 if the name is not a step marker. */
+long cl_step_number(cl_str_t name);
+/* Unescapes a JSON string slice into buf (bounded); returns buf. */
+char *cl_str_unescape(cl_str_t s, char *buf, size_t n);
+#endif

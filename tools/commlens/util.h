@@ -1,0 +1,35 @@
+/* util.h: small helpers shared by the commlens CLI: growable arrays, checked allocation,
+ * hashing and rank-list parsing. Nothing here knows the trace format. */
+#ifndef COMMLENS_CLI_UTIL_H
+#define COMMLENS_CLI_UTIL_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Allocation that never returns NULL: the CLI has nothing sensible to do without memory. */
+void *cl_xmalloc(size_t n);
+void *cl_xcalloc(size_t n, size_t sz);
+void *cl_xrealloc(void *p, size_t n);
+char *cl_xstrndup(const char *s, size_t n);
+
+/* A growable array of T: `CL_VEC(T) v = {0}; CL_PUSH(v, x);` The array owns .a; free(v.a). */
+#define CL_VEC(T) struct { T *a; size_t n, cap; }
+#define CL_GROW(v) do { if ((v).n == (v).cap) { (v).cap = (v).cap ? (v).cap * 2 : 16;      \
+    (v).a = cl_xrealloc((v).a, (v).cap * sizeof(*(v).a)); } } while (0)
+#define CL_PUSH(v, x) do { CL_GROW(v); (v).a[(v).n++] = (x); } while (0)
+
+static inline uint64_t cl_hash64(uint64_t x) {
+  x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33; return x;
+}
+
+/* Parses "0-3,7" into a sorted bitmap over ranks [0, 65536). Returns 0, or -1 on bad syntax.
+ * The caller owns *out (65536 bytes, 1 = selected). */
+int cl_parse_ranks(const char *s, unsigned char **out);
+
+/* Median of v[0..n) (reorders v). n must be > 0. */
+int64_t cl_median_i64(int64_t *v, size_t n);
+double cl_median_dbl(double *v, size_t n);
+
+/* Formats nanoseconds as "12.345 ms" / "45.6 us" into buf (ownership: caller's buffer). */
+const char *cl_fmt_time(char *buf, size_t n, double ns);
+#endif
