@@ -28,7 +28,7 @@ typedef struct ev {
   ev_state st[8];
   uint32_t open_children, kch_done, nchild;
   uint64_t gmin, gmax, pmin, pmax, last_child, bytes;
-  int tail_ch, implausible;
+  int tail_ch, implausible, registered;
   uint32_t enq_tid;
   uint64_t enq_ts;
   uint64_t api_group;       /* Coll/P2p (v5+): the GroupApi its launch belongs to */
@@ -63,13 +63,13 @@ struct cl_asm {
   ev **tab;                 /* open addressing by id */
   uint32_t cap, n;
   ev *free_list;
-  uint64_t *wm;             /* watermark (last start seq) per thread serial */
-  uint32_t wm_cap;
   comm_cache *comms;
   uint32_t ncomms;
   gpu_off off[MAX_DEV];
   uint64_t *pend;           /* retained collectives awaiting completion (ids, FIFO) */
   ev **held;                /* stopped KernelCh events waiting for their device's calibration */
+  ev **orph;                /* stopped children whose parent's start has not been seen yet */
+  uint32_t norph, cap_orph;
   cl_gj *gj;                /* CUPTI join, NULL without CUPTI */
   api_link links[NAPI];     /* direct-mapped by API event id */
   int *tids;                /* OS thread id by thread serial (0 = not looked up) */
@@ -119,25 +119,6 @@ static ev *alloc_ev(cl_asm *a) {
   ev *e = a->free_list;
   if (e) { a->free_list = e->next_free; return e; }
   return malloc(sizeof(ev));
-}
-
-static void wm_set(cl_asm *a, uint64_t id) {
-  uint32_t s = CL_ID_SERIAL(id);
-  if (s >= a->wm_cap) {
-    uint32_t nc = a->wm_cap ? a->wm_cap : 64;
-    while (nc <= s) nc *= 2;
-    uint64_t *n = realloc(a->wm, nc * sizeof *n);
-    if (!n) return;
-    memset(n + a->wm_cap, 0, (nc - a->wm_cap) * sizeof *n);
-    a->wm = n;
-    a->wm_cap = nc;
-  }
-  if (CL_ID_SEQ(id) > a->wm[s]) a->wm[s] = CL_ID_SEQ(id);
-}
-/* True if the start of `id` may still arrive (its thread has not got that far yet). */
-static int start_pending(const cl_asm *a, uint64_t id) {
-  uint32_t s = CL_ID_SERIAL(id);
-  return s < a->wm_cap ? CL_ID_SEQ(id) > a->wm[s] : 1;
 }
 
 static comm_cache *comm_of(cl_asm *a, uint32_t serial) {
@@ -580,26 +561,29 @@ static int os_tid(cl_asm *a, uint32_t serial) {
 }
 
 /* ---- feeding ---- */
+static void adopt_orphans(cl_asm *a, ev *parent, uint64_t now, int final);
 static int is_child_type(unsigned t) {
   return t == CL_EV_KERNEL_CH || t == CL_EV_PROXY_OP || t == CL_EV_PROXY_STEP || t == CL_EV_NET_PLUGIN;
 }
 
-static int feed_start(cl_asm *a, const cl_start_rec *r, int attempts) {
+/* A child whose parent has not been seen yet (the parent's thread was drained later) keeps
+ * the parent's id and is linked again at its stop; it just does not hold the parent open. */
+static void feed_start(cl_asm *a, const cl_start_rec *r) {
   const cl_rec *h = &r->hdr;
   ev *parent = NULL;
   uint64_t pid = (h->flags & CL_F_FOREIGN) ? 0 : h->arg;
   if (pid && is_child_type(h->etype)) {
     parent = lookup(a, pid);
-    if (!parent && start_pending(a, pid) && attempts < 3) return 1;
     if (!parent) a->stats.orphans++;
   }
-  if (a->n >= MAX_OPEN) { a->stats.writer_drops++; wm_set(a, h->id); return 0; }
-  if (a->n * 2 >= a->cap && grow(a) != 0) { a->stats.writer_drops++; wm_set(a, h->id); return 0; }
+  if (a->n >= MAX_OPEN) { a->stats.writer_drops++; return; }
+  if (a->n * 2 >= a->cap && grow(a) != 0) { a->stats.writer_drops++; return; }
   ev *e = alloc_ev(a);
-  if (!e) { a->stats.writer_drops++; wm_set(a, h->id); return 0; }
+  if (!e) { a->stats.writer_drops++; return; }
   memset(e, 0, offsetof(ev, p));
   e->id = h->id;
-  e->parent = parent ? pid : 0;
+  e->parent = is_child_type(h->etype) ? pid : 0;
+  e->registered = parent != NULL;
   e->start = h->ts;
   e->comm = h->aux;
   e->thread = CL_ID_SERIAL(h->id);
@@ -615,7 +599,7 @@ static int feed_start(cl_asm *a, const cl_start_rec *r, int attempts) {
   e->enq_ts = 0;
   *slot_of(a, e->id) = e;
   a->n++;
-  wm_set(a, h->id);
+ 
   a->stats.starts++;
   if (h->flags & CL_F_FOREIGN) a->stats.foreign++;
   if (e->comm && (e->etype == CL_EV_COLL || e->etype == CL_EV_P2P)) {
@@ -632,13 +616,49 @@ static int feed_start(cl_asm *a, const cl_start_rec *r, int attempts) {
     const api_link *l = &a->links[pid % NAPI];
     if (l->api == pid) e->api_group = l->group;   /* v5+: parent is the API event */
   }
-  return 0;
+  if (a->norph && (coll_like(e) || e->etype == CL_EV_PROXY_OP || e->etype == CL_EV_PROXY_STEP))
+    adopt_orphans(a, e, h->ts, 0);
 }
+
+/* A stopped child event with its parent (NULL if it has none or it is gone for good). */
+static void finish_child(cl_asm *a, ev *e, ev *parent) {
+  uint64_t ts = e->stop;
+  switch (e->etype) {
+  case CL_EV_KERNEL_CH: {
+    uint64_t stop_pt, stop_obs;
+    kch_stop_timer(e, &stop_pt, &stop_obs);
+    gpu_off *o = off_for(a, e->comm);
+    int ok = off_sample(o, e->p.kernel_ch.ptimer, e->start) & off_sample(o, stop_pt, stop_obs);
+    if (!ok) o->implausible++;
+    if (!off_ready(o)) {                  /* drawn once the device is calibrated */
+      if (a->nheld == a->cap_held) {
+        uint32_t nc = a->cap_held ? a->cap_held * 2 : 256;
+        ev **n = realloc(a->held, nc * sizeof *n);
+        if (n) { a->held = n; a->cap_held = nc; }
+      }
+      if (a->nheld < a->cap_held) { a->held[a->nheld++] = e; return; }
+    }
+    emit_kernel_ch(a, e, parent);
+    if (parent) parent->kch_done++;
+    break;
+  }
+  case CL_EV_PROXY_OP: emit_proxy_op(a, e, parent); break;
+  case CL_EV_PROXY_STEP: emit_proxy_step(a, e, parent); break;
+  default: emit_other(a, e); break;
+  }
+  if (parent) {
+    if (e->registered && parent->open_children) parent->open_children--;
+    parent->last_child = ts;
+    if (coll_like(parent)) maybe_finish(a, parent, ts, 0);
+  }
+  remove_ev(a, e);
+}
+
+#define ORPHAN_WAIT_NS 1000000000ull
 
 static void feed_stop(cl_asm *a, ev *e, uint64_t ts) {
   e->stop = ts < e->start ? e->start : ts;
   e->stopped = 1;
-  ev *parent = e->parent ? lookup(a, e->parent) : NULL;
   switch (e->etype) {
   case CL_EV_KERNEL_LAUNCH:
     if (a->gj && e->parent) cl_gj_kernel_launch(a->gj, os_tid(a, e->thread), e->start, e->stop, e->parent, e->comm);
@@ -663,58 +683,50 @@ static void feed_stop(cl_asm *a, ev *e, uint64_t ts) {
     if (a->pend_tail - a->pend_head < a->pend_cap) a->pend[a->pend_tail++ % a->pend_cap] = e->id;
     maybe_finish(a, e, ts, 0);
     return;                               /* kept until its children are done */
-  case CL_EV_KERNEL_CH: {
-    uint64_t stop_pt, stop_obs;
-    kch_stop_timer(e, &stop_pt, &stop_obs);
-    gpu_off *o = off_for(a, e->comm);
-    int ok = off_sample(o, e->p.kernel_ch.ptimer, e->start) & off_sample(o, stop_pt, stop_obs);
-    if (!ok) o->implausible++;
-    if (!off_ready(o)) {                  /* drawn once the device is calibrated */
-      if (a->nheld == a->cap_held) {
-        uint32_t nc = a->cap_held ? a->cap_held * 2 : 256;
-        ev **n = realloc(a->held, nc * sizeof *n);
-        if (n) { a->held = n; a->cap_held = nc; }
+  default: {
+    ev *parent = e->parent ? lookup(a, e->parent) : NULL;
+    if (!parent && e->parent && is_child_type(e->etype)) {
+      /* Its parent's thread may simply not have been read yet: wait for the parent's start. */
+      if (a->norph == a->cap_orph) {
+        uint32_t nc = a->cap_orph ? a->cap_orph * 2 : 64;
+        ev **n = realloc(a->orph, nc * sizeof *n);
+        if (n) { a->orph = n; a->cap_orph = nc; }
       }
-      if (a->nheld < a->cap_held) { a->held[a->nheld++] = e; return; }
+      if (a->norph < a->cap_orph) { a->orph[a->norph++] = e; return; }
     }
-    emit_kernel_ch(a, e, parent);
-    if (parent) parent->kch_done++;
-    break;
+    finish_child(a, e, parent);
+    return;
   }
-  case CL_EV_PROXY_OP: emit_proxy_op(a, e, parent); break;
-  case CL_EV_PROXY_STEP: emit_proxy_step(a, e, parent); break;
-  default: emit_other(a, e); break;
-  }
-  if (parent) {
-    if (parent->open_children) parent->open_children--;
-    parent->last_child = ts;
-    if (coll_like(parent)) maybe_finish(a, parent, ts, 0);
   }
   remove_ev(a, e);
 }
 
-int cl_asm_feed(cl_asm *a, const cl_rec *r, int attempts) {
-  a->stats.records++;
-  if (r->kind == CL_REC_START) {
-    int rc = feed_start(a, (const cl_start_rec *)r, attempts);
-    if (rc) a->stats.records--;
-    return rc;
+/* A new event may be the parent that parked children were waiting for; or orphans expire. */
+static void adopt_orphans(cl_asm *a, ev *parent, uint64_t now, int final) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < a->norph; i++) {
+    ev *o = a->orph[i];
+    if (parent && o->parent == parent->id) finish_child(a, o, parent);
+    else if (!parent && (final || now - o->stop > ORPHAN_WAIT_NS)) finish_child(a, o, NULL);
+    else a->orph[k++] = o;
   }
+  a->norph = k;
+}
+
+void cl_asm_feed(cl_asm *a, const cl_rec *r) {
+  a->stats.records++;
+  if (r->kind == CL_REC_START) { feed_start(a, (const cl_start_rec *)r); return; }
   ev *e = lookup(a, r->id);
-  if (!e) {
-    if (start_pending(a, r->id) && attempts < 3) { a->stats.records--; return 1; }
-    a->stats.stale++;                       /* re-stopped, or its start was dropped */
-    return 0;
+  if (!e || e->stopped) {                 /* re-stopped (stale handle), or its start was dropped */
+    a->stats.stale++;
+    return;
   }
   if (r->kind == CL_REC_STOP) {
-    if (e->stopped) { a->stats.stale++; return 0; }
     feed_stop(a, e, r->ts);
   } else if (r->kind == CL_REC_STATE) {
-    if (e->stopped) { a->stats.stale++; return 0; }
     if (e->nst < sizeof e->st / sizeof e->st[0]) e->st[e->nst++] = (ev_state){(uint8_t)r->aux, r->ts, r->arg};
     else e->st[e->nst - 1] = (ev_state){(uint8_t)r->aux, r->ts, r->arg};
   }
-  return 0;
 }
 
 /* Draws held KernelCh events whose device is calibrated (all of them when final). */
@@ -727,7 +739,7 @@ static void release_held(cl_asm *a, uint64_t now, int final) {
     emit_kernel_ch(a, e, parent);
     if (parent) {
       parent->kch_done++;
-      if (parent->open_children) parent->open_children--;
+      if (e->registered && parent->open_children) parent->open_children--;
       parent->last_child = e->stop;
     }
     remove_ev(a, e);
@@ -737,6 +749,7 @@ static void release_held(cl_asm *a, uint64_t now, int final) {
 }
 
 void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
+  if (a->norph) adopt_orphans(a, NULL, now, final);
   release_held(a, now, final);
   while (a->pend_head != a->pend_tail) {
     uint64_t id = a->pend[a->pend_head % a->pend_cap];
@@ -778,7 +791,7 @@ void cl_asm_free(cl_asm *a) {
   for (uint32_t i = 0; i < a->cap; i++) free(a->tab[i]);
   for (ev *e = a->free_list; e;) { ev *n = e->next_free; free(e); e = n; }
   cl_gj_free(a->gj);
-  free(a->tab); free(a->wm); free(a->comms); free(a->pend); free(a->held); free(a->tids);
+  free(a->tab); free(a->comms); free(a->pend); free(a->held); free(a->tids); free(a->orph);
   free(a);
 }
 

@@ -21,9 +21,9 @@ typedef struct {
 /* with_gpu_join: CUPTI records will be fed (cl_asm_gpu_activity) and exposure computed. */
 cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, int with_gpu_join);
 void cl_asm_free(cl_asm *a);
-/* Feeds one record (header + payload slots). Returns 0, or 1 if the record must be offered
- * again in a later pass (its start has not been seen yet). */
-int cl_asm_feed(cl_asm *a, const cl_rec *r, int attempts);
+/* Feeds one record (header + payload slots). Records of one thread arrive in order; across
+ * threads, a child may arrive before its parent (tolerated). */
+void cl_asm_feed(cl_asm *a, const cl_rec *r);
 /* Finishes collectives whose children are done or who waited longer than the grace time. */
 void cl_asm_tick(cl_asm *a, uint64_t now, int final);
 void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s);

@@ -81,6 +81,7 @@ static void on_exit_handler(void) { cl_writer_finish(); }
 
 static void fork_child(void) {
   /* The child keeps none of the parent's threads: start over at its next init. */
+  atomic_store(&cl_enabled, 0);
   cl_rings_reset_after_fork();
   cl_writer_after_fork_child();
   pthread_mutex_init(&g_mu, NULL);

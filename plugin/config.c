@@ -134,7 +134,7 @@ static const cl_var g_vars[] = {
    "event set: default (API, group, collective, p2p, proxy-op events), full (everything), a "
    "mask number, or names joined by '+' (default+kernelch, proxystep, net, ...)", p_events},
   {"COMMLENS_BUFFER_MB", "64", "memory for all per-thread event buffers together (MiB)", p_buffer_mb},
-  {"COMMLENS_RING_KB", "1024", "one thread's event buffer (KiB)", p_ring_kb},
+  {"COMMLENS_RING_KB", "2048", "one thread's event buffer (KiB); rings share 3/4 of COMMLENS_BUFFER_MB, staging the rest", p_ring_kb},
   {"COMMLENS_GZIP", "0", "write .trace.json.gz instead of .trace.json", p_gzip},
   {"COMMLENS_FLUSH_MS", "250", "flush interval of the trace file (10..250 ms)", p_flush_ms},
   {"COMMLENS_WINDOW", "(everything)",
@@ -165,7 +165,7 @@ static void set_defaults(void) {
   cl_cfg.mask = CL_MASK_DEFAULT;
   snprintf(cl_cfg.events_name, sizeof cl_cfg.events_name, "default");
   cl_cfg.buffer_bytes = 64ull << 20;
-  cl_cfg.ring_bytes = 1ull << 20;
+  cl_cfg.ring_bytes = 2ull << 20;
   cl_cfg.flush_ms = 250;
   cl_cfg.summary = CL_SUMMARY_PRINT;
   cl_cfg.cupti = 1;

@@ -9,7 +9,7 @@
 #include "ring.h"
 #include <string.h>
 
-_Atomic int cl_enabled = 1;
+_Atomic int cl_enabled;   /* set by the first communicator init: nothing is recorded before */
 extern _Atomic int cl_capturing;                /* comm.c: capture window open */
 extern int cl_window_coll_gate(unsigned etype); /* comm.c: counts collectives for the window */
 extern _Atomic int cl_window_by_coll;

@@ -32,13 +32,13 @@ cl_ring *cl_ring_claim(void) {
   pthread_mutex_lock(&g_ring_mu);
   cl_ring *r = NULL;
   int n = atomic_load(&g_nrings);
-  uint64_t want = cl_cfg.ring_bytes ? cl_cfg.ring_bytes : (1u << 20);
+  uint64_t want = cl_cfg.ring_bytes ? cl_cfg.ring_bytes : (2u << 20);
   uint64_t cap = 1;
   while (cap * 2 * CL_SLOT_BYTES <= want) cap *= 2;
   if (cap < 64) cap = 64;
   for (int i = 0; i < n && !r; i++)      /* reuse a recycled ring of the right size */
     if (atomic_load(&cl_rings[i].state) == CL_RING_FREE && cl_rings[i].cap == cap) r = &cl_rings[i];
-  if (!r && n < CL_MAX_RINGS && g_bytes + cap * CL_SLOT_BYTES <= cl_cfg.buffer_bytes) {
+  if (!r && n < CL_MAX_RINGS && g_bytes + cap * CL_SLOT_BYTES <= cl_cfg.buffer_bytes / 4 * 3)   /* a quarter is staging */ {
     cl_rec *mem = aligned_alloc(64, cap * CL_SLOT_BYTES);
     if (mem) {
       memset(mem, 0, cap * CL_SLOT_BYTES);   /* touch the pages now, not on the hot path */

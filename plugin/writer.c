@@ -11,6 +11,7 @@
 #include "cupti.h"
 #include "recorder.h"
 #include "ring.h"
+#include "staging.h"
 #include "../exporters/trace_file.h"
 #include <errno.h>
 #include <pthread.h>
@@ -18,20 +19,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 static pthread_mutex_t g_wmu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t g_thr;
-static int g_running, g_setup, g_finished;
-static _Atomic int g_stop;
+static pthread_t g_thr, g_drain_thr;
+static int g_running, g_setup, g_finished, g_out_ok;
+static _Atomic int g_stop, g_drain_stop;
 static cl_ct *g_ct;
 static cl_asm *g_asm;
 static cl_summary *g_sum;
 static cl_tfile *g_file;
 static char g_base[1200], g_path[1400];
-static int g_attempts[CL_MAX_RINGS];
+static cl_stage *g_stage;
 static cl_sb g_tail;
 static int g_cupti;                 /* CUPTI is recording for us */
 static cl_gpu_activity g_act[4096];
@@ -95,6 +98,10 @@ static int setup_output(void) {
   snprintf(g_base, sizeof g_base, "%s/commlens-r%d-%s-%d", cl_cfg.dir, cl_proc.rank, host, (int)cl_proc.pid);
   snprintf(g_path, sizeof g_path, "%s.trace.json%s", g_base, cl_cfg.gzip ? ".gz" : "");
   if (mkdir_p(cl_cfg.dir) != 0) { disable_output("cannot create the output directory", errno); return 0; }
+  char spill[1500];
+  snprintf(spill, sizeof spill, "%s.spill", g_base);
+  g_stage = cl_stage_new(cl_cfg.buffer_bytes / 4, spill);   /* the rest of the budget is rings */
+  if (!g_stage) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   g_file = cl_tfile_create(g_path, cl_cfg.gzip);
   if (!g_file) { int e = errno; disable_output("cannot create the trace file in", e); return 0; }
   cl_sb hdr = {0};
@@ -109,6 +116,7 @@ static int setup_output(void) {
   sb_put(body, hdr.p, hdr.len);   /* the header goes out with the first flush */
   sb_free(&hdr);
   cl_log(CL_LOG_INFO, "writing the trace of rank %d to %s", cl_proc.rank, g_path);
+  g_out_ok = 1;
   return 0;
 }
 
@@ -124,6 +132,7 @@ static void ring_sum(ring_totals *t) {
     t->nsampled += atomic_load_explicit(&cl_rings[i].nsampled, memory_order_relaxed);
   }
   t->dropped += atomic_load_explicit(&cl_rings_unclaimed_drops, memory_order_relaxed);
+  if (g_stage) t->dropped += cl_stage_dropped(g_stage);
 }
 
 static void build_tail(int final) {
@@ -137,11 +146,12 @@ static void build_tail(int final) {
   sb_reset(b);
   sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
             "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
-            "\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
+            "\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
             "\"overhead_ns_per_call\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"gpu_offsets\":",
             final ? "true" : "false", (unsigned long long)ct_events(g_ct), (unsigned long long)as.records,
             (unsigned long long)(rt.dropped + as.writer_drops), (unsigned long long)as.stale,
             (unsigned long long)as.foreign, (unsigned long long)as.orphans, (unsigned long long)as.open_now,
+            (unsigned long long)(g_stage ? cl_stage_spilled(g_stage) : 0),
             (unsigned long long)as.colls_done, (unsigned long long)as.colls_timed,
             (unsigned long long)as.implausible_gpu, (unsigned long long)rt.calls,
             (unsigned long long)per_call, elapsed ? 100.0 * (double)rt.calls * (double)per_call / (double)elapsed : 0.0,
@@ -167,10 +177,12 @@ static void flush_file(int final) {
   sb_reset(body);
 }
 
-/* ---- draining ---- */
-/* One pass over every ring; returns the number of records consumed. */
+/* ---- draining and formatting ---- */
+/* Copies every committed record of every ring into staging (memory speed: the rings must
+ * never wait for JSON). Returns the records moved. */
 static uint64_t drain_pass(void) {
   uint64_t total = 0;
+  if (!g_stage) return 0;
   int n = cl_ring_count();
   for (int i = 0; i < n; i++) {
     cl_ring *r = &cl_rings[i];
@@ -179,21 +191,39 @@ static uint64_t drain_pass(void) {
       const cl_rec *recs;
       size_t run = cl_ring_peek(r, &recs), k = 0;
       if (!run) break;
-      int blocked = 0;
-      while (k < run) {
-        const cl_rec *rec = &recs[k];
-        if (rec->kind == CL_REC_PAD || rec->nslots == 0 || k + rec->nslots > run) { k = run; break; }
-        if (cl_asm_feed(g_asm, rec, g_attempts[i]) != 0) { blocked = 1; break; }
-        g_attempts[i] = 0;
-        k += rec->nslots;
+      while (k < run && recs[k].kind != CL_REC_PAD && recs[k].nslots && k + recs[k].nslots <= run) {
+        k += recs[k].nslots;
         total++;
       }
-      cl_ring_consume(r, k);
-      if (blocked) { g_attempts[i]++; break; }
+      if (k) cl_stage_append(g_stage, recs, k);
+      cl_ring_consume(r, k < run && (recs[k].kind == CL_REC_PAD || !recs[k].nslots) ? run : k);
+      if (k == 0 && run) break;
     }
     cl_ring_recycle_if_done(r);
   }
   return total;
+}
+
+/* Formats staged records until `budget_ns` has passed (0: until staging is empty). */
+static void flush_file(int final);
+#define BODY_FLUSH_BYTES (8u << 20)     /* the JSON body never grows past this between writes */
+static uint64_t format_some(uint64_t budget_ns) {
+  uint64_t t0 = cl_now(), done = 0;
+  if (!g_stage) return 0;
+  const cl_rec *recs;
+  size_t n;
+  while ((n = cl_stage_peek(g_stage, &recs)) > 0) {
+    size_t k = 0;
+    while (k < n) {
+      cl_asm_feed(g_asm, &recs[k]);
+      k += recs[k].nslots ? recs[k].nslots : 1;
+      if ((++done & 255) == 0 && budget_ns && cl_now() - t0 > budget_ns) break;
+    }
+    cl_stage_consume(g_stage, k);
+    if (ct_body(g_ct)->len > BODY_FLUSH_BYTES) flush_file(0);
+    if (budget_ns && cl_now() - t0 > budget_ns) break;
+  }
+  return done;
 }
 
 /* Takes CUPTI's completed records (forced: also the buffers still being filled). */
@@ -205,12 +235,31 @@ static void drain_cupti(int force) {
     for (size_t i = 0; i < n; i++) cl_asm_gpu_activity(g_asm, &g_act[i]);
 }
 
+/* The drain thread: only copies ring records into staging, so a producer's ring is emptied
+ * within about a hundred microseconds whatever formatting and disk writes are doing. */
+static void *drain_main(void *arg) {
+  (void)arg;
+  int idle_us = 50;
+  while (!atomic_load(&g_drain_stop)) {
+    if (drain_pass()) { idle_us = 20; continue; }
+    idle_us = idle_us < 2000 ? idle_us * 2 : 2000;
+    struct timespec ts = {0, idle_us * 1000L};
+    nanosleep(&ts, NULL);
+  }
+  drain_pass();                           /* everything committed before the stop */
+  return NULL;
+}
+
+/* The format thread: staging -> assembler -> JSON, CUPTI, periodic flushes. */
 static void *writer_main(void *arg) {
   (void)arg;
+  /* Formatting yields to everything else on the machine, the job and our drain thread first:
+   * a backlog only grows staging (then the spill file), it never stalls a producer. */
+  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0) { /* best effort */ }
   uint64_t last_flush = cl_now(), last_busy = last_flush, last_cupti = last_flush;
   int idle_us = 200;
   while (!atomic_load(&g_stop)) {
-    uint64_t got = drain_pass();
+    uint64_t got = format_some(5000000);
     uint64_t now = cl_now();
     if (g_cupti && now - last_cupti >= 100000000ull) {
       drain_cupti(0);
@@ -220,20 +269,13 @@ static void *writer_main(void *arg) {
     cl_asm_tick(g_asm, now, 0);
     cl_window_tick(now);
     if (now - last_flush >= (uint64_t)cl_cfg.flush_ms * 1000000ull) { flush_file(0); last_flush = now; }
-    if (got) { last_busy = now; idle_us = 50; continue; }
-    /* Sleep longer the longer we are idle, but stay quick after recent activity. */
+    if (got) { last_busy = now; continue; }
     idle_us = now - last_busy < 100000000ull ? 200 : idle_us < 20000 ? idle_us * 2 : 20000;
     struct timespec ts = {0, idle_us * 1000L};
     nanosleep(&ts, NULL);
   }
-  /* Final drain: everything committed before the stop request. */
-  for (int pass = 0; pass < 64; pass++) {
-    if (!drain_pass()) {
-      int any = 0;
-      for (int i = 0; i < cl_ring_count(); i++) any |= g_attempts[i] != 0;
-      if (!any) break;
-    }
-  }
+  /* The drain thread has stopped (see stop_locked): format the whole backlog. */
+  format_some(0);
   drain_cupti(1);
   cl_asm_tick(g_asm, cl_now(), 1);
   flush_file(0);
@@ -244,12 +286,18 @@ int cl_writer_start(void) {
   pthread_mutex_lock(&g_wmu);
   int rc = 0;
   if (!g_setup) { g_setup = 1; g_finished = 0; rc = setup_output(); }
-  if (rc == 0 && !g_running) {
+  if (rc == 0 && g_out_ok && !g_running) {
     atomic_store(&g_stop, 0);
+    atomic_store(&g_drain_stop, 0);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);   /* the job's signals are not ours to take */
-    rc = pthread_create(&g_thr, NULL, writer_main, NULL) == 0 ? 0 : -1;
+    rc = pthread_create(&g_drain_thr, NULL, drain_main, NULL) == 0 ? 0 : -1;
+    if (rc == 0 && pthread_create(&g_thr, NULL, writer_main, NULL) != 0) {
+      atomic_store(&g_drain_stop, 1);
+      pthread_join(g_drain_thr, NULL);
+      rc = -1;
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0) g_running = 1;
   }
@@ -259,12 +307,16 @@ int cl_writer_start(void) {
 
 static void stop_locked(void) {
   if (!g_running) return;
-  atomic_store(&g_stop, 1);
   struct timespec dl;
   clock_gettime(CLOCK_REALTIME, &dl);
-  dl.tv_sec += 10;
+  dl.tv_sec += 2;
+  atomic_store(&g_drain_stop, 1);         /* first the drain (the last records), then the format */
+  if (pthread_timedjoin_np(g_drain_thr, NULL, &dl) != 0) pthread_detach(g_drain_thr);
+  atomic_store(&g_stop, 1);
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += 30;
   if (pthread_timedjoin_np(g_thr, NULL, &dl) != 0) {
-    cl_log(CL_LOG_WARN, "the writer did not finish within 10 s; leaving it behind");
+    cl_log(CL_LOG_WARN, "the writer did not finish its backlog within 30 s; the trace ends early");
     pthread_detach(g_thr);
   }
   g_running = 0;
@@ -342,6 +394,8 @@ void cl_writer_finish(void) {
     cl_recorder_close();
     cl_tfile_close(g_file);
     g_file = NULL;
+    cl_stage_free(g_stage);
+    g_stage = NULL;
   }
   pthread_mutex_unlock(&g_wmu);
 }
@@ -350,6 +404,7 @@ void cl_writer_after_fork_child(void) {
   /* The parent's thread does not exist here; its file and buffers are the parent's. */
   pthread_mutex_init(&g_wmu, NULL);
   g_running = 0;
+  g_out_ok = 0;
   g_setup = 0;
   g_finished = 0;
   g_file = NULL;       /* the inherited descriptor stays open, unused (closing could race the parent) */
@@ -357,6 +412,6 @@ void cl_writer_after_fork_child(void) {
   g_asm = NULL;
   g_sum = NULL;
   g_cupti = 0;
-  memset(g_attempts, 0, sizeof g_attempts);
+  g_stage = NULL;
   memset(&g_tail, 0, sizeof g_tail);
 }

@@ -167,6 +167,9 @@ H_CHILD(drive_version) {
   h_counts c;
   memset(&c, 0, sizeof c);
   h_opts o = {.nchannels = NCH, .network = 1, .npeers = 1, .nsteps = 3, .proxy_ctrl = 1};
+  const char *off = getenv("H_GPU_OFFSET_NS"), *delay = getenv("H_GPU_DELAY_NS");
+  if (off) o.gpu_offset_ns = atoll(off);
+  if (delay) o.gpu_delay_ns = atoll(delay);
   for (int i = 0; i < NCOLL; i++) h_drive_coll(&p, ctx, &o, (uint64_t)i, &c);
   for (int i = 0; i < NSR; i++) h_drive_sendrecv(&p, ctx, &o, 1, &c);
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
@@ -210,12 +213,14 @@ H_CHILD(drive_multi) {
 }
 
 /* Spawns a child for one version and rechecks the final file after its exit. */
+static const char *g_extra_env[4];
 static void run_version(int abi, const char *child) {
   char dir[256], abienv[32], direnv[300];
   h_fresh_dir(dir, sizeof dir);
   snprintf(abienv, sizeof abienv, "H_ABI=%d", abi);
   snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s", dir);
-  const char *env[] = {abienv, direnv, "COMMLENS_EVENTS=full", "COMMLENS_SUMMARY=off", NULL};
+  const char *env[] = {abienv, direnv, "COMMLENS_EVENTS=full", "COMMLENS_SUMMARY=off",
+                       g_extra_env[0], g_extra_env[1], NULL};
   int rc = h_spawn(child, env);
   CHECK(rc == 0, "child %s v%d exited %d (dir %s)", child, abi, rc, dir);
   tr_trace t;
@@ -237,6 +242,19 @@ TL_TEST(v3_scenarios) { run_version(3, "drive_version"); }
 TL_TEST(v4_scenarios) { run_version(4, "drive_version"); }
 TL_TEST(v5_scenarios) { run_version(5, "drive_version"); }
 TL_TEST(v6_scenarios) { run_version(6, "drive_version"); }
+/* GPU globaltimer offset from host time: the mapping must bring kernel_ch slices back next
+ * to their collective (or flag them implausible). */
+TL_TEST(v5_gpu_clock_offset_and_delay) {
+  g_extra_env[0] = "H_GPU_OFFSET_NS=250000000";
+  g_extra_env[1] = "H_GPU_DELAY_NS=100000";
+  run_version(5, "drive_version");
+  g_extra_env[0] = g_extra_env[1] = NULL;
+}
+TL_TEST(v4_gpu_clock_far_off) {
+  g_extra_env[0] = "H_GPU_OFFSET_NS=-3600000000000";
+  run_version(4, "drive_version");
+  g_extra_env[0] = NULL;
+}
 TL_TEST(v4_multi_comm_threads) { run_version(4, "drive_multi"); }
 TL_TEST(v5_multi_comm_threads) { run_version(5, "drive_multi"); }
 

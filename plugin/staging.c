@@ -1,0 +1,194 @@
+/* staging.c: see staging.h. Chunks of CHUNK_SLOTS slots; a queue of chunk descriptors, each in
+ * memory or at an offset of the spill file. One producer (the drain thread: append) and one
+ * consumer (the format thread: peek/consume); a mutex guards the queue at chunk granularity.
+ * A peeked run stays valid until consumed: the producer never touches a queued chunk. */
+#include "staging.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK_SLOTS 32768u                 /* 1 MiB */
+
+typedef struct { cl_rec *mem; uint64_t off; uint32_t used, read; } chunk;
+
+struct cl_stage {
+  pthread_mutex_t mu;
+  chunk *q;
+  uint32_t head, tail, cap;                /* queue of chunks [head, tail) */
+  cl_rec *fill;                            /* chunk being filled (in memory) */
+  uint32_t fill_used;
+  cl_rec *rbuf;                            /* a spilled chunk read back */
+  int rbuf_for;                            /* queue index rbuf holds, -1 none */
+  uint64_t mem_chunks, mem_budget_chunks, backlog, spilled, dropped;
+  uint64_t file_end;
+  int fd, spilling;
+  char path[1400];
+  cl_rec **pool;                           /* free chunk buffers */
+  uint32_t npool;
+};
+
+cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_path) {
+  cl_stage *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->cap = 64;
+  s->q = calloc(s->cap, sizeof *s->q);
+  s->pool = calloc(64, sizeof *s->pool);
+  s->mem_budget_chunks = mem_budget / (CHUNK_SLOTS * CL_SLOT_BYTES);
+  if (s->mem_budget_chunks < 2) s->mem_budget_chunks = 2;
+  s->fd = -1;
+  s->rbuf_for = -1;
+  pthread_mutex_init(&s->mu, NULL);
+  snprintf(s->path, sizeof s->path, "%s", spill_path ? spill_path : "");
+  if (!s->q || !s->pool) { free(s->q); free(s->pool); free(s); return NULL; }
+  return s;
+}
+
+static cl_rec *get_buf(cl_stage *s) {
+  if (s->npool) return s->pool[--s->npool];
+  return malloc(CHUNK_SLOTS * CL_SLOT_BYTES);
+}
+static void put_buf(cl_stage *s, cl_rec *b) {
+  if (s->npool < 64) s->pool[s->npool++] = b;
+  else free(b);
+}
+
+void cl_stage_free(cl_stage *s) {
+  if (!s) return;
+  for (uint32_t i = s->head; i != s->tail; i++) free(s->q[i % s->cap].mem);
+  free(s->fill);
+  free(s->rbuf);
+  for (uint32_t i = 0; i < s->npool; i++) free(s->pool[i]);
+  if (s->fd >= 0) { close(s->fd); unlink(s->path); }
+  free(s->pool);
+  free(s->q);
+  free(s);
+}
+
+static int push(cl_stage *s, chunk c) {
+  if (s->tail - s->head == s->cap) {
+    chunk *n = malloc(2 * s->cap * sizeof *n);
+    if (!n) return -1;
+    for (uint32_t i = 0; i < s->cap; i++) n[i] = s->q[(s->head + i) % s->cap];
+    free(s->q);
+    s->q = n;
+    s->tail = s->cap;
+    s->head = 0;
+    s->cap *= 2;
+  }
+  s->q[s->tail++ % s->cap] = c;
+  return 0;
+}
+
+/* Moves the filled chunk into the queue: in memory within budget, else to the spill file. */
+static void seal(cl_stage *s) {
+  if (!s->fill || !s->fill_used) return;
+  chunk c = {.used = s->fill_used};
+  if (!s->spilling && s->mem_chunks < s->mem_budget_chunks) {
+    c.mem = s->fill;
+    s->mem_chunks++;
+  } else {
+    if (s->fd < 0 && s->path[0])
+      s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    size_t bytes = (size_t)c.used * CL_SLOT_BYTES;
+    ssize_t w = s->fd >= 0 ? pwrite(s->fd, s->fill, bytes, (off_t)s->file_end) : -1;
+    if (w != (ssize_t)bytes) {                 /* disk full or no file: these records are lost */
+      s->dropped += c.used;
+      s->backlog -= c.used;
+      s->fill_used = 0;
+      return;
+    }
+    c.off = s->file_end;
+    s->file_end += bytes;
+    s->spilled += c.used;
+    s->spilling = 1;
+    put_buf(s, s->fill);
+  }
+  if (push(s, c) != 0) { s->dropped += c.used; s->backlog -= c.used; if (c.mem) { free(c.mem); s->mem_chunks--; } }
+  s->fill = NULL;
+  s->fill_used = 0;
+}
+
+size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t n) {
+  pthread_mutex_lock(&s->mu);
+  size_t dropped0 = s->dropped;
+  while (n) {
+    if (!s->fill) {
+      s->fill = get_buf(s);
+      s->fill_used = 0;
+      if (!s->fill) { s->dropped += n; break; }
+    }
+    size_t room = CHUNK_SLOTS - s->fill_used, take = 0;
+    while (take < n && take + recs[take].nslots <= room && recs[take].nslots) take += recs[take].nslots;
+    if (take > n) take = n;
+    if (take) {
+      memcpy(s->fill + s->fill_used, recs, take * CL_SLOT_BYTES);
+      s->fill_used += (uint32_t)take;
+      s->backlog += take;
+      recs += take;
+      n -= take;
+    }
+    if (n) seal(s);
+  }
+  size_t lost = (size_t)(s->dropped - dropped0);
+  pthread_mutex_unlock(&s->mu);
+  return lost;
+}
+
+static size_t peek_locked(cl_stage *s, const cl_rec **out);
+size_t cl_stage_peek(cl_stage *s, const cl_rec **out) {
+  pthread_mutex_lock(&s->mu);
+  size_t n = peek_locked(s, out);
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+static size_t peek_locked(cl_stage *s, const cl_rec **out) {
+  for (;;) {
+    if (s->head == s->tail) {
+      if (!s->fill_used) return 0;
+      seal(s);                                  /* the formatter has caught up: take the rest */
+      if (s->head == s->tail) return 0;
+    }
+    chunk *c = &s->q[s->head % s->cap];
+    if (c->read < c->used) {
+      if (c->mem) { *out = c->mem + c->read; return c->used - c->read; }
+      if (s->rbuf_for != (int)(s->head % s->cap)) {
+        if (!s->rbuf) s->rbuf = malloc(CHUNK_SLOTS * CL_SLOT_BYTES);
+        size_t bytes = (size_t)c->used * CL_SLOT_BYTES;
+        if (!s->rbuf || pread(s->fd, s->rbuf, bytes, (off_t)c->off) != (ssize_t)bytes) {
+          s->dropped += c->used - c->read;    /* unreadable: lost */
+          s->backlog -= c->used - c->read;
+          c->read = c->used;
+          continue;
+        }
+        s->rbuf_for = (int)(s->head % s->cap);
+      }
+      *out = s->rbuf + c->read;
+      return c->used - c->read;
+    }
+    if (c->mem) { put_buf(s, c->mem); s->mem_chunks--; }
+    s->rbuf_for = -1;
+    s->head++;
+    if (s->head == s->tail && s->spilling) {  /* the file is read empty: back to memory */
+      s->spilling = 0;
+      s->file_end = 0;
+      if (s->fd >= 0 && ftruncate(s->fd, 0) != 0) { /* a stale tail is harmless: offsets restart */ }
+    }
+  }
+}
+
+void cl_stage_consume(cl_stage *s, size_t n) {
+  pthread_mutex_lock(&s->mu);
+  chunk *c = &s->q[s->head % s->cap];
+  c->read += (uint32_t)n;
+  s->backlog -= n;
+  pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t cl_stage_backlog(const cl_stage *s) { return __atomic_load_n(&s->backlog, __ATOMIC_RELAXED); }
+uint64_t cl_stage_spilled(const cl_stage *s) { return s->spilled; }
+uint64_t cl_stage_dropped(const cl_stage *s) { return s->dropped; }

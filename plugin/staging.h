@@ -1,0 +1,24 @@
+/* staging.h: binary records between the rings and the formatter. The writer thread copies
+ * ring records here at memory speed, so rings never overflow while JSON formatting catches
+ * up; past a memory budget, whole chunks go to a spill file and come back in order. FIFO by
+ * construction: once a chunk has been spilled, later chunks are spilled too until the file is
+ * read empty. Memory is bounded by the budget; a spill that cannot be written drops (counted). */
+#ifndef COMMLENS_STAGING_H
+#define COMMLENS_STAGING_H
+#include "commlens/event.h"
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cl_stage cl_stage;
+/* mem_budget: bytes kept in memory; spill_path: where overflow goes ("" = drop instead). */
+cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_path);
+void cl_stage_free(cl_stage *s);            /* removes the spill file */
+/* Copies whole records (n slots, starting at a record header). Returns slots dropped. */
+size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t nslots);
+/* The oldest records not yet consumed (a run of whole records), or 0. */
+size_t cl_stage_peek(cl_stage *s, const cl_rec **out);
+void cl_stage_consume(cl_stage *s, size_t nslots);
+uint64_t cl_stage_backlog(const cl_stage *s);   /* slots waiting */
+uint64_t cl_stage_spilled(const cl_stage *s);   /* slots that went through the file */
+uint64_t cl_stage_dropped(const cl_stage *s);   /* slots lost (spill failed) */
+#endif
