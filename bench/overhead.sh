@@ -137,7 +137,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
       mkdir -p "$dir" "$tdir"
       t0=$SECONDS
       (
-        unset NULLPROF_MASK NULLPROF_MARK COMMLENS_EVENTS COMMLENS_DIR
+        unset NULLPROF_MASK NULLPROF_MARK COMMLENS_EVENTS COMMLENS_DIR COMMLENS_CUPTI
         export NCCL_DEBUG=$BENCH_NCCL_DEBUG NCCL_DEBUG_SUBSYS=INIT
         case $cfg in
           none) export NCCL_PROFILER_PLUGIN=none ;;
@@ -145,6 +145,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
           null-full) export NCCL_PROFILER_PLUGIN=$NULL_LIB NULLPROF_MASK=$CL_FULL_MASK NULLPROF_MARK=$dir/nullprof.mark ;;
           cl-default) export NCCL_PROFILER_PLUGIN=$CL_LIB COMMLENS_EVENTS=default COMMLENS_DIR=$tdir ;;
           cl-full) export NCCL_PROFILER_PLUGIN=$CL_LIB COMMLENS_EVENTS=full COMMLENS_DIR=$tdir ;;
+          cl-nocupti) export NCCL_PROFILER_PLUGIN=$CL_LIB COMMLENS_EVENTS=default COMMLENS_CUPTI=0 COMMLENS_DIR=$tdir ;;
         esac
         # shellcheck disable=SC2086 # $args is a list of clex arguments
         CLEX=$CLEX TIMEOUT=$limit exec "$root/examples/run_modes.sh" "$mode" "$dir" $args

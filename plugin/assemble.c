@@ -221,11 +221,13 @@ static const char *coll_func(const ev *c) {
   return c->etype == CL_EV_COLL ? c->p.coll.func : c->etype == CL_EV_P2P ? c->p.p2p.func : NULL;
 }
 
+static int os_tid(cl_asm *a, uint32_t serial);
 /* ---- per-type emission at stop ---- */
 static void emit_api(cl_asm *a, ev *e) {
   char fam[64], name[64];
   int grp = e->etype == CL_EV_GROUP_API;
-  snprintf(fam, sizeof fam, grp ? "NCCL API groups (thread %u)" : "NCCL API (thread %u)", e->thread);
+  int tid_os = os_tid(a, e->thread);
+  snprintf(fam, sizeof fam, grp ? "NCCL API groups (tid %d)" : "NCCL API (tid %d)", tid_os);
   uint32_t tid = ct_lane(a->ct, fam_key(grp ? K_APIGROUP : K_API, 0, e->thread), fam,
                          grp ? K_APIGROUP : K_API, e->start, e->stop);
   if (grp) snprintf(name, sizeof name, "ncclGroup");
@@ -582,7 +584,7 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   if (!e) { a->stats.writer_drops++; return; }
   memset(e, 0, offsetof(ev, p));
   e->id = h->id;
-  e->parent = is_child_type(h->etype) ? pid : 0;
+  e->parent = pid;                      /* kept for every type: KernelLaunch needs its group */
   e->registered = parent != NULL;
   e->start = h->ts;
   e->comm = h->aux;
@@ -829,12 +831,14 @@ void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final) {
 void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {
   if (!a->gj) { sb_puts(b, "null"); return; }
   cl_expo_totals t;
-  uint64_t nk, ck, bn;
-  cl_gj_totals(a->gj, &t, &nk, &ck, &bn);
+  uint64_t nk, ck, bn, lm, lo;
+  cl_gj_totals(a->gj, &t, &nk, &ck, &bn, &lm, &lo);
   sb_printf(b, "{\"comm_ns\":%llu,\"exposed_ns\":%llu,\"overlap_ppm\":%u,\"spans\":%llu,"
-            "\"nccl_kernels\":%llu,\"compute_kernels\":%llu,\"classified_by_name\":%llu,\"top\":[",
+            "\"nccl_kernels\":%llu,\"compute_kernels\":%llu,\"classified_by_name\":%llu,"
+            "\"launches_nccl\":%llu,\"launches_other\":%llu,\"top\":[",
             (unsigned long long)t.comm_ns, (unsigned long long)t.exposed_ns, cl_expo_overlap_ppm(&t),
-            (unsigned long long)t.spans, (unsigned long long)nk, (unsigned long long)ck, (unsigned long long)bn);
+            (unsigned long long)t.spans, (unsigned long long)nk, (unsigned long long)ck, (unsigned long long)bn,
+            (unsigned long long)lm, (unsigned long long)lo);
   for (int i = 0; i < NTOP && a->top[i].exposed; i++) {
     sb_printf(b, "%s{\"func\":", i ? "," : "");
     sb_jstr(b, a->top[i].func);

@@ -294,26 +294,14 @@ static int arm(void) {
       return -1;
     }
   }
-  int ok = api.cuptiActivityEnableDriverApi && api.cuptiActivityEnableRuntimeApi;
-  g.selective_api = ok;   /* so that disable_ours undoes a partial attempt */
-  for (size_t i = 0; ok && i < sizeof k_driver_launch / sizeof *k_driver_launch; i++)
-    ok = api.cuptiActivityEnableDriverApi(k_driver_launch[i], 1) == CUPTI_SUCCESS;
-  for (size_t i = 0; ok && i < sizeof k_runtime_launch / sizeof *k_runtime_launch; i++)
-    ok = api.cuptiActivityEnableRuntimeApi(k_runtime_launch[i], 1) == CUPTI_SUCCESS;
-  if (!ok) {
-    if (g.selective_api) {
-      for (size_t i = 0; i < sizeof k_driver_launch / sizeof *k_driver_launch; i++)
-        api.cuptiActivityEnableDriverApi(k_driver_launch[i], 0);
-      for (size_t i = 0; i < sizeof k_runtime_launch / sizeof *k_runtime_launch; i++)
-        api.cuptiActivityEnableRuntimeApi(k_runtime_launch[i], 0);
-    }
-    g.selective_api = 0;
-    /* every driver call becomes a record: costlier, filtered in drain */
-    if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) g.kinds_on[3] = 1;
-    cl_log_once("cupti-driver-all", CL_LOG_INFO,
-                "CUPTI %u has no per-API activity switches: recording all driver API calls",
-                g.version);
-  }
+  /* Launch API records: all driver API calls, filtered to launches in convert(). The per-API
+   * switches (cuptiActivityEnableDriverApi) produced no records at all on CUPTI 13.0 with NCCL
+   * 2.28 (measured on H200), so they are not used. NCCL launches through the driver API
+   * (cuLaunchKernelEx), which is what the correlation needs. */
+  g.selective_api = 0;
+  if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) g.kinds_on[3] = 1;
+  else cl_log_once("cupti-driver", CL_LOG_INFO, "CUPTI refused driver API records: NCCL kernels "
+                   "are recognised by name only");
   return 0;
 }
 
@@ -360,6 +348,10 @@ int cl_cupti_start(void) {
   }
   if (arm() != 0) return -1;
   *(void **)&g.demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  if (!g.demangle) {   /* loaded privately (e.g. by a Python extension): use it if present */
+    void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
+    if (cxx) *(void **)&g.demangle = dlsym(cxx, "__cxa_demangle");
+  }
   g.state = 1;
   g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
   snprintf(g.status, sizeof g.status, "active (CUPTI %u%s)", v,

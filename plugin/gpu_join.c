@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define LAUNCH_KEEP_NS 5000000000ull   /* KernelLaunch windows kept this long */
-#define HOLD_NS 2000000000ull          /* a kernel whose launch record is missing waits this long */
+#define HOLD_NS 300000000ull           /* a kernel whose launch record is missing waits this long */
 #define EXPO_LAG_NS 1000000000ull      /* compute records can arrive this late (CUPTI buffers) */
 #define NWIN 8192                      /* KernelLaunch windows remembered */
 #define NCORR (1u << 16)               /* correlation ids classified (direct-mapped) */
@@ -31,7 +31,7 @@ struct cl_gj {
   uint64_t hold_since[NHOLD];
   cl_expo *expo;
   cl_expo_agg *agg;
-  uint64_t nccl_kernels, compute_kernels, by_name, unmatched_launch;
+  uint64_t nccl_kernels, compute_kernels, by_name, launches_matched, launches_other;
 };
 
 static void on_result(void *arg, const cl_expo_result *r) {
@@ -100,9 +100,13 @@ static span_ent *span_slot(cl_gj *g, uint64_t group, uint32_t comm) {
   return &g->span[h];
 }
 
+/* Fallback only (CUDA-graph replays, ABI < v5): NCCL's kernel names, demangled or not
+ * ("ncclDevKernel_...", "_Z39ncclDevKernel_...", "ncclSymkDevKernel_..."). */
 static int is_nccl_name(const char *n) {
-  return n && (!strncmp(n, "ncclDevKernel", 13) || !strncmp(n, "ncclKernel", 10) ||
-               !strncmp(n, "ncclSymk", 8));
+  if (!n) return 0;
+  char head[48];
+  snprintf(head, sizeof head, "%s", n);
+  return strstr(head, "ncclDevKernel") || strstr(head, "ncclKernel") || strstr(head, "ncclSymk");
 }
 
 static void draw_kernel(cl_gj *g, const cl_gpu_activity *k, int nccl) {
@@ -126,7 +130,11 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   int known = c->cls && c->corr == k->correlation;
   int nccl;
   if (known) nccl = c->cls == 1;
-  else if (k->graph || force || !g->nwin_total) { nccl = is_nccl_name(k->name); g->by_name += nccl; }
+  else if (k->graph || force || !g->nwin_total) {
+    /* no launch record (graph replay, runtime launch, or no KernelLaunch events): by name */
+    nccl = is_nccl_name(k->name);
+    g->by_name += nccl;
+  }
   else return 0;
   draw_kernel(g, k, nccl);
   if (!nccl) {
@@ -148,6 +156,15 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
     const kl_win *w = find_window(g, a);
     corr_ent *c = &g->corr[a->correlation % NCORR];
     *c = w ? (corr_ent){a->correlation, 1, w->group, w->comm} : (corr_ent){a->correlation, 2, 0, 0};
+    if (w) g->launches_matched++; else g->launches_other++;
+    char fam[64];                         /* the CUDA launch calls, under the thread that made them */
+    snprintf(fam, sizeof fam, "CUDA launches (tid %u)", a->thread);
+    uint32_t tid = ct_lane(g->ct, (10ull << 56) | a->thread, fam, 3, a->start_ns, a->end_ns);
+    int first = ct_slice_begin(g->ct, tid, w ? "launch (NCCL)" : "launch", "cuda_api", a->start_ns,
+                               a->end_ns - a->start_ns);
+    cl_sb *b = ct_body(g->ct);
+    sb_key(b, &first, "correlation"); sb_u64(b, a->correlation);
+    ct_slice_end(g->ct);
     return;
   }
   if (a->kind != CL_GPU_KERNEL) return;      /* memcpy/memset: not compute (exposure.h) */
@@ -189,8 +206,11 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
   }
 }
 
-void cl_gj_totals(cl_gj *g, cl_expo_totals *t, uint64_t *nk, uint64_t *ck, uint64_t *bn) {
+void cl_gj_totals(cl_gj *g, cl_expo_totals *t, uint64_t *nk, uint64_t *ck, uint64_t *bn,
+                  uint64_t *lm, uint64_t *lo) {
   cl_expo_agg_totals(g->agg, t);
+  *lm = g->launches_matched;
+  *lo = g->launches_other;
   *nk = g->nccl_kernels;
   *ck = g->compute_kernels;
   *bn = g->by_name;

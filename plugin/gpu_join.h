@@ -33,5 +33,5 @@ void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, u
 void cl_gj_advance(cl_gj *g, uint64_t now, int final);
 /* Totals for the summary and the trace tail. */
 void cl_gj_totals(cl_gj *g, cl_expo_totals *t, uint64_t *nccl_kernels, uint64_t *compute_kernels,
-                  uint64_t *by_name);
+                  uint64_t *by_name, uint64_t *launches_matched, uint64_t *launches_other);
 #endif

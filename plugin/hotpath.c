@@ -26,7 +26,7 @@ static inline cl_ring *ring_self(void) {
 static inline void sample_cost(cl_ring *r, uint64_t t0) {
   uint64_t c = atomic_load_explicit(&r->calls, memory_order_relaxed) + 1;
   atomic_store_explicit(&r->calls, c, memory_order_relaxed);
-  if (__builtin_expect((c & (CL_SAMPLE_EVERY - 1)) == 0, 0)) {
+  if (__builtin_expect((c & (CL_SAMPLE_EVERY - 1)) == 1, 0)) {   /* the 1st, 1025th, ... call */
     uint64_t dt = cl_now() - t0;
     atomic_store_explicit(&r->sampled_ns,
         atomic_load_explicit(&r->sampled_ns, memory_order_relaxed) + dt, memory_order_relaxed);

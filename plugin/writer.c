@@ -90,6 +90,11 @@ static int setup_output(void) {
   g_sum = cl_summary_new();
   g_ct = ct_new(cl_proc.rank, cl_proc.realtime_offset_ns);
   g_cupti = cl_cfg.cupti && cl_cupti_start() == 0;
+  /* libcupti was just loaded: its static destructors run at exit before any handler that was
+   * registered earlier (atexit runs last-in first-out), and calling CUPTI after them crashes
+   * (seen on CUPTI 13: cuptiActivityDisable from the exit path). Registering the (idempotent)
+   * finish again here makes it run while CUPTI is still whole. */
+  if (g_cupti) atexit(cl_writer_finish);
   g_asm = g_ct && g_sum ? cl_asm_new(g_ct, g_sum, g_cupti) : NULL;
   if (!g_asm) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (cl_cfg.record[0]) cl_recorder_open(cl_cfg.record, cl_proc.rank);
@@ -121,18 +126,19 @@ static int setup_output(void) {
 }
 
 /* ---- stats and the tail ---- */
-typedef struct { uint64_t dropped, calls, sampled_ns, nsampled; } ring_totals;
+typedef struct { uint64_t dropped, ring_dropped, unclaimed, staging_dropped, calls, sampled_ns, nsampled; } ring_totals;
 static void ring_sum(ring_totals *t) {
   memset(t, 0, sizeof *t);
   int n = cl_ring_count();
   for (int i = 0; i < n; i++) {
-    t->dropped += atomic_load_explicit(&cl_rings[i].dropped, memory_order_relaxed);
+    t->ring_dropped += atomic_load_explicit(&cl_rings[i].dropped, memory_order_relaxed);
     t->calls += atomic_load_explicit(&cl_rings[i].calls, memory_order_relaxed);
     t->sampled_ns += atomic_load_explicit(&cl_rings[i].sampled_ns, memory_order_relaxed);
     t->nsampled += atomic_load_explicit(&cl_rings[i].nsampled, memory_order_relaxed);
   }
-  t->dropped += atomic_load_explicit(&cl_rings_unclaimed_drops, memory_order_relaxed);
-  if (g_stage) t->dropped += cl_stage_dropped(g_stage);
+  t->unclaimed = atomic_load_explicit(&cl_rings_unclaimed_drops, memory_order_relaxed);
+  t->staging_dropped = g_stage ? cl_stage_dropped(g_stage) : 0;
+  t->dropped = t->ring_dropped + t->unclaimed + t->staging_dropped;
 }
 
 static void build_tail(int final) {
@@ -146,12 +152,13 @@ static void build_tail(int final) {
   sb_reset(b);
   sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
             "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
-            "\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
+            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
             "\"overhead_ns_per_call\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"gpu_offsets\":",
             final ? "true" : "false", (unsigned long long)ct_events(g_ct), (unsigned long long)as.records,
             (unsigned long long)(rt.dropped + as.writer_drops), (unsigned long long)as.stale,
             (unsigned long long)as.foreign, (unsigned long long)as.orphans, (unsigned long long)as.open_now,
-            (unsigned long long)(g_stage ? cl_stage_spilled(g_stage) : 0),
+            (unsigned long long)rt.ring_dropped, (unsigned long long)rt.unclaimed,
+            (unsigned long long)rt.staging_dropped, (unsigned long long)(g_stage ? cl_stage_spilled(g_stage) : 0),
             (unsigned long long)as.colls_done, (unsigned long long)as.colls_timed,
             (unsigned long long)as.implausible_gpu, (unsigned long long)rt.calls,
             (unsigned long long)per_call, elapsed ? 100.0 * (double)rt.calls * (double)per_call / (double)elapsed : 0.0,
