@@ -15,13 +15,14 @@ import re
 import statistics
 import sys
 
-CONFIGS = ["none", "null-default", "null-full", "cl-default", "cl-full", "cl-nocupti"]
+CONFIGS = ["none", "null-default", "null-full", "cl-default", "cl-full", "cl-nocupti", "cl-cupti"]
 # (label, config, baseline): what each difference column compares.
 DIFFS = [
     ("cl-default − none", "cl-default", "none"),
     ("cl-default − null-default", "cl-default", "null-default"),
     ("cl-full − null-full", "cl-full", "null-full"),
     ("cl-nocupti − null-default", "cl-nocupti", "null-default"),
+    ("cl-cupti − null-default", "cl-cupti", "null-default"),
 ]
 MODE_ORDER = ["nvlink", "socket", "twonode"]
 
@@ -98,7 +99,7 @@ def stats_notes(outdir, mode):
     """commlens' own end-of-run numbers (dropped records, self-measured overhead) per config."""
     notes = []
     mode_dir = os.path.join(outdir, mode)
-    for cfg in ("cl-default", "cl-full", "cl-nocupti"):
+    for cfg in ("cl-default", "cl-full", "cl-nocupti", "cl-cupti"):
         drops, pcts, sizes = [], [], []
         for rnd in sorted(os.listdir(mode_dir)):
             path = os.path.join(mode_dir, rnd, cfg, "commlens-stats.txt")

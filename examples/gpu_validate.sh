@@ -15,7 +15,7 @@ cat /sys/devices/system/clocksource/clocksource0/current_clocksource >"$OUT/cloc
 
 run() {  # name events mode clex-args...
   local name=$1 events=$2 mode=$3; shift 3
-  NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_EVENTS=$events COMMLENS_DIR=$OUT/$name/traces \
+  NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_EVENTS=$events COMMLENS_CUPTI=on COMMLENS_DIR=$OUT/$name/traces \
     NCCL_DEBUG=WARN TIMEOUT=150 "$here/run_modes.sh" "$mode" "$OUT/$name" "$@"
   log "$name: exit $?"
 }
@@ -26,7 +26,7 @@ run straggler default nvlink --ops allreduce --min-bytes 1M --max-bytes 16M --fa
 run full full socket --ops allreduce,sendrecv --min-bytes 64K --max-bytes 4M --factor 4 --iters 5 --compute overlap --compute-us 200
 
 # PyTorch DDP with commlens: gradient all-reduces should overlap backward compute.
-NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_DIR=$OUT/ddp/traces TIMEOUT=200 "$here/ddp/run.sh" --steps 30 >"$OUT/ddp.log" 2>&1
+NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_CUPTI=on COMMLENS_DIR=$OUT/ddp/traces TIMEOUT=200 "$here/ddp/run.sh" --steps 30 >"$OUT/ddp.log" 2>&1
 log "ddp: exit $?"
 
 # Cost of CUPTI tracing in a training-like loop (compute + collectives), interleaved rounds.
@@ -36,7 +36,7 @@ for round in 1 2 3; do
     case $cfg in
       none) NCCL_PROFILER_PLUGIN=none TIMEOUT=120 "$here/run_modes.sh" nvlink "$d" --ops allreduce --min-bytes 4M --max-bytes 4M --iters 300 --warmup 20 --compute overlap --compute-us 300 ;;
       nocupti) NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_CUPTI=0 COMMLENS_DIR=$d/traces TIMEOUT=120 "$here/run_modes.sh" nvlink "$d" --ops allreduce --min-bytes 4M --max-bytes 4M --iters 300 --warmup 20 --compute overlap --compute-us 300 ;;
-      cupti) NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_DIR=$d/traces TIMEOUT=120 "$here/run_modes.sh" nvlink "$d" --ops allreduce --min-bytes 4M --max-bytes 4M --iters 300 --warmup 20 --compute overlap --compute-us 300 ;;
+      cupti) NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_CUPTI=on COMMLENS_DIR=$d/traces TIMEOUT=120 "$here/run_modes.sh" nvlink "$d" --ops allreduce --min-bytes 4M --max-bytes 4M --iters 300 --warmup 20 --compute overlap --compute-us 300 ;;
     esac
     log "cost $cfg $round: exit $?"
   done

@@ -6,6 +6,7 @@
 #include "core.h"
 #include "names.h"
 #include "gpu_join.h"
+#include "clock.h"
 #include "ring.h"
 #include <stdlib.h>
 #include <string.h>
@@ -386,7 +387,8 @@ static void maybe_finish(cl_asm *a, ev *c, uint64_t now, int force) {
     uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
     uint64_t s, e;
     uint32_t dev;
-    int cupti_pending = a->gj && c->api_group && !cl_gj_span(a->gj, c->api_group, c->comm, &s, &e, &dev);
+    int cupti_pending = a->gj && c->api_group && cl_gj_covered(a->gj, c->stop) &&
+                        !cl_gj_span(a->gj, c->api_group, c->comm, &s, &e, &dev);
     if (cupti_pending) { if (now - c->stop < CUPTI_WAIT_NS) return; }
     else if (!(exp && c->kch_done >= exp) && now - last < GRACE_NS) return;
   }
@@ -758,7 +760,7 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
     ev *c = lookup(a, id);
     if (c && !c->awaiting && !final) {
       uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
-      uint64_t wait = a->gj && c->api_group ? CUPTI_WAIT_NS : GRACE_NS;
+      uint64_t wait = a->gj && c->api_group && cl_gj_covered(a->gj, c->stop) ? CUPTI_WAIT_NS : GRACE_NS;
       if (now - last < wait) {
         maybe_finish(a, c, now, 0);           /* its CUPTI span may have arrived */
         if (lookup(a, id) == c && !c->awaiting) break;
@@ -818,6 +820,8 @@ void cl_asm_offsets_json(const cl_asm *a, cl_sb *b) {
 
 void cl_asm_gpu_activity(cl_asm *a, const cl_gpu_activity *r) { if (a->gj) cl_gj_activity(a->gj, r); }
 
+void cl_asm_cupti_active(cl_asm *a, int on, uint64_t now) { if (a->gj) cl_gj_set_active(a->gj, on, now); }
+
 void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final) {
   if (!a->gj) return;
   if (final) {
@@ -835,10 +839,10 @@ void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {
   cl_gj_totals(a->gj, &t, &nk, &ck, &bn, &lm, &lo);
   sb_printf(b, "{\"comm_ns\":%llu,\"exposed_ns\":%llu,\"overlap_ppm\":%u,\"spans\":%llu,"
             "\"nccl_kernels\":%llu,\"compute_kernels\":%llu,\"classified_by_name\":%llu,"
-            "\"launches_nccl\":%llu,\"launches_other\":%llu,\"top\":[",
+            "\"launches_nccl\":%llu,\"launches_other\":%llu,\"cupti_covered_ns\":%llu,\"top\":[",
             (unsigned long long)t.comm_ns, (unsigned long long)t.exposed_ns, cl_expo_overlap_ppm(&t),
             (unsigned long long)t.spans, (unsigned long long)nk, (unsigned long long)ck, (unsigned long long)bn,
-            (unsigned long long)lm, (unsigned long long)lo);
+            (unsigned long long)lm, (unsigned long long)lo, (unsigned long long)cl_gj_covered_ns(a->gj, cl_now()));
   for (int i = 0; i < NTOP && a->top[i].exposed; i++) {
     sb_printf(b, "%s{\"func\":", i ? "," : "");
     sb_jstr(b, a->top[i].func);

@@ -131,7 +131,8 @@ static const cl_var g_vars[] = {
   {"COMMLENS_DIR", "./commlens-<job id> (./commlens-trace without one)",
    "directory for traces and summaries; created if missing", p_dir},
   {"COMMLENS_EVENTS", "default",
-   "event set: default (API, group, collective, p2p, proxy-op events), full (everything), a "
+   "event set: default (API, group, collective, p2p, proxy-op events; kernel launches too "
+   "with COMMLENS_CUPTI=on), full (everything), a "
    "mask number, or names joined by '+' (default+kernelch, proxystep, net, ...)", p_events},
   {"COMMLENS_BUFFER_MB", "64", "memory for all per-thread event buffers together (MiB)", p_buffer_mb},
   {"COMMLENS_RING_KB", "2048", "one thread's event buffer (KiB); rings share 3/4 of COMMLENS_BUFFER_MB, staging the rest", p_ring_kb},
@@ -141,7 +142,9 @@ static const cl_var g_vars[] = {
    "capture window: coll:A-B (collectives A..B) or time:A-B (seconds since the first "
    "communicator); B may be left out", p_window},
   {"COMMLENS_SUMMARY", "print", "per-rank summary at exit: print (stderr and file), file, off", p_summary},
-  {"COMMLENS_CUPTI", "1", "correlate with CUPTI kernel activity when CUPTI is available", p_cupti},
+  {"COMMLENS_CUPTI", "off",
+   "on: GPU kernel timing and exposed communication from CUPTI (measured cost: about 6 us per "
+   "kernel launch while CUPTI is attached, so it is off by default); off", p_cupti},
   {"COMMLENS_RECORD", "(off)",
    "also record the raw profiler ABI call stream to this file (for replay in tests)", p_record},
 };
@@ -168,7 +171,7 @@ static void set_defaults(void) {
   cl_cfg.ring_bytes = 2ull << 20;
   cl_cfg.flush_ms = 250;
   cl_cfg.summary = CL_SUMMARY_PRINT;
-  cl_cfg.cupti = 1;
+  cl_cfg.cupti = 0;
 }
 
 void cl_config_load(void) {
@@ -180,6 +183,7 @@ void cl_config_load(void) {
       cl_log(CL_LOG_WARN, "ignoring %s=\"%.200s\": not a valid value (%s); using the default %s",
              g_vars[i].name, v, g_vars[i].help, g_vars[i].def);
   }
+  if (cl_cfg.cupti) cl_cfg.mask |= CL_MASK_KERNEL_LAUNCH;
   if (cl_cfg.ring_bytes > cl_cfg.buffer_bytes) {
     cl_log(CL_LOG_WARN, "COMMLENS_RING_KB is larger than COMMLENS_BUFFER_MB; using one ring of %llu KiB",
            (unsigned long long)(cl_cfg.buffer_bytes >> 10));

@@ -5,7 +5,8 @@
 #define COMMLENS_CONFIG_H
 #include <stdint.h>
 
-#define CL_MASK_DEFAULT 0x0F0Fu  /* Group Coll P2p ProxyOp + GroupApi CollApi P2pApi KernelLaunch */
+#define CL_MASK_DEFAULT 0x070Fu  /* Group Coll P2p ProxyOp + GroupApi CollApi P2pApi */
+#define CL_MASK_KERNEL_LAUNCH 0x0800u  /* added whenever CUPTI is on: launch correlation needs it */
 #define CL_MASK_FULL    0x7FFFu  /* every event NCCL 2.23 .. 2.30 can emit */
 
 typedef enum { CL_WIN_NONE = 0, CL_WIN_COLL, CL_WIN_TIME } cl_window_kind;
@@ -23,7 +24,7 @@ typedef struct {
   cl_window_kind window;
   uint64_t win_start, win_stop;  /* collectives (count) or nanoseconds since first init */
   cl_summary_mode summary;
-  int cupti;
+  int cupti;                 /* 1: correlate with CUPTI (COMMLENS_CUPTI=on) */
   char record[1024];         /* record the ABI call stream to this file ("" = off) */
 } cl_config;
 

@@ -96,6 +96,7 @@ static int setup_output(void) {
    * finish again here makes it run while CUPTI is still whole. */
   if (g_cupti) atexit(cl_writer_finish);
   g_asm = g_ct && g_sum ? cl_asm_new(g_ct, g_sum, g_cupti) : NULL;
+  if (g_asm && g_cupti) cl_asm_cupti_active(g_asm, 1, cl_now());
   if (!g_asm) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (cl_cfg.record[0]) cl_recorder_open(cl_cfg.record, cl_proc.rank);
   char host[128];
@@ -168,7 +169,7 @@ static void build_tail(int final) {
   cl_cupti_get_stats(&cs);
   sb_printf(b, ",\"cupti\":{\"active\":%s,\"records\":%llu,\"dropped\":%llu,\"status\":",
             g_cupti && cs.active ? "true" : "false", (unsigned long long)cs.records, (unsigned long long)cs.dropped);
-  sb_jstr(b, g_cupti ? (cs.active ? "recording" : cs.status) : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=0)"));
+  sb_jstr(b, g_cupti ? (cs.active ? "recording" : cs.status) : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=on enables it)"));
   sb_puts(b, "},\"exposure\":");
   cl_asm_exposure_json(g_asm, b);
   sb_puts(b, "}}\n");
@@ -234,12 +235,15 @@ static uint64_t format_some(uint64_t budget_ns) {
 }
 
 /* Takes CUPTI's completed records (forced: also the buffers still being filled). */
-static void drain_cupti(int force) {
-  if (!g_cupti) return;
-  cl_cupti_flush(force);
+static void drain_cupti_records(void) {
   size_t n;
   while ((n = cl_cupti_drain(g_act, sizeof g_act / sizeof g_act[0])) > 0)
     for (size_t i = 0; i < n; i++) cl_asm_gpu_activity(g_asm, &g_act[i]);
+}
+static void drain_cupti(int force) {
+  if (!g_cupti) return;
+  cl_cupti_flush(force);
+  drain_cupti_records();
 }
 
 /* The drain thread: only copies ring records into staging, so a producer's ring is emptied

@@ -177,7 +177,7 @@ TL_TEST(delivers_records) {
   CHECK(g_logs == 0, "logged on success: %s", g_last);
   int *en = fake_int("fake_enabled");
   CHECK(en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] >= 1 && en[CUPTI_ACTIVITY_KIND_KERNEL] == 0 &&
-        en[CUPTI_ACTIVITY_KIND_DRIVER] == 0, "kinds");
+        en[CUPTI_ACTIVITY_KIND_DRIVER] >= 1, "kinds (launch records come from KIND_DRIVER)");
   cl_gpu_activity a[16];
   CHECK(cl_cupti_drain(a, 16) == 0, "records before flush");
   cl_cupti_flush(0);
@@ -202,7 +202,7 @@ TL_TEST(delivers_records) {
   CHECK(g.nalloc == CL_CUPTI_MAX_BUFS && g.refused > 0, "cap nalloc=%d", g.nalloc);
   cl_cupti_stop();
   int *dis = fake_int("fake_disabled");
-  CHECK(dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] >= 1 && dis[CUPTI_ACTIVITY_KIND_DRIVER] == 0, "stop disables ours only");
+  CHECK(dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] >= 1 && dis[CUPTI_ACTIVITY_KIND_DRIVER] >= 1, "stop disables ours only");
   cl_cupti_get_stats(&st);
   CHECK(!st.active, "active after stop");
 }
