@@ -131,11 +131,7 @@ static void process_setup(const cl_comm_desc *d) {
   memset(&cl_proc, 0, sizeof cl_proc);
   cl_proc.pid = getpid();
   if (gethostname(cl_proc.host, sizeof cl_proc.host - 1) != 0) snprintf(cl_proc.host, sizeof cl_proc.host, "unknown");
-  const char *job_vars[] = {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "LSB_JOBID", "PBS_JOBID", "COMMLENS_JOB"};
-  for (size_t i = 0; i < sizeof job_vars / sizeof job_vars[0]; i++) {
-    const char *v = getenv(job_vars[i]);
-    if (v && *v) { snprintf(cl_proc.job, sizeof cl_proc.job, "%s", v); break; }
-  }
+  snprintf(cl_proc.job, sizeof cl_proc.job, "%s", cl_cfg.job);
   detect_rank(d->rank);
   cl_proc.abi = d->abi;
   cl_proc.realtime_offset_ns = cl_clock_measure_offset(&cl_proc.offset_err_ns);

@@ -121,6 +121,16 @@ static int p_summary(const char *v) {
   else return -1;
   return 0;
 }
+static int p_cupti_lib(const char *v) {
+  if (!*v || strlen(v) >= sizeof cl_cfg.cupti_lib) return -1;
+  snprintf(cl_cfg.cupti_lib, sizeof cl_cfg.cupti_lib, "%s", v);
+  return 0;
+}
+static int p_job(const char *v) {
+  if (!*v || strlen(v) >= sizeof cl_cfg.job) return -1;
+  snprintf(cl_cfg.job, sizeof cl_cfg.job, "%s", v);
+  return 0;
+}
 static int p_record(const char *v) {
   if (strlen(v) >= sizeof cl_cfg.record) return -1;
   snprintf(cl_cfg.record, sizeof cl_cfg.record, "%s", v);
@@ -145,25 +155,18 @@ static const cl_var g_vars[] = {
   {"COMMLENS_CUPTI", "off",
    "on: GPU kernel timing and exposed communication from CUPTI (measured cost: about 6 us per "
    "kernel launch while CUPTI is attached, so it is off by default); off", p_cupti},
+  {"COMMLENS_CUPTI_LIB", "(search)",
+   "path of libcupti to load; default: the one already loaded, then libcupti.so(.13/.12) on the "
+   "library path, $CUDA_HOME/extras/CUPTI/lib64, /usr/local/cuda/{extras/CUPTI/,}lib64", p_cupti_lib},
+  {"COMMLENS_JOB", "(from the launcher)",
+   "job id for the default directory and the trace header, when SLURM_JOB_ID, "
+   "TORCHELASTIC_RUN_ID, LSB_JOBID or PBS_JOBID is not set", p_job},
   {"COMMLENS_RECORD", "(off)",
-   "also record the raw profiler ABI call stream to this file (for replay in tests)", p_record},
+   "directory: also record the raw profiler ABI call stream there (for replay in tests)", p_record},
 };
 
 static void set_defaults(void) {
   memset(&cl_cfg, 0, sizeof cl_cfg);
-  const char *job = NULL;
-  const char *job_vars[] = {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "LSB_JOBID", "PBS_JOBID",
-                            "OMPI_MCA_ess_base_jobid", "COMMLENS_JOB"};
-  for (size_t i = 0; i < sizeof job_vars / sizeof job_vars[0] && !job; i++) {
-    const char *v = getenv(job_vars[i]);
-    if (v && *v) job = v;
-  }
-  char clean[64];
-  size_t n = 0;
-  for (const char *c = job ? job : "trace"; *c && n + 1 < sizeof clean; c++)
-    clean[n++] = (isalnum((unsigned char)*c) || *c == '-' || *c == '_' || *c == '.') ? *c : '_';
-  clean[n] = 0;
-  snprintf(cl_cfg.dir, sizeof cl_cfg.dir, "./commlens-%s", clean);
   cl_cfg.dir_is_default = 1;
   cl_cfg.mask = CL_MASK_DEFAULT;
   snprintf(cl_cfg.events_name, sizeof cl_cfg.events_name, "default");
@@ -172,6 +175,23 @@ static void set_defaults(void) {
   cl_cfg.flush_ms = 250;
   cl_cfg.summary = CL_SUMMARY_PRINT;
   cl_cfg.cupti = 0;
+}
+
+/* The job id: the launcher's, else COMMLENS_JOB; it names the default output directory, so
+ * every rank of a job writes into the same one. */
+static void settle_job_and_dir(void) {
+  static const char *launcher[] = {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "LSB_JOBID", "PBS_JOBID"};
+  for (size_t i = 0; i < sizeof launcher / sizeof launcher[0]; i++) {
+    const char *v = getenv(launcher[i]);
+    if (v && *v) { snprintf(cl_cfg.job, sizeof cl_cfg.job, "%s", v); break; }
+  }
+  if (!cl_cfg.dir_is_default) return;
+  char clean[64];
+  size_t n = 0;
+  for (const char *c = cl_cfg.job[0] ? cl_cfg.job : "trace"; *c && n + 1 < sizeof clean; c++)
+    clean[n++] = (isalnum((unsigned char)*c) || *c == '-' || *c == '_' || *c == '.') ? *c : '_';
+  clean[n] = 0;
+  snprintf(cl_cfg.dir, sizeof cl_cfg.dir, "./commlens-%s", clean);
 }
 
 void cl_config_load(void) {
@@ -183,6 +203,7 @@ void cl_config_load(void) {
       cl_log(CL_LOG_WARN, "ignoring %s=\"%.200s\": not a valid value (%s); using the default %s",
              g_vars[i].name, v, g_vars[i].help, g_vars[i].def);
   }
+  settle_job_and_dir();
   if (cl_cfg.cupti) cl_cfg.mask |= CL_MASK_KERNEL_LAUNCH;
   if (cl_cfg.ring_bytes > cl_cfg.buffer_bytes) {
     cl_log(CL_LOG_WARN, "COMMLENS_RING_KB is larger than COMMLENS_BUFFER_MB; using one ring of %llu KiB",

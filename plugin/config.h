@@ -26,6 +26,8 @@ typedef struct {
   cl_summary_mode summary;
   int cupti;                 /* 1: correlate with CUPTI (COMMLENS_CUPTI=on) */
   char record[1024];         /* record the ABI call stream to this file ("" = off) */
+  char cupti_lib[1024];      /* libcupti to load ("" = search) */
+  char job[128];             /* COMMLENS_JOB: job id when the launcher sets none */
 } cl_config;
 
 extern cl_config cl_cfg;

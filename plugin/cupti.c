@@ -22,6 +22,7 @@
  * usually disabled our kinds or finalized CUPTI on its way out). CUPTI 13.2+ multi-subscriber
  * mode (per-subscriber activity APIs) would remove the conflict; not used yet. */
 #include "cupti.h"
+#include "config.h"
 #include "clock.h"
 #include "log.h"
 #include <cupti_activity.h>
@@ -172,7 +173,7 @@ static int find_loaded(struct dl_phdr_info *info, size_t sz, void *arg) {
 /* A libcupti already in the process (Kineto's) is the one to use: two CUPTI copies in one
  * process would fight over the driver's tool hooks. */
 static void *load_lib(char *path, size_t n) {
-  const char *env = getenv("COMMLENS_CUPTI_LIB");
+  const char *env = cl_cfg.cupti_lib[0] ? cl_cfg.cupti_lib : NULL;
   if (env && *env) { snprintf(path, n, "%s", env); return dlopen(env, RTLD_NOW | RTLD_LOCAL); }
   char loaded[1024] = "";
   if (dl_iterate_phdr(find_loaded, loaded) && loaded[0]) {

@@ -1,6 +1,7 @@
 /* main.c: the `commlens` command line: argument parsing and dispatch to report/merge.
  * Exit codes: 0 = something useful was produced, 2 = nothing (no usable input, bad usage). */
 #include "report.h"
+#include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,15 @@ static void usage(FILE *o) {
     "usage: commlens report DIR... [--json] [--top N] [--threads N]\n"
     "       commlens merge DIR... -o OUT[.gz] [--ranks 0-3,7] [--comm 0xHASH|NAME]\n"
     "                             [--window START_MS:END_MS | --steps A:B] [--threads N]\n"
+    "       commlens env      (the plugin's COMMLENS_* variables: name, default, meaning)\n"
     "DIR is a directory of per-rank commlens traces (*.trace.json[.gz]) or trace files.\n"
     "Exit status: 0 when output was produced, 2 when nothing usable was found.\n");
 }
 
+static void print_line(const char *line, void *arg) { fprintf((FILE *)arg, "%s\n", line); }
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "env")) { cl_config_print_table(print_line, stdout); return 0; }
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) { usage(argc < 2 ? stderr : stdout); return argc < 2 ? 2 : 0; }
   const char *cmd = argv[1];
   int is_report = !strcmp(cmd, "report"), is_merge = !strcmp(cmd, "merge");

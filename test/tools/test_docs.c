@@ -1,0 +1,46 @@
+/* test_docs.c: README.md documents every COMMLENS_* variable the plugin declares (as printed
+ * by `commlens env`), so the one table in plugin/config.c and the README cannot drift apart. */
+#include "tl.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+  if (b) b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+TL_TEST(readme_lists_every_variable) {
+  const char *cli = getenv("COMMLENS_CLI");
+  REQUIRE(cli, "COMMLENS_CLI is not set");
+  char *readme = slurp("README.md");
+  REQUIRE(readme, "README.md not readable from %s", getenv("PWD") ? getenv("PWD") : "?");
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "%s env", cli);
+  FILE *p = popen(cmd, "r");
+  REQUIRE(p, "cannot run %s", cmd);
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, p)) {
+    char *tab = strchr(line, '\t');
+    if (!tab) continue;
+    *tab = 0;
+    char row[2100];
+    snprintf(row, sizeof row, "| `%s` |", line);
+    CHECK(strstr(readme, row), "README.md has no table row for %s", line);
+    n++;
+  }
+  CHECK(pclose(p) == 0, "commlens env failed");
+  CHECK(n >= 10, "commlens env printed only %d variables", n);
+  free(readme);
+}
+
+TL_MAIN("tools/docs")
