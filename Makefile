@@ -13,7 +13,7 @@ LIB_SRC := $(wildcard plugin/*.c plugin/abi/*.c exporters/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libnccl-profiler-commlens.so
 LIBLINK := $(BUILD)/libnccl-profiler.so
-CLI_SRC := $(wildcard tools/commlens/*.c)
+CLI_SRC := $(wildcard tools/commlens/*.c) plugin/config.c plugin/log.c   # the variable table is the plugin's
 CLI     := $(BUILD)/commlens
 Q       := @
 
@@ -57,9 +57,11 @@ TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 $(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h include/commlens/*.h) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itest/lib -Itools/commlens -o $@ $< $(TEST_LIB_SRC) -ljson-c -lz -ldl -lpthread -lm
+# mk/*.mk add variants (sanitizers, fuzz runs) as prerequisites and as run.sh arguments in
+# TEST_MORE, so one run.sh call prints every suite and one closing total.
 test: deps lib cli $(TEST_BIN)
 	$(Q)COMMLENS_LIB=$(abspath $(LIB)) COMMLENS_CLI=$(abspath $(CLI)) BUILD=$(BUILD) \
-	  sh test/run.sh $(TEST_BIN)
+	  sh test/run.sh $(TEST_BIN) $(TEST_MORE)
 
 # ---- benchmarks (on demand) ----
 bench: lib
@@ -67,6 +69,9 @@ bench: lib
 
 demo: all
 	$(Q)sh examples/demo.sh $(abspath $(BUILD))
+
+# Further targets live in mk/*.mk, one concern per fragment (replay tool, sanitizers, fuzzing).
+include $(wildcard mk/*.mk)
 
 clean:
 	rm -rf $(BUILD)

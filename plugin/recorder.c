@@ -13,7 +13,7 @@
 #include <zlib.h>
 
 _Atomic int cl_recording;
-pid_t cl_self_pid;
+_Atomic pid_t cl_self_pid;
 static pthread_mutex_t g_rec_mu = PTHREAD_MUTEX_INITIALIZER;
 static gzFile g_gz;
 static uint64_t g_seq, g_t0;

@@ -12,8 +12,9 @@
 
 #define CL_EXPORT __attribute__((visibility("default")))
 
-/* Process id, cached (getpid is a system call); refreshed in a fork child. */
-extern pid_t cl_self_pid;
+/* Process id, cached (getpid is a system call); refreshed in a fork child. Atomic: every
+ * init stores it while other threads' startEvent read it (relaxed: the value never differs). */
+extern _Atomic pid_t cl_self_pid;
 
 /* A pointer field of a descriptor whose pointee the recorder must capture. */
 typedef struct { unsigned off; const void *p; unsigned len; } cl_ref;
@@ -46,7 +47,7 @@ static inline void cl_shim_proxy_op(const struct clabi_proxy_op *d, cl_payload *
   p->proxy_op.nsteps = d->nSteps;
   p->proxy_op.chunk_size = d->chunkSize;
   p->proxy_op.is_send = (uint8_t)(d->isSend != 0);
-  if (d->pid != cl_self_pid) *flags |= CL_F_FOREIGN;
+  if (d->pid != atomic_load_explicit(&cl_self_pid, memory_order_relaxed)) *flags |= CL_F_FOREIGN;
 }
 
 /* Payload sizes per event type (the union member used), for the record length. */
@@ -70,7 +71,7 @@ static inline void cl_shim_net(int64_t id, const void *data, cl_payload *p) {
 /* Common tail of every version's init: our context and mask, the logger, one log line. */
 static inline clabi_result cl_shim_init(void **ctx, int *mask, cl_comm_desc *d) {
   if (!ctx || !mask) return CLABI_SUCCESS;
-  cl_self_pid = getpid();
+  atomic_store_explicit(&cl_self_pid, getpid(), memory_order_relaxed);
   if (cl_comm_init(ctx, mask, d) != 0) *ctx = NULL;   /* events still flow, without a comm */
   if (CL_RECORDING()) cl_recorder_init(d->abi, *ctx, d, *mask);
   return CLABI_SUCCESS;
