@@ -4,6 +4,7 @@
 #include "tl.h"
 #include "../../plugin/cupti.c"
 #include "../../plugin/log.c"
+#include "../../plugin/config.c"   /* COMMLENS_CUPTI_LIB comes through the variable table */
 #include <stdarg.h>
 #include <unistd.h>
 
@@ -102,7 +103,7 @@ static int *fake_int(const char *sym) {
 
 TL_TEST(missing_library_one_message) {
   reset();
-  setenv("COMMLENS_CUPTI_LIB", "/nonexistent/dir/libcupti.so", 1);
+  setenv("COMMLENS_CUPTI_LIB", "/nonexistent/dir/libcupti.so", 1); cl_config_load();
   CHECK(cl_cupti_start() == -1, "started");
   CHECK(cl_cupti_start() == -1, "second start");
   CHECK(g_logs == 1, "logs=%d", g_logs);
@@ -117,7 +118,7 @@ TL_TEST(missing_library_one_message) {
 
 TL_TEST(library_without_symbols) {
   reset();
-  setenv("COMMLENS_CUPTI_LIB", "libz.so.1", 1);
+  setenv("COMMLENS_CUPTI_LIB", "libz.so.1", 1); cl_config_load();
   CHECK(cl_cupti_start() == -1, "started");
   CHECK(g_logs == 1 && strstr(g_last, "lacks cuptiGetVersion"), "logs=%d %s", g_logs, g_last);
 }
@@ -125,7 +126,7 @@ TL_TEST(library_without_symbols) {
 TL_TEST(busy_subscriber_backs_off) {
   reset();
   REQUIRE(build_fake() == 0, "cannot build the fake libcupti (cc, CUDA headers)");
-  setenv("COMMLENS_CUPTI_LIB", g_fake, 1);
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   setenv("FAKE_BUSY", "1", 1);
   int *reg = fake_int("fake_registered");
   int before = reg ? *reg : -1;
@@ -143,12 +144,12 @@ TL_TEST(busy_subscriber_backs_off) {
 TL_TEST(not_initialized_and_too_old) {
   reset();
   REQUIRE(build_fake() == 0, "no fake");
-  setenv("COMMLENS_CUPTI_LIB", g_fake, 1);
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   setenv("FAKE_NOINIT", "1", 1);
   CHECK(cl_cupti_start() == -1, "started");
   CHECK(g_logs == 1 && strstr(g_last, "could not start"), "logs=%d %s", g_logs, g_last);
   reset();
-  setenv("COMMLENS_CUPTI_LIB", g_fake, 1);
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   setenv("FAKE_OLD", "1", 1);
   CHECK(cl_cupti_start() == -1, "started");
   CHECK(g_logs == 1 && strstr(g_last, "too old"), "logs=%d %s", g_logs, g_last);
@@ -157,7 +158,7 @@ TL_TEST(not_initialized_and_too_old) {
 TL_TEST(kernel_activity_refused) {
   reset();
   REQUIRE(build_fake() == 0, "no fake");
-  setenv("COMMLENS_CUPTI_LIB", g_fake, 1);
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   setenv("FAKE_NOKERNEL", "1", 1);
   int *dis = fake_int("fake_disabled");
   int d_memcpy = dis ? dis[CUPTI_ACTIVITY_KIND_MEMCPY] : 0;
@@ -172,7 +173,7 @@ TL_TEST(kernel_activity_refused) {
 TL_TEST(delivers_records) {
   reset();
   REQUIRE(build_fake() == 0, "no fake");
-  setenv("COMMLENS_CUPTI_LIB", g_fake, 1);
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
   CHECK(g_logs == 0, "logged on success: %s", g_last);
   int *en = fake_int("fake_enabled");
@@ -210,7 +211,7 @@ TL_TEST(delivers_records) {
 TL_TEST(takeover_suspends_and_resumes) {
   reset();
   REQUIRE(build_fake() == 0, "no fake");
-  setenv("COMMLENS_CUPTI_LIB", g_fake, 1);
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
   int *flushes = fake_int("fake_flushes");
   setenv("FAKE_BUSY", "1", 1);           /* torch.profiler starts */
