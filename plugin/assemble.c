@@ -6,6 +6,7 @@
 #include "core.h"
 #include "names.h"
 #include "gpu_join.h"
+#include "gpu_clock.h"
 #include "clock.h"
 #include "ring.h"
 #include <stdlib.h>
@@ -13,7 +14,6 @@
 
 #define GRACE_NS 200000000ull        /* a collective with no KernelCh count waits this long */
 #define MAX_OPEN (1u << 22)          /* open events kept at most (memory bound) */
-#define IMPLAUSIBLE_NS 10000000000ll /* a GPU time this far from the host's view is wrong */
 #define MAX_DEV 65
 #define CUPTI_WAIT_NS 2500000000ull /* a collective waits this long for its kernel's CUPTI record */
 #define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered */
@@ -43,21 +43,6 @@ typedef struct { uint64_t api, group; } api_link;
 typedef struct { const char *func; uint64_t seq, comm, exposed, dur; } top_ent;
 
 typedef struct { int loaded; cl_comm_info info; char label[80]; } comm_cache;
-/* GPU timer calibration, per device. The host sees a KernelCh event some time after the GPU
- * wrote its timer (0 to several ms: the proxy thread polls), so host - gpu over many events
- * has a lower envelope equal to the true offset. The envelope is a sliding-window minimum
- * (two periods), so drift in either direction is followed, and nothing is drawn until enough
- * samples over enough time have been seen (early samples are typically milliseconds late). */
-#define CAL_PERIOD_NS 4000000000ull
-#define CAL_MIN_SAMPLES 32
-#define CAL_MIN_SPAN_NS 100000000ull
-typedef struct {
-  int64_t cur_min, prev_min;       /* host(mono) - gpu, minimum per period */
-  int have_cur, have_prev;
-  uint64_t period_start, first_obs, last_obs;
-  uint64_t samples, implausible;
-} gpu_off;
-
 struct cl_asm {
   cl_ct *ct;
   cl_summary *sum;
@@ -66,7 +51,7 @@ struct cl_asm {
   ev *free_list;
   comm_cache *comms;
   uint32_t ncomms;
-  gpu_off off[MAX_DEV];
+  cl_gpu_clock off[MAX_DEV];
   uint64_t *pend;           /* retained collectives awaiting completion (ids, FIFO) */
   ev **held;                /* stopped KernelCh events waiting for their device's calibration */
   ev **orph;                /* stopped children whose parent's start has not been seen yet */
@@ -144,50 +129,12 @@ static comm_cache *comm_of(cl_asm *a, uint32_t serial) {
   return c;
 }
 
-/* ---- GPU timer -> host clock ---- */
-static gpu_off *off_for(cl_asm *a, uint32_t comm) {
+/* ---- GPU timer -> host clock (gpu_clock.c), one clock per device ---- */
+static cl_gpu_clock *off_for(cl_asm *a, uint32_t comm) {
   comm_cache *c = comm_of(a, comm);
   int dev = c ? c->info.cuda_dev : -1;
   return &a->off[dev >= 0 && dev < MAX_DEV - 1 ? dev : MAX_DEV - 1];
 }
-static int64_t off_estimate(const gpu_off *o) {
-  if (o->have_cur && o->have_prev) return o->cur_min < o->prev_min ? o->cur_min : o->prev_min;
-  return o->have_cur ? o->cur_min : o->prev_min;
-}
-/* Adds one (gpu timer, host observation) pair; returns 0 if it was implausible. */
-static int off_sample(gpu_off *o, uint64_t ptimer, uint64_t obs) {
-  if (!ptimer) return 0;
-  int64_t d = (int64_t)obs - (int64_t)ptimer;
-  if (o->samples) {
-    int64_t est = off_estimate(o);
-    if (d - est > IMPLAUSIBLE_NS || est - d > IMPLAUSIBLE_NS) return 0;
-  } else {
-    o->first_obs = obs;
-    o->period_start = obs;
-  }
-  if (obs - o->period_start >= CAL_PERIOD_NS) {
-    o->prev_min = o->cur_min;
-    o->have_prev = o->have_cur;
-    o->have_cur = 0;
-    o->period_start = obs;
-  }
-  if (!o->have_cur || d < o->cur_min) { o->cur_min = d; o->have_cur = 1; }
-  o->samples++;
-  if (obs > o->last_obs) o->last_obs = obs;
-  return 1;
-}
-static int off_ready(const gpu_off *o) {
-  return o->samples >= CAL_MIN_SAMPLES && o->last_obs - o->first_obs >= CAL_MIN_SPAN_NS;
-}
-/* Host time of a GPU timer value, 0 if implausible. `obs` (when the host saw it) bounds it:
- * a GPU event cannot be drawn after the host observed it. */
-static uint64_t gpu_to_host(const gpu_off *o, uint64_t ptimer, uint64_t obs) {
-  if (!ptimer || (!o->have_cur && !o->have_prev)) return 0;
-  int64_t h = (int64_t)ptimer + off_estimate(o);
-  if (h > (int64_t)obs + 1000 || (int64_t)obs - h > IMPLAUSIBLE_NS) return 0;
-  return (uint64_t)h;
-}
-
 /* ---- emission helpers ---- */
 static void common_args(cl_asm *a, cl_sb *b, int *first, uint32_t comm, uint64_t fallback_hash) {
   comm_cache *c = comm_of(a, comm);
@@ -404,9 +351,9 @@ static void kch_stop_timer(const ev *e, uint64_t *pt, uint64_t *obs) {
 static void emit_kernel_ch(cl_asm *a, ev *e, ev *parent) {
   uint64_t stop_pt, stop_obs;
   kch_stop_timer(e, &stop_pt, &stop_obs);
-  gpu_off *o = off_for(a, e->comm);
-  uint64_t s = gpu_to_host(o, e->p.kernel_ch.ptimer, e->start);
-  uint64_t t = stop_pt ? gpu_to_host(o, stop_pt, stop_obs) : 0;
+  cl_gpu_clock *o = off_for(a, e->comm);
+  uint64_t s = cl_gpu_clock_to_host(o, e->p.kernel_ch.ptimer, e->start);
+  uint64_t t = stop_pt ? cl_gpu_clock_to_host(o, stop_pt, stop_obs) : 0;
   int implausible = !s || !t || stop_pt < e->p.kernel_ch.ptimer;
   if (implausible) { s = e->start; t = stop_obs; a->stats.implausible_gpu++; }
   if (parent && !implausible) {
@@ -631,10 +578,10 @@ static void finish_child(cl_asm *a, ev *e, ev *parent) {
   case CL_EV_KERNEL_CH: {
     uint64_t stop_pt, stop_obs;
     kch_stop_timer(e, &stop_pt, &stop_obs);
-    gpu_off *o = off_for(a, e->comm);
-    int ok = off_sample(o, e->p.kernel_ch.ptimer, e->start) & off_sample(o, stop_pt, stop_obs);
-    if (!ok) o->implausible++;
-    if (!off_ready(o)) {                  /* drawn once the device is calibrated */
+    cl_gpu_clock *o = off_for(a, e->comm);
+    cl_gpu_clock_sample(o, e->p.kernel_ch.ptimer, e->start);
+    cl_gpu_clock_sample(o, stop_pt, stop_obs);
+    if (!cl_gpu_clock_ready(o)) {                  /* drawn once the device is calibrated */
       if (a->nheld == a->cap_held) {
         uint32_t nc = a->cap_held ? a->cap_held * 2 : 256;
         ev **n = realloc(a->held, nc * sizeof *n);
@@ -738,7 +685,7 @@ static void release_held(cl_asm *a, uint64_t now, int final) {
   uint32_t k = 0;
   for (uint32_t i = 0; i < a->nheld; i++) {
     ev *e = a->held[i];
-    if (!final && !off_ready(off_for(a, e->comm))) { a->held[k++] = e; continue; }
+    if (!final && !cl_gpu_clock_ready(off_for(a, e->comm))) { a->held[k++] = e; continue; }
     ev *parent = e->parent ? lookup(a, e->parent) : NULL;
     emit_kernel_ch(a, e, parent);
     if (parent) {
@@ -805,12 +752,12 @@ void cl_asm_offsets_json(const cl_asm *a, cl_sb *b) {
   sb_puts(b, "[");
   int first = 1;
   for (int d = 0; d < MAX_DEV; d++) {
-    const gpu_off *o = &a->off[d];
+    const cl_gpu_clock *o = &a->off[d];
     if (!o->samples && !o->implausible) continue;
     sb_puts(b, first ? "{" : ",{");
     first = 0;
     sb_puts(b, "\"device\":"); sb_i64(b, d == MAX_DEV - 1 ? -1 : d);
-    sb_puts(b, ",\"host_minus_gpu_ns\":"); sb_i64(b, off_estimate(o));
+    sb_puts(b, ",\"host_minus_gpu_ns\":"); sb_i64(b, cl_gpu_clock_offset(o));
     sb_puts(b, ",\"samples\":"); sb_u64(b, o->samples);
     sb_puts(b, ",\"implausible\":"); sb_u64(b, o->implausible);
     sb_puts(b, "}");

@@ -1,0 +1,43 @@
+/* gpu_clock.c: see gpu_clock.h. Pure arithmetic on the writer thread; no state but the struct. */
+#include "gpu_clock.h"
+
+int64_t cl_gpu_clock_offset(const cl_gpu_clock *c) {
+  if (c->have_cur && c->have_prev) return c->cur_min < c->prev_min ? c->cur_min : c->prev_min;
+  return c->have_cur ? c->cur_min : c->have_prev ? c->prev_min : 0;
+}
+
+int cl_gpu_clock_sample(cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
+  if (!gpu_ns) { c->implausible++; return 0; }
+  int64_t d = (int64_t)obs - (int64_t)gpu_ns;
+  if (c->samples) {
+    int64_t est = cl_gpu_clock_offset(c);
+    if (d - est > CL_GPU_CLOCK_IMPLAUSIBLE_NS || est - d > CL_GPU_CLOCK_IMPLAUSIBLE_NS) {
+      c->implausible++;
+      return 0;
+    }
+  } else {
+    c->first_obs = obs;
+    c->period_start = obs;
+  }
+  if (obs - c->period_start >= CL_GPU_CLOCK_PERIOD_NS) {   /* the oldest period falls out */
+    c->prev_min = c->cur_min;
+    c->have_prev = c->have_cur;
+    c->have_cur = 0;
+    c->period_start = obs;
+  }
+  if (!c->have_cur || d < c->cur_min) { c->cur_min = d; c->have_cur = 1; }
+  c->samples++;
+  if (obs > c->last_obs) c->last_obs = obs;
+  return 1;
+}
+
+int cl_gpu_clock_ready(const cl_gpu_clock *c) {
+  return c->samples >= CL_GPU_CLOCK_MIN_SAMPLES && c->last_obs - c->first_obs >= CL_GPU_CLOCK_MIN_SPAN_NS;
+}
+
+uint64_t cl_gpu_clock_to_host(const cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
+  if (!gpu_ns || (!c->have_cur && !c->have_prev)) return 0;
+  int64_t h = (int64_t)gpu_ns + cl_gpu_clock_offset(c);
+  if (h > (int64_t)obs + 1000 || (int64_t)obs - h > CL_GPU_CLOCK_IMPLAUSIBLE_NS) return 0;
+  return (uint64_t)h;
+}
