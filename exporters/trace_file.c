@@ -18,6 +18,8 @@ struct cl_tfile {
   z_stream z;
   unsigned char *zbuf;
   size_t zcap;
+  char *last;             /* the tail (member) bytes of the last complete flush, at tail_off */
+  size_t last_len;
 };
 
 cl_tfile *cl_tfile_create(const char *path, int gzip) {
@@ -63,15 +65,42 @@ static long gz_member(cl_tfile *f, const char *in, size_t n) {
   return (long)(f->zcap - f->z.avail_out);
 }
 
+/* Keeps a copy of the tail just written, to put back if a later flush fails half-way. */
+static void keep_tail(cl_tfile *f, const void *t, size_t n) {
+  char *p = realloc(f->last, n ? n : 1);
+  if (!p) { f->last_len = 0; return; }
+  f->last = p;
+  memcpy(p, t, n);
+  f->last_len = n;
+}
+
+/* A write failed part-way (full disk, file size limit): it may have overwritten the old tail
+ * with part of the new body. Put the last complete flush's tail back where it was (those
+ * blocks exist already, so this needs no new space) and cut the file there: the trace ends
+ * at its last complete flush and stays valid JSON. Returns -1 with f->err set. */
+static int fail_restore(cl_tfile *f, uint64_t old_off) {
+  f->err = errno ? errno : EIO;
+  if (f->last_len) {
+    struct iovec iov = {f->last, f->last_len};
+    if (write_all_at(f, &iov, 1, old_off) == 0 && ftruncate(f->fd, (off_t)(old_off + f->last_len)) == 0) {
+      f->tail_off = old_off;
+      f->end = old_off + f->last_len;
+    }
+  }
+  return -1;
+}
+
 int cl_tfile_flush(cl_tfile *f, const char *body, size_t blen, const char *tail, size_t tlen) {
   if (f->err) return -1;
+  uint64_t old_off = f->tail_off;
   if (!f->gzip) {
     struct iovec iov[2] = {{(void *)body, blen}, {(void *)tail, tlen}};
-    if (write_all_at(f, iov, 2, f->tail_off) != 0) { f->err = errno; return -1; }
+    if (write_all_at(f, iov, 2, f->tail_off) != 0) return fail_restore(f, old_off);
     uint64_t new_end = f->tail_off + blen + tlen;
     if (new_end < f->end && ftruncate(f->fd, (off_t)new_end) != 0) { f->err = errno; return -1; }
     f->tail_off += blen;
     f->end = new_end;
+    keep_tail(f, tail, tlen);
     return 0;
   }
   if (f->end > f->tail_off && ftruncate(f->fd, (off_t)f->tail_off) != 0) { f->err = errno; return -1; }
@@ -79,14 +108,15 @@ int cl_tfile_flush(cl_tfile *f, const char *body, size_t blen, const char *tail,
   if (blen) {
     long m = gz_member(f, body, blen);
     struct iovec iov = {f->zbuf, (size_t)(m < 0 ? 0 : m)};
-    if (m < 0 || write_all_at(f, &iov, 1, f->tail_off) != 0) { f->err = errno; return -1; }
+    if (m < 0 || write_all_at(f, &iov, 1, f->tail_off) != 0) return fail_restore(f, old_off);
     f->tail_off += (uint64_t)m;
     f->end = f->tail_off;
   }
   long m = gz_member(f, tail, tlen);
   struct iovec iov = {f->zbuf, (size_t)(m < 0 ? 0 : m)};
-  if (m < 0 || write_all_at(f, &iov, 1, f->tail_off) != 0) { f->err = errno; return -1; }
+  if (m < 0 || write_all_at(f, &iov, 1, f->tail_off) != 0) return fail_restore(f, old_off);
   f->end = f->tail_off + (uint64_t)m;
+  keep_tail(f, f->zbuf, (size_t)m);
   return 0;
 }
 
@@ -97,6 +127,7 @@ void cl_tfile_close(cl_tfile *f) {
   if (!f) return;
   if (f->gzip) deflateEnd(&f->z);
   free(f->zbuf);
+  free(f->last);
   close(f->fd);
   free(f);
 }

@@ -18,6 +18,7 @@
 #define CUPTI_WAIT_NS 2500000000ull /* a collective waits this long for its kernel's CUPTI record */
 #define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered */
 #define NTOP 10
+#define CHILD_WAIT_NS 10000000000ull   /* a collective waits this long for open children */
 
 typedef struct { uint8_t st; uint64_t ts, arg; } ev_state;
 
@@ -708,7 +709,10 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
     if (c && !c->awaiting && !final) {
       uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
       uint64_t wait = a->gj && c->api_group && cl_gj_covered(a->gj, c->stop) ? CUPTI_WAIT_NS : GRACE_NS;
-      if (now - last < wait) {
+      /* children still open (a KernelCh held for clock calibration, a slow proxy op) keep it,
+       * up to CHILD_WAIT_NS: finishing now would cut them off their collective */
+      int children_open = c->open_children && now - c->stop < CHILD_WAIT_NS;
+      if (now - last < wait || children_open) {
         maybe_finish(a, c, now, 0);           /* its CUPTI span may have arrived */
         if (lookup(a, id) == c && !c->awaiting) break;
       }

@@ -24,7 +24,7 @@ static cl_comm_info *g_infos;          /* by serial - 1 */
 static uint32_t g_ninfos, g_cap_infos;
 static int g_active;                   /* live communicators */
 static int g_proc_ready;
-static int *g_mask_ptr;                /* NCCL's process-global mask */
+static _Atomic(int *) g_mask_ptr;      /* NCCL's process-global mask (NCCL reads it relaxed) */
 cl_process_info cl_proc;
 
 _Atomic int cl_capturing = 1;
@@ -40,14 +40,16 @@ uint32_t cl_ctx_serial(void *ctx) {
 
 uint64_t cl_coll_count(void) { return atomic_load(&g_colls); }
 
+static void set_mask(uint32_t m);
 void cl_disable(void) {
   atomic_store(&cl_enabled, 0);
   atomic_store(&cl_capturing, 0);
-  if (g_mask_ptr) __atomic_store_n(g_mask_ptr, 0, __ATOMIC_RELAXED);
+  set_mask(0);
 }
 
 static void set_mask(uint32_t m) {
-  if (g_mask_ptr) __atomic_store_n(g_mask_ptr, (int)m, __ATOMIC_RELAXED);
+  int *p = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
+  if (p) __atomic_store_n(p, (int)m, __ATOMIC_RELAXED);
 }
 
 /* Outside the window NCCL still reports collectives (cheap), so they can be counted. */
@@ -188,12 +190,11 @@ int cl_comm_init(void **ctx, int *mask, const cl_comm_desc *d) {
   ci->d = *d;
   ci->cuda_dev = current_cuda_device();
   ci->init_ns = cl_now();
-  if (cl_proc.cuda_dev < 0) cl_proc.cuda_dev = ci->cuda_dev;
   atomic_store(&g_ctx[slot].serial, ci->serial);
   int first = g_active++ == 0;
-  g_mask_ptr = mask;
+  atomic_store_explicit(&g_mask_ptr, mask, memory_order_relaxed);
   uint32_t m = atomic_load(&cl_capturing) ? cl_cfg.mask : mask_outside_window();
-  *mask = (int)m;
+  __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED);   /* the writer may be storing it too */
   *ctx = &g_ctx[slot];
   uint32_t serial = ci->serial;
   pthread_mutex_unlock(&g_mu);

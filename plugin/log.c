@@ -2,22 +2,24 @@
  * hot path. Keeps a small table of message keys already said, so repeats are silent. */
 #include "log.h"
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static cl_logger_fn g_logger;
+static _Atomic(cl_logger_fn) g_logger;   /* set by every init, read by any thread */
 static pthread_mutex_t g_once_mu = PTHREAD_MUTEX_INITIALIZER;
 static const char *g_once_keys[128];
 static int g_nonce;
 
-void cl_log_set_logger(cl_logger_fn fn) { if (fn) g_logger = fn; }
+void cl_log_set_logger(cl_logger_fn fn) { if (fn) atomic_store_explicit(&g_logger, fn, memory_order_relaxed); }
 
 static void vlog(int level, const char *fmt, va_list ap) {
   char msg[1024];
   vsnprintf(msg, sizeof msg, fmt, ap);
-  if (g_logger) {
-    g_logger(level, 16384UL /* NCCL_PROFILE */, "commlens", 0, "commlens: %s", msg);
+  cl_logger_fn lg = atomic_load_explicit(&g_logger, memory_order_relaxed);
+  if (lg) {
+    lg(level, 16384UL /* NCCL_PROFILE */, "commlens", 0, "commlens: %s", msg);
   } else if (level <= CL_LOG_WARN) {
     fprintf(stderr, "commlens WARN: %s\n", msg);
   }

@@ -190,5 +190,12 @@ void cl_stage_consume(cl_stage *s, size_t n) {
 }
 
 uint64_t cl_stage_backlog(const cl_stage *s) { return __atomic_load_n(&s->backlog, __ATOMIC_RELAXED); }
-uint64_t cl_stage_spilled(const cl_stage *s) { return s->spilled; }
-uint64_t cl_stage_dropped(const cl_stage *s) { return s->dropped; }
+/* Counters are written by the drain thread under the lock; read them under it too. */
+static uint64_t locked_read(const cl_stage *s, const uint64_t *v) {
+  pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+  uint64_t x = *v;
+  pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+  return x;
+}
+uint64_t cl_stage_spilled(const cl_stage *s) { return locked_read(s, &s->spilled); }
+uint64_t cl_stage_dropped(const cl_stage *s) { return locked_read(s, &s->dropped); }

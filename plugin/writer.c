@@ -79,9 +79,9 @@ static void header(cl_sb *b) {
   sb_puts(b, "},\"traceEvents\":[");
 }
 
-static void disable_output(const char *what, int err) {
+static void disable_output(const char *what, const char *path, int err) {
   cl_log_once("output", CL_LOG_WARN, "%s %s: %s; profiling is off for the rest of this process "
-              "(the job is not affected%s)", what, g_file ? g_path : cl_cfg.dir, strerror(err),
+              "(the job is not affected%s)", what, path, strerror(err),
               g_file ? "; the trace ends at its last complete flush" : "");
   cl_disable();
 }
@@ -103,13 +103,18 @@ static int setup_output(void) {
   safe_name(host, sizeof host, cl_proc.host);
   snprintf(g_base, sizeof g_base, "%s/commlens-r%d-%s-%d", cl_cfg.dir, cl_proc.rank, host, (int)cl_proc.pid);
   snprintf(g_path, sizeof g_path, "%s.trace.json%s", g_base, cl_cfg.gzip ? ".gz" : "");
-  if (mkdir_p(cl_cfg.dir) != 0) { disable_output("cannot create the output directory", errno); return 0; }
+  if (mkdir_p(cl_cfg.dir) != 0) { disable_output("cannot create the output directory", cl_cfg.dir, errno); return 0; }
   char spill[1500];
   snprintf(spill, sizeof spill, "%s.spill", g_base);
   g_stage = cl_stage_new(cl_cfg.buffer_bytes / 4, spill);   /* the rest of the budget is rings */
   if (!g_stage) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   g_file = cl_tfile_create(g_path, cl_cfg.gzip);
-  if (!g_file) { int e = errno; disable_output("cannot create the trace file in", e); return 0; }
+  if (!g_file) {   /* O_EXCL|O_NOFOLLOW: an existing file or a planted symlink is never written through */
+    int e = errno;
+    disable_output(e == EEXIST || e == ELOOP ? "refusing to write through an existing file or symlink at"
+                                             : "cannot create the trace file", g_path, e);
+    return 0;
+  }
   cl_sb hdr = {0};
   header(&hdr);
   char pname[256];
@@ -180,7 +185,7 @@ static void flush_file(int final) {
   if (g_file && !cl_tfile_failed(g_file)) {
     build_tail(final);
     if (cl_tfile_flush(g_file, body->p, body->len, g_tail.p, g_tail.len) != 0)
-      disable_output("writing the trace failed:", cl_tfile_failed(g_file));
+      disable_output("writing the trace failed:", g_path, cl_tfile_failed(g_file));
   }
   sb_reset(body);
 }

@@ -31,6 +31,15 @@ while [ $# -gt 0 ]; do
   --cmd) out=$(env $envs sh -c "$2" 2>&1); rc=$?; tally "$out" $rc "$2"; shift 2; continue ;;
   --check-san-logs)
     d=$2; shift 2
+    # A ThreadSanitizer runtime that could not map its shadow memory at start-up (seen
+    # intermittently in exec'd children on this kernel: "failed to allocate ... errno: 12")
+    # reports no finding about our code; a test that needed that process has already failed.
+    for f in "$d"/*; do
+      [ -f "$f" ] || continue
+      if ! grep -qv 'ThreadSanitizer failed to allocate' "$f"; then
+        echo "note: ignoring $f (TSan start-up failure, no report)"; rm -f "$f"
+      fi
+    done
     if [ -n "$(ls -A "$d" 2>/dev/null)" ]; then
       for f in "$d"/*; do echo "== $f"; head -n 60 "$f"; done
       echo "${prefix}sanitizer: 0 passed, 1 failed (reports in $d)"; failed=$((failed+1))

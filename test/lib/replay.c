@@ -4,9 +4,12 @@
  * its exit flush), so those copies are never freed. */
 #include "replay.h"
 #include "harness.h"
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -15,6 +18,7 @@ typedef struct { unsigned off; unsigned char *data; unsigned len; } rp_ref;
 typedef struct {
   char kind;                  /* I S E T F */
   int thr, abi;
+  uint64_t t;                 /* recorded ns since the first call */
   uint64_t a, b;              /* I: ctx; S: ctx, handle; E/T: handle; F: ctx */
   /* I */
   int mask, nnodes, nranks, rank;
@@ -104,6 +108,7 @@ static int parse_line(char *line, rp_call *c, char *err, size_t errn) {
   seq = strtoull(tok[1], NULL, 10);
   (void)seq;
   c->thr = atoi(tok[2]);
+  c->t = strtoull(tok[3], NULL, 10);
   c->abi = atoi(tok[4]);
   if (c->thr < 0 || c->thr > 4095 || c->abi < 1 || c->abi > 6) goto bad;
   switch (c->kind) {
@@ -172,7 +177,27 @@ typedef struct {
   rp_map ctx, handle;
   rp_stats *st;
   int rec_pid;                /* the recorded process: its proxy ops carry this pid */
+  double speed;               /* > 0: paced at this multiple of the recorded time */
+  struct timespec t0;         /* CLOCK_MONOTONIC when the replay started */
 } rp_run;
+
+/* Sleeps until the call's recorded time (scaled) has passed since the replay started. A call
+ * already due runs at once (no system call): recorded calls come microseconds apart. */
+static void pace(rp_run *r, const rp_call *c) {
+  if (r->speed <= 0) return;
+  uint64_t due_ns = (uint64_t)((double)c->t / r->speed);
+  struct timespec due = r->t0, now;
+  due.tv_sec += (time_t)(due_ns / 1000000000u);
+  due.tv_nsec += (long)(due_ns % 1000000000u);
+  if (due.tv_nsec >= 1000000000L) { due.tv_sec++; due.tv_nsec -= 1000000000L; }
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  long long late = (long long)(now.tv_sec - due.tv_sec) * 1000000000LL + (now.tv_nsec - due.tv_nsec);
+  if (late < 0) {
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL) == EINTR) {}
+    return;
+  }
+  if (late > r->st->max_late_ns) r->st->max_late_ns = late;
+}
 
 typedef struct { rp_run *r; int thr; } rp_thread;
 
@@ -253,11 +278,13 @@ static void do_call(rp_run *r, rp_call *c) {
 static void *rp_thread_main(void *arg) {
   rp_thread *t = arg;
   rp_run *r = t->r;
+  if (r->speed > 0) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);   /* wake within ~1 us, not 50 */
   pthread_mutex_lock(&r->mu);
   for (;;) {
     while (r->next < r->ncalls && r->calls[r->next].thr != t->thr) pthread_cond_wait(&r->cv, &r->mu);
     if (r->next >= r->ncalls) break;
     /* our turn: nobody else runs until we advance `next` */
+    pace(r, &r->calls[r->next]);
     do_call(r, &r->calls[r->next]);
     r->next++;
     pthread_cond_broadcast(&r->cv);
@@ -267,12 +294,17 @@ static void *rp_thread_main(void *arg) {
 }
 
 int rp_replay(const char *rec_path, const char *lib, rp_stats *st) {
+  return rp_replay_paced(rec_path, lib, 0, st);
+}
+
+int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stats *st) {
   memset(st, 0, sizeof *st);
   gzFile gz = gzopen(rec_path, "rb");
   if (!gz) { snprintf(st->err, sizeof st->err, "cannot open %s", rec_path); return -1; }
   rp_run r;
   memset(&r, 0, sizeof r);
   r.st = st;
+  r.speed = speed;
   size_t cap = 1024, linecap = 1 << 20;
   r.calls = malloc(cap * sizeof *r.calls);
   char *line = malloc(linecap);
@@ -306,6 +338,7 @@ int rp_replay(const char *rec_path, const char *lib, rp_stats *st) {
   if (rc == 0 && r.ncalls) {
     pthread_mutex_init(&r.mu, NULL);
     pthread_cond_init(&r.cv, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &r.t0);
     int n = maxthr + 1;
     st->nthreads = n;
     pthread_t *tids = calloc((size_t)n, sizeof *tids);

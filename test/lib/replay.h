@@ -14,6 +14,7 @@ typedef struct {
   long bad_rc;           /* calls (other than init) that did not return ncclSuccess */
   int nthreads;
   int abi;               /* the last ABI version seen */
+  long long max_late_ns; /* paced: the most a call ran after its due time */
   char err[256];         /* why rp_replay failed */
 } rp_stats;
 
@@ -21,4 +22,8 @@ typedef struct {
  * ncclProfiler_vN for each N the recording uses; dlcloses them at the end. 0 on success,
  * -1 if the recording could not be read or parsed (st->err says why). */
 int rp_replay(const char *rec_path, const char *lib, rp_stats *st);
+/* Same, paced: each call waits until its recorded time (since the first call) divided by
+ * `speed` has passed, so host timestamps, gaps and the GPU timer calibration look like the
+ * recorded run's (speed 1 = real time). speed <= 0 replays as fast as possible. */
+int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stats *st);
 #endif

@@ -102,7 +102,7 @@ static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathle
   for (int i = 0; i < c->ncoll; i++) {
     int64_t last = 0;
     for (int k = 0; k < c->nranks; k++) { arr[k] = synth_arrival(c, i, k); if (arr[k] > last) last = arr[k]; }
-    int64_t a = arr[r];
+    int64_t a = r < c->nranks ? arr[r] : synth_arrival(c, i, r);   /* a rank outside nranks (the format-2 file) */
     int64_t end = last + c->transfer_ns + (int64_t)(synth_h((uint64_t)i + 77, (uint64_t)r) % 1000);
     if (c->nvtx_every && i % c->nvtx_every == 0) {
       char nm[32]; snprintf(nm, sizeof nm, "step %d", i / c->nvtx_every);

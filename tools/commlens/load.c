@@ -5,23 +5,33 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 /* ---- interned function names and communicator names (shared by the scan threads) ---- */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static char *g_func[1024]; static int g_nfunc;
+/* g_func entries never change once published; g_nfunc is published with release order, so
+ * readers need no lock. */
+static char *g_func[1024]; static _Atomic int g_nfunc;
 static CL_VEC(cl_commname) g_comms;
 
-const char *cl_func_name(int id) { return id >= 0 && id < g_nfunc ? g_func[id] : "?"; }
+const char *cl_func_name(int id) {
+  return id >= 0 && id < atomic_load_explicit(&g_nfunc, memory_order_acquire) ? g_func[id] : "?";
+}
 
 int cl_func_id(const char *s, int n) {
   pthread_mutex_lock(&g_mu);
   int id = -1;
-  for (int i = 0; i < g_nfunc; i++)
+  int nf = atomic_load_explicit(&g_nfunc, memory_order_relaxed);
+  for (int i = 0; i < nf; i++)
     if ((int)strlen(g_func[i]) == n && !memcmp(g_func[i], s, (size_t)n)) { id = i; break; }
-  if (id < 0 && g_nfunc < 1024) { g_func[g_nfunc] = cl_xstrndup(s, (size_t)n); id = g_nfunc++; }
+  if (id < 0 && nf < 1024) {
+    g_func[nf] = cl_xstrndup(s, (size_t)n);
+    id = nf;
+    atomic_store_explicit(&g_nfunc, nf + 1, memory_order_release);
+  }
   if (id < 0) id = 1023;
   pthread_mutex_unlock(&g_mu);
   return id;
@@ -98,6 +108,7 @@ static cl_chan *chan_get(cl_rank *r, uint64_t comm, int ch) {
 typedef struct { cl_rank *r; const char *last_f; int last_fn, last_id; uint64_t last_comm; int comm_seen; } scan_ctx;
 
 static int func_of(scan_ctx *c, cl_str_t s) {
+  if (!s.p) s = (cl_str_t){"", 0};   /* an event without the field: memcmp(NULL) is undefined */
   if (c->last_f && c->last_fn == s.n && !memcmp(c->last_f, s.p, (size_t)s.n)) return c->last_id;
   int id = cl_func_id(s.p, s.n);
   /* the slice points into the reader's buffer: cache the interned copy instead */
@@ -237,7 +248,7 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
                 paths[i], others ? " (other files ignored)" : "");
     } else CL_PUSH(files, strdup(paths[i]));
   }
-  qsort(files.a, files.n, sizeof(char *), cmp_str);
+  if (files.n) qsort(files.a, files.n, sizeof(char *), cmp_str);   /* qsort(NULL, 0) is undefined */
   job->n_files_seen = (int)files.n;
 
   /* headers first: decide which files belong together before the expensive pass */
@@ -274,7 +285,7 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
     if (n > bestn || (n == bestn && lo < bestrank)) { best = j; bestn = n; bestrank = lo; }
   }
   job->job = strdup(best ? best : "");
-  qsort(cand.a, cand.n, sizeof(cl_rank *), cmp_rank);
+  if (cand.n) qsort(cand.a, cand.n, sizeof(cl_rank *), cmp_rank);
   CL_VEC(cl_rank *) use = {0};
   const char *ver = NULL;
   for (size_t i = 0; i < cand.n; i++) {

@@ -73,12 +73,15 @@ static void on_merge_event(const cl_ev *ev, void *arg) {
     }
   }
   repl rp[3]; int nr = 0;
+  if (!cl_json_valid(ev->beg, (size_t)(ev->end - ev->beg))) return;   /* the scanner is lenient: pass through only valid JSON */
   if (ev->pid_v && ev->pid_ve) { rp[nr].v = ev->pid_v; rp[nr].ve = ev->pid_ve; rp[nr].n = sprintf(rp[nr].s, "%d", r->rank); nr++; }
   if (ev->has_ts && ev->ts_ve) { rp[nr].v = ev->ts_v; rp[nr].ve = ev->ts_ve; rp[nr].n = fmt_us(rp[nr].s, cl_aligned(r, ev->ts_ns)); nr++; }
   if (ev->has_id && (ev->ph == 's' || ev->ph == 't' || ev->ph == 'f')) {
     rp[nr].v = ev->id_v; rp[nr].ve = ev->id_ve;
     if (*ev->id_v == '"') {
       int n = (int)(ev->id_ve - ev->id_v - 2); if (n > 30) n = 30;
+      const char *bs = memchr(ev->id_v + 1, '\\', (size_t)n);   /* never cut an escape in two */
+      if (bs) n = (int)(bs - (ev->id_v + 1));
       rp[nr].n = sprintf(rp[nr].s, "\"r%d:%.*s\"", r->rank, n, ev->id_v + 1);
     } else {
       unsigned long long v = strtoull(ev->id_v, NULL, 0);

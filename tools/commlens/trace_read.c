@@ -61,6 +61,16 @@ static const char *js_skip(const char *p, const char *e, int *bad) {
   return p;
 }
 
+/* Numbers saturate at +-2^62 (values from a damaged file are garbage, but adding two of them
+ * must stay defined). */
+#define JS_LIM ((uint64_t)1 << 62)
+static int64_t js_clamp(double d) {
+  if (!(d == d)) return 0;
+  if (d >= (double)JS_LIM) return (int64_t)JS_LIM;
+  if (d <= -(double)JS_LIM) return -(int64_t)JS_LIM;
+  return (int64_t)d;
+}
+
 /* Number (or numeric string) -> double, slow path. */
 static const char *js_num_slow(const char *p, const char *e, double *out, int *bad) {
   int quoted = (*p == '"');
@@ -80,9 +90,10 @@ static const char *js_num_slow(const char *p, const char *e, double *out, int *b
 static const char *js_us_to_ns(const char *p, const char *e, int64_t *out, int *bad) {
   const char *s = p; int neg = 0;
   if (p < e && *p == '-') { neg = 1; p++; }
-  int64_t ip = 0; const char *d0 = p;
-  while (p < e && (unsigned)(*p - '0') < 10) ip = ip * 10 + (*p++ - '0');
+  uint64_t ip = 0; const char *d0 = p;
+  while (p < e && (unsigned)(*p - '0') < 10) { if (ip < JS_LIM) ip = ip * 10 + (uint64_t)(*p - '0'); p++; }
   if (p == e) return NULL;
+  if (ip > JS_LIM / 1000) ip = JS_LIM / 1000;
   if (p == d0) goto slow;
   int64_t frac = 0; int nf = 0, round = 0;
   if (*p == '.') {
@@ -97,12 +108,12 @@ static const char *js_us_to_ns(const char *p, const char *e, int64_t *out, int *
   if (*p == 'e' || *p == 'E') goto slow;
   if (!js_delim(*p)) { *bad = 1; return NULL; }
   for (int i = nf < 3 ? nf : 3; i < 3; i++) frac *= 10;
-  int64_t v = ip * 1000 + frac + round;
+  int64_t v = (int64_t)ip * 1000 + frac + round;
   *out = neg ? -v : v;
   return p;
 slow:;
   double d; const char *q = js_num_slow(s, e, &d, bad);
-  if (q) *out = (int64_t)(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
+  if (q) *out = js_clamp(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
   return q;
 }
 
@@ -118,19 +129,20 @@ static const char *js_int(const char *p, const char *e, int64_t *out, int *bad) 
     *out = (int64_t)strtoull(tmp, NULL, 0);
     return q;
   }
-  const char *s = p; int neg = 0; int64_t v = 0;
+  const char *s = p; int neg = 0; uint64_t v = 0;
   if (p < e && *p == '-') { neg = 1; p++; }
   const char *d0 = p;
-  while (p < e && (unsigned)(*p - '0') < 10) v = v * 10 + (*p++ - '0');
+  while (p < e && (unsigned)(*p - '0') < 10) { if (v < JS_LIM) v = v * 10 + (uint64_t)(*p - '0'); p++; }
   if (p == e) return NULL;
-  if (p != d0 && js_delim(*p)) { *out = neg ? -v : v; return p; }
+  if (v > JS_LIM) v = JS_LIM;
+  if (p != d0 && js_delim(*p)) { *out = neg ? -(int64_t)v : (int64_t)v; return p; }
   if (p < e && (*p == 't' || *p == 'f' || *p == 'n')) {   /* true/false/null */
     const char *q = js_skip(p, e, bad);
     if (q) *out = (*p == 't');
     return q;
   }
   double d; const char *q = js_num_slow(s, e, &d, bad);
-  if (q) *out = (int64_t)d;
+  if (q) *out = js_clamp(d);
   return q;
 }
 
@@ -330,6 +342,7 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   json_tokener_free(t);
   if (!o || !json_object_is_type(o, json_type_object)) { if (o) json_object_put(o); return; }
   in->has_header = 1;
+  free(in->version); free(in->host); free(in->job); free(in->rank_source);   /* a repeated header replaces the first */
   in->format = (int)get_i64(o, "format", -1);
   in->abi = (int)get_i64(o, "abi", 0);
   in->rank = (int)get_i64(o, "rank", -1);
@@ -485,4 +498,76 @@ char *cl_str_unescape(cl_str_t s, char *buf, size_t n) {
   }
   buf[o] = 0;
   return buf;
+}
+
+/* ---- strict validation of one value (for text passed through verbatim) ---- */
+static const char *jv_value(const char *p, const char *e, int depth);
+static const char *jv_ws(const char *p, const char *e) { return js_ws(p, e); }
+static const char *jv_string(const char *p, const char *e) {
+  for (p++; p < e; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c == '"') return p + 1;
+    if (c < 0x20) return NULL;
+    if (c == '\\') {
+      if (++p >= e) return NULL;
+      if (*p == 'u') {
+        for (int i = 0; i < 4; i++)
+          if (++p >= e || !((*p >= '0' && *p <= '9') || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'f'))) return NULL;
+      } else if (!strchr("\"\\/bfnrt", *p) || !*p) return NULL;
+    }
+  }
+  return NULL;
+}
+static const char *jv_digits(const char *p, const char *e) {
+  const char *s = p;
+  while (p < e && *p >= '0' && *p <= '9') p++;
+  return p == s ? NULL : p;
+}
+static const char *jv_number(const char *p, const char *e) {
+  if (p < e && *p == '-') p++;
+  if (p < e && *p == '0') p++;
+  else if (!(p = jv_digits(p, e))) return NULL;
+  if (p < e && *p == '.' && !(p = jv_digits(p + 1, e))) return NULL;
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    p++;
+    if (p < e && (*p == '+' || *p == '-')) p++;
+    if (!(p = jv_digits(p, e))) return NULL;
+  }
+  return p;
+}
+static const char *jv_value(const char *p, const char *e, int depth) {
+  p = jv_ws(p, e);
+  if (p >= e || depth > 64) return NULL;
+  switch (*p) {
+  case '"': return jv_string(p, e);
+  case '{': case '[': {
+    char close = *p == '{' ? '}' : ']';
+    int obj = *p == '{';
+    p = jv_ws(p + 1, e);
+    if (p < e && *p == close) return p + 1;
+    for (;;) {
+      if (obj) {
+        p = jv_ws(p, e);
+        if (p >= e || *p != '"' || !(p = jv_string(p, e))) return NULL;
+        p = jv_ws(p, e);
+        if (p >= e || *p != ':') return NULL;
+        p++;
+      }
+      if (!(p = jv_value(p, e, depth + 1))) return NULL;
+      p = jv_ws(p, e);
+      if (p >= e) return NULL;
+      if (*p == close) return p + 1;
+      if (*p != ',') return NULL;
+      p++;
+    }
+  }
+  case 't': return e - p >= 4 && !memcmp(p, "true", 4) ? p + 4 : NULL;
+  case 'f': return e - p >= 5 && !memcmp(p, "false", 5) ? p + 5 : NULL;
+  case 'n': return e - p >= 4 && !memcmp(p, "null", 4) ? p + 4 : NULL;
+  default: return jv_number(p, e);
+  }
+}
+int cl_json_valid(const char *p, size_t n) {
+  const char *e = p + n, *q = jv_value(p, e, 0);
+  return q && jv_ws(q, e) == e;
 }

@@ -57,4 +57,8 @@ int cl_str_eq(cl_str_t s, const char *lit);
 long cl_step_number(cl_str_t name);
 /* Unescapes a JSON string slice into buf (bounded); returns buf. */
 char *cl_str_unescape(cl_str_t s, char *buf, size_t n);
+/* 1 if [p, p+n) is exactly one well-formed JSON value (strict grammar, UTF-8 not checked).
+ * The scanner above is lenient about what it skips; text copied through verbatim (merge)
+ * is checked with this first. */
+int cl_json_valid(const char *p, size_t n);
 #endif

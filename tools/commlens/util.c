@@ -14,7 +14,7 @@ void *cl_xmalloc(size_t n) { void *p = malloc(n ? n : 1); if (!p) cl_oom(n); ret
 void *cl_xcalloc(size_t n, size_t sz) { void *p = calloc(n ? n : 1, sz ? sz : 1); if (!p) cl_oom(n * sz); return p; }
 void *cl_xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); if (!p) cl_oom(n); return p; }
 char *cl_xstrndup(const char *s, size_t n) {
-  char *d = cl_xmalloc(n + 1); memcpy(d, s, n); d[n] = 0; return d;
+  char *d = cl_xmalloc(n + 1); if (n) memcpy(d, s, n); d[n] = 0; return d;   /* s may be NULL when n == 0 */
 }
 
 int cl_parse_ranks(const char *s, unsigned char **out) {

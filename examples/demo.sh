@@ -1,0 +1,99 @@
+#!/bin/sh
+# demo.sh: `make demo`. With a GPU (and nvcc): builds the example NCCL job (examples/allreduce)
+# and runs it over NVLink with commlens loaded. Without one: replays the real two-rank NCCL
+# runs recorded on 2x H200 (test/data/real) through the plugin, one process per rank, at the
+# recorded pace. Then, either way: `commlens report` and `commlens merge` on the traces.
+#   sh examples/demo.sh BUILD_DIR     (absolute; holds the plugin, commlens, commlens-replay)
+# Everything lands in ./commlens-demo. POSIX sh (dash). Exit status non-zero if a step failed.
+set -u
+B=${1:?usage: sh examples/demo.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+OUT=./commlens-demo
+LIB=$B/libnccl-profiler-commlens.so
+CLI=$B/commlens
+REPLAY=$B/commlens-replay
+REAL=$top/test/data/real
+CUDA=${CUDA:-/usr/local/cuda}
+fail=0
+modes=
+
+say() { printf '%s\n' "$*"; }
+die() { say "demo: $*" >&2; exit 1; }
+indent() { sed 's/^/    /'; }
+for f in "$LIB" "$CLI"; do [ -e "$f" ] || die "$f is missing (run make demo)"; done
+
+rm -rf "$OUT/traces" "$OUT/nvlink" "$OUT/socket" "$OUT"/merged-*.json "$OUT"/report-*.txt "$OUT"/merge-*.log \
+  "$OUT"/replay-*.log
+mkdir -p "$OUT" || die "cannot create $OUT"
+
+# ---- a usable GPU: nvidia-smi lists at least one, and nvcc can build the example ----
+ngpu=0
+if command -v nvidia-smi >/dev/null 2>&1 && smi=$(nvidia-smi -L 2>/dev/null); then
+  ngpu=$(printf '%s\n' "$smi" | grep -c '^GPU ')
+fi
+NVCC=
+if [ -x "$CUDA/bin/nvcc" ]; then NVCC=$CUDA/bin/nvcc; elif command -v nvcc >/dev/null 2>&1; then NVCC=$(command -v nvcc); fi
+
+if [ "$ngpu" -ge 1 ] && [ -n "$NVCC" ]; then
+  nranks=2; [ "$ngpu" -lt 2 ] && nranks=1
+  say "commlens demo: $ngpu GPU(s) found; running the example job (examples/allreduce) on $nranks rank(s) over NVLink"
+  if ! make -s -C "$here/allreduce" OUT="$B/clex" NVCC="$NVCC" CUDA="$CUDA" >"$OUT/build.log" 2>&1; then
+    tail -n 15 "$OUT/build.log"; die "building the example failed (log: $OUT/build.log)"
+  fi
+  export NCCL_NVLS_ENABLE=0
+  if NCCL_PROFILER_PLUGIN=$LIB COMMLENS_DIR=$OUT/traces COMMLENS_CUPTI=1 COMMLENS_SUMMARY=file \
+     CLEX=$B/clex NRANKS=$nranks bash "$here/run_modes.sh" nvlink "$OUT/nvlink" \
+       --ops allreduce,allgather,sendrecv --min-bytes 1K --max-bytes 64M --factor 8 --iters 10 \
+       --compute overlap --compute-us 300; then
+    say "  job finished; rank logs in $OUT/nvlink/"
+  else
+    say "  the job failed; last lines of its rank logs:"; tail -n 5 "$OUT"/nvlink/rank*.log 2>/dev/null | indent
+    fail=1
+  fi
+  modes="nvlink:$OUT/traces"
+else
+  if [ "$ngpu" -ge 1 ]; then why="no nvcc"; else why="no usable GPU"; fi
+  say "commlens demo: $why; replaying the real 2-rank NCCL 2.28.3 runs recorded on 2x H200"
+  say "  ($REAL) through the plugin: one process per rank, at the recorded pace"
+  [ -x "$REPLAY" ] || die "$REPLAY is missing (make replay)"
+  for mode in nvlink socket; do
+    pids=
+    for r in 0 1; do
+      rec=$REAL/nccl2.28.3-h200x2-$mode-r$r.rec.gz
+      [ -r "$rec" ] || die "missing recording $rec"
+      RANK=$r COMMLENS_DIR=$OUT/$mode COMMLENS_CUPTI=0 COMMLENS_EVENTS=full COMMLENS_SUMMARY=file \
+        "$REPLAY" "$rec" "$LIB" 2>"$OUT/replay-$mode-r$r.log" &
+      pids="$pids $!"
+    done
+    for p in $pids; do wait "$p" || { say "  replay of $mode failed: $(tail -n 3 "$OUT"/replay-$mode-r*.log)"; fail=1; }; done
+    modes="$modes $mode:$OUT/$mode"
+  done
+fi
+
+# ---- report and merge every trace directory ----
+for m in $modes; do
+  mode=${m%%:*}; dir=${m#*:}
+  merged=$OUT/merged-$mode.json
+  say ""
+  say "== $mode"
+  traces=$(ls "$dir"/*.trace.json "$dir"/*.trace.json.gz 2>/dev/null)
+  if [ -z "$traces" ]; then say "  no traces in $dir"; fail=1; continue; fi
+  say "  per-rank traces:    $(printf '%s\n' "$traces" | tr '\n' ' ')"
+  say "  per-rank summaries: $(ls "$dir"/*.summary.txt 2>/dev/null | tr '\n' ' ')"
+  if "$CLI" report "$dir" >"$OUT/report-$mode.txt" 2>&1; then
+    say "  report:             $OUT/report-$mode.txt  (commlens report $dir), first lines:"
+    grep -v '^ *$' "$OUT/report-$mode.txt" | head -n 9 | indent
+  else
+    say "  commlens report $dir failed:"; tail -n 5 "$OUT/report-$mode.txt" | indent; fail=1
+  fi
+  if "$CLI" merge "$dir" -o "$merged" >"$OUT/merge-$mode.log" 2>&1 && [ -s "$merged" ]; then
+    say "  merged trace:       $merged  ($(sed -n 's/.*wrote [^:]*: //p' "$OUT/merge-$mode.log" | head -n 1))"
+  else
+    say "  commlens merge $dir failed:"; tail -n 5 "$OUT/merge-$mode.log" | indent; fail=1
+  fi
+done
+say ""
+say "open the .json files at https://ui.perfetto.dev (per-rank traces, or the merged ones for all ranks on one clock)"
+[ "$fail" -eq 0 ] || say "demo: some steps failed (see above)" >&2
+exit "$fail"

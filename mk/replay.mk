@@ -1,0 +1,17 @@
+# commlens-replay: plays a COMMLENS_RECORD recording (test/data/real/*.rec.gz) through the
+# plugin, no NCCL or GPU needed. Not part of `all`; `test` and `demo` build it.
+REPLAY     := $(BUILD)/commlens-replay
+REPLAY_SRC := tools/replay/main.c test/lib/replay.c test/lib/harness.c test/lib/tl.c
+
+.PHONY: replay
+replay: $(REPLAY)
+$(REPLAY): $(REPLAY_SRC) $(wildcard test/lib/*.h include/commlens/*.h) | $(DEPS_STAMP)
+	$(Q)mkdir -p $(BUILD)
+	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $(REPLAY_SRC) -lz -ldl -lpthread
+	@echo "built $@"
+
+test: $(REPLAY)
+demo: $(REPLAY)
+# sanitizer variants (mk/sanitize.mk) build test-bins into $(BUILD)/<variant>: the tool too, so
+# test/abi/test_real_runs finds a matching one next to the library it tests
+test-bins: $(REPLAY)

@@ -1,0 +1,472 @@
+/* test_faults.c: fault injection. Each case runs in a fresh process (configuration is read at
+ * a process's first init) and drives the exported symbols as NCCL does while something goes
+ * wrong around it: the output directory is missing, read-only or full; the process is killed
+ * mid-run; it forks; CUPTI is missing; communicators churn; the library is reloaded; a
+ * communicator is aborted mid-collective; the trace path is a planted symlink; two processes
+ * share a rank; the host name is hostile. The job's calls must always succeed, problems are
+ * reported once through the logger, and whatever is on disk parses as JSON. Mount and host
+ * name cases use private namespaces (root); where the kernel refuses, they say so and skip. */
+#include "harness.h"
+#include "trace_read.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int sanitized(void) { const char *s = getenv("COMMLENS_SANITIZED"); return s && *s; }
+
+/* ---- helpers for children ---------------------------------------------------------- */
+static void open_init(h_plugin *p, int abi, void **ctx) {
+  if (h_open(p, NULL, abi)) { CHECK(0, "load v%d", abi); exit(1); }
+  if (h_init(p, ctx, NULL) != 0 || !*ctx) { CHECK(0, "init v%d", abi); exit(1); }
+}
+/* The one trace in dir, loaded with json-c (tr_load); -1 if not exactly one or invalid. */
+static int load_one(const char *dir, tr_trace *t, char *path_out, size_t pn) {
+  char *paths[8], err[512];
+  int n = h_find_traces(dir, paths, 8);
+  CHECK(n == 1, "%d trace files in %s", n, dir);
+  if (n != 1) { for (int i = 0; i < n; i++) free(paths[i]); return -1; }
+  if (path_out) snprintf(path_out, pn, "%s", paths[0]);
+  int rc = tr_load(t, paths[0], err, sizeof err);
+  CHECK(rc == 0, "%s: %s", paths[0], err);
+  free(paths[0]);
+  return rc;
+}
+static int64_t stat_of(const tr_trace *t, const char *key) {
+  int64_t v = -1;
+  CHECK(tr_stats_i64(t, key, &v) == 0, "commlensStats.%s missing", key);
+  return v;
+}
+/* A private mount namespace with a tmpfs at dir ("ro" or a size). 0 on success. */
+static int private_tmpfs(const char *dir, unsigned long flags, const char *opts) {
+  if (unshare(CLONE_NEWNS) != 0) { fprintf(stderr, "  skip: unshare(CLONE_NEWNS): %s\n", strerror(errno)); return -1; }
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount("tmpfs", dir, "tmpfs", flags, opts) != 0) {
+    fprintf(stderr, "  skip: mount tmpfs (%s): %s\n", opts, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+static int count_warn(void) { return h_log_count(CLABI_LOG_WARN, NULL); }
+
+/* ---- output directory missing: created (0755), trace 0644 ---------------------------- */
+H_CHILD(missing_dir) {
+  umask(022);
+  const char *dir = getenv("COMMLENS_DIR");   /* <fresh>/a/b/c: does not exist yet */
+  h_plugin p;
+  void *ctx;
+  open_init(&p, 5, &ctx);
+  for (int i = 0; i < 3; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  h_finalize(&p, ctx);
+  h_close(&p);
+  struct stat st;
+  REQUIRE(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "%s was not created", dir);
+  CHECK((st.st_mode & 07777) == 0755, "directory mode %o, want 755", st.st_mode & 07777);
+  tr_trace t;
+  char path[1024];
+  if (load_one(dir, &t, path, sizeof path)) return;
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644, "trace mode %o, want 644", st.st_mode & 07777);
+  CHECK(tr_count(&t, 'X', "coll") == 3, "coll %zu", tr_count(&t, 'X', "coll"));
+  CHECK(count_warn() == 0, "warnings: %s", h_log_text());
+  tr_free(&t);
+}
+
+/* ---- read-only file system ----------------------------------------------------------- */
+H_CHILD(readonly_fs) {
+  const char *dir = getenv("COMMLENS_DIR");
+  if (private_tmpfs(dir, MS_RDONLY, "size=1m")) return;    /* skipped, reason printed */
+  char sub[600];
+  snprintf(sub, sizeof sub, "%s/traces", dir);
+  setenv("COMMLENS_DIR", sub, 1);
+  for (int cycle = 0; cycle < 2; cycle++) {
+    h_plugin p;
+    void *ctx;
+    open_init(&p, 5, &ctx);
+    for (int i = 0; i < 3; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1}, (uint64_t)i, NULL);
+    h_finalize(&p, ctx);
+    h_close(&p);
+  }
+  CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
+  CHECK(count_warn() == 1 && h_log_count(CLABI_LOG_WARN, "Read-only") == 1,
+        "want one warning saying read-only; log:\n%s", h_log_text());
+}
+
+/* ---- full file system: one warning, calls succeed, the file stays valid JSON -------- */
+H_CHILD(full_fs) {
+  const char *dir = getenv("COMMLENS_DIR");
+  if (private_tmpfs(dir, 0, "size=64k")) return;
+  h_plugin p;
+  void *ctx;
+  open_init(&p, 5, &ctx);
+  h_counts c;
+  memset(&c, 0, sizeof c);
+  for (int i = 0; i < 400; i++) {             /* ~200 KB of JSON into 64 KiB, flushed every 10 ms */
+    h_drive_coll(&p, ctx, &(h_opts){.network = 1, .nsteps = 2}, (uint64_t)i, &c);
+    if (i % 20 == 0) usleep(15000);
+  }
+  h_finalize(&p, ctx);
+  h_close(&p);
+  CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
+  CHECK(count_warn() == 1 && h_log_count(CLABI_LOG_WARN, "No space") == 1,
+        "want one warning saying no space; log:\n%s", h_log_text());
+  char *paths[4];
+  int n = h_find_traces(dir, paths, 4);
+  REQUIRE(n == 1, "%d traces", n);
+  json_object *o = json_object_from_file(paths[0]);
+  CHECK(o != NULL, "%s is not valid JSON after the disk filled: %s", paths[0], json_util_get_last_err());
+  if (o) {
+    json_object *evs;
+    CHECK(json_object_object_get_ex(o, "traceEvents", &evs) && json_object_array_length(evs) > 10,
+          "the trace written before the disk filled was lost");
+  }
+  json_object_put(o);
+  free(paths[0]);
+}
+
+/* ---- killed while events flow ------------------------------------------------------------ */
+/* Drives one collective per millisecond until killed, publishing the count it reached. */
+H_CHILD(flow_until_killed) {
+  h_plugin p;
+  void *ctx;
+  open_init(&p, 5, &ctx);
+  char prog[600];
+  snprintf(prog, sizeof prog, "%s/progress", getenv("FAULT_STATE_DIR"));
+  int fd = open(prog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  for (uint64_t i = 0;; i++) {
+    h_drive_coll(&p, ctx, &(h_opts){.nchannels = 1, .same_thread_proxy = 1}, i, NULL);
+    char b[32];
+    int n = snprintf(b, sizeof b, "%-20llu\n", (unsigned long long)(i + 1));
+    if (pwrite(fd, b, (size_t)n, 0) < 0) {}
+    usleep(1000);
+  }
+}
+
+/* fork + exec of this program's child case, without waiting (h_spawn waits). */
+static pid_t spawn_async(const char *name, const char *const *env) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  for (int i = 0; env && env[i]; i++) {
+    char kv[4096];
+    snprintf(kv, sizeof kv, "%s", env[i]);
+    char *eq = strchr(kv, '=');
+    if (!eq) continue;
+    *eq = 0;
+    setenv(kv, eq + 1, 1);
+  }
+  char *argv[] = {"/proc/self/exe", "--child", (char *)name, NULL};
+  execv("/proc/self/exe", argv);
+  _exit(127);
+}
+
+static void kill_case(int sig, unsigned seed) {
+  char dir[256], st[300], kv1[300], kv2[340];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(st, sizeof st, "%s.state", dir);
+  mkdir(st, 0755);
+  snprintf(kv1, sizeof kv1, "COMMLENS_DIR=%s", dir);
+  snprintf(kv2, sizeof kv2, "FAULT_STATE_DIR=%s", st);
+  const char *env[] = {kv1, kv2, "COMMLENS_SUMMARY=off", NULL};
+  srand(seed);
+  for (int round = 0; round < 3; round++) {
+    char *old[8];
+    int no = h_find_traces(dir, old, 8);
+    for (int i = 0; i < no; i++) { unlink(old[i]); free(old[i]); }
+    pid_t pid = spawn_async("flow_until_killed", env);
+    REQUIRE(pid > 0, "fork");
+    int delay_ms = 400 + rand() % 900;          /* "random" but the same every run */
+    usleep((useconds_t)delay_ms * 1000);
+    kill(pid, sig);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == sig, "child did not die of signal %d (status %#x)", sig, status);
+    char prog[600];
+    snprintf(prog, sizeof prog, "%s/progress", st);
+    FILE *f = fopen(prog, "r");
+    long driven = 0;
+    if (f) { if (fscanf(f, "%ld", &driven) != 1) driven = 0; fclose(f); }
+    tr_trace t;
+    char path[1024];
+    if (load_one(dir, &t, path, sizeof path)) { fprintf(stderr, "  kept %s (killed after %d ms)\n", dir, delay_ms); return; }
+    long colls = (long)tr_count(&t, 'X', "coll");
+    /* Flushes come every 250 ms; the loop runs about one collective per ms (fewer when
+     * slow). Events up to about one flush interval before the kill must be there. */
+    long slack = sanitized() ? 900 : 450;
+    CHECK(colls <= driven && colls + slack >= driven, "signal %d after %d ms: %ld collectives in the trace, %ld driven",
+          sig, delay_ms, colls, driven);
+    tr_free(&t);
+  }
+  if (!tl_cur_failed) { h_rm_rf(dir); h_rm_rf(st); }
+}
+
+/* ---- fork in the profiled process ------------------------------------------------------ */
+H_CHILD(forking_job) {
+  const char *dir = getenv("COMMLENS_DIR");
+  h_plugin p;
+  void *ctx;
+  open_init(&p, 5, &ctx);
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1}, (uint64_t)i, NULL);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {                              /* the child: a new profiled process */
+    void *c2 = NULL;
+    int rc = h_init(&p, &c2, NULL);
+    for (int i = 0; i < 7; i++) h_drive_coll(&p, c2, &(h_opts){.network = 1}, (uint64_t)i, NULL);
+    h_finalize(&p, c2);
+    _exit(rc == 0 && h_bad_rc == 0 ? 0 : 3);  /* no exit handlers: the job's child may _exit */
+  }
+  for (int i = 5; i < 10; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1}, (uint64_t)i, NULL);
+  int status;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork child status %#x", status);
+  h_finalize(&p, ctx);
+  h_close(&p);
+  char *paths[4], err[256];
+  int n = h_find_traces(dir, paths, 4);
+  CHECK(n == 2, "%d traces, want the parent's and the child's", n);
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    tr_trace t;
+    int rc = tr_load(&t, paths[i], err, sizeof err);
+    CHECK(rc == 0, "%s: %s", paths[i], err);
+    if (rc == 0) {
+      size_t c = tr_count(&t, 'X', "coll");
+      CHECK(c == 10 || c == 7, "%s: %zu collectives (parent 10, child 7)", paths[i], c);
+      total += c;
+      tr_free(&t);
+    }
+    free(paths[i]);
+  }
+  CHECK(total == 17, "%zu collectives over both traces, want 17", total);
+}
+
+/* ---- CUPTI missing ----------------------------------------------------------------------- */
+H_CHILD(cupti_missing) {
+  const char *dir = getenv("COMMLENS_DIR");
+  h_plugin p;
+  void *ctx;
+  open_init(&p, 6, &ctx);
+  for (int i = 0; i < 4; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  void *ctx2;
+  REQUIRE(h_init(&p, &ctx2, NULL) == 0, "second init");
+  h_finalize(&p, ctx2);
+  h_finalize(&p, ctx);
+  h_close(&p);
+  CHECK(h_log_count(-1, "CUPTI") == 1, "want one message about CUPTI; log:\n%s", h_log_text());
+  tr_trace t;
+  if (load_one(dir, &t, NULL, 0)) return;
+  CHECK(tr_count(&t, 'X', "coll") == 4, "coll %zu", tr_count(&t, 'X', "coll"));
+  tr_free(&t);
+}
+
+/* ---- 1,000 communicators created and destroyed ------------------------------------------ */
+H_CHILD(thousand_comms) {
+  const char *dir = getenv("COMMLENS_DIR");
+  h_plugin p;
+  void *world;
+  open_init(&p, 5, &world);                    /* the long-lived one keeps the writer up */
+  for (int i = 0; i < 1000; i++) {
+    void *ctx = NULL;
+    h_comm_info info = {0x500000 + (uint64_t)i, "sub", 1, 2, 0};
+    REQUIRE(h_init(&p, &ctx, &info) == 0 && ctx, "init %d", i);
+    if (i % 10 == 0) h_drive_coll(&p, ctx, &(h_opts){.nchannels = 1, .same_thread_proxy = 1}, 0, NULL);
+    h_finalize(&p, ctx);
+  }
+  h_drive_coll(&p, world, NULL, 0, NULL);
+  h_finalize(&p, world);
+  h_close(&p);
+  CHECK(h_bad_rc == 0, "%d calls failed", h_bad_rc);
+  tr_trace t;
+  if (load_one(dir, &t, NULL, 0)) return;
+  CHECK(tr_count(&t, 'X', "coll") == 101, "coll %zu, want 101", tr_count(&t, 'X', "coll"));
+  CHECK(stat_of(&t, "dropped") == 0, "drops");
+  tr_free(&t);
+}
+
+/* ---- unloaded and reloaded 100 times ------------------------------------------------------ */
+H_CHILD(reload_100) {
+  const char *dir = getenv("COMMLENS_DIR");
+  for (int cycle = 0; cycle < 100; cycle++) {
+    h_plugin p;
+    REQUIRE(h_open(&p, NULL, 1 + cycle % 6) == 0, "load (cycle %d)", cycle);
+    void *ctx = NULL;
+    REQUIRE(h_init(&p, &ctx, NULL) == 0 && ctx, "init (cycle %d)", cycle);
+    h_drive_coll(&p, ctx, &(h_opts){.nchannels = 1, .same_thread_proxy = 1}, (uint64_t)cycle, NULL);
+    h_finalize(&p, ctx);
+    h_close(&p);
+  }
+  CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
+  tr_trace t;
+  if (load_one(dir, &t, NULL, 0)) return;
+  CHECK(tr_count(&t, 'X', "coll") == 100, "coll %zu, want 100", tr_count(&t, 'X', "coll"));
+  tr_free(&t);
+}
+
+/* ---- communicator aborted mid-collective ------------------------------------------------ */
+H_CHILD(abort_mid_collective) {
+  const char *dir = getenv("COMMLENS_DIR");
+  h_plugin p;
+  void *ctx;
+  open_init(&p, 5, &ctx);
+  h_drive_coll(&p, ctx, NULL, 0, NULL);
+  h_event g = {.type = CLABI_EV_GROUP};
+  void *grp = h_start(&p, ctx, &g, NULL);
+  h_event ce = {.type = CLABI_EV_COLL, .parent = grp, .parent_group = grp, .func = "AllReduce",
+                .datatype = "ncclFloat32", .algo = "RING", .proto = "SIMPLE", .seq = 1, .count = 64,
+                .nchannels = 2, .nwarps = 16};
+  void *coll = h_start(&p, ctx, &ce, NULL);
+  void *kch[2];
+  for (int ch = 0; ch < 2; ch++) {
+    h_event k = {.type = CLABI_EV_KERNEL_CH, .parent = coll, .channel = (uint8_t)ch, .ptimer = h_realtime_ns()};
+    kch[ch] = h_start(&p, ctx, &k, NULL);
+  }
+  h_finalize(&p, ctx);                          /* ncclCommAbort: events still open */
+  for (int ch = 0; ch < 2; ch++) {              /* the proxy thread finishes later */
+    h_state(&p, kch[ch], CLABI_ST_KERNEL_CH_STOP, h_realtime_ns());
+    h_stop(&p, kch[ch]);
+    h_stop(&p, kch[ch]);
+  }
+  h_stop(&p, coll);
+  h_stop(&p, grp);
+  void *ctx2;                                   /* the job goes on with a new communicator */
+  REQUIRE(h_init(&p, &ctx2, NULL) == 0 && ctx2, "init after abort");
+  h_drive_coll(&p, ctx2, NULL, 2, NULL);
+  h_finalize(&p, ctx2);
+  h_close(&p);
+  CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
+  tr_trace t;
+  if (load_one(dir, &t, NULL, 0)) return;
+  CHECK(tr_count(&t, 'X', "coll") >= 2, "coll %zu", tr_count(&t, 'X', "coll"));
+  CHECK(stat_of(&t, "stale_handles") >= 2, "stale_handles %lld: the repeated stops were not counted",
+        (long long)stat_of(&t, "stale_handles"));
+  char msg[256];
+  CHECK(tr_check_tracks(&t, msg, sizeof msg) == 0, "%s", msg);
+  tr_free(&t);
+}
+
+/* ---- the trace path is a planted symlink; the host name is hostile ---------------------- */
+static void trace_path(char *out, size_t n, const char *dir, int rank) {
+  char host[256] = "", safe[256];
+  gethostname(host, sizeof host - 1);
+  size_t k = 0;
+  for (const char *s = host; *s && k + 1 < sizeof safe; s++)
+    safe[k++] = (*s == '/' || *s == ' ' || (unsigned char)*s < 0x20) ? '_' : *s;
+  safe[k] = 0;
+  snprintf(out, n, "%s/commlens-r%d-%s-%d.trace.json", dir, rank, safe, (int)getpid());
+}
+H_CHILD(symlink_planted) {
+  const char *dir = getenv("COMMLENS_DIR");
+  char victim[600], link[1200];
+  snprintf(victim, sizeof victim, "%s/victim", dir);
+  int fd = open(victim, O_WRONLY | O_CREAT, 0644);
+  REQUIRE(fd >= 0, "victim");
+  close(fd);
+  trace_path(link, sizeof link, dir, 0);
+  REQUIRE(symlink(victim, link) == 0, "symlink %s: %s", link, strerror(errno));
+  h_plugin p;
+  void *ctx;
+  open_init(&p, 5, &ctx);
+  h_drive_coll(&p, ctx, NULL, 0, NULL);
+  h_finalize(&p, ctx);
+  h_close(&p);
+  CHECK(h_bad_rc == 0, "%d calls failed", h_bad_rc);
+  struct stat st;
+  CHECK(stat(victim, &st) == 0 && st.st_size == 0, "the plugin wrote through the symlink (%lld bytes)", (long long)st.st_size);
+  CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
+  CHECK(count_warn() == 1 && h_log_count(CLABI_LOG_WARN, "commlens-r0") == 1,
+        "want one warning naming the refused path; log:\n%s", h_log_text());
+}
+H_CHILD(hostile_hostname) {
+  const char *dir = getenv("COMMLENS_DIR");
+  if (unshare(CLONE_NEWUTS) != 0) { fprintf(stderr, "  skip: unshare(CLONE_NEWUTS): %s\n", strerror(errno)); return; }
+  const char evil[] = "../../esc\001ape/ me";
+  REQUIRE(sethostname(evil, sizeof evil - 1) == 0, "sethostname: %s", strerror(errno));
+  h_plugin p;
+  void *ctx;
+  open_init(&p, 5, &ctx);
+  h_drive_coll(&p, ctx, NULL, 0, NULL);
+  h_finalize(&p, ctx);
+  h_close(&p);
+  tr_trace t;
+  char path[1024];
+  if (load_one(dir, &t, path, sizeof path)) return;   /* in dir itself, nowhere else */
+  const char *base = path + strlen(dir) + 1;
+  CHECK(!strchr(base, '/') && !strchr(base, ' ') && !strchr(base, '\001'), "file name %s", base);
+  tr_free(&t);
+}
+
+/* Two processes with the same rank and directory at once: distinct files. */
+H_CHILD(same_rank_writer) {
+  h_plugin p;
+  void *ctx;
+  open_init(&p, 5, &ctx);
+  for (int i = 0; i < 20; i++) { h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL); usleep(2000); }
+  h_finalize(&p, ctx);
+  h_close(&p);
+  CHECK(h_bad_rc == 0, "calls failed");
+}
+
+/* ---- the parent side: one fresh process per case ------------------------------------ */
+static void run_case(const char *name, const char *const *extra, const char *subdir) {
+  char dir[256], dd[400], direnv[420];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(dd, sizeof dd, "%s%s", dir, subdir ? subdir : "");
+  snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s", dd);
+  const char *env[16];
+  int n = 0;
+  env[n++] = direnv;
+  env[n++] = "COMMLENS_SUMMARY=off";
+  env[n++] = "COMMLENS_CUPTI=0";
+  for (int i = 0; extra && extra[i] && n < 15; i++) env[n++] = extra[i];
+  env[n] = NULL;
+  int rc = h_spawn(name, env);
+  CHECK(rc == 0, "case %s exited %d (dir %s)", name, rc, dir);
+  if (!tl_cur_failed) h_rm_rf(dir);
+  else fprintf(stderr, "  kept %s\n", dir);
+}
+
+TL_TEST(output_dir_missing_is_created) { run_case("missing_dir", NULL, "/a/b/c"); }
+TL_TEST(output_dir_read_only) { run_case("readonly_fs", NULL, NULL); }
+TL_TEST(output_fs_full) { run_case("full_fs", (const char *const[]){"COMMLENS_EVENTS=full", "COMMLENS_FLUSH_MS=10", NULL}, NULL); }
+TL_TEST(sigkill_while_events_flow) { kill_case(SIGKILL, 7); }
+TL_TEST(sigterm_while_events_flow) { kill_case(SIGTERM, 11); }
+TL_TEST(fork_in_profiled_process) { run_case("forking_job", NULL, NULL); }
+TL_TEST(cupti_library_missing) {
+  run_case("cupti_missing", (const char *const[]){"COMMLENS_CUPTI=1", "COMMLENS_CUPTI_LIB=/nonexistent/libcupti.so", NULL}, NULL);
+}
+TL_TEST(thousand_communicators) { run_case("thousand_comms", (const char *const[]){"COMMLENS_EVENTS=full", NULL}, NULL); }
+TL_TEST(reload_100_times) { run_case("reload_100", NULL, NULL); }
+TL_TEST(comm_aborted_mid_collective) { run_case("abort_mid_collective", (const char *const[]){"COMMLENS_EVENTS=full", NULL}, NULL); }
+TL_TEST(symlink_at_trace_path_refused) { run_case("symlink_planted", (const char *const[]){"RANK=0", NULL}, NULL); }
+TL_TEST(hostile_host_name_stays_in_dir) { run_case("hostile_hostname", (const char *const[]){"RANK=0", NULL}, NULL); }
+TL_TEST(same_rank_twice_distinct_files) {
+  char dir[256], kv[300];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
+  const char *env[] = {kv, "RANK=3", "COMMLENS_SUMMARY=off", "COMMLENS_CUPTI=0", NULL};
+  pid_t a = spawn_async("same_rank_writer", env), b = spawn_async("same_rank_writer", env);
+  int sa, sb;
+  waitpid(a, &sa, 0);
+  waitpid(b, &sb, 0);
+  CHECK(WIFEXITED(sa) && !WEXITSTATUS(sa) && WIFEXITED(sb) && !WEXITSTATUS(sb), "children %#x %#x", sa, sb);
+  char *paths[4], err[256];
+  int n = h_find_traces(dir, paths, 4);
+  CHECK(n == 2, "%d traces for two processes of rank 3", n);
+  for (int i = 0; i < n; i++) {
+    tr_trace t;
+    int rc = tr_load(&t, paths[i], err, sizeof err);
+    CHECK(rc == 0 && tr_count(&t, 'X', "coll") == 20, "%s: %s", paths[i], err);
+    if (rc == 0) tr_free(&t);
+    free(paths[i]);
+  }
+  if (!tl_cur_failed) h_rm_rf(dir);
+}
+
+H_MAIN("faults/faults")

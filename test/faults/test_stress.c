@@ -1,0 +1,102 @@
+/* test_stress.c: 16 threads start and stop events on 4 communicators while the writer drains,
+ * for COMMLENS_STRESS_SECONDS (default 2; `make stress STRESS_SECONDS=600` runs longer; the
+ * tsan variant runs it under ThreadSanitizer). What was driven must be what the trace holds,
+ * with zero drops (the buffers are sized for it). */
+#include "harness.h"
+#include "trace_read.h"
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static h_plugin g_p;
+static void *g_ctx[4];
+static _Atomic int g_go;
+static double g_seconds;
+static useconds_t g_pause_us;
+
+typedef struct { int idx; h_counts c; } worker;
+static void *work(void *arg) {
+  worker *w = arg;
+  uint64_t end = h_monotonic_ns() + (uint64_t)(g_seconds * 1e9), seq = 0;
+  while (!g_go) usleep(100);
+  while (h_monotonic_ns() < end) {
+    void *ctx = g_ctx[(w->idx + (int)seq) % 4];
+    if (seq % 5 == 4) h_drive_sendrecv(&g_p, ctx, &(h_opts){.nchannels = 1, .network = 1, .nsteps = 1, .same_thread_proxy = 1}, 1, &w->c);
+    else h_drive_coll(&g_p, ctx, &(h_opts){.nchannels = 2, .network = 1, .nsteps = 1, .proxy_ctrl = (seq % 8) == 0, .same_thread_proxy = 1}, seq, &w->c);
+    seq++;
+    usleep(g_pause_us);   /* ~8000 operations/s over 16 threads for 2 s: a heavy job, and a trace
+                           * json-c can load; longer runs go slower to keep the same volume */
+  }
+  return NULL;
+}
+
+H_CHILD(stress) {
+  const char *s = getenv("COMMLENS_STRESS_SECONDS");
+  g_seconds = s && atof(s) > 0 ? atof(s) : 2.0;
+  g_pause_us = (useconds_t)(2000 * (g_seconds > 2 ? g_seconds / 2 : 1));
+  REQUIRE(h_open(&g_p, NULL, 6) == 0, "load");
+  for (int i = 0; i < 4; i++) {
+    h_comm_info info = {0xC0FFEE00 + (uint64_t)i, "stress", 1, 4, i};
+    REQUIRE(h_init(&g_p, &g_ctx[i], &info) == 0 && g_ctx[i], "init %d", i);
+  }
+  pthread_t t[16];
+  static worker w[16];
+  for (int i = 0; i < 16; i++) { w[i].idx = i; pthread_create(&t[i], NULL, work, &w[i]); }
+  g_go = 1;
+  h_counts tot;
+  memset(&tot, 0, sizeof tot);
+  for (int i = 0; i < 16; i++) {
+    pthread_join(t[i], NULL);
+    for (int k = 0; k < 16; k++) tot.started[k] += w[i].c.started[k];
+    tot.colls += w[i].c.colls;
+    tot.p2ps += w[i].c.p2ps;
+  }
+  for (int i = 0; i < 4; i++) h_finalize(&g_p, g_ctx[i]);
+  h_close(&g_p);
+  CHECK(h_bad_rc == 0, "%d calls failed", h_bad_rc);
+  char *paths[2], err[512];
+  int n = h_find_traces(getenv("COMMLENS_DIR"), paths, 2);
+  REQUIRE(n == 1, "%d traces", n);
+  tr_trace tr;
+  REQUIRE(tr_load(&tr, paths[0], err, sizeof err) == 0, "%s", err);
+  int64_t dropped = -1;
+  tr_stats_i64(&tr, "dropped", &dropped);
+  CHECK(dropped == 0, "%lld records dropped", (long long)dropped);
+  size_t colls = tr_count(&tr, 'X', "coll"), p2ps = tr_count(&tr, 'X', "p2p");
+  size_t kch = tr_count(&tr, 'X', "kernel_ch"), pop = tr_count(&tr, 'X', "proxy_op");
+  CHECK((long)colls == tot.colls, "coll: %zu in the trace, %ld driven", colls, tot.colls);
+  CHECK((long)p2ps == tot.p2ps, "p2p: %zu in the trace, %ld driven", p2ps, tot.p2ps);
+  CHECK((long)kch == tot.started[6], "kernel_ch: %zu in the trace, %ld driven", kch, tot.started[6]);
+  CHECK((long)pop == tot.started[3], "proxy_op: %zu in the trace, %ld driven", pop, tot.started[3]);
+  fprintf(stderr, "  stress: %.1f s, 16 threads, %ld collectives, %ld p2p, %ld proxy ops\n", g_seconds,
+          tot.colls, tot.p2ps, tot.started[3]);
+  tr_free(&tr);
+  free(paths[0]);
+}
+
+TL_TEST(sixteen_threads_four_comms_nothing_lost) {
+  char dir[256], kv[300];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
+  const char *env[] = {kv, "COMMLENS_SUMMARY=off", "COMMLENS_CUPTI=0", "COMMLENS_EVENTS=full",
+                       "COMMLENS_BUFFER_MB=512", "COMMLENS_RING_KB=8192", NULL};
+  int rc;
+  if (getenv("COMMLENS_STRESS_SECONDS") && atof(getenv("COMMLENS_STRESS_SECONDS")) > 30) {
+    pid_t pid = fork();                     /* h_spawn gives a child 60 s: long runs wait here */
+    if (pid == 0) {
+      for (int i = 0; env[i]; i++) putenv((char *)env[i]);
+      char *argv[] = {"/proc/self/exe", "--child", "stress", NULL};
+      execv("/proc/self/exe", argv);
+      _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  } else {
+    rc = h_spawn("stress", env);
+  }
+  CHECK(rc == 0, "stress exited %d (dir %s)", rc, dir);
+  if (!tl_cur_failed) h_rm_rf(dir);
+}
+
+H_MAIN("faults/stress")

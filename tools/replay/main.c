@@ -1,0 +1,80 @@
+/* commlens-replay: plays one COMMLENS_RECORD recording (.rec.gz) through the plugin in this
+ * process, exactly as NCCL made the calls and at the recorded pace (test/lib/replay.c does the
+ * work), so a recorded real run becomes a trace again without NCCL or a GPU. One recording per
+ * process: the plugin reads its configuration at the first init of a process. */
+#include "harness.h"
+#include "replay.h"
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *g_lib_name = "libnccl-profiler-commlens.so";
+
+/* The library next to this binary (build/commlens-replay -> build/libnccl-...). Static buffer. */
+static const char *lib_next_to_self(void) {
+  static char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return NULL;
+  path[n] = 0;
+  char *slash = strrchr(path, '/');
+  if (!slash || (size_t)(slash - path) + 2 + strlen(g_lib_name) > sizeof path) return NULL;
+  strcpy(slash + 1, g_lib_name);
+  return access(path, R_OK) == 0 ? path : NULL;
+}
+
+static int usage(FILE *f) {
+  fprintf(f,
+          "usage: commlens-replay [--fast | --speed X] [--verbose] FILE.rec.gz [LIB.so]\n"
+          "  Replays a COMMLENS_RECORD recording through the profiler plugin LIB.so (default:\n"
+          "  $COMMLENS_LIB, else %s next to this program), at the\n"
+          "  recorded pace (--speed X: X times faster; --fast: no waiting, but then GPU times\n"
+          "  no longer line up with the host's; --verbose: what was replayed). The plugin's\n"
+          "  own COMMLENS_* variables apply (COMMLENS_DIR, COMMLENS_CUPTI, ...); COMMLENS_EVENTS\n"
+          "  defaults to full (recordings carry every event) and COMMLENS_RECORD is ignored.\n"
+          "  Set RANK to choose the rank the trace file is named after.\n",
+          g_lib_name);
+  return f == stdout ? 0 : 2;
+}
+
+int main(int argc, char **argv) {
+  double speed = 1.0;
+  int i = 1, verbose = 0;
+  for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+    if (!strcmp(argv[i], "--help")) return usage(stdout);
+    if (!strcmp(argv[i], "--fast")) { speed = 0; continue; }
+    if (!strcmp(argv[i], "--verbose")) { verbose = 1; continue; }
+    char *end = NULL;
+    if (!strcmp(argv[i], "--speed") && i + 1 < argc) speed = strtod(argv[++i], &end);
+    if (!end || *end || speed <= 0) return usage(stderr);
+  }
+  if (i < argc && !strcmp(argv[i], "-h")) return usage(stdout);
+  if (argc - i < 1 || argc - i > 2) return usage(stderr);
+  const char *rec = argv[i], *lib = argc - i == 2 ? argv[i + 1] : NULL;
+  if (!lib) { const char *e = getenv("COMMLENS_LIB"); if (e && *e) lib = e; }
+  if (!lib) lib = lib_next_to_self();
+  if (!lib) {
+    fprintf(stderr, "commlens-replay: no plugin library: give LIB.so or set COMMLENS_LIB\n");
+    return 2;
+  }
+  setenv("COMMLENS_EVENTS", "full", 0);
+  unsetenv("COMMLENS_RECORD");            /* replaying must not record a recording of itself */
+  rp_stats st;
+  if (rp_replay_paced(rec, lib, speed, &st) != 0) {
+    fprintf(stderr, "commlens-replay: %s\n", st.err);
+    return 1;
+  }
+  if (verbose)
+    fprintf(stderr,
+            "commlens-replay: %s: abi v%d, %d threads, %ld calls (%ld inits, %ld starts, %ld stops, "
+            "%ld states, %ld finalizes), %ld parents mapped, %ld foreign pointers passed, "
+            "at most %.3f ms behind the recorded pace\n",
+            rec, st.abi, st.nthreads, st.calls, st.inits, st.starts, st.stops, st.states,
+            st.finalizes, st.mapped_parents, st.foreign_passed, st.max_late_ns / 1e6);
+  if (st.bad_rc) {
+    fprintf(stderr, "commlens-replay: %ld calls did not return ncclSuccess\n", st.bad_rc);
+    return 1;
+  }
+  return 0;   /* exit(), not _exit(): the plugin's exit flush writes the final trace */
+}
