@@ -338,7 +338,11 @@ static void maybe_finish(cl_asm *a, ev *c, uint64_t now, int force) {
     int cupti_pending = a->gj && c->api_group && cl_gj_covered(a->gj, c->stop) &&
                         !cl_gj_span(a->gj, c->api_group, c->comm, &s, &e, &dev);
     if (cupti_pending) { if (now - c->stop < CUPTI_WAIT_NS) return; }
-    else if (!(exp && c->kch_done >= exp) && now - last < GRACE_NS) return;
+    else if (exp && c->kch_done < exp) {
+      /* KernelCh starts when the GPU reaches the work, which can be long after the enqueue
+       * (a long kernel ahead in the stream): wait for every channel, up to CHILD_WAIT_NS */
+      if (now - c->stop < CHILD_WAIT_NS) return;
+    } else if (!exp && now - last < GRACE_NS) return;
   }
   if (finish_coll(a, c)) remove_ev(a, c);
 }
@@ -583,6 +587,9 @@ static void finish_child(cl_asm *a, ev *e, ev *parent) {
     cl_gpu_clock_sample(o, e->p.kernel_ch.ptimer, e->start);
     cl_gpu_clock_sample(o, stop_pt, stop_obs);
     if (!cl_gpu_clock_ready(o)) {                  /* drawn once the device is calibrated */
+      /* it keeps its collective open until drawn, even if it started before the collective's
+       * start was read (unregistered): finishing the collective first would cut it off */
+      if (parent && !e->registered) { parent->open_children++; e->registered = 1; }
       if (a->nheld == a->cap_held) {
         uint32_t nc = a->cap_held ? a->cap_held * 2 : 256;
         ev **n = realloc(a->held, nc * sizeof *n);
@@ -711,7 +718,8 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
       uint64_t wait = a->gj && c->api_group && cl_gj_covered(a->gj, c->stop) ? CUPTI_WAIT_NS : GRACE_NS;
       /* children still open (a KernelCh held for clock calibration, a slow proxy op) keep it,
        * up to CHILD_WAIT_NS: finishing now would cut them off their collective */
-      int children_open = c->open_children && now - c->stop < CHILD_WAIT_NS;
+      unsigned exp = expected_kch(c);
+      int children_open = (c->open_children || (exp && c->kch_done < exp)) && now - c->stop < CHILD_WAIT_NS;
       if (now - last < wait || children_open) {
         maybe_finish(a, c, now, 0);           /* its CUPTI span may have arrived */
         if (lookup(a, id) == c && !c->awaiting) break;
