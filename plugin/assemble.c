@@ -810,5 +810,10 @@ void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {
     sb_printf(b, "\",\"exposed_ns\":%llu,\"dur_ns\":%llu}", (unsigned long long)a->top[i].exposed,
               (unsigned long long)a->top[i].dur);
   }
-  sb_puts(b, "]}");
+  uint64_t sn, sx, sc, wid, wx;
+  cl_gj_steps(a->gj, &sn, &sx, &sc, &wid, &wx);
+  sb_printf(b, "],\"steps\":{\"count\":%llu,\"exposed_ns_mean\":%llu,\"comm_ns_mean\":%llu,"
+            "\"worst_step\":%llu,\"worst_exposed_ns\":%llu}}",
+            (unsigned long long)sn, (unsigned long long)(sn ? sx / sn : 0), (unsigned long long)(sn ? sc / sn : 0),
+            (unsigned long long)wid, (unsigned long long)wx);
 }

@@ -79,7 +79,7 @@ static struct {
   void *lib;
   int state;                          /* 0 untried, 1 active, 2 suspended, -1 failed */
   int selective_api;                  /* launch records enabled per cbid (else KIND_DRIVER) */
-  int kinds_on[4];                    /* CONCURRENT_KERNEL, MEMCPY, MEMSET, DRIVER enabled by us */
+  int kinds_on[5];                    /* CONCURRENT_KERNEL, MEMCPY, MEMSET, DRIVER, MARKER enabled by us */
   int64_t ts_offset;                  /* cupti timestamp - monotonic (0 with the callback) */
   uint8_t *cur; size_t cur_valid; CUpti_Activity *cur_rec;
   uint64_t records, next_probe;
@@ -260,6 +260,7 @@ static void disable_ours(void) {
   for (int i = 0; i < 3; i++)
     if (g.kinds_on[i]) { api.cuptiActivityDisable(k_kinds[i]); g.kinds_on[i] = 0; }
   if (g.kinds_on[3]) { api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER); g.kinds_on[3] = 0; }
+  if (g.kinds_on[4]) { api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER); g.kinds_on[4] = 0; }
   if (g.selective_api) {
     for (size_t i = 0; i < sizeof k_driver_launch / sizeof *k_driver_launch; i++)
       api.cuptiActivityEnableDriverApi(k_driver_launch[i], 0);
@@ -301,6 +302,9 @@ static int arm(void) {
    * (cuLaunchKernelEx), which is what the correlation needs. */
   g.selective_api = 0;
   if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) g.kinds_on[3] = 1;
+  /* NVTX ranges (per-step exposure): CUPTI only sees them when the job was started with
+   * NVTX_INJECTION64_PATH=<libcupti>; enabling the kind is harmless otherwise. */
+  if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS) g.kinds_on[4] = 1;
   else cl_log_once("cupti-driver", CL_LOG_INFO, "CUPTI refused driver API records: NCCL kernels "
                    "are recognised by name only");
   return 0;
@@ -372,7 +376,7 @@ static void reprobe(void) {
     snprintf(g.status, sizeof g.status, "suspended: CUPTI taken by %s",
              who[0] ? who : "another tool");
     cl_log(CL_LOG_WARN, "%s; GPU kernel data pauses until it lets go", g.status);
-    for (int i = 0; i < 4; i++) g.kinds_on[i] = 0;   /* theirs now: never disable them */
+    for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;   /* theirs now: never disable them */
     g.selective_api = 0;
     /* buffers CUPTI held may now go to the other tool's callbacks: stop counting them */
     pthread_mutex_lock(&g.mu);
@@ -477,6 +481,21 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME)
       o->graph = a->cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
                  a->cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_MARKER: {
+    const CUpti_ActivityMarker2 *m = (const void *)rec;
+    if (!m->timestamp || (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS)) return 0;
+    if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+      o->kind = CL_GPU_MARK_START;
+      o->name = intern(m->name);
+    } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+      o->kind = CL_GPU_MARK_END;
+    } else {
+      return 0;
+    }
+    o->start_ns = o->end_ns = to_mono(m->timestamp);
+    o->correlation = m->id;
     return 1;
   }
   default:

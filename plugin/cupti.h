@@ -8,7 +8,11 @@
 #include <stdint.h>
 #include <stddef.h>
 
-typedef enum { CL_GPU_KERNEL = 1, CL_GPU_MEMCPY = 2, CL_GPU_MEMSET = 3, CL_GPU_LAUNCH = 4 } cl_gpu_kind;
+/* MARK_START/MARK_END: NVTX ranges (push/pop, start/end), recorded by CUPTI when the job runs
+ * with NVTX_INJECTION64_PATH pointing at libcupti; `correlation` is the range id, `name` is set
+ * on the start, `start_ns` is the time of either. */
+typedef enum { CL_GPU_KERNEL = 1, CL_GPU_MEMCPY = 2, CL_GPU_MEMSET = 3, CL_GPU_LAUNCH = 4,
+               CL_GPU_MARK_START = 5, CL_GPU_MARK_END = 6 } cl_gpu_kind;
 
 typedef struct {
   uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC ns (same base as event records) */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define LAUNCH_KEEP_NS 5000000000ull   /* KernelLaunch windows kept this long */
 #define HOLD_NS 300000000ull           /* a kernel whose launch record is missing waits this long */
@@ -13,6 +14,7 @@
 #define NCORR (1u << 16)               /* correlation ids classified (direct-mapped) */
 #define NSPAN 16384                    /* launch groups with a known kernel span */
 #define NHOLD 65536                    /* kernel records waiting for their launch record */
+#define NMARK 1024                     /* open NVTX ranges (direct-mapped by id) */
 
 typedef struct { int tid; uint64_t start, stop, group; uint32_t comm; } kl_win;
 typedef struct { uint32_t corr; uint8_t cls; uint64_t group; uint32_t comm; } corr_ent; /* cls: 1 nccl 2 other */
@@ -32,6 +34,9 @@ struct cl_gj {
   cl_expo *expo;
   cl_expo_agg *agg;
   uint64_t nccl_kernels, compute_kernels, by_name, launches_matched, launches_other;
+  struct { uint32_t id; uint64_t s; const char *name; } marks[NMARK];   /* open NVTX ranges */
+  uint64_t steps, step_exposed_sum, step_comm_sum, worst_step_id, worst_step_exposed;
+  uint64_t next_step_id;
   struct { uint64_t s, e; } win_cov[64];  /* recent CUPTI windows (e = 0: open) */
   uint32_t ncov;
   uint64_t covered_closed_ns;
@@ -78,6 +83,23 @@ static void on_result(void *arg, const cl_expo_result *r) {
 
 static void on_window(void *arg, const cl_expo_window *w) {
   cl_gj *g = arg;
+  if (w->kind == CL_EXPO_WIN_STEP) {       /* one slice per NVTX step with its exposure */
+    uint32_t tid = ct_lane(g->ct, 11ull << 56, "steps (NVTX) exposure", 4, w->start_ns, w->end_ns);
+    char name[48];
+    snprintf(name, sizeof name, "step %llu", (unsigned long long)w->id);
+    int first = ct_slice_begin(g->ct, tid, name, "step", w->start_ns, w->end_ns - w->start_ns);
+    cl_sb *b = ct_body(g->ct);
+    sb_key(b, &first, "step"); sb_u64(b, w->id);
+    sb_key(b, &first, "comm_ns"); sb_u64(b, w->comm_ns);
+    sb_key(b, &first, "exposed_ns"); sb_u64(b, w->exposed_ns);
+    if (w->late) { sb_key(b, &first, "late"); sb_puts(b, "true"); }
+    ct_slice_end(g->ct);
+    g->steps++;
+    g->step_exposed_sum += w->exposed_ns;
+    g->step_comm_sum += w->comm_ns;
+    if (w->exposed_ns >= g->worst_step_exposed) { g->worst_step_exposed = w->exposed_ns; g->worst_step_id = w->id; }
+    return;
+  }
   if (w->kind != CL_EXPO_WIN_BUCKET) return;
   /* exposed communication per 100 ms bucket, in microseconds, as a counter track */
   ct_counter(g->ct, "exposed comm (us per 100 ms)", w->start_ns, "exposed_us", (int64_t)(w->exposed_ns / 1000));
@@ -176,7 +198,33 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   return 1;
 }
 
+/* NVTX ranges named "step..." (any case; a number in the name becomes the step id) are the
+ * application's steps: exposure is also reported per step. */
+static int step_name(const char *n, uint64_t *id, uint64_t *next) {
+  if (!n || strncasecmp(n, "step", 4) != 0) return 0;
+  const char *d = n + 4;
+  while (*d && (*d < '0' || *d > '9')) d++;
+  *id = *d ? strtoull(d, NULL, 10) : (*next)++;
+  return 1;
+}
+
+static void on_mark(cl_gj *g, const cl_gpu_activity *a) {
+  uint32_t slot = a->correlation % NMARK;
+  if (a->kind == CL_GPU_MARK_START) {
+    g->marks[slot].id = a->correlation;
+    g->marks[slot].s = a->start_ns;
+    g->marks[slot].name = a->name;
+    return;
+  }
+  if (g->marks[slot].id != a->correlation || !g->marks[slot].name) return;
+  uint64_t id;
+  if (step_name(g->marks[slot].name, &id, &g->next_step_id) && a->start_ns > g->marks[slot].s)
+    cl_expo_add_step(g->agg, g->marks[slot].s, a->start_ns, id);
+  g->marks[slot].name = NULL;
+}
+
 void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
+  if (a->kind == CL_GPU_MARK_START || a->kind == CL_GPU_MARK_END) { on_mark(g, a); return; }
   if (a->kind == CL_GPU_LAUNCH) {
     const kl_win *w = find_window(g, a);
     corr_ent *c = &g->corr[a->correlation % NCORR];
@@ -229,6 +277,15 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
     cl_expo_advance(g->expo, now - EXPO_LAG_NS);
     cl_expo_agg_advance(g->agg, cl_expo_reported_upto(g->expo));
   }
+}
+
+void cl_gj_steps(cl_gj *g, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum, uint64_t *worst_id,
+                 uint64_t *worst_exposed) {
+  *n = g->steps;
+  *exposed_sum = g->step_exposed_sum;
+  *comm_sum = g->step_comm_sum;
+  *worst_id = g->worst_step_id;
+  *worst_exposed = g->worst_step_exposed;
 }
 
 void cl_gj_totals(cl_gj *g, cl_expo_totals *t, uint64_t *nk, uint64_t *ck, uint64_t *bn,

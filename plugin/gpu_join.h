@@ -36,6 +36,9 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final);
 void cl_gj_set_active(cl_gj *g, int on, uint64_t now);
 int cl_gj_covered(const cl_gj *g, uint64_t t);
 uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now);
+/* NVTX steps seen (ranges named "step..."): count, sums, and the most exposed one. */
+void cl_gj_steps(cl_gj *g, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum, uint64_t *worst_id,
+                 uint64_t *worst_exposed);
 /* Totals for the summary and the trace tail. */
 void cl_gj_totals(cl_gj *g, cl_expo_totals *t, uint64_t *nccl_kernels, uint64_t *compute_kernels,
                   uint64_t *by_name, uint64_t *launches_matched, uint64_t *launches_other);
