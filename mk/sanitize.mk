@@ -38,7 +38,7 @@ $(eval $(call SAN_VARIANT,tsan,$(TSAN_SAN)))
 # threads or unloading instrumented code, and exec'd TSan children intermittently fail to map
 # their shadow memory on this machine ("failed to allocate ... errno 12"). Those suites run
 # plain and under ASan+UBSan; TSan keeps every concurrency suite (stress, ABI, replay, robust).
-TSAN_SKIP := test/faults/test_faults.c test/abi/test_real_runs.c
+TSAN_SKIP := test/faults/test_faults.c test/abi/test_real_runs.c test/tools/test_multirank.c
 san_tests = $(if $(filter tsan,$(1)),$(filter-out $(TSAN_SKIP),$(TEST_SRC)),$(TEST_SRC))
 
 # run.sh arguments for one variant: its binaries, with its library, CLI and options.
