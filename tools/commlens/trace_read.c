@@ -171,22 +171,37 @@ static int cat_of(const char *s, int n) {
   return CAT_OTHER;
 }
 
-static const char *parse_args(const char *p, const char *e, cl_ev *ev, int *bad) {
-  p++;
+/* The next member of an object at p (after '{' or a value): returns the start of its value,
+ * with the key in *k (length *kl). Returns NULL at the closing '}' (then *close points at it), at the
+ * end of the input (truncated), or on malformed input (*bad set). */
+static const char *js_member(const char *p, const char *e, const char **k, int *kl,
+                             const char **close, int *bad) {
+  *close = NULL;
   for (;;) {
     p = js_ws(p, e);
     if (p >= e) return NULL;
-    if (*p == '}') return p + 1;
+    if (*p == '}') { *close = p; return NULL; }
     if (*p == ',') { p++; continue; }
     if (*p != '"') { *bad = 1; return NULL; }
-    const char *k = p + 1, *q = js_str(p, e);
+    *k = p + 1;
+    const char *q = js_str(p, e);
     if (!q) return NULL;
-    int kl = (int)(q - 1 - k);
+    *kl = (int)(q - 1 - *k);
     p = js_ws(q, e);
     if (p >= e) return NULL;
     if (*p != ':') { *bad = 1; return NULL; }
     p = js_ws(p + 1, e);
-    if (p >= e) return NULL;
+    return p < e ? p : NULL;
+  }
+}
+
+static const char *parse_args(const char *p, const char *e, cl_ev *ev, int *bad) {
+  p++;
+  for (;;) {
+    const char *k, *close;
+    int kl;
+    p = js_member(p, e, &k, &kl, &close, bad);
+    if (!p) return close ? close + 1 : NULL;
     int64_t v = 0;
     const char *r = NULL;
     switch (kl) {
@@ -252,19 +267,14 @@ static const char *parse_event(const char *p, const char *e, cl_ev *ev, int *bad
   ev->beg = p; ev->cat = CAT_NONE;
   p++;
   for (;;) {
-    p = js_ws(p, e);
-    if (p >= e) return NULL;
-    if (*p == '}') { ev->end = p + 1; return p + 1; }
-    if (*p == ',') { p++; continue; }
-    if (*p != '"') { *bad = 1; return NULL; }
-    const char *k = p + 1, *q = js_str(p, e);
-    if (!q) return NULL;
-    int kl = (int)(q - 1 - k);
-    p = js_ws(q, e);
-    if (p >= e) return NULL;
-    if (*p != ':') { *bad = 1; return NULL; }
-    p = js_ws(p + 1, e);
-    if (p >= e) return NULL;
+    const char *k, *close;
+    int kl;
+    p = js_member(p, e, &k, &kl, &close, bad);
+    if (!p) {
+      if (!close) return NULL;
+      ev->end = close + 1;
+      return close + 1;
+    }
     const char *r = NULL;
     if (kl == 2 && k[0] == 'p' && k[1] == 'h' && *p == '"') {
       r = js_str(p, e); if (r) ev->ph = p[1];
