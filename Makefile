@@ -54,7 +54,9 @@ $(CLI): $(CLI_SRC) $(wildcard tools/commlens/*.h include/commlens/*.h) | $(DEPS_
 TEST_LIB_SRC := $(wildcard test/lib/*.c)
 TEST_SRC := $(wildcard test/*/test_*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
-$(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h include/commlens/*.h) | $(DEPS_STAMP)
+# Some suites #include plugin or CLI sources to test internals: rebuild them when those change.
+TEST_INCLUDED := $(wildcard plugin/*.[ch] plugin/abi/*.[ch] exporters/*.[ch] tools/commlens/*.[ch])
+$(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h include/commlens/*.h) $(TEST_INCLUDED) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itest/lib -Itools/commlens -o $@ $< $(TEST_LIB_SRC) -ljson-c -lz -ldl -lpthread -lm
 # mk/*.mk add variants (sanitizers, fuzz runs) as prerequisites and as run.sh arguments in

@@ -19,7 +19,9 @@ int cl_gpu_clock_sample(cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
     c->first_obs = obs;
     c->period_start = obs;
   }
-  if (obs - c->period_start >= CL_GPU_CLOCK_PERIOD_NS) {   /* the oldest period falls out */
+  /* samples come slightly out of time order (a start is read after a later stop): one older
+   * than the period's start belongs to it, and must not look like a period boundary */
+  if (obs > c->period_start && obs - c->period_start >= CL_GPU_CLOCK_PERIOD_NS) {   /* rotate */
     c->prev_min = c->cur_min;
     c->have_prev = c->have_cur;
     c->have_cur = 0;

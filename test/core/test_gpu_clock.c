@@ -69,4 +69,20 @@ TL_TEST(implausible_values_are_refused_and_counted) {
   CHECK(cl_gpu_clock_to_host(&c, gpu_at(host), host + 100000) == host + 500, "normal mapping");
 }
 
+TL_TEST(out_of_order_samples_keep_the_minimum) {
+  /* Regression: samples are added in processing order, not time order. An observation older
+   * than the period's first one underflowed the unsigned period check, rotated the window twice
+   * and dropped the true minimum: a KernelCh was then mapped 2 us after its own observation and
+   * flagged implausible (1 run in 20 of test_multirank). */
+  cl_gpu_clock c = {0};
+  uint64_t host = 3000000000ull;
+  CHECK(cl_gpu_clock_sample(&c, gpu_at(host + 5000), host + 5000 + 300), "first");     /* prompt: d = +300 */
+  CHECK(cl_gpu_clock_sample(&c, gpu_at(host + 1000), host + 1000 + 2500), "older 1");  /* obs 3500 < 5300 */
+  CHECK(cl_gpu_clock_sample(&c, gpu_at(host + 1000), host + 1000 + 2000), "older 2");  /* obs 3000 < 3500 */
+  CHECK(cl_gpu_clock_offset(&c) == TRUE_OFF + 300, "offset %lld, want %lld: the minimum was dropped",
+        (long long)cl_gpu_clock_offset(&c), (long long)(TRUE_OFF + 300));
+  /* and the prompt sample's own event maps no later than its observation */
+  CHECK(cl_gpu_clock_to_host(&c, gpu_at(host + 5000), host + 5000 + 300) == host + 5000 + 300, "mapping");
+}
+
 TL_MAIN("core/gpu_clock")

@@ -288,10 +288,7 @@ static void check_trace_files(const char *dir, char **rank_path) {
       if (!strcmp(cat, "kernel_ch") && tr_arg_bool(ev, "implausible")) implausible++;
       if (!strcmp(cat, "coll_gpu") && (!tr_arg_str(ev, "source") || strcmp(tr_arg_str(ev, "source"), "kernel_ch"))) not_kch++;
     }
-    /* Open finding: about 1 run in 20 flags one early (held for calibration) KernelCh slice
-     * as implausible although every sample was accepted; under investigation. At most one. */
-    if (implausible == 1) fprintf(stderr, "  note: rank %" PRId64 ": 1 kernel_ch slice flagged implausible\n", rank);
-    CHECK(implausible <= 1, "rank %" PRId64 ": %d implausible kernel_ch slices", rank, implausible);
+    CHECK(implausible == 0, "rank %" PRId64 ": %d implausible kernel_ch slices", rank, implausible);
     CHECK(not_kch == 0, "rank %" PRId64 ": %d coll_gpu slices not from kernel_ch", rank, not_kch);
     if (rank >= 0 && rank < NRANKS && !rank_path[rank]) rank_path[rank] = paths[i];
     else free(paths[i]);
