@@ -388,6 +388,9 @@ static void check_report(json_object *rep) {
   double factor = slow / (others / nothers);
   CHECK(fabs(factor - SLOW_FACTOR) <= 0.1 * SLOW_FACTOR, "slow channel %.3fx its rank's other channels, injected %dx",
         factor, SLOW_FACTOR);
+  /* and the report's own factor says so (vs the median channel of the same rank and comm) */
+  CHECK(fabs(get_dbl(c0, "vs_median") - SLOW_FACTOR) <= 0.1 * SLOW_FACTOR, "report's vs_median %.3f, injected %dx",
+        get_dbl(c0, "vs_median"), SLOW_FACTOR);
 }
 
 static void check_merge(const char *dir) {

@@ -156,16 +156,20 @@ static void analyze(cl_job *job, analysis *an) {
       cl_chan *c = &job->r[i]->chans.a[k];
       an->ch[an->nch++] = (chan_row){ i, c, c->n ? (double)c->sum_dur / (double)c->n : 0, 0 };
     }
-  /* ratio: channel mean duration vs the median of all channel means of the same comm */
+  /* ratio: channel mean duration vs the median channel mean of the same rank and comm. Across
+   * ranks the comparison would mix in waiting: every channel of a rank that waits for a late
+   * peer lasts as long as the slow one, which hid a 3x slow channel as 1.0x. */
   double *m = cl_xmalloc((an->nch + 1) * sizeof(double));
   for (size_t k = 0; k < an->nch; k++) {
     if (!an->ch[k].c->n || an->ch[k].ratio) continue;
     size_t n = 0;
+#define SAME_GROUP(j) (an->ch[j].c->n && an->ch[j].ri == an->ch[k].ri && an->ch[j].c->comm == an->ch[k].c->comm)
     for (size_t j = 0; j < an->nch; j++)
-      if (an->ch[j].c->n && an->ch[j].c->comm == an->ch[k].c->comm) m[n++] = an->ch[j].mean;
+      if (SAME_GROUP(j)) m[n++] = an->ch[j].mean;
     double med = cl_median_dbl(m, n);
     for (size_t j = 0; j < an->nch; j++)
-      if (an->ch[j].c->n && an->ch[j].c->comm == an->ch[k].c->comm) an->ch[j].ratio = med > 0 ? an->ch[j].mean / med : 1;
+      if (SAME_GROUP(j)) an->ch[j].ratio = med > 0 ? an->ch[j].mean / med : 1;
+#undef SAME_GROUP
   }
   free(m);
   qsort(an->ch, an->nch, sizeof(chan_row), cmp_chan);
@@ -263,7 +267,7 @@ static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
 
   /* channels */
   fprintf(o, "\nSlow channels (tail = the channel that finished last within its collective on that rank, from kernel_ch)\n");
-  fprintf(o, "  %5s %4s %-10s %13s %11s %7s %18s %20s %11s  %s\n", "rank", "ch", "comm", "tail", "mean dur", "vs med",
+  fprintf(o, "  %5s %4s %-10s %13s %11s %7s %18s %20s %11s  %s\n", "rank", "ch", "comm", "tail", "mean dur", "vs rank",
           "longest (seq)", "peer wait [peer]", "gpu wait", "proxy steps say");
   for (size_t k = 0; k < an->nch && (int)k < top; k++) {
     chan_row *c = &an->ch[k]; int peer; int64_t pw; peer_top(c->c, &peer, &pw);
