@@ -59,16 +59,6 @@ static int count_keys(const tr_trace *t, kc *out, int max) {
   return nk;
 }
 
-static int load_dir(const char *dir, tr_trace *t) {
-  char *paths[4], err[512];
-  int n = h_find_traces(dir, paths, 4);
-  CHECK(n == 1, "%d trace files in %s", n, dir);
-  if (n != 1) return -1;
-  int rc = tr_load(t, paths[0], err, sizeof err);
-  CHECK(rc == 0, "%s", err);
-  free(paths[0]);
-  return rc;
-}
 
 static void round_trip(int abi) {
   char base[256], d1[300], d2[300], rec[300], e1[400], e2[400], e3[400], eabi[32];
@@ -90,8 +80,8 @@ static void round_trip(int abi) {
   const char *env2[] = {e2, e3, "COMMLENS_RECORD", "COMMLENS_EVENTS=full", "COMMLENS_SUMMARY=off", NULL};
   CHECK(h_spawn("replay", env2) == 0, "replay child failed");
   tr_trace a, b;
-  if (load_dir(d1, &a)) return;
-  if (load_dir(d2, &b)) { tr_free(&a); return; }
+  if (h_load_one_trace(d1, &a, NULL, 0)) return;
+  if (h_load_one_trace(d2, &b, NULL, 0)) { tr_free(&a); return; }
   kc ka[64], kb[64];
   int na = count_keys(&a, ka, 64), nb = count_keys(&b, kb, 64);
   CHECK(na == nb, "%d categories recorded, %d replayed", na, nb);

@@ -17,18 +17,6 @@ static int env_int(const char *k, int def) {
   return v && *v ? atoi(v) : def;
 }
 
-/* Loads the single trace of `dir` into t; REQUIRE-style failures come back as -1. */
-static int load_one(const char *dir, tr_trace *t) {
-  char *paths[8];
-  int n = h_find_traces(dir, paths, 8);
-  CHECK(n == 1, "expected exactly one trace file in %s, found %d", dir, n);
-  if (n < 1) return -1;
-  char err[512];
-  int rc = tr_load(t, paths[0], err, sizeof err);
-  CHECK(rc == 0, "%s", err);
-  for (int i = 0; i < n; i++) free(paths[i]);
-  return rc;
-}
 
 /* Checks that do not depend on what was driven. */
 static void check_common(const tr_trace *t, int abi) {
@@ -178,7 +166,7 @@ H_CHILD(drive_version) {
 
   /* the writer flushed and stopped at the last finalize: the file is complete JSON now */
   tr_trace t;
-  if (load_one(getenv("COMMLENS_DIR"), &t)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
   check_common(&t, abi);
   check_counts(&t, abi, &c, NCH);
   if (abi >= 4) check_kernel_ch(&t, NCH, 50 * 1000000ll);
@@ -206,7 +194,7 @@ H_CHILD(drive_multi) {
   h_close(&p);
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   tr_trace t;
-  if (load_one(getenv("COMMLENS_DIR"), &t)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
   check_common(&t, abi);
   check_counts(&t, abi, &m.total, 2);
   tr_free(&t);
@@ -224,7 +212,7 @@ static void run_version(int abi, const char *child) {
   int rc = h_spawn(child, env);
   CHECK(rc == 0, "child %s v%d exited %d (dir %s)", child, abi, rc, dir);
   tr_trace t;
-  if (load_one(dir, &t) == 0) {
+  if (h_load_one_trace(dir, &t, NULL, 0) == 0) {
     json_object *fin = NULL;
     CHECK(t.stats && json_object_object_get_ex(t.stats, "final", &fin) && json_object_get_boolean(fin),
           "after exit commlensStats.final is not true");

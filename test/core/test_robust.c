@@ -10,32 +10,17 @@
 #include <unistd.h>
 
 /* ---- helpers for children ---------------------------------------------------------- */
-static int load_trace(tr_trace *t) {
-  const char *dir = getenv("COMMLENS_DIR");
-  char *paths[4], err[512];
-  int n = dir ? h_find_traces(dir, paths, 4) : 0;
-  CHECK(n == 1, "%d trace files in %s", n, dir ? dir : "(unset)");
-  if (n != 1) return -1;
-  int rc = tr_load(t, paths[0], err, sizeof err);
-  CHECK(rc == 0, "%s", err);
-  free(paths[0]);
-  return rc;
-}
 static int64_t stat_of(const tr_trace *t, const char *key) {
   int64_t v = -1;
   CHECK(tr_stats_i64(t, key, &v) == 0, "commlensStats.%s missing", key);
   return v;
-}
-static void open_init(h_plugin *p, int abi, void **ctx) {
-  if (h_open(p, NULL, abi)) { CHECK(0, "load v%d", abi); exit(1); }
-  if (h_init(p, ctx, NULL) != 0 || !*ctx) { CHECK(0, "init v%d", abi); exit(1); }
 }
 
 /* ---- stale handles -------------------------------------------------------------------- */
 H_CHILD(stale_handles) {
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   int full = h_mask;
   h_event ga = {.type = CLABI_EV_GROUP_API, .group_depth = 1};
   void *g = h_start(&p, ctx, &ga, NULL);
@@ -55,7 +40,7 @@ H_CHILD(stale_handles) {
   h_close(&p);
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   tr_trace t;
-  if (load_trace(&t)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
   CHECK(tr_count(&t, 'X', "coll") == 1, "coll %zu", tr_count(&t, 'X', "coll"));
   /* one CollApi of the stale sequence + the driven collective's */
   size_t api_coll = 0;
@@ -114,7 +99,7 @@ static void null_calls(int abi) {
   h_close(&p);
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   tr_trace t;
-  if (load_trace(&t)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
   CHECK((long)tr_count(&t, 'X', "coll") == c.started[1], "coll %zu, driven %ld", tr_count(&t, 'X', "coll"), c.started[1]);
   tr_free(&t);
 }
@@ -127,7 +112,7 @@ H_CHILD(null_v6) { null_calls(6); }
 static void foreign(int abi) {
   h_plugin p;
   void *ctx;
-  open_init(&p, abi, &ctx);
+  h_open_init(&p, abi, &ctx);
   void *garbage_ctx = (void *)0x1234, *garbage_parent = (void *)0xdeadbeef;
   h_event op = {.type = CLABI_EV_PROXY_OP, .parent = garbage_parent, .pid = getpid() + 1,
                 .channel = 3, .peer = 2, .nsteps = 2, .chunk_size = 65536, .is_send = 1};
@@ -160,7 +145,7 @@ static void foreign(int abi) {
   h_close(&p);
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   tr_trace t;
-  if (load_trace(&t)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
   CHECK(stat_of(&t, "foreign") >= 1, "foreign = 0 after a PXN proxy op");
   CHECK(tr_count(&t, 'X', "coll") == 1, "coll %zu", tr_count(&t, 'X', "coll"));
   char msg[256];
@@ -175,7 +160,7 @@ H_CHILD(foreign_v2) { foreign(2); }
 static void unknown(int abi, uint64_t type) {
   h_plugin p;
   void *ctx;
-  open_init(&p, abi, &ctx);
+  h_open_init(&p, abi, &ctx);
   h_event e = {.type = type, .parent = (void *)0x42};
   void *h = h_start(&p, ctx, &e, NULL);
   h_state(&p, h, 31, 5);
@@ -186,7 +171,7 @@ static void unknown(int abi, uint64_t type) {
   h_close(&p);
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   tr_trace t;
-  if (load_trace(&t)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
   CHECK(tr_count(&t, 'X', "coll") == 1, "coll %zu", tr_count(&t, 'X', "coll"));
   tr_free(&t);
 }
@@ -207,7 +192,7 @@ H_CHILD(reload_cycles) {
     h_finalize(&p, ctx);
     h_close(&p);
     tr_trace t;
-    if (load_trace(&t)) return;
+    if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
     CHECK(tr_count(&t, 'X', "coll") == (size_t)cycle + 1, "cycle %d: %zu collectives in the trace",
           cycle, tr_count(&t, 'X', "coll"));
     tr_free(&t);
@@ -219,7 +204,7 @@ H_CHILD(reload_cycles) {
 H_CHILD(bad_config) {
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   const char *vars[] = {"COMMLENS_EVENTS", "COMMLENS_BUFFER_MB", "COMMLENS_WINDOW"};
   for (int i = 0; i < 3; i++)
     CHECK(h_log_count(CLABI_LOG_WARN, vars[i]) == 1, "%d warnings about %s; log:\n%s",
@@ -236,7 +221,7 @@ H_CHILD(bad_config) {
   h_finalize(&p, ctx);
   h_close(&p);
   tr_trace t;
-  if (load_trace(&t)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
   CHECK(tr_count(&t, 'X', "coll") == 3, "coll %zu", tr_count(&t, 'X', "coll"));
   tr_free(&t);
 }
@@ -247,7 +232,7 @@ H_CHILD(unwritable_dir) {
   for (int cycle = 0; cycle < 2; cycle++) {
     h_plugin p;
     void *ctx;
-    open_init(&p, 5, &ctx);
+    h_open_init(&p, 5, &ctx);
     for (int i = 0; i < 3; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1}, (uint64_t)i, NULL);
     h_finalize(&p, ctx);
     h_close(&p);
@@ -278,7 +263,7 @@ H_CHILD(many_comms) {
   h_close(&g_p);
   CHECK(h_bad_rc == 0, "%d calls failed", h_bad_rc);
   tr_trace t2;
-  if (load_trace(&t2)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t2, NULL, 0)) return;
   CHECK(tr_count(&t2, 'X', "coll") == 300, "coll %zu, want 300", tr_count(&t2, 'X', "coll"));
   CHECK(stat_of(&t2, "dropped") == 0, "drops");
   tr_free(&t2);
@@ -288,12 +273,12 @@ H_CHILD(many_comms) {
 H_CHILD(capture_window) {
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   for (int i = 0; i < 30; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1, .nsteps = 1}, (uint64_t)i, NULL);
   h_finalize(&p, ctx);
   h_close(&p);
   tr_trace t;
-  if (load_trace(&t)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
   CHECK(tr_count(&t, 'X', "coll") == 10, "coll %zu, want 10", tr_count(&t, 'X', "coll"));
   for (size_t i = 0; i < t.n; i++) {
     json_object *ev = tr_event(&t, i);
@@ -318,7 +303,7 @@ static void *burst(void *arg) {
 H_CHILD(full_ring) {
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   h_event e = {.type = CLABI_EV_GROUP};
   for (int i = 0; i < 200000; i++) {                       /* one thread, far more than 16 KiB */
     void *h = h_start(&p, ctx, &e, NULL);
@@ -331,7 +316,7 @@ H_CHILD(full_ring) {
   h_close(&p);
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   tr_trace t2;
-  if (load_trace(&t2)) return;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t2, NULL, 0)) return;
   int64_t dropped = stat_of(&t2, "dropped");
   CHECK(dropped > 0, "no drops counted after a burst into 16 KiB rings");
   CHECK(tr_count(&t2, 'X', "group") > 0, "nothing recorded");

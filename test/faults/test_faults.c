@@ -19,25 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* ---- helpers for children ---------------------------------------------------------- */
 static int sanitized(void) { const char *s = getenv("COMMLENS_SANITIZED"); return s && *s; }
 
-/* ---- helpers for children ---------------------------------------------------------- */
-static void open_init(h_plugin *p, int abi, void **ctx) {
-  if (h_open(p, NULL, abi)) { CHECK(0, "load v%d", abi); exit(1); }
-  if (h_init(p, ctx, NULL) != 0 || !*ctx) { CHECK(0, "init v%d", abi); exit(1); }
-}
-/* The one trace in dir, loaded with json-c (tr_load); -1 if not exactly one or invalid. */
-static int load_one(const char *dir, tr_trace *t, char *path_out, size_t pn) {
-  char *paths[8], err[512];
-  int n = h_find_traces(dir, paths, 8);
-  CHECK(n == 1, "%d trace files in %s", n, dir);
-  if (n != 1) { for (int i = 0; i < n; i++) free(paths[i]); return -1; }
-  if (path_out) snprintf(path_out, pn, "%s", paths[0]);
-  int rc = tr_load(t, paths[0], err, sizeof err);
-  CHECK(rc == 0, "%s: %s", paths[0], err);
-  free(paths[0]);
-  return rc;
-}
 static int64_t stat_of(const tr_trace *t, const char *key) {
   int64_t v = -1;
   CHECK(tr_stats_i64(t, key, &v) == 0, "commlensStats.%s missing", key);
@@ -61,7 +45,7 @@ H_CHILD(missing_dir) {
   const char *dir = getenv("COMMLENS_DIR");   /* <fresh>/a/b/c: does not exist yet */
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   for (int i = 0; i < 3; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
   h_finalize(&p, ctx);
   h_close(&p);
@@ -70,7 +54,7 @@ H_CHILD(missing_dir) {
   CHECK((st.st_mode & 07777) == 0755, "directory mode %o, want 755", st.st_mode & 07777);
   tr_trace t;
   char path[1024];
-  if (load_one(dir, &t, path, sizeof path)) return;
+  if (h_load_one_trace(dir, &t, path, sizeof path)) return;
   CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644, "trace mode %o, want 644", st.st_mode & 07777);
   CHECK(tr_count(&t, 'X', "coll") == 3, "coll %zu", tr_count(&t, 'X', "coll"));
   CHECK(count_warn() == 0, "warnings: %s", h_log_text());
@@ -87,7 +71,7 @@ H_CHILD(readonly_fs) {
   for (int cycle = 0; cycle < 2; cycle++) {
     h_plugin p;
     void *ctx;
-    open_init(&p, 5, &ctx);
+    h_open_init(&p, 5, &ctx);
     for (int i = 0; i < 3; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1}, (uint64_t)i, NULL);
     h_finalize(&p, ctx);
     h_close(&p);
@@ -103,7 +87,7 @@ H_CHILD(full_fs) {
   if (private_tmpfs(dir, 0, "size=64k")) return;
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   h_counts c;
   memset(&c, 0, sizeof c);
   for (int i = 0; i < 400; i++) {             /* ~200 KB of JSON into 64 KiB, flushed every 10 ms */
@@ -134,7 +118,7 @@ H_CHILD(full_fs) {
 H_CHILD(flow_until_killed) {
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   char prog[600];
   snprintf(prog, sizeof prog, "%s/progress", getenv("FAULT_STATE_DIR"));
   int fd = open(prog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -194,7 +178,7 @@ static void kill_case(int sig, unsigned seed) {
     if (f) { if (fscanf(f, "%ld", &driven) != 1) driven = 0; fclose(f); }
     tr_trace t;
     char path[1024];
-    if (load_one(dir, &t, path, sizeof path)) { fprintf(stderr, "  kept %s (killed after %d ms)\n", dir, delay_ms); return; }
+    if (h_load_one_trace(dir, &t, path, sizeof path)) { fprintf(stderr, "  kept %s (killed after %d ms)\n", dir, delay_ms); return; }
     long colls = (long)tr_count(&t, 'X', "coll");
     /* Flushes come every 250 ms; the loop runs about one collective per ms (fewer when
      * slow). Events up to about one flush interval before the kill must be there. */
@@ -211,7 +195,7 @@ H_CHILD(forking_job) {
   const char *dir = getenv("COMMLENS_DIR");
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1}, (uint64_t)i, NULL);
   pid_t pid = fork();
   REQUIRE(pid >= 0, "fork");
@@ -252,7 +236,7 @@ H_CHILD(cupti_missing) {
   const char *dir = getenv("COMMLENS_DIR");
   h_plugin p;
   void *ctx;
-  open_init(&p, 6, &ctx);
+  h_open_init(&p, 6, &ctx);
   for (int i = 0; i < 4; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
   void *ctx2;
   REQUIRE(h_init(&p, &ctx2, NULL) == 0, "second init");
@@ -261,7 +245,7 @@ H_CHILD(cupti_missing) {
   h_close(&p);
   CHECK(h_log_count(-1, "CUPTI") == 1, "want one message about CUPTI; log:\n%s", h_log_text());
   tr_trace t;
-  if (load_one(dir, &t, NULL, 0)) return;
+  if (h_load_one_trace(dir, &t, NULL, 0)) return;
   CHECK(tr_count(&t, 'X', "coll") == 4, "coll %zu", tr_count(&t, 'X', "coll"));
   tr_free(&t);
 }
@@ -271,7 +255,7 @@ H_CHILD(thousand_comms) {
   const char *dir = getenv("COMMLENS_DIR");
   h_plugin p;
   void *world;
-  open_init(&p, 5, &world);                    /* the long-lived one keeps the writer up */
+  h_open_init(&p, 5, &world);                    /* the long-lived one keeps the writer up */
   for (int i = 0; i < 1000; i++) {
     void *ctx = NULL;
     h_comm_info info = {0x500000 + (uint64_t)i, "sub", 1, 2, 0};
@@ -284,7 +268,7 @@ H_CHILD(thousand_comms) {
   h_close(&p);
   CHECK(h_bad_rc == 0, "%d calls failed", h_bad_rc);
   tr_trace t;
-  if (load_one(dir, &t, NULL, 0)) return;
+  if (h_load_one_trace(dir, &t, NULL, 0)) return;
   CHECK(tr_count(&t, 'X', "coll") == 101, "coll %zu, want 101", tr_count(&t, 'X', "coll"));
   CHECK(stat_of(&t, "dropped") == 0, "drops");
   tr_free(&t);
@@ -304,7 +288,7 @@ H_CHILD(reload_100) {
   }
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   tr_trace t;
-  if (load_one(dir, &t, NULL, 0)) return;
+  if (h_load_one_trace(dir, &t, NULL, 0)) return;
   CHECK(tr_count(&t, 'X', "coll") == 100, "coll %zu, want 100", tr_count(&t, 'X', "coll"));
   tr_free(&t);
 }
@@ -314,7 +298,7 @@ H_CHILD(abort_mid_collective) {
   const char *dir = getenv("COMMLENS_DIR");
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   h_drive_coll(&p, ctx, NULL, 0, NULL);
   h_event g = {.type = CLABI_EV_GROUP};
   void *grp = h_start(&p, ctx, &g, NULL);
@@ -342,7 +326,7 @@ H_CHILD(abort_mid_collective) {
   h_close(&p);
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   tr_trace t;
-  if (load_one(dir, &t, NULL, 0)) return;
+  if (h_load_one_trace(dir, &t, NULL, 0)) return;
   CHECK(tr_count(&t, 'X', "coll") >= 2, "coll %zu", tr_count(&t, 'X', "coll"));
   CHECK(stat_of(&t, "stale_handles") >= 2, "stale_handles %lld: the repeated stops were not counted",
         (long long)stat_of(&t, "stale_handles"));
@@ -372,7 +356,7 @@ H_CHILD(symlink_planted) {
   REQUIRE(symlink(victim, link) == 0, "symlink %s: %s", link, strerror(errno));
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   h_drive_coll(&p, ctx, NULL, 0, NULL);
   h_finalize(&p, ctx);
   h_close(&p);
@@ -390,13 +374,13 @@ H_CHILD(hostile_hostname) {
   REQUIRE(sethostname(evil, sizeof evil - 1) == 0, "sethostname: %s", strerror(errno));
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   h_drive_coll(&p, ctx, NULL, 0, NULL);
   h_finalize(&p, ctx);
   h_close(&p);
   tr_trace t;
   char path[1024];
-  if (load_one(dir, &t, path, sizeof path)) return;   /* in dir itself, nowhere else */
+  if (h_load_one_trace(dir, &t, path, sizeof path)) return;   /* in dir itself, nowhere else */
   const char *base = path + strlen(dir) + 1;
   CHECK(!strchr(base, '/') && !strchr(base, ' ') && !strchr(base, '\001'), "file name %s", base);
   tr_free(&t);
@@ -406,7 +390,7 @@ H_CHILD(hostile_hostname) {
 H_CHILD(same_rank_writer) {
   h_plugin p;
   void *ctx;
-  open_init(&p, 5, &ctx);
+  h_open_init(&p, 5, &ctx);
   for (int i = 0; i < 20; i++) { h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL); usleep(2000); }
   h_finalize(&p, ctx);
   h_close(&p);

@@ -691,6 +691,25 @@ int h_find_files(const char *dir, const char *suffix, char **paths, int max) {
   return n;
 }
 
+int h_load_one_trace(const char *dir, tr_trace *t, char *path_out, size_t pn) {
+  char *paths[8], err[512];
+  int n = dir ? h_find_traces(dir, paths, 8) : 0;
+  CHECK(n == 1, "%d trace files in %s (want exactly one)", n, dir ? dir : "(unset)");
+  int rc = -1;
+  if (n == 1) {
+    if (path_out) snprintf(path_out, pn, "%s", paths[0]);
+    rc = tr_load(t, paths[0], err, sizeof err);
+    CHECK(rc == 0, "%s: %s", paths[0], err);
+  }
+  for (int i = 0; i < n; i++) free(paths[i]);
+  return rc == 0 ? 0 : -1;
+}
+
+void h_open_init(h_plugin *p, int abi, void **ctx) {
+  if (h_open(p, NULL, abi)) { CHECK(0, "load v%d", abi); exit(1); }
+  if (h_init(p, ctx, NULL) != 0 || !*ctx) { CHECK(0, "init v%d", abi); exit(1); }
+}
+
 int h_find_traces(const char *dir, char **paths, int max) {
   int n = h_find_files(dir, ".trace.json", paths, max);
   return n + h_find_files(dir, ".trace.json.gz", paths + n, max - n);

@@ -8,6 +8,7 @@
 #define COMMLENS_TEST_HARNESS_H
 #include "commlens/nccl_profiler_abi.h"
 #include "tl.h"
+#include "trace_read.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -154,6 +155,11 @@ void h_drive_multi(h_multi *m);
 const char *h_fresh_dir(char *buf, size_t n);
 /* Finds the trace file(s) in dir: fills up to max paths (malloc'd), returns the count. */
 int h_find_traces(const char *dir, char **paths, int max);
+/* Loads the one trace file of dir into *t (CHECK-fails unless there is exactly one and it parses;
+ * path_out, if given, receives its path). Returns 0, or -1 after a failed CHECK. */
+int h_load_one_trace(const char *dir, tr_trace *t, char *path_out, size_t pn);
+/* h_open + h_init of one communicator; a failure is a failed CHECK and exit(1) (child cases). */
+void h_open_init(h_plugin *p, int abi, void **ctx);
 /* Finds files in dir whose name ends with suffix; same contract as h_find_traces. */
 int h_find_files(const char *dir, const char *suffix, char **paths, int max);
 void h_rm_rf(const char *dir);
