@@ -4,6 +4,7 @@
  * ends with the others) estimate offsets; a median keeps outliers out. Host clocks of
  * different machines are never trusted. */
 #include "load.h"
+#include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,4 +109,13 @@ void cl_job_align(cl_job *job) {
     free(d[i].a);
   }
   free(d); free(via); free(solved);
+}
+
+void cl_clock_json(json_object *o, const cl_rank *r) {
+  json_object_object_add(o, "aligned", json_object_new_boolean(r->aligned));
+  json_object_object_add(o, "offset_ns", json_object_new_int64(r->offset_ns));
+  json_object_object_add(o, "err_ns", json_object_new_int64(r->off_err_ns));
+  json_object_object_add(o, "mad_ns", json_object_new_int64(r->off_mad_ns));
+  json_object_object_add(o, "samples", json_object_new_int(r->off_samples));
+  json_object_object_add(o, "via_rank", json_object_new_int(r->off_via));
 }

@@ -75,6 +75,10 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads);
 void cl_job_instances(cl_job *job);
 /* Estimates every rank's clock offset against the lowest rank (see align.c). */
 void cl_job_align(cl_job *job);
+/* Adds a rank's alignment (aligned, offset_ns, err_ns, mad_ns, samples, via_rank) to a JSON
+ * object: merge's metadata and report --json describe it the same way. */
+struct json_object;
+void cl_clock_json(struct json_object *o, const cl_rank *r);
 void cl_job_free(cl_job *job);
 static inline int64_t cl_aligned(const cl_rank *r, int64_t t) { return t - r->offset_ns; }
 #endif

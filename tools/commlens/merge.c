@@ -243,12 +243,7 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
     json_object_object_add(x, "rank", json_object_new_int(r->rank));
     json_object_object_add(x, "host", json_object_new_string(r->info.host ? r->info.host : ""));
     json_object_object_add(x, "file", json_object_new_string(r->path));
-    json_object_object_add(x, "aligned", json_object_new_boolean(r->aligned));
-    json_object_object_add(x, "offset_ns", json_object_new_int64(r->offset_ns));
-    json_object_object_add(x, "err_ns", json_object_new_int64(r->off_err_ns));
-    json_object_object_add(x, "mad_ns", json_object_new_int64(r->off_mad_ns));
-    json_object_object_add(x, "samples", json_object_new_int(r->off_samples));
-    json_object_object_add(x, "via_rank", json_object_new_int(r->off_via));
+    cl_clock_json(x, r);
     json_object_object_add(x, "abi", json_object_new_int(r->info.abi));
     json_object_object_add(x, "version", json_object_new_string(r->info.version ? r->info.version : ""));
     json_object_object_add(x, "dropped", json_object_new_int64(r->info.st_dropped));

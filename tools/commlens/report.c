@@ -387,12 +387,7 @@ static void print_json(cl_job *job, analysis *an, FILE *o) {
     json_object_object_add(x, "coll_time_ns", jd(ra->coll_time));
     json_object_object_add(x, "transfer_ns", jd(ra->transfer));
     json_object *c = json_object_new_object();
-    json_object_object_add(c, "aligned", json_object_new_boolean(r->aligned));
-    json_object_object_add(c, "offset_ns", ji(r->offset_ns));
-    json_object_object_add(c, "err_ns", ji(r->off_err_ns));
-    json_object_object_add(c, "mad_ns", ji(r->off_mad_ns));
-    json_object_object_add(c, "samples", ji(r->off_samples));
-    json_object_object_add(c, "via_rank", ji(r->off_via));
+    cl_clock_json(c, r);
     json_object_object_add(x, "clock", c);
     json_object *p = json_object_new_object();
     json_object_object_add(p, "abi", ji(r->info.abi));
