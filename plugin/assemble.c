@@ -414,7 +414,7 @@ void cl_asm_offsets_json(const cl_asm *a, cl_sb *b) {
 
 void cl_asm_gpu_activity(cl_asm *a, const cl_gpu_activity *r) { if (a->gj) cl_gj_activity(a->gj, r); }
 
-void cl_asm_cupti_active(cl_asm *a, int on, uint64_t now) { if (a->gj) cl_gj_set_active(a->gj, on, now); }
+void cl_asm_cupti_started(cl_asm *a, uint64_t now) { if (a->gj) cl_gj_start(a->gj, now); }
 
 void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final) {
   if (!a->gj) return;

@@ -32,8 +32,8 @@ void cl_asm_offsets_json(const cl_asm *a, cl_sb *b);
 /* CUPTI records, and the periodic/final advance of the CUPTI join and exposure. */
 void cl_asm_gpu_activity(cl_asm *a, const cl_gpu_activity *r);
 void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final);
-/* CUPTI tracing turned on or off (duty cycle). */
-void cl_asm_cupti_active(cl_asm *a, int on, uint64_t now);
+/* CUPTI records GPU activity from `now` on. */
+void cl_asm_cupti_started(cl_asm *a, uint64_t now);
 /* Exposure totals and the most exposed collectives, as JSON ("null" without CUPTI). */
 void cl_asm_exposure_json(cl_asm *a, cl_sb *b);
 #endif

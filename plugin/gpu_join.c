@@ -37,32 +37,12 @@ struct cl_gj {
   struct { uint32_t id; uint64_t s; const char *name; } marks[NMARK];   /* open NVTX ranges */
   uint64_t steps, step_exposed_sum, step_comm_sum, worst_step_id, worst_step_exposed;
   uint64_t next_step_id;
-  struct { uint64_t s, e; } win_cov[64];  /* recent CUPTI windows (e = 0: open) */
-  uint32_t ncov;
-  uint64_t covered_closed_ns;
+  uint64_t since;                        /* CUPTI recording since (0: not yet) */
 };
 
-void cl_gj_set_active(cl_gj *g, int on, uint64_t now) {
-  uint32_t last = (g->ncov - 1) % 64;
-  int open = g->ncov && g->win_cov[last].e == 0;
-  if (on && !open) { g->win_cov[g->ncov++ % 64].s = now; g->win_cov[(g->ncov - 1) % 64].e = 0; }
-  if (!on && open) { g->win_cov[last].e = now; g->covered_closed_ns += now - g->win_cov[last].s; }
-}
-
-int cl_gj_covered(const cl_gj *g, uint64_t t) {
-  uint32_t n = g->ncov < 64 ? g->ncov : 64;
-  for (uint32_t k = 0; k < n; k++) {
-    uint32_t i = (g->ncov - 1 - k) % 64;
-    if (t >= g->win_cov[i].s && (g->win_cov[i].e == 0 || t <= g->win_cov[i].e)) return 1;
-  }
-  return 0;
-}
-
-uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now) {
-  uint32_t last = (g->ncov - 1) % 64;
-  int open = g->ncov && g->win_cov[last].e == 0;
-  return g->covered_closed_ns + (open ? now - g->win_cov[last].s : 0);
-}
+void cl_gj_start(cl_gj *g, uint64_t now) { if (!g->since) g->since = now; }
+int cl_gj_covered(const cl_gj *g, uint64_t t) { return g->since && t >= g->since; }
+uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now) { return g->since && now > g->since ? now - g->since : 0; }
 
 static void on_result(void *arg, const cl_expo_result *r) {
   cl_gj *g = arg;

@@ -31,9 +31,8 @@ void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, u
 /* Moves the exposure watermark to `now - lag` (everything when final) and resolves held
  * kernel records. */
 void cl_gj_advance(cl_gj *g, uint64_t now, int final);
-/* CUPTI coverage: tracing turned on (1) or off (0) at `now`. Collectives outside every
- * covered window do not wait for a kernel record. */
-void cl_gj_set_active(cl_gj *g, int on, uint64_t now);
+/* CUPTI records from `now` on: collectives from before it do not wait for a kernel record. */
+void cl_gj_start(cl_gj *g, uint64_t now);
 int cl_gj_covered(const cl_gj *g, uint64_t t);
 uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now);
 /* NVTX steps seen (ranges named "step..."): count, sums, and the most exposed one. */

@@ -96,7 +96,7 @@ static int setup_output(void) {
    * finish again here makes it run while CUPTI is still whole. */
   if (g_cupti) atexit(cl_writer_finish);
   g_asm = g_ct && g_sum ? cl_asm_new(g_ct, g_sum, g_cupti) : NULL;
-  if (g_asm && g_cupti) cl_asm_cupti_active(g_asm, 1, cl_now());
+  if (g_asm && g_cupti) cl_asm_cupti_started(g_asm, cl_now());
   if (!g_asm) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (cl_cfg.record[0]) cl_recorder_open(cl_cfg.record, cl_proc.rank);
   char host[128];
@@ -240,15 +240,12 @@ static uint64_t format_some(uint64_t budget_ns) {
 }
 
 /* Takes CUPTI's completed records (forced: also the buffers still being filled). */
-static void drain_cupti_records(void) {
-  size_t n;
-  while ((n = cl_cupti_drain(g_act, sizeof g_act / sizeof g_act[0])) > 0)
-    for (size_t i = 0; i < n; i++) cl_asm_gpu_activity(g_asm, &g_act[i]);
-}
 static void drain_cupti(int force) {
   if (!g_cupti) return;
   cl_cupti_flush(force);
-  drain_cupti_records();
+  size_t n;
+  while ((n = cl_cupti_drain(g_act, sizeof g_act / sizeof g_act[0])) > 0)
+    for (size_t i = 0; i < n; i++) cl_asm_gpu_activity(g_asm, &g_act[i]);
 }
 
 /* The drain thread: only copies ring records into staging, so a producer's ring is emptied

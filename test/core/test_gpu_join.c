@@ -27,7 +27,7 @@ TL_TEST(steps_launch_correlation_and_exposure) {
   cl_gj *g = cl_gj_new(ct, on_exp, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;                         /* 10 s */
-  cl_gj_set_active(g, 1, T);
+  cl_gj_start(g, T);
   /* NCCL's launch: KernelLaunch window [T+100, T+200] on thread 42, group 77, comm 1 */
   cl_gj_kernel_launch(g, 42, T + 100, T + 200, 77, 1);
   cl_gpu_activity l = act(CL_GPU_LAUNCH, T + 120, T + 180, 501, NULL);
