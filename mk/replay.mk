@@ -1,13 +1,13 @@
 # commlens-replay: plays a COMMLENS_RECORD recording (test/data/real/*.rec.gz) through the
 # plugin, no NCCL or GPU needed. Not part of `all`; `test` and `demo` build it.
 REPLAY     := $(BUILD)/commlens-replay
-REPLAY_SRC := tools/replay/main.c test/lib/replay.c test/lib/harness.c test/lib/tl.c
+REPLAY_SRC := tools/replay/main.c test/lib/replay.c test/lib/harness.c test/lib/tl.c test/lib/trace_read.c
 
 .PHONY: replay
 replay: $(REPLAY)
 $(REPLAY): $(REPLAY_SRC) $(wildcard test/lib/*.h include/commlens/*.h) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(BUILD)
-	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $(REPLAY_SRC) -lz -ldl -lpthread
+	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $(REPLAY_SRC) -ljson-c -lz -ldl -lpthread
 	@echo "built $@"
 
 test: $(REPLAY)
