@@ -19,7 +19,10 @@ static void vlog(int level, const char *fmt, va_list ap) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   cl_logger_fn lg = atomic_load_explicit(&g_logger, memory_order_relaxed);
   if (lg) {
-    lg(level, 16384UL /* NCCL_PROFILE */, "commlens", 0, "commlens: %s", msg);
+    /* NCCL filters by subsystem even for warnings (NCCL_DEBUG_SUBSYS defaults to INIT,
+     * BOOTSTRAP,ENV): warnings carry every subsystem bit, as NCCL's own WARN does, so that
+     * NCCL_DEBUG=WARN shows them; INFO stays under PROFILE */
+    lg(level, level <= CL_LOG_WARN ? ~0UL : 16384UL /* NCCL_PROFILE */, "commlens", 0, "commlens: %s", msg);
   } else if (level <= CL_LOG_WARN) {
     fprintf(stderr, "commlens WARN: %s\n", msg);
   }
