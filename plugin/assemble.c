@@ -80,18 +80,48 @@ cl_gpu_clock *cl_asm_clock(cl_asm *a, uint32_t comm) {
   int dev = c ? c->info.cuda_dev : -1;
   return &a->off[dev >= 0 && dev < MAX_DEV - 1 ? dev : MAX_DEV - 1];
 }
+static uint32_t comm_dev(cl_asm *a, uint32_t comm) {
+  comm_cache *cc = cl_asm_comm(a, comm);
+  return cc && cc->info.cuda_dev >= 0 ? (uint32_t)cc->info.cuda_dev : 0;
+}
+
+/* The collective's own span from its children: KernelCh (GPU timer), else proxy ops. */
+static const char *child_span(const ev *c, uint64_t *s, uint64_t *e) {
+  if (c->gmax > c->gmin && c->gmin) { *s = c->gmin; *e = c->gmax; return "kernel_ch"; }
+  if (c->pmax > c->pmin && c->pmin) { *s = c->pmin; *e = c->pmax; return "proxy"; }
+  return NULL;
+}
+
+/* The collective's kernel from CUPTI: its launch group's kernel ("cupti"), or, for a CUDA-graph
+ * replay, the replayed NCCL kernel its own span overlaps ("cupti_graph"). NULL if none yet. */
+static const char *cupti_span(cl_asm *a, ev *c, uint64_t *s, uint64_t *e, uint32_t *dev) {
+  if (!a->gj) return NULL;
+  if (cl_gj_span(a->gj, c->api_group, c->comm, s, e, dev)) return "cupti";
+  uint32_t d = comm_dev(a, c->comm);
+  uint64_t cs, ce;
+  if (cl_gj_graph_seen(a->gj, d) && child_span(c, &cs, &ce) && cl_gj_graph_claim(a->gj, d, cs, ce, s, e)) {
+    *dev = d;
+    return "cupti_graph";
+  }
+  return NULL;
+}
+
+/* Whether a collective should wait for a CUPTI kernel record: CUPTI covered its time and it
+ * has a launch group, or CUDA-graph replays run on its device. */
+static int cupti_expected(cl_asm *a, const ev *c) {
+  return a->gj && cl_gj_covered(a->gj, c->stop) &&
+         (c->api_group || cl_gj_graph_seen(a->gj, comm_dev(a, c->comm)));
+}
+
 /* The collective is done: choose its GPU span (CUPTI kernel, else KernelCh, else proxy ops).
  * With CUPTI the span waits for its exposure (kept in the table, `awaiting`); returns 1 when
  * the event can be freed now. */
 static int finish_coll(cl_asm *a, ev *c) {
   uint64_t s = 0, e = 0;
   uint32_t dev = 0;
-  const char *src = NULL;
-  if (a->gj && cl_gj_span(a->gj, c->api_group, c->comm, &s, &e, &dev)) src = "cupti";
-  else if (c->gmax > c->gmin && c->gmin) { s = c->gmin; e = c->gmax; src = "kernel_ch"; }
-  else if (c->pmax > c->pmin && c->pmin) { s = c->pmin; e = c->pmax; src = "proxy"; }
+  const char *src = cupti_span(a, c, &s, &e, &dev);
+  if (!src) { src = child_span(c, &s, &e); dev = comm_dev(a, c->comm); }
   if (src && a->gj) {
-    if (src[0] != 'c') { comm_cache *cc = cl_asm_comm(a, c->comm); dev = cc && cc->info.cuda_dev >= 0 ? (uint32_t)cc->info.cuda_dev : 0; }
     comm_cache *cc = cl_asm_comm(a, c->comm);
     c->gs = s; c->ge = e; c->src = src; c->awaiting = 1;
     cl_gj_expose(a->gj, c->id, dev, cc ? cc->info.d.hash : 0, s, e);
@@ -101,13 +131,17 @@ static int finish_coll(cl_asm *a, ev *c) {
   return 1;
 }
 
-static void on_exposed(void *arg, uint64_t tag, uint64_t exposed_ns, const cl_expo_iv *pieces,
-                       size_t npieces, int incomplete) {
-  (void)pieces; (void)npieces;
+static void on_exposed(void *arg, const cl_expo_result *r) {
   cl_asm *a = arg;
+  uint64_t tag = r->span.tag;
+  if (tag & CL_GJ_TAG_GRAPH) {   /* a replayed NCCL kernel no collective claimed */
+    if (!r->incomplete)
+      cl_asm_top_add(a, cl_gj_graph_name(a->gj, tag), 0, 0, r->exposed_ns, r->span.end_ns - r->span.start_ns);
+    return;
+  }
   ev *c = lookup(a, tag);
   if (!c || !c->awaiting) return;
-  cl_slice_coll_gpu(a, c, c->gs, c->ge, c->src, incomplete ? -1 : (int64_t)exposed_ns);
+  cl_slice_coll_gpu(a, c, c->gs, c->ge, c->src, r->incomplete ? -1 : (int64_t)r->exposed_ns);
   remove_ev(a, c);
 }
 
@@ -124,8 +158,7 @@ static void maybe_finish(cl_asm *a, ev *c, uint64_t now, int force) {
     uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
     uint64_t s, e;
     uint32_t dev;
-    int cupti_pending = a->gj && c->api_group && cl_gj_covered(a->gj, c->stop) &&
-                        !cl_gj_span(a->gj, c->api_group, c->comm, &s, &e, &dev);
+    int cupti_pending = cupti_expected(a, c) && !cupti_span(a, c, &s, &e, &dev);
     if (cupti_pending) { if (now - c->stop < CUPTI_WAIT_NS) return; }
     else if (exp && c->kch_done < exp) {
       /* KernelCh starts when the GPU reaches the work, which can be long after the enqueue
@@ -350,7 +383,7 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
     ev *c = lookup(a, id);
     if (c && !c->awaiting && !final) {
       uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
-      uint64_t wait = a->gj && c->api_group && cl_gj_covered(a->gj, c->stop) ? CUPTI_WAIT_NS : GRACE_NS;
+      uint64_t wait = cupti_expected(a, c) ? CUPTI_WAIT_NS : GRACE_NS;
       /* children still open (a KernelCh held for clock calibration, a slow proxy op) keep it,
        * up to CHILD_WAIT_NS: finishing now would cut them off their collective */
       unsigned exp = expected_kch(c);
@@ -415,6 +448,10 @@ void cl_asm_offsets_json(const cl_asm *a, cl_sb *b) {
 void cl_asm_gpu_activity(cl_asm *a, const cl_gpu_activity *r) { if (a->gj) cl_gj_activity(a->gj, r); }
 
 void cl_asm_cupti_started(cl_asm *a, uint64_t now) { if (a->gj) cl_gj_start(a->gj, now); }
+void cl_asm_cupti_stopped(cl_asm *a, uint64_t t) { if (a->gj) cl_gj_stop(a->gj, t); }
+int cl_asm_cupti_lost(cl_asm *a, uint64_t now, uint64_t *last_ok) {
+  return a->gj && cl_gj_launches_lost(a->gj, now, last_ok);
+}
 
 void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final) {
   if (!a->gj) return;
@@ -428,15 +465,18 @@ void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final) {
 
 void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {
   if (!a->gj) { sb_puts(b, "null"); return; }
-  cl_expo_totals t;
-  uint64_t nk, ck, bn, lm, lo;
-  cl_gj_totals(a->gj, &t, &nk, &ck, &bn, &lm, &lo);
+  cl_gj_counts n;
+  cl_gj_totals(a->gj, &n);
   sb_printf(b, "{\"comm_ns\":%llu,\"exposed_ns\":%llu,\"overlap_ppm\":%u,\"spans\":%llu,"
             "\"nccl_kernels\":%llu,\"compute_kernels\":%llu,\"classified_by_name\":%llu,"
-            "\"launches_nccl\":%llu,\"launches_other\":%llu,\"cupti_covered_ns\":%llu,\"top\":[",
-            (unsigned long long)t.comm_ns, (unsigned long long)t.exposed_ns, cl_expo_overlap_ppm(&t),
-            (unsigned long long)t.spans, (unsigned long long)nk, (unsigned long long)ck, (unsigned long long)bn,
-            (unsigned long long)lm, (unsigned long long)lo, (unsigned long long)cl_gj_covered_ns(a->gj, cl_now()));
+            "\"launches_nccl\":%llu,\"launches_other\":%llu,\"graph_kernels\":%llu,"
+            "\"graph_kernels_joined\":%llu,\"cupti_covered_ns\":%llu,\"top\":[",
+            (unsigned long long)n.t.comm_ns, (unsigned long long)n.t.exposed_ns, cl_expo_overlap_ppm(&n.t),
+            (unsigned long long)n.t.spans, (unsigned long long)n.nccl_kernels,
+            (unsigned long long)n.compute_kernels, (unsigned long long)n.by_name,
+            (unsigned long long)n.launches_nccl, (unsigned long long)n.launches_other,
+            (unsigned long long)n.graph_kernels, (unsigned long long)n.graph_claimed,
+            (unsigned long long)cl_gj_covered_ns(a->gj, cl_now()));
   for (int i = 0; i < NTOP && a->top[i].exposed; i++) {
     sb_printf(b, "%s{\"func\":", i ? "," : "");
     sb_jstr(b, a->top[i].func);

@@ -34,6 +34,10 @@ void cl_asm_gpu_activity(cl_asm *a, const cl_gpu_activity *r);
 void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final);
 /* CUPTI records GPU activity from `now` on. */
 void cl_asm_cupti_started(cl_asm *a, uint64_t now);
+/* CUPTI stopped recording for us at t (suspended, or another client took its records). */
+void cl_asm_cupti_stopped(cl_asm *a, uint64_t t);
+/* 1 if NCCL's launches have stopped getting CUPTI launch records (cl_gj_launches_lost). */
+int cl_asm_cupti_lost(cl_asm *a, uint64_t now, uint64_t *last_ok);
 /* Exposure totals and the most exposed collectives, as JSON ("null" without CUPTI). */
 void cl_asm_exposure_json(cl_asm *a, cl_sb *b);
 #endif

@@ -78,6 +78,8 @@ void cl_slice_api(cl_asm *a, ev *e);
 void cl_slice_enqueue(cl_asm *a, ev *e);
 /* exposed_ns < 0: exposure unknown (no CUPTI). Also feeds the summary. */
 void cl_slice_coll_gpu(cl_asm *a, ev *c, uint64_t s, uint64_t e, const char *src, int64_t exposed_ns);
+/* Keeps the NTOP most exposed collectives (func is static or interned). */
+void cl_asm_top_add(cl_asm *a, const char *func, uint64_t seq, uint64_t comm, uint64_t exposed, uint64_t dur);
 void cl_slice_kernel_ch(cl_asm *a, ev *e, ev *parent);
 void cl_slice_proxy_op(cl_asm *a, ev *e, ev *parent);
 void cl_slice_proxy_step(cl_asm *a, ev *e, ev *op);

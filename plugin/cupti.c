@@ -19,8 +19,19 @@
  * which is worse than losing our own data. While active, cl_cupti_flush re-probes about once
  * a second: if another tool took the slot, we suspend (no more FlushAll or enables: its
  * session, its callbacks) with one message, and re-arm when the slot is free again (that tool
- * usually disabled our kinds or finalized CUPTI on its way out). CUPTI 13.2+ multi-subscriber
- * mode (per-subscriber activity APIs) would remove the conflict; not used yet. */
+ * usually disabled our kinds or finalized CUPTI on its way out).
+ *
+ * Measured on H200 with PyTorch 2.11: torch.profiler (Kineto) takes the slot when a profile
+ * starts and keeps it until the process exits; Kineto's trace had every kernel with commlens
+ * beside it (1350 of 1350, as without commlens), and commlens said "suspended" once.
+ * The probe runs once a second, so records between the other tool's start and our probe go
+ * to it. A client that registers buffer callbacks without ever taking the slot would take our
+ * records silently: the join notices (NCCL's KernelLaunch events keep coming, their launch
+ * records do not, even after a forced flush: gpu_join.h) and the writer calls
+ * cl_cupti_displaced: we stop touching CUPTI for good, with one message. We do not re-arm
+ * then: nothing tells us that client is done, and re-registering while it runs would take its
+ * records. CUPTI 13.2+ multi-subscriber mode (per-subscriber activity APIs) would remove the
+ * conflict; not used yet. */
 #include "cupti.h"
 #include "config.h"
 #include "clock.h"
@@ -45,6 +56,7 @@ _Static_assert(offsetof(CUpti_ActivityKernel10, streamId) == offsetof(CUpti_Acti
 _Static_assert(offsetof(CUpti_ActivityKernel10, correlationId) == offsetof(CUpti_ActivityKernel9, correlationId), "kernel layout");
 _Static_assert(offsetof(CUpti_ActivityKernel10, name) == offsetof(CUpti_ActivityKernel9, name), "kernel layout");
 _Static_assert(offsetof(CUpti_ActivityKernel10, graphNodeId) == offsetof(CUpti_ActivityKernel9, graphNodeId), "kernel layout");
+_Static_assert(offsetof(CUpti_ActivityKernel10, graphId) == offsetof(CUpti_ActivityKernel9, graphId), "kernel layout");
 _Static_assert(offsetof(CUpti_ActivityMemcpy6, correlationId) == offsetof(CUpti_ActivityMemcpy5, correlationId), "memcpy layout");
 _Static_assert(offsetof(CUpti_ActivityMemset4, correlationId) == offsetof(CUpti_ActivityMemset3, correlationId), "memset layout");
 
@@ -77,7 +89,7 @@ static struct {
   uint64_t dropped, buffers, refused;
   /* writer-thread state */
   void *lib;
-  int state;                          /* 0 untried, 1 active, 2 suspended, -1 failed */
+  int state;                          /* 0 untried, 1 active, 2 suspended, 3 displaced, -1 failed */
   int selective_api;                  /* launch records enabled per cbid (else KIND_DRIVER) */
   int kinds_on[5];                    /* CONCURRENT_KERNEL, MEMCPY, MEMSET, DRIVER, MARKER enabled by us */
   int64_t ts_offset;                  /* cupti timestamp - monotonic (0 with the callback) */
@@ -235,7 +247,10 @@ static CUptiResult probe_slot(char *who, size_t n) {
     p.oldSubscriberName = old;
     p.oldSubscriberSize = sizeof old;
     r = api.cuptiSubscribe_v2(&h, probe_cb, NULL, &p);
-    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && old[0]) snprintf(who, n, "%s", old);
+    /* a holder that gave no name reads "CUPTI for <not provided>" (Kineto does so): say what
+     * it probably is instead */
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && old[0] && !strstr(old, "not provided"))
+      snprintf(who, n, "%s", old);
   } else {
     r = api.cuptiSubscribe(&h, probe_cb, NULL);
   }
@@ -341,7 +356,7 @@ int cl_cupti_start(void) {
   char who[128];
   CUptiResult r = probe_slot(who, sizeof who);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    set_status("CUPTI is in use by %s", who[0] ? who : "another tool (Nsight, Kineto, a sanitizer)", NULL);
+    set_status("CUPTI is in use by %s", who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)", NULL);
     cl_log_once("cupti-busy", CL_LOG_WARN,
                 "%s; commlens leaves it alone and continues without GPU kernel data", g.status);
     return -1;
@@ -364,8 +379,9 @@ int cl_cupti_start(void) {
   return 0;
 }
 
-/* Another tool may take CUPTI while we run (torch.profiler), and give it back. */
+/* Another tool may take the subscriber slot while we run (Nsight, a sanitizer), and give it back. */
 static void reprobe(void) {
+  if (g.state == 3) return;
   uint64_t now = cl_now();
   if (now < g.next_probe) return;
   g.next_probe = now + CL_CUPTI_REPROBE_NS;
@@ -374,8 +390,10 @@ static void reprobe(void) {
   if (g.state == 1 && r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     g.state = 2;
     snprintf(g.status, sizeof g.status, "suspended: CUPTI taken by %s",
-             who[0] ? who : "another tool");
-    cl_log(CL_LOG_WARN, "%s; GPU kernel data pauses until it lets go", g.status);
+             who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
+    cl_log(CL_LOG_WARN, "%s; commlens leaves CUPTI to it and its GPU kernel data pauses until it "
+           "lets go (torch.profiler keeps it until exit); collectives keep NCCL's own timing",
+           g.status);
     for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;   /* theirs now: never disable them */
     g.selective_api = 0;
     /* buffers CUPTI held may now go to the other tool's callbacks: stop counting them */
@@ -390,6 +408,25 @@ static void reprobe(void) {
     }
   }
 }
+
+/* Our records go elsewhere now: its kinds, its buffers, its session. We forget what we enabled
+ * (disabling CONCURRENT_KERNEL would switch it off for the other client too). */
+void cl_cupti_displaced(void) {
+  if (g.state != 1) return;
+  g.state = 3;
+  for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;
+  g.selective_api = 0;
+  pthread_mutex_lock(&g.mu);
+  g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
+  pthread_mutex_unlock(&g.mu);
+  snprintf(g.status, sizeof g.status, "displaced: another CUPTI client (e.g. torch.profiler) took "
+           "the activity records");
+  cl_log_once("cupti-displaced", CL_LOG_WARN, "CUPTI's activity records now go to another client "
+              "(e.g. torch.profiler, which registers its own buffers): commlens leaves CUPTI to it "
+              "for the rest of the run; collectives keep their NCCL timing, exposure stops here");
+}
+
+int cl_cupti_recording(void) { return g.state == 1; }
 
 void cl_cupti_flush(int force) {
   if (g.state != 1 && g.state != 2) return;
@@ -447,12 +484,14 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
     o->correlation = k->correlationId;
     o->device = k->deviceId; o->context = k->contextId; o->stream = k->streamId;
     o->graph = k->graphNodeId != 0;
+    o->graph_id = k->graphId; o->graph_node = k->graphNodeId;
     o->name = intern(k->name);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMCPY: {
     const CUpti_ActivityMemcpy6 *m = (const void *)rec;
     o->kind = CL_GPU_MEMCPY;
+    o->graph_id = m->graphId; o->graph_node = m->graphNodeId;
     o->start_ns = to_mono(m->start); o->end_ns = to_mono(m->end);
     o->correlation = m->correlationId;
     o->device = m->deviceId; o->context = m->contextId; o->stream = m->streamId;
@@ -462,6 +501,7 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
   case CUPTI_ACTIVITY_KIND_MEMSET: {
     const CUpti_ActivityMemset4 *m = (const void *)rec;
     o->kind = CL_GPU_MEMSET;
+    o->graph_id = m->graphId; o->graph_node = m->graphNodeId;
     o->start_ns = to_mono(m->start); o->end_ns = to_mono(m->end);
     o->correlation = m->correlationId;
     o->device = m->deviceId; o->context = m->contextId; o->stream = m->streamId;
@@ -547,12 +587,13 @@ void cl_cupti_get_stats(cl_cupti_stats *s) {
 }
 
 void cl_cupti_stop(void) {
-  if (g.state != 1 && g.state != 2) return;
+  if (g.state != 1 && g.state != 2 && g.state != 3) return;
   if (g.state == 1) {
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     disable_ours();
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
+  int was = g.state;
   g.state = 0;   /* a later start (after a new init) may arm again */
   /* buffers still queued are lost: the writer drains before calling stop */
   release_current();
@@ -562,5 +603,5 @@ void cl_cupti_stop(void) {
   for (int i = 0; i < g.nfree; i++) { free(g.free_bufs[i]); g.nalloc--; }
   g.nfree = 0;
   pthread_mutex_unlock(&g.mu);
-  snprintf(g.status, sizeof g.status, "stopped");
+  if (was == 1) snprintf(g.status, sizeof g.status, "stopped");   /* else keep the reason */
 }

@@ -20,7 +20,9 @@ typedef struct {
   uint32_t device, context, stream;   /* stream = CUPTI stream id */
   uint32_t thread;            /* LAUNCH: OS thread id that made the call */
   uint8_t kind;               /* cl_gpu_kind */
-  uint8_t graph;              /* KERNEL: launched from a CUDA graph */
+  uint8_t graph;              /* KERNEL: launched from a CUDA graph (graph_node != 0) */
+  uint32_t graph_id;          /* KERNEL, MEMCPY, MEMSET: CUDA graph id (0: not from a graph) */
+  uint64_t graph_node;        /* KERNEL, MEMCPY, MEMSET: graph node id (0: not from a graph) */
   const char *name;           /* KERNEL: demangled-or-raw name, interned, lives until exit */
 } cl_gpu_activity;
 
@@ -37,6 +39,11 @@ void cl_cupti_flush(int force);
 /* Moves up to max completed records to out; returns how many. Writer thread only. */
 size_t cl_cupti_drain(cl_gpu_activity *out, size_t max);
 void cl_cupti_get_stats(cl_cupti_stats *s);
+/* 1 while CUPTI records for us (not suspended, displaced or failed). */
+int cl_cupti_recording(void);
+/* Another client took CUPTI's records (see gpu_join.h cl_gj_launches_lost): stop for good,
+ * touching nothing of CUPTI's, with one message. */
+void cl_cupti_displaced(void);
 /* Disables activity recording and releases buffers (process exit). */
 void cl_cupti_stop(void);
 #endif

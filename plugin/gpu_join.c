@@ -15,10 +15,17 @@
 #define NSPAN 16384                    /* launch groups with a known kernel span */
 #define NHOLD 65536                    /* kernel records waiting for their launch record */
 #define NMARK 1024                     /* open NVTX ranges (direct-mapped by id) */
+#define NGK 8192                       /* replayed NCCL kernels waiting for a collective */
+#define GRAPH_HOLD_NS 1500000000ull    /* ... this long after their end, then count on their own */
+#define GRAPH_TOL_NS 50000ull          /* GPU-timer spans mapped to the host clock are this close */
+#define LOST_AFTER_NS 2000000000ull    /* a KernelLaunch with no launch record this old is missed */
+#define LOST_STREAK 8                  /* ... this many in a row: CUPTI's records go elsewhere */
+#define NCOVER 32                      /* CUPTI coverage intervals kept */
 
-typedef struct { int tid; uint64_t start, stop, group; uint32_t comm; } kl_win;
+typedef struct { int tid; uint64_t start, stop, group; uint32_t comm; uint8_t matched; } kl_win;
 typedef struct { uint32_t corr; uint8_t cls; uint64_t group; uint32_t comm; } corr_ent; /* cls: 1 nccl 2 other */
 typedef struct { uint64_t group; uint32_t comm, dev; uint64_t s, e; } span_ent;
+typedef struct { uint64_t s, e; const char *name; uint32_t dev; uint8_t claimed; } gk_ent;
 
 struct cl_gj {
   cl_ct *ct;
@@ -34,15 +41,68 @@ struct cl_gj {
   cl_expo *expo;
   cl_expo_agg *agg;
   uint64_t nccl_kernels, compute_kernels, by_name, launches_matched, launches_other;
+  gk_ent gk[NGK];                        /* replayed NCCL kernels, in arrival order */
+  uint64_t ngk, gk_next;                 /* added; the oldest not yet released */
+  uint64_t graph_devs;                   /* devices with replayed NCCL kernels (bit per device) */
+  uint64_t graph_kernels, graph_claimed;
   struct { uint32_t id; uint64_t s; const char *name; } marks[NMARK];   /* open NVTX ranges */
   uint64_t steps, step_exposed_sum, step_comm_sum, worst_step_id, worst_step_exposed;
   uint64_t next_step_id;
-  uint64_t since;                        /* CUPTI recording since (0: not yet) */
+  struct { uint64_t s, e; } cover[NCOVER];   /* CUPTI recorded for us in [s, e) (e 0: open) */
+  uint32_t ncover;
 };
 
-void cl_gj_start(cl_gj *g, uint64_t now) { if (!g->since) g->since = now; }
-int cl_gj_covered(const cl_gj *g, uint64_t t) { return g->since && t >= g->since; }
-uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now) { return g->since && now > g->since ? now - g->since : 0; }
+void cl_gj_start(cl_gj *g, uint64_t now) {
+  if (g->ncover && !g->cover[g->ncover - 1].e) return;      /* already open */
+  if (g->ncover == NCOVER) {                                 /* full: merge the two oldest */
+    g->cover[0].e = g->cover[1].e;
+    memmove(&g->cover[1], &g->cover[2], (NCOVER - 2) * sizeof g->cover[0]);
+    g->ncover--;
+  }
+  g->cover[g->ncover].s = now;
+  g->cover[g->ncover++].e = 0;
+}
+
+void cl_gj_stop(cl_gj *g, uint64_t t) {
+  if (!g->ncover || g->cover[g->ncover - 1].e) return;
+  if (t <= g->cover[g->ncover - 1].s) t = g->cover[g->ncover - 1].s + 1;
+  g->cover[g->ncover - 1].e = t;
+}
+
+int cl_gj_covered(const cl_gj *g, uint64_t t) {
+  for (uint32_t i = g->ncover; i-- > 0;)
+    if (t >= g->cover[i].s && (!g->cover[i].e || t < g->cover[i].e)) return 1;
+  return 0;
+}
+
+uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now) {
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < g->ncover; i++) {
+    uint64_t e = g->cover[i].e ? g->cover[i].e : now;
+    if (e > g->cover[i].s) sum += e - g->cover[i].s;
+  }
+  return sum;
+}
+
+int cl_gj_launches_lost(cl_gj *g, uint64_t now, uint64_t *last_ok) {
+  if (!g->ncover || g->cover[g->ncover - 1].e) return 0;
+  uint64_t since = g->cover[g->ncover - 1].s;
+  uint32_t n = g->nwin_total < NWIN ? g->nwin_total : NWIN, misses = 0;
+  for (uint32_t k = 0; k < n; k++) {            /* newest first, back to the last matched one */
+    const kl_win *w = &g->win[(g->nwin_total - 1 - k) % NWIN];
+    if (w->start < since) break;
+    if (w->stop + LOST_AFTER_NS > now) continue;  /* its record may still be on its way */
+    if (w->matched) {
+      if (misses < LOST_STREAK) return 0;
+      *last_ok = w->stop;
+      return 1;
+    }
+    misses++;
+  }
+  /* no launch record at all in this coverage (the driver API kind refused): launches say
+   * nothing about where records go */
+  return 0;
+}
 
 static void on_result(void *arg, const cl_expo_result *r) {
   cl_gj *g = arg;
@@ -58,7 +118,7 @@ static void on_result(void *arg, const cl_expo_result *r) {
     sb_key(b, &first, "coll_exposed_ns"); sb_u64(b, r->exposed_ns);
     ct_slice_end(g->ct);
   }
-  if (g->fn) g->fn(g->arg, r->span.tag, r->exposed_ns, r->pieces, r->npieces, r->incomplete);
+  if (g->fn) g->fn(g->arg, r);
 }
 
 static void on_window(void *arg, const cl_expo_window *w) {
@@ -108,14 +168,14 @@ void cl_gj_free(cl_gj *g) {
 }
 
 void cl_gj_kernel_launch(cl_gj *g, int tid, uint64_t start, uint64_t stop, uint64_t group, uint32_t comm) {
-  g->win[g->nwin_total++ % NWIN] = (kl_win){tid, start, stop, group, comm};
+  g->win[g->nwin_total++ % NWIN] = (kl_win){tid, start, stop, group, comm, 0};
 }
 
 /* The KernelLaunch window holding this launch API record, if any. */
-static const kl_win *find_window(cl_gj *g, const cl_gpu_activity *l) {
+static kl_win *find_window(cl_gj *g, const cl_gpu_activity *l) {
   uint32_t n = g->nwin_total < NWIN ? g->nwin_total : NWIN;
   for (uint32_t k = 0; k < n; k++) {          /* newest first: launches are recent */
-    const kl_win *w = &g->win[(g->nwin_total - 1 - k) % NWIN];
+    kl_win *w = &g->win[(g->nwin_total - 1 - k) % NWIN];
     if (l->start_ns > w->stop + LAUNCH_KEEP_NS) break;
     if ((int)l->thread == w->tid && l->start_ns >= w->start && l->end_ns <= w->stop) return w;
   }
@@ -147,18 +207,69 @@ static void draw_kernel(cl_gj *g, const cl_gpu_activity *k, int nccl) {
   sb_key(b, &first, "device"); sb_u64(b, k->device);
   sb_key(b, &first, "stream"); sb_u64(b, k->stream);
   sb_key(b, &first, "nccl"); sb_puts(b, nccl ? "true" : "false");
-  if (k->graph) { sb_key(b, &first, "graph"); sb_puts(b, "true"); }
+  if (k->graph) {
+    sb_key(b, &first, "graph_id"); sb_u64(b, k->graph_id);
+    sb_key(b, &first, "graph_node"); sb_u64(b, k->graph_node);
+  }
   ct_slice_end(g->ct);
+}
+
+/* Counts a replayed kernel no collective claimed as communication on its own. Its tag carries
+ * the interned name (names live until exit), so the report can name the collective. */
+static void release_graph(cl_gj *g, gk_ent *k) {
+  if (k->claimed) return;
+  cl_expo_span sp = {.start_ns = k->s, .end_ns = k->e, .tag = CL_GJ_TAG_GRAPH | (uint64_t)(uintptr_t)k->name,
+                     .comm = 0, .device = k->dev};
+  cl_expo_add_span(g->expo, &sp);
+}
+
+static void add_graph_kernel(cl_gj *g, const cl_gpu_activity *k) {
+  if (g->ngk - g->gk_next == NGK) release_graph(g, &g->gk[g->gk_next++ % NGK]);   /* pool full */
+  g->gk[g->ngk++ % NGK] = (gk_ent){k->start_ns, k->end_ns, k->name, k->device, 0};
+  g->graph_kernels++;
+  if (k->device < 64) g->graph_devs |= 1ull << k->device;
+}
+
+int cl_gj_graph_seen(const cl_gj *g, uint32_t device) {
+  return device < 64 ? (int)(g->graph_devs >> device & 1) : g->graph_kernels != 0;
+}
+
+int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_t *ks, uint64_t *ke) {
+  gk_ent *best = NULL;
+  uint64_t best_ov = 0, best_gap = GRAPH_TOL_NS + 1;   /* most overlap; else the nearest, within TOL */
+  for (uint64_t i = g->ngk; i > g->gk_next; i--) {      /* newest first */
+    gk_ent *k = &g->gk[(i - 1) % NGK];
+    if (k->e + LAUNCH_KEEP_NS < s) break;
+    if (k->dev != device) continue;
+    uint64_t lo = k->s > s ? k->s : s, hi = k->e < e ? k->e : e;
+    if (hi > lo) {
+      if (hi - lo > best_ov) { best_ov = hi - lo; best = k; }
+    } else if (!best_ov) {
+      uint64_t gap = k->e <= s ? s - k->e : k->s - e;
+      if (gap < best_gap) { best_gap = gap; best = k; }
+    }
+  }
+  if (!best) return 0;
+  if (!best->claimed) { best->claimed = 1; g->graph_claimed++; }
+  *ks = best->s;
+  *ke = best->e;
+  return 1;
+}
+
+const char *cl_gj_graph_name(const cl_gj *g, uint64_t tag) {
+  (void)g;
+  return (tag & CL_GJ_TAG_GRAPH) ? (const char *)(uintptr_t)(tag & ~CL_GJ_TAG_GRAPH) : NULL;
 }
 
 /* Classifies and uses one kernel record; returns 0 if its launch record is not known yet. */
 static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   corr_ent *c = &g->corr[k->correlation % NCORR];
-  int known = c->cls && c->corr == k->correlation;
+  int known = !k->graph && c->cls && c->corr == k->correlation;
   int nccl;
   if (known) nccl = c->cls == 1;
   else if (k->graph || force || !g->nwin_total) {
-    /* no launch record (graph replay, runtime launch, or no KernelLaunch events): by name */
+    /* no launch record of its own (a graph replay carries the graph launch's correlation id;
+     * a runtime launch; no KernelLaunch events): by name */
     nccl = is_nccl_name(k->name);
     g->by_name += nccl;
   }
@@ -170,6 +281,7 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
     return 1;
   }
   g->nccl_kernels++;
+  if (k->graph) { add_graph_kernel(g, k); return 1; }
   if (known) {
     span_ent *s = span_slot(g, c->group, c->comm);
     if (s->group != c->group || s->comm != c->comm) *s = (span_ent){c->group, c->comm, k->device, k->start_ns, k->end_ns};
@@ -206,7 +318,8 @@ static void on_mark(cl_gj *g, const cl_gpu_activity *a) {
 void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
   if (a->kind == CL_GPU_MARK_START || a->kind == CL_GPU_MARK_END) { on_mark(g, a); return; }
   if (a->kind == CL_GPU_LAUNCH) {
-    const kl_win *w = find_window(g, a);
+    kl_win *w = find_window(g, a);
+    if (w) w->matched = 1;
     corr_ent *c = &g->corr[a->correlation % NCORR];
     *c = w ? (corr_ent){a->correlation, 1, w->group, w->comm} : (corr_ent){a->correlation, 2, 0, 0};
     if (w) g->launches_matched++; else g->launches_other++;
@@ -238,7 +351,10 @@ int cl_gj_span(cl_gj *g, uint64_t group, uint32_t comm, uint64_t *s, uint64_t *e
 
 void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, uint64_t s, uint64_t e) {
   cl_expo_span sp = {.start_ns = s, .end_ns = e, .tag = tag, .comm = comm_hash, .device = device};
-  if (cl_expo_add_span(g->expo, &sp) != 0 && g->fn) g->fn(g->arg, tag, 0, NULL, 0, 1);
+  if (cl_expo_add_span(g->expo, &sp) != 0 && g->fn) {   /* pending cap hit: unknown exposure */
+    cl_expo_result r = {.span = sp, .incomplete = 1};
+    g->fn(g->arg, &r);
+  }
 }
 
 void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
@@ -248,13 +364,18 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
     if (!use_kernel(g, &g->hold[i], force)) { g->hold_since[k] = g->hold_since[i]; g->hold[k++] = g->hold[i]; }
   }
   g->nhold = k;
+  /* replayed kernels no collective claimed in time count on their own */
+  while (g->gk_next < g->ngk && (final || g->gk[g->gk_next % NGK].e + GRAPH_HOLD_NS < now))
+    release_graph(g, &g->gk[g->gk_next++ % NGK]);
   if (final) {
     cl_expo_finish(g->expo);
     cl_expo_agg_finish(g->agg);
     return;
   }
   if (now > EXPO_LAG_NS) {
-    cl_expo_advance(g->expo, now - EXPO_LAG_NS);
+    uint64_t wm = now - EXPO_LAG_NS;          /* not past a replayed kernel still in the pool */
+    if (g->gk_next < g->ngk && g->gk[g->gk_next % NGK].s < wm) wm = g->gk[g->gk_next % NGK].s;
+    cl_expo_advance(g->expo, wm);
     cl_expo_agg_advance(g->agg, cl_expo_reported_upto(g->expo));
   }
 }
@@ -268,12 +389,14 @@ void cl_gj_steps(cl_gj *g, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_su
   *worst_exposed = g->worst_step_exposed;
 }
 
-void cl_gj_totals(cl_gj *g, cl_expo_totals *t, uint64_t *nk, uint64_t *ck, uint64_t *bn,
-                  uint64_t *lm, uint64_t *lo) {
-  cl_expo_agg_totals(g->agg, t);
-  *lm = g->launches_matched;
-  *lo = g->launches_other;
-  *nk = g->nccl_kernels;
-  *ck = g->compute_kernels;
-  *bn = g->by_name;
+void cl_gj_totals(cl_gj *g, cl_gj_counts *c) {
+  memset(c, 0, sizeof *c);
+  cl_expo_agg_totals(g->agg, &c->t);
+  c->launches_nccl = g->launches_matched;
+  c->launches_other = g->launches_other;
+  c->nccl_kernels = g->nccl_kernels;
+  c->compute_kernels = g->compute_kernels;
+  c->by_name = g->by_name;
+  c->graph_kernels = g->graph_kernels;
+  c->graph_claimed = g->graph_claimed;
 }

@@ -3,7 +3,15 @@
  * KernelLaunch event on the same OS thread), so NCCL kernels are told from compute kernels by
  * NCCL's own events, not by kernel names (names serve only where NCCL gives no KernelLaunch:
  * ABI < v5 and CUDA-graph replays). It gives each launch group its kernel's GPU span, draws
- * GPU kernel tracks, and runs the exposure engine over NCCL spans against compute kernels. */
+ * GPU kernel tracks, and runs the exposure engine over NCCL spans against compute kernels.
+ *
+ * CUDA-graph replays: NCCL records the launch once (at capture) and the kernel runs at every
+ * replay, under the graph launch's correlation id. Replayed NCCL kernels wait in a pool: a
+ * replayed collective (whose Coll events NCCL fires from a host callback when the plan has
+ * proxy work or KernelCh is on) claims the kernel that overlaps its own KernelCh/proxy span on
+ * the same device and takes its GPU span. A replayed kernel no collective claimed (intra-node
+ * replays fire no Coll events at all) still counts as communication on its own, with the
+ * kernel's name for the collective. */
 #ifndef COMMLENS_GPU_JOIN_H
 #define COMMLENS_GPU_JOIN_H
 #include "cupti.h"
@@ -12,10 +20,9 @@
 #include <stdint.h>
 
 typedef struct cl_gj cl_gj;
-/* Called once per reported collective with its exposed time and pieces (valid during the
- * call only). `tag` is what cl_gj_expose was given. */
-typedef void (*cl_gj_exposed_fn)(void *arg, uint64_t tag, uint64_t exposed_ns,
-                                 const cl_expo_iv *pieces, size_t npieces, int incomplete);
+/* Called once per reported span with its exposed time and pieces (valid during the call
+ * only); r->span.tag is what cl_gj_expose was given (or CL_GJ_TAG_GRAPH...). */
+typedef void (*cl_gj_exposed_fn)(void *arg, const cl_expo_result *r);
 
 cl_gj *cl_gj_new(cl_ct *ct, cl_gj_exposed_fn fn, void *arg);
 void cl_gj_free(cl_gj *g);
@@ -26,19 +33,45 @@ void cl_gj_kernel_launch(cl_gj *g, int tid, uint64_t start, uint64_t stop, uint6
 void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a);
 /* The NCCL kernel span of (group, comm), if its kernel record has arrived: 1 and *s, *e. */
 int cl_gj_span(cl_gj *g, uint64_t group, uint32_t comm, uint64_t *s, uint64_t *e, uint32_t *dev);
+/* CUDA-graph replays: 1 if replayed NCCL kernels were seen on `device` (a collective with no
+ * kernel span yet may be waiting for one). */
+int cl_gj_graph_seen(const cl_gj *g, uint32_t device);
+/* The replayed NCCL kernel on `device` that best overlaps [s, e] (a collective's KernelCh or
+ * proxy span): 1 and its span in *ks, *ke, and it is no longer counted on its own. */
+int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_t *ks, uint64_t *ke);
+/* Tags of the unclaimed replayed kernels handed to the exposed callback (tag & mask): the
+ * callback gets their name through cl_gj_graph_name. */
+#define CL_GJ_TAG_GRAPH (1ull << 63)
+const char *cl_gj_graph_name(const cl_gj *g, uint64_t tag);
 /* Queues a collective's GPU span for exposure; `fn` reports it once compute is known. */
 void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, uint64_t s, uint64_t e);
 /* Moves the exposure watermark to `now - lag` (everything when final) and resolves held
  * kernel records. */
 void cl_gj_advance(cl_gj *g, uint64_t now, int final);
-/* CUPTI records from `now` on: collectives from before it do not wait for a kernel record. */
+/* CUPTI records for us from `now` on, until cl_gj_stop(t): collectives outside these
+ * intervals do not wait for a kernel record. */
 void cl_gj_start(cl_gj *g, uint64_t now);
+void cl_gj_stop(cl_gj *g, uint64_t t);
 int cl_gj_covered(const cl_gj *g, uint64_t t);
 uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now);
+/* Whether CUPTI's records stopped reaching us while we believe we record: NCCL's KernelLaunch
+ * events keep coming but their launch API records do not (another client, e.g. torch.profiler,
+ * registered its own buffer callbacks, or finalized CUPTI). 1 and, in *last_ok, the end of the
+ * last KernelLaunch that did get its record. */
+int cl_gj_launches_lost(cl_gj *g, uint64_t now, uint64_t *last_ok);
+/* Launch records can sit in a partly filled CUPTI buffer until a forced flush: check again
+ * after one before believing it. */
 /* NVTX steps seen (ranges named "step..."): count, sums, and the most exposed one. */
 void cl_gj_steps(cl_gj *g, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum, uint64_t *worst_id,
                  uint64_t *worst_exposed);
+typedef struct {
+  cl_expo_totals t;           /* communication and exposed time (unions) */
+  uint64_t nccl_kernels, compute_kernels;
+  uint64_t by_name;           /* NCCL kernels recognised by name (no launch record to go by) */
+  uint64_t launches_nccl, launches_other;   /* launch API records inside / outside KernelLaunch */
+  uint64_t graph_kernels;     /* replayed NCCL kernels (CUDA graphs) */
+  uint64_t graph_claimed;     /* ... joined to a replayed collective's events */
+} cl_gj_counts;
 /* Totals for the summary and the trace tail. */
-void cl_gj_totals(cl_gj *g, cl_expo_totals *t, uint64_t *nccl_kernels, uint64_t *compute_kernels,
-                  uint64_t *by_name, uint64_t *launches_matched, uint64_t *launches_other);
+void cl_gj_totals(cl_gj *g, cl_gj_counts *c);
 #endif

@@ -150,14 +150,15 @@ void cl_slice_coll_gpu(cl_asm *a, ev *c, uint64_t s, uint64_t e, const char *src
   if (exposed_ns >= 0) { sb_key(b, &first, "exposed_ns"); sb_i64(b, exposed_ns); }
   ct_slice_end(a->ct);
   if (c->enq_tid) ct_flow(a->ct, c->id, c->enq_tid, c->enq_ts, tid, s);
-  if (exposed_ns > 0 && c->etype == CL_EV_COLL) {   /* the most exposed collectives, for the summary */
-    int k = NTOP - 1;
-    if ((uint64_t)exposed_ns > a->top[k].exposed) {
-      while (k > 0 && a->top[k - 1].exposed < (uint64_t)exposed_ns) { a->top[k] = a->top[k - 1]; k--; }
-      comm_cache *c2 = cl_asm_comm(a, c->comm);
-      a->top[k] = (top_ent){func, c->p.coll.seq, c2 ? c2->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s};
-    }
-  }
+  if (exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
+    cl_asm_top_add(a, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
+}
+
+void cl_asm_top_add(cl_asm *a, const char *func, uint64_t seq, uint64_t comm, uint64_t exposed, uint64_t dur) {
+  int k = NTOP - 1;
+  if (!exposed || exposed <= a->top[k].exposed) return;
+  while (k > 0 && a->top[k - 1].exposed < exposed) { a->top[k] = a->top[k - 1]; k--; }
+  a->top[k] = (top_ent){func, seq, comm, exposed, dur};
 }
 
 void cl_slice_kch_stop_timer(const ev *e, uint64_t *pt, uint64_t *obs) {

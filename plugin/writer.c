@@ -36,7 +36,8 @@ static cl_tfile *g_file;
 static char g_base[1200], g_path[1400];
 static cl_stage *g_stage;
 static cl_sb g_tail;
-static int g_cupti;                 /* CUPTI is recording for us */
+static int g_cupti;                 /* CUPTI was started for us (it may since have stopped) */
+static int g_cupti_rec;             /* ... and the join knows it records now */
 static cl_gpu_activity g_act[4096];
 
 /* ---- output setup ---- */
@@ -97,6 +98,7 @@ static int setup_output(void) {
   if (g_cupti) atexit(cl_writer_finish);
   g_asm = g_ct && g_sum ? cl_asm_new(g_ct, g_sum, g_cupti) : NULL;
   if (g_asm && g_cupti) cl_asm_cupti_started(g_asm, cl_now());
+  g_cupti_rec = g_cupti;
   if (!g_asm) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (cl_cfg.record[0]) cl_recorder_open(cl_cfg.record, cl_proc.rank);
   char host[128];
@@ -248,6 +250,22 @@ static void drain_cupti(int force) {
     for (size_t i = 0; i < n; i++) cl_asm_gpu_activity(g_asm, &g_act[i]);
 }
 
+/* Keeps the join's CUPTI coverage in step with CUPTI: suspended (another tool holds the slot),
+ * resumed, or displaced (our records go to another client: the join sees NCCL launches without
+ * launch records). */
+static void track_cupti(uint64_t now) {
+  uint64_t last_ok = now;
+  int rec = cl_cupti_recording();
+  if (rec && cl_asm_cupti_lost(g_asm, now, &last_ok)) {
+    drain_cupti(1);   /* records still in a partly filled buffer come with a forced flush */
+    if (cl_asm_cupti_lost(g_asm, now, &last_ok)) { cl_cupti_displaced(); rec = 0; }
+  }
+  if (rec == g_cupti_rec) return;
+  if (rec) cl_asm_cupti_started(g_asm, now);
+  else cl_asm_cupti_stopped(g_asm, last_ok);
+  g_cupti_rec = rec;
+}
+
 /* The drain thread: only copies ring records into staging, so a producer's ring is emptied
  * within about a hundred microseconds whatever formatting and disk writes are doing. */
 static void *drain_main(void *arg) {
@@ -276,6 +294,7 @@ static void *writer_main(void *arg) {
     uint64_t now = cl_now();
     if (g_cupti && now - last_cupti >= 100000000ull) {
       drain_cupti(0);
+      track_cupti(now);
       cl_asm_gpu_advance(g_asm, now, 0);
       last_cupti = now;
     }
@@ -425,6 +444,7 @@ void cl_writer_after_fork_child(void) {
   g_asm = NULL;
   g_sum = NULL;
   g_cupti = 0;
+  g_cupti_rec = 0;
   g_stage = NULL;
   memset(&g_tail, 0, sizeof g_tail);
 }

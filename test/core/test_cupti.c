@@ -214,7 +214,7 @@ TL_TEST(takeover_suspends_and_resumes) {
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
   int *flushes = fake_int("fake_flushes");
-  setenv("FAKE_BUSY", "1", 1);           /* torch.profiler starts */
+  setenv("FAKE_BUSY", "1", 1);           /* Nsight Systems attaches */
   g.next_probe = 0;
   int f0 = *flushes;
   cl_cupti_flush(0);
@@ -226,6 +226,34 @@ TL_TEST(takeover_suspends_and_resumes) {
   cl_cupti_flush(0);
   CHECK(g.state == 1 && *flushes == f0 + 1, "not resumed");
   cl_cupti_stop();
+}
+
+/* torch.profiler does not take the slot: it registers its own buffer callbacks. Once the join
+ * sees our records gone (displaced), nothing of CUPTI's is touched again: no flush (it would go
+ * to the other client), no re-arm when the slot is free, no disable at exit (the kinds are
+ * global: disabling CONCURRENT_KERNEL would stop the other client's kernel records). */
+TL_TEST(displaced_leaves_cupti_alone) {
+  reset();
+  REQUIRE(build_fake() == 0, "no fake");
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
+  CHECK(cl_cupti_recording(), "not recording after start");
+  int *flushes = fake_int("fake_flushes"), *reg = fake_int("fake_registered"), *dis = fake_int("fake_disabled");
+  int f0 = *flushes, r0 = *reg, d0 = dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];
+  cl_cupti_displaced();
+  CHECK(!cl_cupti_recording(), "still recording");
+  CHECK(g_logs == 1 && strstr(g_last, "another client"), "message: %d '%s'", g_logs, g_last);
+  cl_cupti_displaced();
+  CHECK(g_logs == 1, "said twice");
+  for (int i = 0; i < 3; i++) { g.next_probe = 0; cl_cupti_flush(i == 2); }
+  CHECK(*flushes == f0 && *reg == r0, "touched CUPTI after displacement: flushes %d->%d registered %d->%d",
+        f0, *flushes, r0, *reg);
+  cl_cupti_stats st; cl_cupti_get_stats(&st);
+  CHECK(!st.active && strstr(st.status, "displaced"), "status %s", st.status);
+  cl_cupti_stop();
+  CHECK(dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == d0 && *flushes == f0, "stop disabled or flushed");
+  cl_cupti_get_stats(&st);
+  CHECK(strstr(st.status, "displaced"), "the reason is gone after stop: %s", st.status);
 }
 
 TL_MAIN("core/cupti")

@@ -10,9 +10,9 @@
 
 static uint64_t g_tag, g_exposed;
 static int g_reports;
-static void on_exp(void *arg, uint64_t tag, uint64_t exposed, const cl_expo_iv *p, size_t n, int inc) {
-  (void)arg; (void)p; (void)n; (void)inc;
-  g_tag = tag; g_exposed = exposed; g_reports++;
+static void on_exp(void *arg, const cl_expo_result *r) {
+  (void)arg;
+  g_tag = r->span.tag; g_exposed = r->exposed_ns; g_reports++;
 }
 
 static cl_gpu_activity act(int kind, uint64_t s, uint64_t e, uint32_t corr, const char *name) {
@@ -52,12 +52,12 @@ TL_TEST(steps_launch_correlation_and_exposure) {
   cl_gj_advance(g, T + 5000, 1);
   CHECK(g_reports == 1 && g_tag == 1234, "reports %d tag %llu", g_reports, (unsigned long long)g_tag);
   CHECK(g_exposed == 400, "exposed %llu, want 400 (1000 ns span, 600 hidden)", (unsigned long long)g_exposed);
-  uint64_t nk, ck, bn, lm, lo;
-  cl_expo_totals t;
-  cl_gj_totals(g, &t, &nk, &ck, &bn, &lm, &lo);
-  CHECK(nk == 1 && ck == 1 && bn == 0, "nccl %llu compute %llu by-name %llu", (unsigned long long)nk,
-        (unsigned long long)ck, (unsigned long long)bn);
-  CHECK(lm == 1 && lo == 1, "launches matched %llu other %llu", (unsigned long long)lm, (unsigned long long)lo);
+  cl_gj_counts n;
+  cl_gj_totals(g, &n);
+  CHECK(n.nccl_kernels == 1 && n.compute_kernels == 1 && n.by_name == 0, "nccl %llu compute %llu by-name %llu",
+        (unsigned long long)n.nccl_kernels, (unsigned long long)n.compute_kernels, (unsigned long long)n.by_name);
+  CHECK(n.launches_nccl == 1 && n.launches_other == 1, "launches matched %llu other %llu",
+        (unsigned long long)n.launches_nccl, (unsigned long long)n.launches_other);
   uint64_t sn, sx, sc, wid, wx;
   cl_gj_steps(g, &sn, &sx, &sc, &wid, &wx);
   CHECK(sn == 1 && wid == 5 && sx == 400 && sc == 1000, "steps %llu id %llu exposed %llu comm %llu",
@@ -74,11 +74,161 @@ TL_TEST(without_launch_events_names_decide) {
   cl_gj_activity(g, &k);                                /* mangled, as PyTorch's arrive */
   cl_gpu_activity c = act(CL_GPU_KERNEL, 100, 200, 2, "gemm");
   cl_gj_activity(g, &c);
-  uint64_t nk, ck, bn, lm, lo;
-  cl_expo_totals t;
-  cl_gj_totals(g, &t, &nk, &ck, &bn, &lm, &lo);
-  CHECK(nk == 1 && ck == 1 && bn == 1, "nccl %llu compute %llu by-name %llu", (unsigned long long)nk,
-        (unsigned long long)ck, (unsigned long long)bn);
+  cl_gj_counts n;
+  cl_gj_totals(g, &n);
+  CHECK(n.nccl_kernels == 1 && n.compute_kernels == 1 && n.by_name == 1, "nccl %llu compute %llu by-name %llu",
+        (unsigned long long)n.nccl_kernels, (unsigned long long)n.compute_kernels, (unsigned long long)n.by_name);
+  cl_gj_free(g);
+  ct_free(ct);
+}
+
+/* Coverage and displacement: NCCL's launches keep coming but their launch records stop (another
+ * CUPTI client took the records): detected after 8 misses in a row, 2 s old; coverage then ends
+ * at the last launch that did get its record, and collectives after it do not wait for CUPTI. */
+TL_TEST(lost_launch_records_end_coverage) {
+  cl_ct *ct = ct_new(0, 0);
+  cl_gj *g = cl_gj_new(ct, on_exp, NULL);
+  REQUIRE(ct && g, "alloc");
+  uint64_t T = 10000000000ull, ms = 1000000ull, last = 0;
+  cl_gj_start(g, T);
+  CHECK(!cl_gj_covered(g, T - 1) && cl_gj_covered(g, T + 1), "coverage start");
+  for (uint32_t i = 0; i < 20; i++) {       /* 20 launches 10 ms apart; records for the first 5 */
+    uint64_t b = T + (uint64_t)i * 10 * ms;
+    cl_gj_kernel_launch(g, 42, b, b + 100, 100 + i, 1);
+    if (i < 5) { cl_gpu_activity l = act(CL_GPU_LAUNCH, b + 20, b + 80, 900 + i, NULL); cl_gj_activity(g, &l); }
+  }
+  uint64_t ok = 0;
+  CHECK(!cl_gj_launches_lost(g, T + 1000 * ms, &ok), "lost before the records could have come");
+  CHECK(cl_gj_launches_lost(g, T + 2300 * ms, &ok), "15 launches without records not seen as lost");
+  CHECK(ok == T + 40 * ms + 100, "last ok %llu", (unsigned long long)(ok - T));
+  /* the writer flushes CUPTI (forced) and asks again: the records were only late */
+  for (uint32_t i = 5; i < 20; i++) {
+    uint64_t b = T + (uint64_t)i * 10 * ms;
+    cl_gpu_activity l = act(CL_GPU_LAUNCH, b + 20, b + 80, 900 + i, NULL);
+    cl_gj_activity(g, &l);
+  }
+  CHECK(!cl_gj_launches_lost(g, T + 2300 * ms, &ok), "late records (a forced flush) still read as lost");
+  for (uint32_t i = 20; i < 30; i++) {      /* then really gone */
+    uint64_t b = T + (uint64_t)i * 10 * ms;
+    cl_gj_kernel_launch(g, 42, b, b + 100, 100 + i, 1);
+  }
+  CHECK(cl_gj_launches_lost(g, T + 2400 * ms, &ok) && ok == T + 190 * ms + 100, "last ok %llu",
+        (unsigned long long)(ok - T));
+  cl_gj_stop(g, ok);
+  CHECK(cl_gj_covered(g, T + 190 * ms) && !cl_gj_covered(g, T + 200 * ms), "coverage not ended at the last record");
+  CHECK(!cl_gj_launches_lost(g, T + 9000 * ms, &last), "lost again while not covered");
+  uint64_t cov = cl_gj_covered_ns(g, T + 9000 * ms);
+  CHECK(cov == 190 * ms + 100, "covered %llu", (unsigned long long)cov);
+  cl_gj_start(g, T + 10000 * ms);                       /* resumed (slot given back) */
+  CHECK(cl_gj_covered(g, T + 10001 * ms) && !cl_gj_covered(g, T + 9999 * ms), "second interval");
+  CHECK(cl_gj_covered_ns(g, T + 11000 * ms) == cov + 1000 * ms, "covered after resume");
+  /* without any launch record (the driver API kind refused): launches say nothing */
+  cl_gj *g2 = cl_gj_new(ct, on_exp, NULL);
+  cl_gj_start(g2, T);
+  for (uint32_t i = 0; i < 20; i++) cl_gj_kernel_launch(g2, 42, T + i * ms, T + i * ms + 100, 1 + i, 1);
+  CHECK(!cl_gj_launches_lost(g2, T + 9000 * ms, &ok), "lost without ever a launch record");
+  cl_gj_free(g2);
+  cl_gj_free(g);
+  ct_free(ct);
+}
+
+/* CUDA-graph replays: the launch was recorded at capture (its launch record inside KernelLaunch
+ * names a kernel that never runs); every replay runs NCCL's kernel under the graph launch's
+ * correlation id, which is outside any KernelLaunch window. Intra-node replays fire no Coll
+ * events: the replayed NCCL kernels count as communication on their own. */
+static const char *k_ar = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+static uint64_t g_top_exposed;
+static const char *g_top_name;
+static void on_exp_graph(void *arg, const cl_expo_result *r) {
+  (void)arg;
+  g_reports++;
+  if (r->span.tag & CL_GJ_TAG_GRAPH) { g_top_name = cl_gj_graph_name(NULL, r->span.tag); g_top_exposed += r->exposed_ns; }
+}
+static cl_gpu_activity graph_kernel(uint64_t s, uint64_t e, uint32_t corr, const char *name, uint32_t dev) {
+  cl_gpu_activity k = act(CL_GPU_KERNEL, s, e, corr, name);
+  k.graph = 1; k.graph_id = 3; k.graph_node = 17; k.device = dev;
+  return k;
+}
+
+TL_TEST(graph_replays_without_coll_events_count_on_their_own) {
+  cl_ct *ct = ct_new(0, 0);
+  g_reports = 0; g_top_exposed = 0; g_top_name = NULL;
+  cl_gj *g = cl_gj_new(ct, on_exp_graph, NULL);
+  REQUIRE(ct && g, "alloc");
+  uint64_t T = 10000000000ull;
+  cl_gj_start(g, T);
+  cl_gj_kernel_launch(g, 42, T + 100, T + 200, 77, 1);           /* the capture */
+  cl_gpu_activity cap = act(CL_GPU_LAUNCH, T + 120, T + 180, 600, NULL);
+  cl_gj_activity(g, &cap);
+  for (int i = 0; i < 3; i++) {
+    uint64_t b = T + 1000000 + (uint64_t)i * 100000;
+    cl_gpu_activity gl = act(CL_GPU_LAUNCH, b, b + 10, 700 + (uint32_t)i, NULL);   /* cudaGraphLaunch */
+    gl.graph = 1;
+    cl_gj_activity(g, &gl);
+    cl_gpu_activity k = graph_kernel(b + 1000, b + 2000, 700 + (uint32_t)i, k_ar, 0);
+    cl_gpu_activity c = graph_kernel(b + 800, b + 1600, 700 + (uint32_t)i, "gemm_kernel", 0);
+    cl_gj_activity(g, &k);
+    cl_gj_activity(g, &c);
+  }
+  CHECK(cl_gj_graph_seen(g, 0) && !cl_gj_graph_seen(g, 1), "graph kernels seen on device 0 only");
+  uint64_t s, e; uint32_t dev;
+  CHECK(!cl_gj_span(g, 77, 1, &s, &e, &dev), "the captured launch's kernel never ran: no span");
+  cl_gj_advance(g, T + 1500000000ull, 0);                         /* within the hold: kept */
+  CHECK(g_reports == 0, "%d reports while the replayed kernels may still be claimed", g_reports);
+  cl_gj_advance(g, T + 5000000000ull, 0);                         /* hold over, watermark past */
+  CHECK(g_reports == 3, "%d reports, want 3 (one per replay)", g_reports);
+  cl_gj_advance(g, T + 6000000000ull, 1);
+  CHECK(g_top_exposed == 1200, "exposed %llu, want 3 x 400", (unsigned long long)g_top_exposed);
+  CHECK(g_top_name == k_ar, "the replayed kernel's name names the collective");
+  cl_gj_counts n;
+  cl_gj_totals(g, &n);
+  CHECK(n.nccl_kernels == 3 && n.graph_kernels == 3 && n.graph_claimed == 0 && n.compute_kernels == 3,
+        "nccl %llu graph %llu claimed %llu compute %llu", (unsigned long long)n.nccl_kernels,
+        (unsigned long long)n.graph_kernels, (unsigned long long)n.graph_claimed, (unsigned long long)n.compute_kernels);
+  CHECK(n.t.comm_ns == 3000 && n.t.exposed_ns == 1200, "comm %llu exposed %llu", (unsigned long long)n.t.comm_ns,
+        (unsigned long long)n.t.exposed_ns);
+  CHECK(strstr(ct_body(ct)->p, "\"graph_node\":17"), "graph kernel slice lacks graph_node");
+  cl_gj_free(g);
+  ct_free(ct);
+}
+
+/* A replayed collective whose events NCCL fires (KernelCh on, or proxy work) claims the
+ * replayed kernel its own span overlaps, on its device only; a claimed kernel is not counted a
+ * second time on its own. */
+TL_TEST(replayed_collective_claims_its_kernel) {
+  cl_ct *ct = ct_new(0, 0);
+  g_reports = 0; g_top_exposed = 0;
+  cl_gj *g = cl_gj_new(ct, on_exp_graph, NULL);
+  REQUIRE(ct && g, "alloc");
+  uint64_t T = 10000000000ull;
+  cl_gj_start(g, T);
+  cl_gpu_activity k1 = graph_kernel(T + 1000, T + 2000, 700, k_ar, 0);
+  cl_gpu_activity k2 = graph_kernel(T + 5000, T + 9000, 701, k_ar, 0);
+  cl_gpu_activity k3 = graph_kernel(T + 1000, T + 2000, 702, k_ar, 1);   /* the other GPU */
+  cl_gj_activity(g, &k1);
+  cl_gj_activity(g, &k2);
+  cl_gj_activity(g, &k3);
+  uint64_t s = 0, e = 0;
+  /* KernelCh span mapped from the GPU timer: a few ns outside the kernel is tolerated */
+  REQUIRE(cl_gj_graph_claim(g, 0, T + 990, T + 1900, &s, &e), "no kernel for the KernelCh span");
+  uint64_t s2, e2;
+  CHECK(cl_gj_graph_claim(g, 0, T + 2010, T + 2040, &s2, &e2) && s2 == T + 1000,
+        "a span just after the kernel (timer mapping error) takes the nearest kernel");
+  CHECK(s == T + 1000 && e == T + 2000, "claimed %llu..%llu", (unsigned long long)(s - T), (unsigned long long)(e - T));
+  REQUIRE(cl_gj_graph_claim(g, 0, T + 1100, T + 1200, &s, &e), "a grouped collective shares the kernel");
+  CHECK(s == T + 1000, "second claim got %llu", (unsigned long long)(s - T));
+  CHECK(!cl_gj_graph_claim(g, 0, T + 3000000, T + 3001000, &s, &e), "claimed a kernel far away in time");
+  CHECK(!cl_gj_graph_claim(g, 2, T + 990, T + 1900, &s, &e), "claimed a kernel of another device");
+  cl_gj_expose(g, 5, 0, 0xabc, T + 1000, T + 2000);    /* the collective, as the assembler queues it */
+  cl_gj_advance(g, T + 6000000000ull, 1);
+  cl_gj_counts n;
+  cl_gj_totals(g, &n);
+  CHECK(n.graph_kernels == 3 && n.graph_claimed == 1, "graph %llu claimed %llu", (unsigned long long)n.graph_kernels,
+        (unsigned long long)n.graph_claimed);
+  CHECK(g_reports == 3, "%d reports, want 3 (the collective, two unclaimed kernels)", g_reports);
+  /* one timeline per rank: [1000, 2000) (the collective = k1, and k3) + [5000, 9000) (k2) */
+  CHECK(n.t.comm_ns == 1000 + 4000, "comm %llu", (unsigned long long)n.t.comm_ns);
+  CHECK(n.t.spans == 3, "spans %llu, want 3 (the collective, k2, k3: k1 is claimed)", (unsigned long long)n.t.spans);
   cl_gj_free(g);
   ct_free(ct);
 }
