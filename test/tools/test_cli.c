@@ -46,6 +46,20 @@ static json_object *rank_obj(json_object *rep, int rank) {
     if (geti(json_object_array_get_idx(rs, i), "rank") == rank) return json_object_array_get_idx(rs, i);
   return NULL;
 }
+/* `commlens report DIR --json` must exit 0 and print JSON: checks both, returns the matched
+ * instance count and rank 1's clock offset (-1 each when the report is unusable). */
+static void report_matches(const char *d, int64_t *matched, int64_t *offset_r1) {
+  char a[800], *out, *err;
+  snprintf(a, sizeof a, "report %s --json", d);
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0, "rc %d: %s", rc, err);
+  json_object *rep = json_tokener_parse(out);
+  CHECK(rep, "not JSON: %s %s", out, err);
+  *matched = rep ? geti(rep, "instances_matched") : -1;
+  *offset_r1 = rep && rank_obj(rep, 1) ? geti(get(rank_obj(rep, 1), "clock"), "offset_ns") : -1;
+  if (rep) json_object_put(rep);
+  free(out); free(err);
+}
 static int near(double got, double want, double rel, double abs_tol) { return fabs(got - want) <= fmax(rel * fabs(want), abs_tol); }
 
 TL_TEST(report_names_late_rank_slow_channel_and_offsets) {
@@ -238,20 +252,39 @@ TL_TEST(scanner_accepts_any_valid_json) {
     fprintf(f, "\n ] , \"commlens\" : { \"rank\" : %d , \"format\" : 1, \"job\": \"j\\u0041\", \"host\": \"h\\\"q\" } }\n", r);
     fclose(f);
   }
-  char a[800], *out, *err; snprintf(a, sizeof a, "report %s --json", d);
-  int rc = run_cli(a, &out, &err);
-  CHECK(rc == 0, "rc %d: %s", rc, err);
-  json_object *rep = json_tokener_parse(out);
-  REQUIRE(rep, "not JSON: %s %s", out, err);
-  CHECK(geti(rep, "instances_matched") == 5, "matched %lld", (long long)geti(rep, "instances_matched"));
-  CHECK(geti(get(rank_obj(rep, 1), "clock"), "offset_ns") == 7000, "offset %lld", (long long)geti(get(rank_obj(rep, 1), "clock"), "offset_ns"));
-  json_object_put(rep); free(out); free(err);
+  int64_t matched, off;
+  report_matches(d, &matched, &off);
+  CHECK(matched == 5, "matched %lld", (long long)matched);
+  CHECK(off == 7000, "offset %lld", (long long)off);
+  char a[800], *out, *err;
   snprintf(a, sizeof a, "merge %s -o %s/m.json", d, d);
-  rc = run_cli(a, &out, &err); free(out); free(err);
+  int rc = run_cli(a, &out, &err); free(out); free(err);
   char p[600]; snprintf(p, sizeof p, "%s/m.json", d);
   json_object *m = json_object_from_file(p);
   CHECK(rc == 0 && m, "merged output of odd-but-valid input must be valid JSON");
   if (m) json_object_put(m);
+  rm_rf(d); free(d);
+}
+
+/* CUDA-graph replays: NCCL gives every replay of a captured collective seq 0. The k-th replay
+ * on one rank is the k-th on the other: all are matched, and the clock offset comes out. */
+TL_TEST(graph_replays_sharing_a_seq_are_matched_in_order) {
+  char *d = mkdir_tmp();
+  for (int r = 0; r < 2; r++) {
+    char p[600]; snprintf(p, sizeof p, "%s/r%d.trace.json", d, r);
+    FILE *f = fopen(p, "w");
+    fprintf(f, "{\"traceEvents\":[\n");
+    for (int i = 0; i < 6; i++)
+      fprintf(f, "%s{\"ph\":\"X\",\"cat\":\"coll_gpu\",\"name\":\"AllReduce\",\"pid\":%d,\"tid\":3,"
+                 "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"comm\":\"0xab\",\"seq\":0,\"bytes\":4096,\"nranks\":2,"
+                 "\"source\":\"cupti_graph\"}}", i ? ",\n" : "", r, 1000.0 + i * 500 + r * 7, 40.0 + (i % 3) * 30 + r);
+    fprintf(f, "\n],\"commlens\":{\"rank\":%d,\"format\":1,\"job\":\"g\"}}\n", r);
+    fclose(f);
+  }
+  int64_t matched, off;
+  report_matches(d, &matched, &off);
+  CHECK(matched == 6, "matched %lld of 6 replays", (long long)matched);
+  CHECK(off == 8000, "offset %lld (rank 1 is 7 us ahead and its replays end 1 us later)", (long long)off);
   rm_rf(d); free(d);
 }
 
