@@ -1,5 +1,5 @@
 /* test_real_runs.c: the ABI call streams recorded from real NCCL 2.28.3 runs on 2x H200
- * (test/data/real: nvlink, socket, twonode, multicomm; two ranks each) replayed through the
+ * (test/data/real: nvlink, socket, twonode, multicomm, graphsocket; two ranks each) replayed through the
  * plugin by commlens-replay (the one next to $COMMLENS_LIB, or $COMMLENS_REPLAY), both ranks
  * of a run at once in fresh processes, at the recorded pace: host times, gaps and so the GPU
  * clock calibration are the real run's. Every expectation is derived from the recording itself
@@ -304,18 +304,19 @@ static void check_cli(const char *mode, const char *dir, const rec_facts *f, con
 }
 
 /* ---- one recorded run: both ranks replayed at once into one directory --------------------- */
-static void run_mode(const char *mode, int cli_checks) {
-  char base[256], dir[300], rec[2][300], envdir[400], replay_buf[512];
+/* Replays both ranks of `mode` into base/mode (base: a fresh directory); 0, or -1 (failed). */
+static int replay_pair(const char *mode, char base[256], char dir[300], char rec[2][300]) {
+  char envdir[400], replay_buf[512];
   char *replay = (char *)tool("COMMLENS_REPLAY", "commlens-replay", replay_buf, sizeof replay_buf);
-  REQUIRE(access(replay, X_OK) == 0, "%s not built (make replay)", replay);
-  h_fresh_dir(base, sizeof base);
-  REQUIRE(base[0], "no temp dir");
-  snprintf(dir, sizeof dir, "%s/%s", base, mode);
+  if (access(replay, X_OK) != 0) { CHECK(0, "%s not built (make replay)", replay); return -1; }
+  h_fresh_dir(base, 256);
+  if (!base[0]) { CHECK(0, "no temp dir"); return -1; }
+  snprintf(dir, 300, "%s/%s", base, mode);
   snprintf(envdir, sizeof envdir, "COMMLENS_DIR=%s", dir);
   pid_t pid[2];
   for (int r = 0; r < 2; r++) {
-    snprintf(rec[r], sizeof rec[r], DATA "/" PREFIX "%s-r%d.rec.gz", mode, r);
-    REQUIRE(access(rec[r], R_OK) == 0, "missing recording %s", rec[r]);
+    snprintf(rec[r], 300, DATA "/" PREFIX "%s-r%d.rec.gz", mode, r);
+    if (access(rec[r], R_OK) != 0) { CHECK(0, "missing recording %s", rec[r]); return -1; }
   }
   for (int r = 0; r < 2; r++) {
     const char *env[] = {envdir, r ? "RANK=1" : "RANK=0", "COMMLENS_CUPTI=0", "COMMLENS_EVENTS=full",
@@ -323,10 +324,18 @@ static void run_mode(const char *mode, int cli_checks) {
     char *argv[] = {replay, rec[r], NULL};
     pid[r] = start(argv, env, "/dev/null");
   }
+  int bad = 0;
   for (int r = 0; r < 2; r++) {
     int rc = finish(pid[r]);
     CHECK(rc == 0, "%s r%d: commlens-replay %s exited %d", mode, r, rec[r], rc);
+    bad |= rc != 0;
   }
+  return bad ? -1 : 0;
+}
+
+static void run_mode(const char *mode, int cli_checks) {
+  char base[256], dir[300], rec[2][300];
+  REQUIRE(replay_pair(mode, base, dir, rec) == 0, "%s: replay failed", mode);
   static rec_facts facts[2];
   static key_set timed[2];
   char *paths[8];
@@ -356,5 +365,60 @@ TL_TEST(real_nvlink) { run_mode("nvlink", 1); }
 TL_TEST(real_socket) { run_mode("socket", 1); }
 TL_TEST(real_twonode) { run_mode("twonode", 0); }
 TL_TEST(real_multicomm) { run_mode("multicomm", 0); }
+
+/* CUDA graphs (clex --graph 1 over sockets: 4 sizes of AllReduce and Send/Recv, each step
+ * captured once, replayed 1 + 5 times): NCCL fires the API events and KernelLaunch once, at
+ * capture, and Group/Coll/P2p and proxy events at every replay, from its host callback, with
+ * the capture-time API events (long stopped) as parents. Every replay must become its own
+ * collective, timed, with nothing stale or left open. NCCL does not advance seqNumber for
+ * captured collectives without KernelCh, so all replays share seq 0. */
+TL_TEST(real_graph_replays) {
+  char base[256], dir[300], rec[2][300];
+  REQUIRE(replay_pair("graphsocket", base, dir, rec) == 0, "replay failed");
+  char *paths[8];
+  int n = h_find_traces(dir, paths, 8);
+  CHECK(n == 2, "%d trace files in %s", n, dir);
+  for (int i = 0; i < n; i++) {
+    tr_trace t;
+    char err[512];
+    int64_t rank = -1, v = -1;
+    if (tr_load(&t, paths[i], err, sizeof err)) { CHECK(0, "%s", err); free(paths[i]); continue; }
+    tr_header_i64(&t, "rank", &rank);
+    static rec_facts f;
+    REQUIRE(rank == 0 || rank == 1, "%s: rank %lld", paths[i], (long long)rank);
+    REQUIRE(read_recording(rec[rank], &f) == 0, "cannot read %s", rec[rank]);
+    int api = 0, api_graph = 0, launches = 0, seq0 = 0, timed = 0, timed_proxy = 0, ncoll = 0;
+    for (size_t k = 0; k < t.n; k++) {
+      json_object *ev = tr_event(&t, k);
+      const char *cat = tr_cat(ev), *name = tr_name(ev);
+      if (tr_ph(ev) != 'X' || !cat || !name) continue;
+      if (!strcmp(cat, "api") && !strcmp(name, "ncclAllReduce")) { api++; api_graph += tr_arg_bool(ev, "graph_captured"); }
+      if (!strcmp(cat, "api") && !strcmp(name, "KernelLaunch")) launches++;
+      if (!strcmp(cat, "coll")) { int64_t sq = -1; ncoll++; tr_arg_i64(ev, "seq", &sq); seq0 += sq == 0; }
+      if (!strcmp(cat, "coll_gpu")) {
+        const char *src = NULL;
+        json_object *a = tr_arg(ev, "source");
+        if (a) src = json_object_get_string(a);
+        timed++;
+        timed_proxy += src && !strcmp(src, "proxy");
+      }
+    }
+    CHECK(api == 4 && api_graph == 4, "r%lld: %d ncclAllReduce API slices (%d graph_captured), want 4: one per capture",
+          (long long)rank, api, api_graph);
+    CHECK(launches == 8, "r%lld: %d KernelLaunch slices, want 8 (4 AllReduce + 4 Send/Recv captures)", (long long)rank, launches);
+    CHECK(ncoll == f.ncoll && ncoll == 24 && seq0 == 24, "r%lld: %d coll slices (%d with seq 0), %d recorded, want 24 replays",
+          (long long)rank, ncoll, seq0, f.ncoll);
+    CHECK(timed == ncoll + f.np2p && timed_proxy == timed, "r%lld: %d coll_gpu slices (%d by proxy), want %d", (long long)rank,
+          timed, timed_proxy, ncoll + f.np2p);
+    CHECK(tr_stats_i64(&t, "stale_handles", &v) == 0 && v == 0, "r%lld: %lld stale handles", (long long)rank, (long long)v);
+    CHECK(tr_stats_i64(&t, "open_events", &v) == 0 && v == 0, "r%lld: %lld events never stopped", (long long)rank, (long long)v);
+    CHECK(tr_stats_i64(&t, "orphans", &v) == 0 && v == 0, "r%lld: %lld orphans", (long long)rank, (long long)v);
+    CHECK(tr_stats_i64(&t, "dropped", &v) == 0 && v == 0, "r%lld: %lld dropped", (long long)rank, (long long)v);
+    tr_free(&t);
+    free(paths[i]);
+  }
+  if (!tl_cur_failed) h_rm_rf(base);
+  else fprintf(stderr, "  kept %s\n", base);
+}
 
 H_MAIN("abi/real_runs")
