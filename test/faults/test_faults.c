@@ -421,7 +421,15 @@ TL_TEST(output_dir_read_only) { run_case("readonly_fs", NULL, NULL); }
 TL_TEST(output_fs_full) { run_case("full_fs", (const char *const[]){"COMMLENS_EVENTS=full", "COMMLENS_FLUSH_MS=10", NULL}, NULL); }
 TL_TEST(sigkill_while_events_flow) { kill_case(SIGKILL, 7); }
 TL_TEST(sigterm_while_events_flow) { kill_case(SIGTERM, 11); }
-TL_TEST(fork_in_profiled_process) { run_case("forking_job", NULL, NULL); }
+/* Not under ASan: GCC's libasan does not hold its allocator's region locks across fork, so a
+ * child of a multi-threaded parent can block forever in its first allocation from a new thread
+ * (seen: the child's writer thread waiting in SizeClassAllocator64::GetFromAllocator, about 1
+ * run in 10). glibc's malloc is fork-safe; the plain build runs this case. */
+TL_TEST(fork_in_profiled_process) {
+  const char *san = getenv("COMMLENS_SANITIZED");
+  if (san && !strcmp(san, "asan")) { fprintf(stderr, "  skipped under ASan (libasan allocator and fork)\n"); return; }
+  run_case("forking_job", NULL, NULL);
+}
 TL_TEST(cupti_library_missing) {
   run_case("cupti_missing", (const char *const[]){"COMMLENS_CUPTI=1", "COMMLENS_CUPTI_LIB=/nonexistent/libcupti.so", NULL}, NULL);
 }
