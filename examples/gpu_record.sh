@@ -4,11 +4,7 @@
 # and replayed in CI. Also runs the default event set once. Everything lands in OUTDIR.
 #   examples/gpu_record.sh OUTDIR   (binaries from .gpu/: clex, libnccl-profiler-commlens.so)
 set -u
-OUT=${1:?usage: gpu_record.sh OUTDIR}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0
-PLUGIN=$PWD/.gpu/libnccl-profiler-commlens.so
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/gpu_common.sh" gpu_record.sh "$@"
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv
   ls -l /usr/lib/x86_64-linux-gnu/libnccl.so* 2>&1

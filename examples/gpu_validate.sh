@@ -5,12 +5,7 @@
 #   examples/gpu_validate.sh OUTDIR    (binaries in .gpu/: clex, libnccl-profiler-commlens.so,
 #   bench-hotpath)
 set -u
-OUT=${1:?usage: gpu_validate.sh OUTDIR}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0
-PLUGIN=$PWD/.gpu/libnccl-profiler-commlens.so
-here=$(cd "$(dirname "$0")" && pwd)
-log() { echo "$*" | tee -a "$OUT/status.txt"; }
+. "$(dirname "$0")/gpu_common.sh" gpu_validate.sh "$@"
 cat /sys/devices/system/clocksource/clocksource0/current_clocksource >"$OUT/clocksource.txt" 2>&1
 
 run() {  # name events mode clex-args...

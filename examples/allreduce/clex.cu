@@ -70,6 +70,7 @@ struct options {
   int comms;
   const char *csv;
   long abort_after; /* -1: never */
+  int graph;        /* 1: each step is captured once into a CUDA graph and replayed */
 };
 
 static void usage(FILE *f) {
@@ -93,6 +94,8 @@ static void usage(FILE *f) {
     "  --csv PATH           per-iteration latencies op,bytes,iter,us,step_us ('%%r' -> rank)\n"
     "  --abort-after N      ncclCommAbort every communicator once N collectives have completed\n"
     "                       (0: right after init), then exit 0 without destroying them\n"
+    "  --graph 0|1          1: capture each size's step (compute + collective) once into a CUDA\n"
+    "                       graph and replay it every iteration; time(us) is then the whole step\n"
     "size means total buffer bytes as in nccl-tests: allgather receives it, reducescatter sends it.\n");
 }
 
@@ -173,6 +176,7 @@ static void parse_args(int argc, char **argv, struct options *o) {
     else if (!strcmp(a, "--comms")) o->comms = (int)parse_long(a, v, 1, 64);
     else if (!strcmp(a, "--csv")) o->csv = v;
     else if (!strcmp(a, "--abort-after")) o->abort_after = parse_long(a, v, 0, LONG_MAX);
+    else if (!strcmp(a, "--graph")) o->graph = (int)parse_long(a, v, 0, 1);
     else die("unknown option '%s' (see --help)", a);
   }
   if (o->rank < 0 || o->nranks < 1 || !o->id_file) die("--rank, --nranks and --id-file are required");
@@ -279,6 +283,10 @@ struct job {
   long compute_loops;
   long ncoll; /* collectives issued so far, for round-robin and --abort-after */
   long step;  /* NVTX step number */
+  cudaGraphExec_t gexec;      /* --graph: the captured step, for (g_op, g_count) */
+  int g_op;
+  size_t g_count;
+  cudaEvent_t fork, join;     /* --graph overlap: the compute branch of the captured step */
   FILE *csv;
 };
 
@@ -363,10 +371,50 @@ static void abort_and_exit(struct job *j) {
   exit(0);
 }
 
+/* --graph: captures one step (compute as --compute says, then the collective) into a CUDA graph,
+ * once per (op, count). The overlap compute is a branch forked from and joined back to the
+ * collective's stream, so the replay runs both at once as the eager step does. */
+static void capture_step(struct job *j, int op, size_t count) {
+  if (j->gexec && j->g_op == op && j->g_count == count) return;
+  if (j->gexec) CUDA_CHECK(cudaGraphExecDestroy(j->gexec));
+  cudaGraph_t g;
+  CUDA_CHECK(cudaStreamBeginCapture(j->stream, cudaStreamCaptureModeGlobal));
+  if (j->o.compute == COMPUTE_SERIAL) launch_busy(j, j->stream);
+  if (j->o.compute == COMPUTE_OVERLAP) {
+    CUDA_CHECK(cudaEventRecord(j->fork, j->stream));
+    CUDA_CHECK(cudaStreamWaitEvent(j->compute_stream, j->fork, 0));
+    launch_busy(j, j->compute_stream);
+    CUDA_CHECK(cudaEventRecord(j->join, j->compute_stream));
+  }
+  issue(j, op, count);
+  if (j->o.compute == COMPUTE_OVERLAP) CUDA_CHECK(cudaStreamWaitEvent(j->stream, j->join, 0));
+  CUDA_CHECK(cudaStreamEndCapture(j->stream, &g));
+  CUDA_CHECK(cudaGraphInstantiate(&j->gexec, g, 0));
+  CUDA_CHECK(cudaGraphDestroy(g));
+  j->g_op = op;
+  j->g_count = count;
+}
+
+/* One replay of the captured step, timed between two events. */
+static double run_graph_step(struct job *j, int op, size_t count, double *step_us) {
+  capture_step(j, op, count);
+  const double t0 = now_us();
+  if (j->o.delay_us > 0 && j->o.rank == j->o.delay_rank) sleep_us(j->o.delay_us);
+  CUDA_CHECK(cudaEventRecord(j->ev_start, j->stream));
+  CUDA_CHECK(cudaGraphLaunch(j->gexec, j->stream));
+  CUDA_CHECK(cudaEventRecord(j->ev_stop, j->stream));
+  CUDA_CHECK(cudaEventSynchronize(j->ev_stop));
+  *step_us = now_us() - t0;
+  float ms;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, j->ev_start, j->ev_stop));
+  return (double)ms * 1000.0;
+}
+
 /* One step: straggler delay, compute, the collective between two events, then a full sync so the
  * step (and its NVTX range) really ends. Returns the collective's GPU time in us; *step_us gets
  * the host wall time of the whole step. */
 static double run_step(struct job *j, int op, size_t count, double *step_us) {
+  if (j->o.graph) return run_graph_step(j, op, count, step_us);
   const double t0 = now_us();
   if (j->o.delay_us > 0 && j->o.rank == j->o.delay_rank) sleep_us(j->o.delay_us);
   if (j->o.compute == COMPUTE_SERIAL) launch_busy(j, j->stream);
@@ -491,6 +539,8 @@ static void setup(struct job *j) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&j->compute_stream, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreate(&j->ev_start));
   CUDA_CHECK(cudaEventCreate(&j->ev_stop));
+  CUDA_CHECK(cudaEventCreateWithFlags(&j->fork, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&j->join, cudaEventDisableTiming));
   const size_t elems = o->max_bytes / sizeof(float) + 1;
   CUDA_CHECK(cudaMalloc((void **)&j->send, elems * sizeof(float)));
   CUDA_CHECK(cudaMalloc((void **)&j->recv, elems * sizeof(float)));
@@ -510,12 +560,16 @@ static void setup(struct job *j) {
   if (o->delay_rank >= 0 && o->delay_us > 0)
     printf("# straggler: rank %d sleeps %ld us before each collective%s\n", o->delay_rank,
            o->delay_us, o->delay_rank == o->rank ? " (this rank)" : "");
+  if (o->graph) printf("# graph: each size's step is captured once into a CUDA graph and replayed\n");
   if (o->compute != COMPUTE_NONE) calibrate_compute(j);
   open_csv(j);
 }
 
 static void teardown(struct job *j) {
   CUDA_CHECK(cudaDeviceSynchronize());
+  if (j->gexec) CUDA_CHECK(cudaGraphExecDestroy(j->gexec));
+  CUDA_CHECK(cudaEventDestroy(j->fork));
+  CUDA_CHECK(cudaEventDestroy(j->join));
   for (int c = j->o.comms - 1; c >= 0; c--) {
     NCCL_CHECK(ncclCommFinalize(j->comms[c]));
     NCCL_CHECK(ncclCommDestroy(j->comms[c]));
