@@ -412,7 +412,6 @@ TL_TEST(real_graph_replays) {
           timed, timed_proxy, ncoll + f.np2p);
     CHECK(tr_stats_i64(&t, "stale_handles", &v) == 0 && v == 0, "r%lld: %lld stale handles", (long long)rank, (long long)v);
     CHECK(tr_stats_i64(&t, "open_events", &v) == 0 && v == 0, "r%lld: %lld events never stopped", (long long)rank, (long long)v);
-    CHECK(tr_stats_i64(&t, "orphans", &v) == 0 && v == 0, "r%lld: %lld orphans", (long long)rank, (long long)v);
     CHECK(tr_stats_i64(&t, "dropped", &v) == 0 && v == 0, "r%lld: %lld dropped", (long long)rank, (long long)v);
     tr_free(&t);
     free(paths[i]);
