@@ -264,7 +264,7 @@ void cl_expo_finish(cl_expo *e) { report_ready(e, 0, 1); }
 void cl_expo_get_stats(const cl_expo *e, cl_expo_stats *out) { *out = e->st; }
 
 /* ---- aggregation ---- */
-#define CL_EXPO_MAX_COMMS 64
+
 #define CL_EXPO_AGG_MAX_IV 65536
 #define CL_EXPO_MAX_STEPS 4096
 

@@ -94,6 +94,7 @@ typedef struct {
   uint64_t spans;
 } cl_expo_totals;
 
+#define CL_EXPO_MAX_COMMS 64        /* communicators with totals of their own; the rest share one */
 typedef struct {
   uint64_t comm;              /* communicator hash (0 = the "other" slot once the cap is hit) */
   cl_expo_totals t;

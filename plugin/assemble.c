@@ -470,13 +470,25 @@ void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {
   sb_printf(b, "{\"comm_ns\":%llu,\"exposed_ns\":%llu,\"overlap_ppm\":%u,\"spans\":%llu,"
             "\"nccl_kernels\":%llu,\"compute_kernels\":%llu,\"classified_by_name\":%llu,"
             "\"launches_nccl\":%llu,\"launches_other\":%llu,\"graph_kernels\":%llu,"
-            "\"graph_kernels_joined\":%llu,\"cupti_covered_ns\":%llu,\"top\":[",
+            "\"graph_kernels_joined\":%llu,\"cupti_covered_ns\":%llu,\"comms\":[",
             (unsigned long long)n.t.comm_ns, (unsigned long long)n.t.exposed_ns, cl_expo_overlap_ppm(&n.t),
             (unsigned long long)n.t.spans, (unsigned long long)n.nccl_kernels,
             (unsigned long long)n.compute_kernels, (unsigned long long)n.by_name,
             (unsigned long long)n.launches_nccl, (unsigned long long)n.launches_other,
             (unsigned long long)n.graph_kernels, (unsigned long long)n.graph_claimed,
             (unsigned long long)cl_gj_covered_ns(a->gj, cl_now()));
+  cl_expo_comm_totals ct[CL_EXPO_MAX_COMMS + 1];
+  size_t nct = cl_gj_comms(a->gj, ct, sizeof ct / sizeof ct[0]);
+  for (size_t i = 0; i < nct && i < sizeof ct / sizeof ct[0]; i++) {
+    /* per communicator; comm 0: replayed graph kernels no collective claimed, and the
+     * communicators past the table's cap */
+    sb_printf(b, "%s{\"comm\":\"", i ? "," : "");
+    sb_hex(b, ct[i].comm);
+    sb_printf(b, "\",\"comm_ns\":%llu,\"exposed_ns\":%llu,\"overlap_ppm\":%u,\"spans\":%llu}",
+              (unsigned long long)ct[i].t.comm_ns, (unsigned long long)ct[i].t.exposed_ns,
+              cl_expo_overlap_ppm(&ct[i].t), (unsigned long long)ct[i].t.spans);
+  }
+  sb_puts(b, "],\"top\":[");
   for (int i = 0; i < NTOP && a->top[i].exposed; i++) {
     sb_printf(b, "%s{\"func\":", i ? "," : "");
     sb_jstr(b, a->top[i].func);

@@ -400,3 +400,5 @@ void cl_gj_totals(cl_gj *g, cl_gj_counts *c) {
   c->graph_kernels = g->graph_kernels;
   c->graph_claimed = g->graph_claimed;
 }
+
+size_t cl_gj_comms(cl_gj *g, cl_expo_comm_totals *out, size_t max) { return cl_expo_agg_comms(g->agg, out, max); }

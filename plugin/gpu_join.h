@@ -74,4 +74,6 @@ typedef struct {
 } cl_gj_counts;
 /* Totals for the summary and the trace tail. */
 void cl_gj_totals(cl_gj *g, cl_gj_counts *c);
+/* Per-communicator totals (cl_expo_agg_comms): up to max copied, the count returned. */
+size_t cl_gj_comms(cl_gj *g, cl_expo_comm_totals *out, size_t max);
 #endif

@@ -58,6 +58,11 @@ TL_TEST(steps_launch_correlation_and_exposure) {
         (unsigned long long)n.nccl_kernels, (unsigned long long)n.compute_kernels, (unsigned long long)n.by_name);
   CHECK(n.launches_nccl == 1 && n.launches_other == 1, "launches matched %llu other %llu",
         (unsigned long long)n.launches_nccl, (unsigned long long)n.launches_other);
+  cl_expo_comm_totals pc[4];
+  size_t npc = cl_gj_comms(g, pc, 4);
+  CHECK(npc == 1 && pc[0].comm == 0xabc && pc[0].t.comm_ns == 1000 && pc[0].t.exposed_ns == 400,
+        "per communicator: %zu entries, first 0x%llx %llu/%llu", npc, (unsigned long long)pc[0].comm,
+        (unsigned long long)pc[0].t.exposed_ns, (unsigned long long)pc[0].t.comm_ns);
   uint64_t sn, sx, sc, wid, wx;
   cl_gj_steps(g, &sn, &sx, &sc, &wid, &wx);
   CHECK(sn == 1 && wid == 5 && sx == 400 && sc == 1000, "steps %llu id %llu exposed %llu comm %llu",
