@@ -46,17 +46,19 @@ static json_object *rank_obj(json_object *rep, int rank) {
     if (geti(json_object_array_get_idx(rs, i), "rank") == rank) return json_object_array_get_idx(rs, i);
   return NULL;
 }
-/* `commlens report DIR --json` must exit 0 and print JSON: checks both, returns the matched
- * instance count and rank 1's clock offset (-1 each when the report is unusable). */
-static void report_matches(const char *d, int64_t *matched, int64_t *offset_r1) {
+/* `commlens report DIR --json` must exit 0 and print JSON, with `want` instances matched and
+ * rank 1's clock offset `want_off` ns. */
+static void expect_report(const char *d, int64_t want, int64_t want_off, const char *what) {
   char a[800], *out, *err;
   snprintf(a, sizeof a, "report %s --json", d);
   int rc = run_cli(a, &out, &err);
   CHECK(rc == 0, "rc %d: %s", rc, err);
   json_object *rep = json_tokener_parse(out);
   CHECK(rep, "not JSON: %s %s", out, err);
-  *matched = rep ? geti(rep, "instances_matched") : -1;
-  *offset_r1 = rep && rank_obj(rep, 1) ? geti(get(rank_obj(rep, 1), "clock"), "offset_ns") : -1;
+  int64_t matched = rep ? geti(rep, "instances_matched") : -1;
+  int64_t off = rep && rank_obj(rep, 1) ? geti(get(rank_obj(rep, 1), "clock"), "offset_ns") : -1;
+  CHECK(matched == want, "%s: matched %lld, want %lld", what, (long long)matched, (long long)want);
+  CHECK(off == want_off, "%s: rank 1 offset %lld ns, want %lld", what, (long long)off, (long long)want_off);
   if (rep) json_object_put(rep);
   free(out); free(err);
 }
@@ -252,10 +254,7 @@ TL_TEST(scanner_accepts_any_valid_json) {
     fprintf(f, "\n ] , \"commlens\" : { \"rank\" : %d , \"format\" : 1, \"job\": \"j\\u0041\", \"host\": \"h\\\"q\" } }\n", r);
     fclose(f);
   }
-  int64_t matched, off;
-  report_matches(d, &matched, &off);
-  CHECK(matched == 5, "matched %lld", (long long)matched);
-  CHECK(off == 7000, "offset %lld", (long long)off);
+  expect_report(d, 5, 7000, "odd but valid JSON");
   char a[800], *out, *err;
   snprintf(a, sizeof a, "merge %s -o %s/m.json", d, d);
   int rc = run_cli(a, &out, &err); free(out); free(err);
@@ -281,10 +280,7 @@ TL_TEST(graph_replays_sharing_a_seq_are_matched_in_order) {
     fprintf(f, "\n],\"commlens\":{\"rank\":%d,\"format\":1,\"job\":\"g\"}}\n", r);
     fclose(f);
   }
-  int64_t matched, off;
-  report_matches(d, &matched, &off);
-  CHECK(matched == 6, "matched %lld of 6 replays", (long long)matched);
-  CHECK(off == 8000, "offset %lld (rank 1 is 7 us ahead and its replays end 1 us later)", (long long)off);
+  expect_report(d, 6, 8000, "6 replays, rank 1 7 us ahead and its replays ending 1 us later");
   rm_rf(d); free(d);
 }
 
