@@ -38,13 +38,6 @@ cl_ring *cl_ring_claim(void) {
   if (cap < 64) cap = 64;
   for (int i = 0; i < n && !r; i++)      /* reuse a recycled ring of the right size */
     if (atomic_load(&cl_rings[i].state) == CL_RING_FREE && cl_rings[i].cap == cap) r = &cl_rings[i];
-  /* a dead thread's ring the drain has emptied but not yet marked free (it does so under this
-   * mutex, re-checking the state): reusable now. Threads that come and go faster than the
-   * drain's pass would otherwise find the budget spent and lose events. */
-  for (int i = 0; i < n && !r; i++)
-    if (atomic_load(&cl_rings[i].state) == CL_RING_DEAD && cl_rings[i].cap == cap &&
-        atomic_load(&cl_rings[i].head) == atomic_load(&cl_rings[i].tail))
-      r = &cl_rings[i];
   if (!r && n < CL_MAX_RINGS && g_bytes + cap * CL_SLOT_BYTES <= cl_cfg.buffer_bytes / 4 * 3)   /* a quarter is staging */ {
     cl_rec *mem = aligned_alloc(64, cap * CL_SLOT_BYTES);
     if (mem) {
@@ -60,9 +53,9 @@ cl_ring *cl_ring_claim(void) {
     r->serial = g_next_serial++;
     r->id_base = (uint64_t)r->serial << CL_ID_SEQ_BITS;
     r->seq = 0;
-    /* head and tail stay where they are (equal: the ring is empty): positions only grow, and
-     * the drain may be reading them right now if the ring was dead a moment ago */
-    r->tail_cache = atomic_load(&r->tail);
+    atomic_store(&r->head, 0);
+    atomic_store(&r->tail, 0);
+    r->tail_cache = 0;
     r->os_tid = (int)syscall(SYS_gettid);
     atomic_store_explicit(&r->state, CL_RING_LIVE, memory_order_release);
   }
@@ -108,7 +101,7 @@ void cl_ring_recycle_if_done(cl_ring *r) {
   if (atomic_load_explicit(&r->state, memory_order_acquire) != CL_RING_DEAD) return;
   if (atomic_load(&r->head) != atomic_load(&r->tail)) return;
   pthread_mutex_lock(&g_ring_mu);
-  if (atomic_load(&r->state) == CL_RING_DEAD) atomic_store(&r->state, CL_RING_FREE);   /* not reused meanwhile */
+  atomic_store(&r->state, CL_RING_FREE);
   pthread_mutex_unlock(&g_ring_mu);
 }
 
