@@ -136,7 +136,7 @@ static void on_exposed(void *arg, const cl_expo_result *r) {
   uint64_t tag = r->span.tag;
   if (tag & CL_GJ_TAG_GRAPH) {   /* a replayed NCCL kernel no collective claimed */
     if (!r->incomplete)
-      cl_asm_top_add(a, cl_gj_graph_name(a->gj, tag), 0, 0, r->exposed_ns, r->span.end_ns - r->span.start_ns);
+      cl_asm_top_add(a, cl_gj_graph_name(tag), 0, 0, r->exposed_ns, r->span.end_ns - r->span.start_ns);
     return;
   }
   ev *c = lookup(a, tag);

@@ -471,6 +471,14 @@ static int is_launch_cbid(int driver, CUpti_CallbackId cbid) {
 
 static uint64_t to_mono(uint64_t t) { return t ? (uint64_t)((int64_t)t - g.ts_offset) : 0; }
 
+/* The fields kernel, memcpy and memset records share (different struct types, same names). */
+#define GPU_WORK_FIELDS(o, r) do {                                                         \
+    (o)->start_ns = to_mono((r)->start); (o)->end_ns = to_mono((r)->end);                  \
+    (o)->correlation = (r)->correlationId;                                                 \
+    (o)->device = (r)->deviceId; (o)->context = (r)->contextId; (o)->stream = (r)->streamId; \
+    (o)->graph_id = (r)->graphId; (o)->graph_node = (r)->graphNodeId;                      \
+  } while (0)
+
 /* Fills *o from one record; returns 0 if the record is not one we hand out. */
 static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
   memset(o, 0, sizeof *o);
@@ -480,32 +488,20 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
     const CUpti_ActivityKernel10 *k = (const void *)rec;
     if (!k->start && !k->end) return 0;   /* CUPTI could not time it */
     o->kind = CL_GPU_KERNEL;
-    o->start_ns = to_mono(k->start); o->end_ns = to_mono(k->end);
-    o->correlation = k->correlationId;
-    o->device = k->deviceId; o->context = k->contextId; o->stream = k->streamId;
-    o->graph = k->graphNodeId != 0;
-    o->graph_id = k->graphId; o->graph_node = k->graphNodeId;
+    GPU_WORK_FIELDS(o, k);
     o->name = intern(k->name);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMCPY: {
     const CUpti_ActivityMemcpy6 *m = (const void *)rec;
     o->kind = CL_GPU_MEMCPY;
-    o->graph_id = m->graphId; o->graph_node = m->graphNodeId;
-    o->start_ns = to_mono(m->start); o->end_ns = to_mono(m->end);
-    o->correlation = m->correlationId;
-    o->device = m->deviceId; o->context = m->contextId; o->stream = m->streamId;
-    o->graph = m->graphNodeId != 0;
+    GPU_WORK_FIELDS(o, m);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMSET: {
     const CUpti_ActivityMemset4 *m = (const void *)rec;
     o->kind = CL_GPU_MEMSET;
-    o->graph_id = m->graphId; o->graph_node = m->graphNodeId;
-    o->start_ns = to_mono(m->start); o->end_ns = to_mono(m->end);
-    o->correlation = m->correlationId;
-    o->device = m->deviceId; o->context = m->contextId; o->stream = m->streamId;
-    o->graph = m->graphNodeId != 0;
+    GPU_WORK_FIELDS(o, m);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_DRIVER:
@@ -516,11 +512,6 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
     o->start_ns = to_mono(a->start); o->end_ns = to_mono(a->end);
     o->correlation = a->correlationId;
     o->thread = a->threadId;
-    o->graph = a->cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
-               a->cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
-    if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME)
-      o->graph = a->cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
-                 a->cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MARKER: {

@@ -20,7 +20,6 @@ typedef struct {
   uint32_t device, context, stream;   /* stream = CUPTI stream id */
   uint32_t thread;            /* LAUNCH: OS thread id that made the call */
   uint8_t kind;               /* cl_gpu_kind */
-  uint8_t graph;              /* KERNEL: launched from a CUDA graph (graph_node != 0) */
   uint32_t graph_id;          /* KERNEL, MEMCPY, MEMSET: CUDA graph id (0: not from a graph) */
   uint64_t graph_node;        /* KERNEL, MEMCPY, MEMSET: graph node id (0: not from a graph) */
   const char *name;           /* KERNEL: demangled-or-raw name, interned, lives until exit */

@@ -207,7 +207,7 @@ static void draw_kernel(cl_gj *g, const cl_gpu_activity *k, int nccl) {
   sb_key(b, &first, "device"); sb_u64(b, k->device);
   sb_key(b, &first, "stream"); sb_u64(b, k->stream);
   sb_key(b, &first, "nccl"); sb_puts(b, nccl ? "true" : "false");
-  if (k->graph) {
+  if (k->graph_node) {
     sb_key(b, &first, "graph_id"); sb_u64(b, k->graph_id);
     sb_key(b, &first, "graph_node"); sb_u64(b, k->graph_node);
   }
@@ -256,18 +256,17 @@ int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_
   return 1;
 }
 
-const char *cl_gj_graph_name(const cl_gj *g, uint64_t tag) {
-  (void)g;
+const char *cl_gj_graph_name(uint64_t tag) {
   return (tag & CL_GJ_TAG_GRAPH) ? (const char *)(uintptr_t)(tag & ~CL_GJ_TAG_GRAPH) : NULL;
 }
 
 /* Classifies and uses one kernel record; returns 0 if its launch record is not known yet. */
 static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   corr_ent *c = &g->corr[k->correlation % NCORR];
-  int known = !k->graph && c->cls && c->corr == k->correlation;
+  int known = !k->graph_node && c->cls && c->corr == k->correlation;
   int nccl;
   if (known) nccl = c->cls == 1;
-  else if (k->graph || force || !g->nwin_total) {
+  else if (k->graph_node || force || !g->nwin_total) {
     /* no launch record of its own (a graph replay carries the graph launch's correlation id;
      * a runtime launch; no KernelLaunch events): by name */
     nccl = is_nccl_name(k->name);
@@ -281,7 +280,7 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
     return 1;
   }
   g->nccl_kernels++;
-  if (k->graph) { add_graph_kernel(g, k); return 1; }
+  if (k->graph_node) { add_graph_kernel(g, k); return 1; }
   if (known) {
     span_ent *s = span_slot(g, c->group, c->comm);
     if (s->group != c->group || s->comm != c->comm) *s = (span_ent){c->group, c->comm, k->device, k->start_ns, k->end_ns};

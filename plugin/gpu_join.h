@@ -42,7 +42,7 @@ int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_
 /* Tags of the unclaimed replayed kernels handed to the exposed callback (tag & mask): the
  * callback gets their name through cl_gj_graph_name. */
 #define CL_GJ_TAG_GRAPH (1ull << 63)
-const char *cl_gj_graph_name(const cl_gj *g, uint64_t tag);
+const char *cl_gj_graph_name(uint64_t tag);
 /* Queues a collective's GPU span for exposure; `fn` reports it once compute is known. */
 void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, uint64_t s, uint64_t e);
 /* Moves the exposure watermark to `now - lag` (everything when final) and resolves held

@@ -186,8 +186,8 @@ TL_TEST(delivers_records) {
   n += cl_cupti_drain(a + n, 16 - n);
   REQUIRE(n == 5, "n=%zu", n);
   CHECK(a[0].kind == CL_GPU_KERNEL && a[0].start_ns == 1000 && a[0].end_ns == 2000 && a[0].device == 1 &&
-        a[0].context == 2 && a[0].stream == 7 && a[0].correlation == 42 && !a[0].graph, "k0");
-  CHECK(a[1].graph && a[1].correlation == 43 && strcmp(a[1].name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL") == 0, "k1");
+        a[0].context == 2 && a[0].stream == 7 && a[0].correlation == 42 && !a[0].graph_node, "k0");
+  CHECK(a[1].graph_node && a[1].correlation == 43 && strcmp(a[1].name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL") == 0, "k1");
   CHECK(a[2].name == a[0].name, "names not interned");
   CHECK(strcmp(a[0].name, "myGemm(float*, float*)") == 0 || strcmp(a[0].name, "_Z6myGemmPfS_") == 0, "name %s", a[0].name);
   CHECK(a[3].kind == CL_GPU_LAUNCH && a[3].thread == 1234 && a[3].correlation == 43 && a[3].start_ns == 900, "launch");

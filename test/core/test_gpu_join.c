@@ -147,11 +147,11 @@ static const char *g_top_name;
 static void on_exp_graph(void *arg, const cl_expo_result *r) {
   (void)arg;
   g_reports++;
-  if (r->span.tag & CL_GJ_TAG_GRAPH) { g_top_name = cl_gj_graph_name(NULL, r->span.tag); g_top_exposed += r->exposed_ns; }
+  if (r->span.tag & CL_GJ_TAG_GRAPH) { g_top_name = cl_gj_graph_name(r->span.tag); g_top_exposed += r->exposed_ns; }
 }
 static cl_gpu_activity graph_kernel(uint64_t s, uint64_t e, uint32_t corr, const char *name, uint32_t dev) {
   cl_gpu_activity k = act(CL_GPU_KERNEL, s, e, corr, name);
-  k.graph = 1; k.graph_id = 3; k.graph_node = 17; k.device = dev;
+  k.graph_id = 3; k.graph_node = 17; k.device = dev;
   return k;
 }
 
@@ -168,7 +168,6 @@ TL_TEST(graph_replays_without_coll_events_count_on_their_own) {
   for (int i = 0; i < 3; i++) {
     uint64_t b = T + 1000000 + (uint64_t)i * 100000;
     cl_gpu_activity gl = act(CL_GPU_LAUNCH, b, b + 10, 700 + (uint32_t)i, NULL);   /* cudaGraphLaunch */
-    gl.graph = 1;
     cl_gj_activity(g, &gl);
     cl_gpu_activity k = graph_kernel(b + 1000, b + 2000, 700 + (uint32_t)i, k_ar, 0);
     cl_gpu_activity c = graph_kernel(b + 800, b + 1600, 700 + (uint32_t)i, "gemm_kernel", 0);
