@@ -229,14 +229,7 @@ H_CHILD(bad_config) {
 /* ---- unwritable output directory ------------------------------------------------------ */
 H_CHILD(unwritable_dir) {
   const char *dir = getenv("COMMLENS_DIR");
-  for (int cycle = 0; cycle < 2; cycle++) {
-    h_plugin p;
-    void *ctx;
-    h_open_init(&p, 5, &ctx);
-    for (int i = 0; i < 3; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1}, (uint64_t)i, NULL);
-    h_finalize(&p, ctx);
-    h_close(&p);
-  }
+  for (int cycle = 0; cycle < 2; cycle++) h_short_job(3, &(h_opts){.network = 1});
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   int n = h_log_count(CLABI_LOG_WARN, dir);
   CHECK(n == 1, "%d warnings naming %s (want exactly one); log:\n%s", n, dir, h_log_text());
@@ -271,12 +264,7 @@ H_CHILD(many_comms) {
 
 /* ---- capture window ---------------------------------------------------------------- */
 H_CHILD(capture_window) {
-  h_plugin p;
-  void *ctx;
-  h_open_init(&p, 5, &ctx);
-  for (int i = 0; i < 30; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1, .nsteps = 1}, (uint64_t)i, NULL);
-  h_finalize(&p, ctx);
-  h_close(&p);
+  h_short_job(30, &(h_opts){.network = 1, .nsteps = 1});
   tr_trace t;
   if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
   CHECK(tr_count(&t, 'X', "coll") == 10, "coll %zu, want 10", tr_count(&t, 'X', "coll"));

@@ -43,12 +43,7 @@ static int count_warn(void) { return h_log_count(CLABI_LOG_WARN, NULL); }
 H_CHILD(missing_dir) {
   umask(022);
   const char *dir = getenv("COMMLENS_DIR");   /* <fresh>/a/b/c: does not exist yet */
-  h_plugin p;
-  void *ctx;
-  h_open_init(&p, 5, &ctx);
-  for (int i = 0; i < 3; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
-  h_finalize(&p, ctx);
-  h_close(&p);
+  h_short_job(3, NULL);
   struct stat st;
   REQUIRE(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "%s was not created", dir);
   CHECK((st.st_mode & 07777) == 0755, "directory mode %o, want 755", st.st_mode & 07777);
@@ -68,14 +63,7 @@ H_CHILD(readonly_fs) {
   char sub[600];
   snprintf(sub, sizeof sub, "%s/traces", dir);
   setenv("COMMLENS_DIR", sub, 1);
-  for (int cycle = 0; cycle < 2; cycle++) {
-    h_plugin p;
-    void *ctx;
-    h_open_init(&p, 5, &ctx);
-    for (int i = 0; i < 3; i++) h_drive_coll(&p, ctx, &(h_opts){.network = 1}, (uint64_t)i, NULL);
-    h_finalize(&p, ctx);
-    h_close(&p);
-  }
+  for (int cycle = 0; cycle < 2; cycle++) h_short_job(3, &(h_opts){.network = 1});
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
   CHECK(count_warn() == 1 && h_log_count(CLABI_LOG_WARN, "Read-only") == 1,
         "want one warning saying read-only; log:\n%s", h_log_text());

@@ -714,6 +714,15 @@ void h_open_init(h_plugin *p, int abi, void **ctx) {
   if (h_init(p, ctx, NULL) != 0 || !*ctx) { CHECK(0, "init v%d", abi); exit(1); }
 }
 
+void h_short_job(int ncoll, const h_opts *o) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < ncoll; i++) h_drive_coll(&p, ctx, o, (uint64_t)i, NULL);
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
 int h_find_traces(const char *dir, char **paths, int max) {
   int n = h_find_files(dir, ".trace.json", paths, max);
   return n + h_find_files(dir, ".trace.json.gz", paths + n, max - n);

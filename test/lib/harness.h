@@ -160,6 +160,9 @@ int h_find_traces(const char *dir, char **paths, int max);
 int h_load_one_trace(const char *dir, tr_trace *t, char *path_out, size_t pn);
 /* h_open + h_init of one communicator; a failure is a failed CHECK and exit(1) (child cases). */
 void h_open_init(h_plugin *p, int abi, void **ctx);
+/* A whole short job through ABI v5: load, init one communicator, drive ncoll collectives
+ * (seq 0..ncoll-1, options o or NULL), finalize, unload. */
+void h_short_job(int ncoll, const h_opts *o);
 /* Finds files in dir whose name ends with suffix; same contract as h_find_traces. */
 int h_find_files(const char *dir, const char *suffix, char **paths, int max);
 void h_rm_rf(const char *dir);
