@@ -4,16 +4,16 @@ CC      ?= cc
 CUDA    ?= /usr/local/cuda
 BUILD   ?= build
 VERSION := 0.1.0
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -fPIC -Iinclude -Iplugin -I$(CUDA)/include \
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -fPIC -I. -Iinclude -I$(CUDA)/include \
                -DCOMMLENS_VERSION=\"$(VERSION)\"
 OPT     ?= -O2
 SAN     ?=
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(EXTRA_CFLAGS)
-LIB_SRC := $(wildcard plugin/*.c plugin/abi/*.c exporters/*.c)
+LIB_SRC := $(wildcard common/*.c plugin/*.c plugin/*/*.c exporters/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libnccl-profiler-commlens.so
 LIBLINK := $(BUILD)/libnccl-profiler.so
-CLI_SRC := $(wildcard tools/commlens/*.c) plugin/config.c plugin/log.c   # the variable table is the plugin's
+CLI_SRC := $(wildcard tools/commlens/*.c common/*.c)   # common/: config table, log, clock, NCCL arithmetic
 CLI     := $(BUILD)/commlens
 Q       := @
 
@@ -33,7 +33,7 @@ $(DEPS_STAMP):
 
 # ---- the plugin ----
 lib: $(LIB) $(LIBLINK)
-$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h plugin/*.h exporters/*.h) | $(DEPS_STAMP)
+$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
 $(LIB): $(LIB_OBJ) plugin/exports.map
@@ -55,7 +55,7 @@ TEST_LIB_SRC := $(wildcard test/lib/*.c)
 TEST_SRC := $(wildcard test/*/test_*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 # Some suites #include plugin or CLI sources to test internals: rebuild them when those change.
-TEST_INCLUDED := $(wildcard plugin/*.[ch] plugin/abi/*.[ch] exporters/*.[ch] tools/commlens/*.[ch])
+TEST_INCLUDED := $(wildcard common/*.[ch] plugin/*.[ch] plugin/*/*.[ch] exporters/*.[ch] tools/commlens/*.[ch])
 $(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h include/commlens/*.h) $(TEST_INCLUDED) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itest/lib -Itools/commlens -o $@ $< $(TEST_LIB_SRC) -ljson-c -lz -ldl -lpthread -lm

@@ -1,7 +1,7 @@
 /* chrome_trace.c: see chrome_trace.h. Everything is appended to one buffer that the writer
  * hands to the trace file at each flush. Timestamps: monotonic ns + the process's realtime
  * offset, printed as exact microseconds. */
-#include "chrome_trace.h"
+#include "exporters/chrome_trace.h"
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>

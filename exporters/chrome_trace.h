@@ -4,7 +4,7 @@
  * numbered lanes, so no track ever holds overlapping slices. Writer thread only. */
 #ifndef COMMLENS_CHROME_TRACE_H
 #define COMMLENS_CHROME_TRACE_H
-#include "strbuf.h"
+#include "exporters/strbuf.h"
 #include <stdint.h>
 
 typedef struct cl_ct cl_ct;

@@ -1,7 +1,7 @@
 /* strbuf.c: see strbuf.h. Integer formatting is hand-written: it is the writer's hottest
  * code, and it must never go through a double (timestamps are exact). */
-#include "strbuf.h"
-#include "../plugin/clock.h"
+#include "exporters/strbuf.h"
+#include "common/clock.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* summary.c: see summary.h. Size buckets are powers of two (bucket b holds sizes in
  * [2^b, 2^(b+1))). Bandwidths use GPU time only: a collective with no GPU span counts but
  * adds no time. */
-#include "summary.h"
+#include "exporters/summary.h"
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

@@ -2,7 +2,7 @@
  * thread. Plain files: one pwritev of [new body, tail] at the old tail's offset, then a
  * truncate if the file got shorter. Gzip: ftruncate to the old tail member, then append the
  * body member and a fresh tail member. */
-#include "trace_file.h"
+#include "exporters/trace_file.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

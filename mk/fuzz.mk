@@ -34,7 +34,7 @@ $(FUZZ_STAMP): | $(DEPS_STAMP)
 	  $(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe || exit 1; fi
 	$(Q)touch $@
 
-$(FUZZ_DIR)/obj/%.o: %.c $(wildcard include/commlens/*.h plugin/*.h plugin/abi/*.h exporters/*.h tools/commlens/*.h) | $(FUZZ_STAMP)
+$(FUZZ_DIR)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h tools/commlens/*.h) | $(FUZZ_STAMP)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Itools/commlens -c $< -o $@
 

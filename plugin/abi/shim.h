@@ -5,7 +5,7 @@
 #ifndef COMMLENS_SHIM_H
 #define COMMLENS_SHIM_H
 #include "commlens/nccl_profiler_abi.h"
-#include "core.h"
+#include "plugin/plugin.h"
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>

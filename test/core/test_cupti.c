@@ -2,9 +2,9 @@
  * the string below (cc -shared); environment variables pick its behaviour: busy subscriber
  * slot, too old, kernel activity refused, or a synthetic activity buffer on flush. */
 #include "tl.h"
-#include "../../plugin/cupti.c"
-#include "../../plugin/log.c"
-#include "../../plugin/config.c"   /* COMMLENS_CUPTI_LIB comes through the variable table */
+#include "../../plugin/gpu/cupti.c"
+#include "../../common/log.c"
+#include "../../common/config.c"   /* COMMLENS_CUPTI_LIB comes through the variable table */
 #include <stdarg.h>
 #include <unistd.h>
 

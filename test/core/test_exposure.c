@@ -1,7 +1,7 @@
 /* test_exposure.c: the exposed-communication engine and its aggregator, on small integer
  * timelines, against hand-computed answers and a brute-force per-unit reference. */
 #include "tl.h"
-#include "../../exporters/exposure.c"
+#include "../../plugin/gpu/exposure.c"
 
 #define MAXR 4096
 typedef struct { cl_expo_span span; uint64_t exposed; cl_expo_iv pieces[64]; size_t np; int incomplete; } rec;

@@ -2,11 +2,11 @@
  * per-step exposure windows; a kernel whose launch record lies inside a KernelLaunch window is
  * NCCL's (by correlation, not by name); compute kernels hide part of a collective's span. */
 #include "tl.h"
-#include "../../plugin/gpu_join.c"
-#include "../../exporters/exposure.c"
+#include "../../plugin/gpu/gpu_join.c"
+#include "../../plugin/gpu/exposure.c"
 #include "../../exporters/chrome_trace.c"
 #include "../../exporters/strbuf.c"
-#include "../../plugin/clock.c"
+#include "../../common/clock.c"
 
 static uint64_t g_tag, g_exposed;
 static int g_reports;
@@ -24,7 +24,8 @@ static cl_gpu_activity act(int kind, uint64_t s, uint64_t e, uint32_t corr, cons
 
 TL_TEST(steps_launch_correlation_and_exposure) {
   cl_ct *ct = ct_new(0, 0);
-  cl_gj *g = cl_gj_new(ct, on_exp, NULL);
+  cl_gj *g = cl_gj_new(ct);
+  cl_gj_on_exposed(g, on_exp, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;                         /* 10 s */
   cl_gj_start(g, T);
@@ -74,7 +75,8 @@ TL_TEST(steps_launch_correlation_and_exposure) {
 
 TL_TEST(without_launch_events_names_decide) {
   cl_ct *ct = ct_new(0, 0);
-  cl_gj *g = cl_gj_new(ct, on_exp, NULL);
+  cl_gj *g = cl_gj_new(ct);
+  cl_gj_on_exposed(g, on_exp, NULL);
   cl_gpu_activity k = act(CL_GPU_KERNEL, 100, 200, 1, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL");
   cl_gj_activity(g, &k);                                /* mangled, as PyTorch's arrive */
   cl_gpu_activity c = act(CL_GPU_KERNEL, 100, 200, 2, "gemm");
@@ -92,7 +94,8 @@ TL_TEST(without_launch_events_names_decide) {
  * at the last launch that did get its record, and collectives after it do not wait for CUPTI. */
 TL_TEST(lost_launch_records_end_coverage) {
   cl_ct *ct = ct_new(0, 0);
-  cl_gj *g = cl_gj_new(ct, on_exp, NULL);
+  cl_gj *g = cl_gj_new(ct);
+  cl_gj_on_exposed(g, on_exp, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull, ms = 1000000ull, last = 0;
   cl_gj_start(g, T);
@@ -128,7 +131,8 @@ TL_TEST(lost_launch_records_end_coverage) {
   CHECK(cl_gj_covered(g, T + 10001 * ms) && !cl_gj_covered(g, T + 9999 * ms), "second interval");
   CHECK(cl_gj_covered_ns(g, T + 11000 * ms) == cov + 1000 * ms, "covered after resume");
   /* without any launch record (the driver API kind refused): launches say nothing */
-  cl_gj *g2 = cl_gj_new(ct, on_exp, NULL);
+  cl_gj *g2 = cl_gj_new(ct);
+  cl_gj_on_exposed(g2, on_exp, NULL);
   cl_gj_start(g2, T);
   for (uint32_t i = 0; i < 20; i++) cl_gj_kernel_launch(g2, 42, T + i * ms, T + i * ms + 100, 1 + i, 1);
   CHECK(!cl_gj_launches_lost(g2, T + 9000 * ms, &ok), "lost without ever a launch record");
@@ -158,7 +162,8 @@ static cl_gpu_activity graph_kernel(uint64_t s, uint64_t e, uint32_t corr, const
 TL_TEST(graph_replays_without_coll_events_count_on_their_own) {
   cl_ct *ct = ct_new(0, 0);
   g_reports = 0; g_top_exposed = 0; g_top_name = NULL;
-  cl_gj *g = cl_gj_new(ct, on_exp_graph, NULL);
+  cl_gj *g = cl_gj_new(ct);
+  cl_gj_on_exposed(g, on_exp_graph, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;
   cl_gj_start(g, T);
@@ -202,7 +207,8 @@ TL_TEST(graph_replays_without_coll_events_count_on_their_own) {
 TL_TEST(replayed_collective_claims_its_kernel) {
   cl_ct *ct = ct_new(0, 0);
   g_reports = 0; g_top_exposed = 0;
-  cl_gj *g = cl_gj_new(ct, on_exp_graph, NULL);
+  cl_gj *g = cl_gj_new(ct);
+  cl_gj_on_exposed(g, on_exp_graph, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;
   cl_gj_start(g, T);

@@ -1,7 +1,7 @@
 /* main.c: the `commlens` command line: argument parsing and dispatch to report/merge.
  * Exit codes: 0 = something useful was produced, 2 = nothing (no usable input, bad usage). */
 #include "report.h"
-#include "config.h"
+#include "common/config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

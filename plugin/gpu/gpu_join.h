@@ -14,9 +14,9 @@
  * kernel's name for the collective. */
 #ifndef COMMLENS_GPU_JOIN_H
 #define COMMLENS_GPU_JOIN_H
-#include "cupti.h"
-#include "../exporters/chrome_trace.h"
-#include "../exporters/exposure.h"
+#include "plugin/gpu/cupti.h"
+#include "exporters/chrome_trace.h"
+#include "plugin/gpu/exposure.h"
 #include <stdint.h>
 
 typedef struct cl_gj cl_gj;
@@ -24,7 +24,9 @@ typedef struct cl_gj cl_gj;
  * only); r->span.tag is what cl_gj_expose was given (or CL_GJ_TAG_GRAPH...). */
 typedef void (*cl_gj_exposed_fn)(void *arg, const cl_expo_result *r);
 
-cl_gj *cl_gj_new(cl_ct *ct, cl_gj_exposed_fn fn, void *arg);
+cl_gj *cl_gj_new(cl_ct *ct);
+/* Who hears about each reported span (the assembler; set once, before any span is queued). */
+void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg);
 void cl_gj_free(cl_gj *g);
 /* A KernelLaunch event ended: [start, stop] on OS thread `tid`, in launch group `group`
  * (the GroupApi id) for communicator `comm` (serial). */

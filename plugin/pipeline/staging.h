@@ -15,10 +15,10 @@ cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_path);
 void cl_stage_free(cl_stage *s);            /* removes the spill file */
 /* Copies whole records (n slots, starting at a record header). Returns slots dropped. */
 size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t nslots);
-/* The oldest records not yet consumed (a run of whole records), or 0. */
-size_t cl_stage_peek(cl_stage *s, const cl_rec **out);
-void cl_stage_consume(cl_stage *s, size_t nslots);
-uint64_t cl_stage_backlog(const cl_stage *s);   /* slots waiting */
+/* Consumer: hands up to `max` of the oldest records to `fn` one at a time, in order, and
+ * consumes them. Returns how many were handed over (0: staging is empty). */
+typedef void (*cl_stage_sink)(void *arg, const cl_rec *rec);
+size_t cl_stage_take(cl_stage *s, size_t max, cl_stage_sink fn, void *arg);
 uint64_t cl_stage_spilled(const cl_stage *s);   /* slots that went through the file */
 uint64_t cl_stage_dropped(const cl_stage *s);   /* slots lost (spill failed) */
 #endif

@@ -1,6 +1,6 @@
 /* clock.c: measures the monotonic-to-realtime offset (best of several bracketed reads) and
  * prints nanosecond times as exact microsecond text, never through a double. */
-#include "clock.h"
+#include "common/clock.h"
 
 int64_t cl_clock_measure_offset(int64_t *err_ns) {
   int64_t best_off = 0, best_w = INT64_MAX;

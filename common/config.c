@@ -1,7 +1,7 @@
 /* config.c: the table of COMMLENS_* variables and their parsers. Runs once, at the first
  * communicator init (and again in a fork child). Never fails: bad values warn and default. */
-#include "config.h"
-#include "log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* gpu_clock.c: see gpu_clock.h. Pure arithmetic on the writer thread; no state but the struct. */
-#include "gpu_clock.h"
+#include "plugin/gpu/gpu_clock.h"
 
 int64_t cl_gpu_clock_offset(const cl_gpu_clock *c) {
   if (c->have_cur && c->have_prev) return c->cur_min < c->prev_min ? c->cur_min : c->prev_min;

@@ -1,7 +1,7 @@
 /* gpu_join.c: see gpu_join.h. Tables are small open-addressed maps and FIFO windows, bounded
  * by count; what falls out of them is counted, never waited for. Writer thread only. */
-#include "gpu_join.h"
-#include "config.h"
+#include "plugin/gpu/gpu_join.h"
+#include "common/config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,12 +146,15 @@ static void on_window(void *arg, const cl_expo_window *w) {
   ct_counter(g->ct, "comm (us per 100 ms)", w->start_ns, "comm_us", (int64_t)(w->comm_ns / 1000));
 }
 
-cl_gj *cl_gj_new(cl_ct *ct, cl_gj_exposed_fn fn, void *arg) {
+void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg) {
+  g->fn = fn;
+  g->arg = arg;
+}
+
+cl_gj *cl_gj_new(cl_ct *ct) {
   cl_gj *g = calloc(1, sizeof *g);
   if (!g) return NULL;
   g->ct = ct;
-  g->fn = fn;
-  g->arg = arg;
   g->hold = malloc(NHOLD * sizeof *g->hold);
   g->expo = cl_expo_new(NULL, on_result, g);
   g->agg = cl_expo_agg_new(100000000ull, 2000000000ull, on_window, g);

@@ -3,10 +3,10 @@
  * assembler's state. Private to those two files. */
 #ifndef COMMLENS_ASSEMBLE_IMPL_H
 #define COMMLENS_ASSEMBLE_IMPL_H
-#include "assemble.h"
-#include "core.h"
-#include "gpu_clock.h"
-#include "gpu_join.h"
+#include "plugin/pipeline/assemble.h"
+#include "plugin/capture/contexts.h"
+#include "plugin/gpu/gpu_clock.h"
+#include "plugin/gpu/gpu_join.h"
 #include <stdint.h>
 
 #define GRACE_NS 200000000ull        /* a collective with no KernelCh count waits this long */

@@ -1,6 +1,6 @@
 /* log.c: routes messages to NCCL's logger (subsystem PROFILE) or stderr. Never called on the
  * hot path. Keeps a small table of message keys already said, so repeats are silent. */
-#include "log.h"
+#include "common/log.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>

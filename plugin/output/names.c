@@ -1,6 +1,6 @@
 /* names.c: see names.h. The NetPlugin layouts are read from the bytes the shim copied, with
  * the offsets of nccl-profiler-abi.md §1.10 (checked in nccl_profiler_abi.h). */
-#include "names.h"
+#include "plugin/output/names.h"
 #include "commlens/nccl_profiler_abi.h"
 #include <string.h>
 

@@ -1,8 +1,8 @@
 /* slices.c: how each kind of NCCL event is drawn in the trace: its track (family and lane),
  * name, category and args (docs/trace-format.md), and the collective's GPU span with its flow.
  * Called by assemble.c once an event is complete; formatting only, no lifetimes. */
-#include "assemble_impl.h"
-#include "names.h"
+#include "plugin/pipeline/assemble_impl.h"
+#include "plugin/output/names.h"
 #include <stdio.h>
 #include <string.h>
 

@@ -4,15 +4,11 @@
  * Each call writes one fixed-size record into the calling thread's ring and returns; a full
  * ring drops the record and counts it; the id is still handed out, so children of a dropped
  * event keep their parent link. */
-#include "core.h"
-#include "clock.h"
-#include "ring.h"
+#include "plugin/plugin.h"
+#include "common/clock.h"
+#include "plugin/capture/gate.h"
+#include "plugin/capture/ring.h"
 #include <string.h>
-
-_Atomic int cl_enabled;   /* set by the first communicator init: nothing is recorded before */
-extern _Atomic int cl_capturing;                /* comm.c: capture window open */
-extern int cl_window_coll_gate(unsigned etype); /* comm.c: counts collectives for the window */
-extern _Atomic int cl_window_by_coll;
 
 static inline cl_ring *ring_self(void) {
   cl_ring *r = cl_t_ring;
@@ -39,7 +35,7 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
                      const cl_payload *p, unsigned payload_bytes) {
   if (__builtin_expect(!atomic_load_explicit(&cl_enabled, memory_order_relaxed), 0)) return NULL;
   if (__builtin_expect(atomic_load_explicit(&cl_window_by_coll, memory_order_relaxed), 0) &&
-      !cl_window_coll_gate(etype))
+      !cl_gate_coll(etype))
     return NULL;
   if (__builtin_expect(!atomic_load_explicit(&cl_capturing, memory_order_relaxed), 0)) return NULL;
   cl_ring *r = ring_self();

@@ -32,10 +32,10 @@
  * then: nothing tells us that client is done, and re-registering while it runs would take its
  * records. CUPTI 13.2+ multi-subscriber mode (per-subscriber activity APIs) would remove the
  * conflict; not used yet. */
-#include "cupti.h"
-#include "config.h"
-#include "clock.h"
-#include "log.h"
+#include "plugin/gpu/cupti.h"
+#include "common/config.h"
+#include "common/clock.h"
+#include "common/log.h"
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
 #include <cupti_version.h>

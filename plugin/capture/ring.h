@@ -40,13 +40,15 @@ extern _Atomic uint64_t cl_rings_unclaimed_drops;   /* events of threads that go
 
 /* Claims a ring for the calling thread (slow path; may allocate). NULL if over budget. */
 cl_ring *cl_ring_claim(void);
-/* Number of ring entries ever used; the consumer scans [0, n). */
-int cl_ring_count(void);
-/* Consumer: a contiguous run of committed slots [*out, *out + n) not yet consumed. */
-size_t cl_ring_peek(cl_ring *r, const cl_rec **out);
-void cl_ring_consume(cl_ring *r, size_t nslots);
-/* Consumer: a DEAD ring that is empty goes back to the pool (its memory is kept). */
-void cl_ring_recycle_if_done(cl_ring *r);
+/* Consumer (the drain thread alone): hands every committed record of every ring to `fn`, in
+ * runs of whole records (header + payload slots, one thread's records in order), consumes
+ * them, and returns a dead thread's emptied ring to the pool. The only code that knows the
+ * ring's framing (wrap padding). Returns the records handed over. */
+typedef void (*cl_ring_sink)(void *arg, const cl_rec *recs, size_t nslots);
+uint64_t cl_rings_drain(cl_ring_sink fn, void *arg);
+/* Counters of every ring together (relaxed reads; any thread). */
+typedef struct { uint64_t dropped, unclaimed, calls, sampled_ns, nsampled; } cl_ring_totals;
+void cl_rings_totals(cl_ring_totals *t);
 /* OS thread id of the thread holding serial `serial` (0 if not found). */
 int cl_ring_os_tid(uint32_t serial);
 /* Fork child: forget every ring (they belong to the parent's threads). */

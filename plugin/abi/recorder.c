@@ -2,9 +2,9 @@
  * DIR/commlens-r<rank>-<pid>.rec.gz: descriptor bytes, the strings and blobs they point to,
  * state args, the calling thread and the time. test/lib/replay.c drives the plugin with such
  * files. A diagnostic mode: it takes a mutex per call, so it is never on by default. */
-#include "abi/shim.h"
-#include "clock.h"
-#include "config.h"
+#include "shim.h"
+#include "common/clock.h"
+#include "common/config.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -1,8 +1,7 @@
 /* staging.c: see staging.h. Chunks of CHUNK_SLOTS slots; a queue of chunk descriptors, each in
  * memory or at an offset of the spill file. One producer (the drain thread: append) and one
- * consumer (the format thread: peek/consume); a mutex guards the queue at chunk granularity.
- * A peeked run stays valid until consumed: the producer never touches a queued chunk. */
-#include "staging.h"
+ * consumer (the format thread: take); a mutex guards the queue at chunk granularity. */
+#include "plugin/pipeline/staging.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -138,14 +137,8 @@ size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t n) {
   return lost;
 }
 
-static size_t peek_locked(cl_stage *s, const cl_rec **out);
-size_t cl_stage_peek(cl_stage *s, const cl_rec **out) {
-  pthread_mutex_lock(&s->mu);
-  size_t n = peek_locked(s, out);
-  pthread_mutex_unlock(&s->mu);
-  return n;
-}
-
+/* The oldest records not yet consumed (a run of whole records), or 0. A peeked run stays
+ * valid until consumed: the drain thread never touches a queued chunk. */
 static size_t peek_locked(cl_stage *s, const cl_rec **out) {
   for (;;) {
     if (s->head == s->tail) {
@@ -181,7 +174,14 @@ static size_t peek_locked(cl_stage *s, const cl_rec **out) {
   }
 }
 
-void cl_stage_consume(cl_stage *s, size_t n) {
+static size_t peek(cl_stage *s, const cl_rec **out) {
+  pthread_mutex_lock(&s->mu);
+  size_t n = peek_locked(s, out);
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+static void consume(cl_stage *s, size_t n) {
   pthread_mutex_lock(&s->mu);
   chunk *c = &s->q[s->head % s->cap];
   c->read += (uint32_t)n;
@@ -189,7 +189,21 @@ void cl_stage_consume(cl_stage *s, size_t n) {
   pthread_mutex_unlock(&s->mu);
 }
 
-uint64_t cl_stage_backlog(const cl_stage *s) { return __atomic_load_n(&s->backlog, __ATOMIC_RELAXED); }
+size_t cl_stage_take(cl_stage *s, size_t max, cl_stage_sink fn, void *arg) {
+  size_t done = 0;
+  const cl_rec *recs;
+  size_t n;
+  while (done < max && (n = peek(s, &recs)) > 0) {
+    size_t k = 0;
+    while (k < n && done < max) {
+      fn(arg, &recs[k]);
+      k += recs[k].nslots ? recs[k].nslots : 1;
+      done++;
+    }
+    consume(s, k);
+  }
+  return done;
+}
 /* Counters are written by the drain thread under the lock; read them under it too. */
 static uint64_t locked_read(const cl_stage *s, const uint64_t *v) {
   pthread_mutex_lock((pthread_mutex_t *)&s->mu);

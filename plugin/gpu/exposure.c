@@ -2,7 +2,7 @@
  * sorted sets of disjoint intervals per device; never touches CUPTI, files or the clock, so
  * every rule here is unit-tested on integer timelines. Allocation happens only when a set or
  * queue grows, up to its cap; a failed allocation drops the input and counts it. */
-#include "exposure.h"
+#include "plugin/gpu/exposure.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -2,11 +2,11 @@
  * paired with stops, children with parents, orphans waiting for late parents, KernelCh held
  * for clock calibration), and when a collective is complete. How each event is drawn lives
  * in slices.c. Never touches NCCL's memory. */
-#include "assemble_impl.h"
-#include "clock.h"
-#include "config.h"
-#include "names.h"
-#include "ring.h"
+#include "plugin/pipeline/assemble_impl.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "plugin/output/names.h"
+#include "plugin/capture/ring.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -405,12 +405,13 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
   }
 }
 
-cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, int with_gpu_join) {
+cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, cl_gj *gj) {
   cl_asm *a = calloc(1, sizeof *a);
   if (!a) return NULL;
   a->ct = ct;
   a->sum = sum;
-  if (with_gpu_join) a->gj = cl_gj_new(ct, on_exposed, a);
+  a->gj = gj;
+  if (gj) cl_gj_on_exposed(gj, on_exposed, a);
   a->cap = 1 << 12;
   a->tab = calloc(a->cap, sizeof *a->tab);
   if (!a->tab) { free(a); return NULL; }
@@ -421,7 +422,6 @@ void cl_asm_free(cl_asm *a) {
   if (!a) return;
   for (uint32_t i = 0; i < a->cap; i++) free(a->tab[i]);
   for (ev *e = a->free_list; e;) { ev *n = e->next_free; free(e); e = n; }
-  cl_gj_free(a->gj);
   free(a->tab); free(a->comms); free(a->pend); free(a->held); free(a->tids); free(a->orph);
   free(a);
 }
@@ -443,24 +443,6 @@ void cl_asm_offsets_json(const cl_asm *a, cl_sb *b) {
     sb_puts(b, "}");
   }
   sb_puts(b, "]");
-}
-
-void cl_asm_gpu_activity(cl_asm *a, const cl_gpu_activity *r) { if (a->gj) cl_gj_activity(a->gj, r); }
-
-void cl_asm_cupti_started(cl_asm *a, uint64_t now) { if (a->gj) cl_gj_start(a->gj, now); }
-void cl_asm_cupti_stopped(cl_asm *a, uint64_t t) { if (a->gj) cl_gj_stop(a->gj, t); }
-int cl_asm_cupti_lost(cl_asm *a, uint64_t now, uint64_t *last_ok) {
-  return a->gj && cl_gj_launches_lost(a->gj, now, last_ok);
-}
-
-void cl_asm_gpu_advance(cl_asm *a, uint64_t now, int final) {
-  if (!a->gj) return;
-  if (final) {
-    cl_asm_tick(a, now, 1);              /* every collective gets its span queued first */
-    cl_gj_advance(a->gj, now, 1);
-  } else {
-    cl_gj_advance(a->gj, now, 0);
-  }
 }
 
 void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {

@@ -1,9 +1,9 @@
 /* ring.c: the ring pool: claiming a ring for a new thread, releasing it when the thread
  * exits (pthread key destructor), and the consumer side used by the writer thread. Rings are
  * never freed while the process lives, so a late record from a dying thread is always safe. */
-#include "ring.h"
-#include "config.h"
-#include "log.h"
+#include "plugin/capture/ring.h"
+#include "common/config.h"
+#include "common/log.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,9 +72,10 @@ cl_ring *cl_ring_claim(void) {
   return r;
 }
 
-int cl_ring_count(void) { return atomic_load_explicit(&g_nrings, memory_order_acquire); }
+static int ring_count(void) { return atomic_load_explicit(&g_nrings, memory_order_acquire); }
 
-size_t cl_ring_peek(cl_ring *r, const cl_rec **out) {
+/* A contiguous run of committed slots [*out, *out + n) not yet consumed. */
+static size_t ring_peek(cl_ring *r, const cl_rec **out) {
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
   if (head == tail) return 0;
@@ -92,12 +93,13 @@ size_t cl_ring_peek(cl_ring *r, const cl_rec **out) {
   return (size_t)run;
 }
 
-void cl_ring_consume(cl_ring *r, size_t nslots) {
+static void ring_consume(cl_ring *r, size_t nslots) {
   atomic_store_explicit(&r->tail, atomic_load_explicit(&r->tail, memory_order_relaxed) + nslots,
                         memory_order_release);
 }
 
-void cl_ring_recycle_if_done(cl_ring *r) {
+/* A DEAD ring that is empty goes back to the pool (its memory is kept). */
+static void ring_recycle_if_done(cl_ring *r) {
   if (atomic_load_explicit(&r->state, memory_order_acquire) != CL_RING_DEAD) return;
   if (atomic_load(&r->head) != atomic_load(&r->tail)) return;
   pthread_mutex_lock(&g_ring_mu);
@@ -105,8 +107,49 @@ void cl_ring_recycle_if_done(cl_ring *r) {
   pthread_mutex_unlock(&g_ring_mu);
 }
 
+static uint64_t ring_drain(cl_ring *r, cl_ring_sink fn, void *arg) {
+  uint64_t total = 0;
+  for (;;) {
+    const cl_rec *recs;
+    size_t run = ring_peek(r, &recs), k = 0;
+    if (!run) break;
+    while (k < run && recs[k].kind != CL_REC_PAD && recs[k].nslots && k + recs[k].nslots <= run) {
+      k += recs[k].nslots;
+      total++;
+    }
+    if (k) fn(arg, recs, k);
+    ring_consume(r, k < run && (recs[k].kind == CL_REC_PAD || !recs[k].nslots) ? run : k);
+    if (k == 0 && run) break;
+  }
+  ring_recycle_if_done(r);
+  return total;
+}
+
+uint64_t cl_rings_drain(cl_ring_sink fn, void *arg) {
+  uint64_t total = 0;
+  int n = ring_count();
+  for (int i = 0; i < n; i++) {
+    cl_ring *r = &cl_rings[i];
+    if (atomic_load_explicit(&r->state, memory_order_acquire) == CL_RING_FREE) continue;
+    total += ring_drain(r, fn, arg);
+  }
+  return total;
+}
+
+void cl_rings_totals(cl_ring_totals *t) {
+  memset(t, 0, sizeof *t);
+  int n = ring_count();
+  for (int i = 0; i < n; i++) {
+    t->dropped += atomic_load_explicit(&cl_rings[i].dropped, memory_order_relaxed);
+    t->calls += atomic_load_explicit(&cl_rings[i].calls, memory_order_relaxed);
+    t->sampled_ns += atomic_load_explicit(&cl_rings[i].sampled_ns, memory_order_relaxed);
+    t->nsampled += atomic_load_explicit(&cl_rings[i].nsampled, memory_order_relaxed);
+  }
+  t->unclaimed = atomic_load_explicit(&cl_rings_unclaimed_drops, memory_order_relaxed);
+}
+
 int cl_ring_os_tid(uint32_t serial) {
-  int n = cl_ring_count();
+  int n = ring_count();
   for (int i = 0; i < n; i++)
     if (cl_rings[i].serial == serial) return cl_rings[i].os_tid;
   return 0;

@@ -1,0 +1,66 @@
+/* gate.c: see gate.h. Only cl_gate_coll() runs on NCCL's threads (one atomic add per
+ * collective while a count window is set); the time window is moved by the writer thread. */
+#include "plugin/capture/gate.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "commlens/event.h"
+
+typedef enum { WIN_BEFORE = 0, WIN_INSIDE, WIN_AFTER } win_state;
+
+_Atomic int cl_enabled;
+_Atomic int cl_capturing = 1;
+_Atomic int cl_window_by_coll;
+static _Atomic uint64_t g_colls;
+static win_state g_window_state;       /* time window; writer thread only */
+static _Atomic(int *) g_mask_ptr;      /* NCCL's process-global mask (NCCL reads it relaxed) */
+
+static void set_mask(uint32_t m) {
+  int *p = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
+  if (p) __atomic_store_n(p, (int)m, __ATOMIC_RELAXED);
+}
+
+/* Outside the window NCCL still reports collectives (cheap), so they can be counted. */
+static uint32_t mask_outside_window(void) {
+  return cl_cfg.window == CL_WIN_COLL ? (1u << CL_EV_COLL) : 0;
+}
+
+void cl_disable(void) {
+  atomic_store(&cl_enabled, 0);
+  atomic_store(&cl_capturing, 0);
+  set_mask(0);
+}
+
+void cl_gate_setup(void) {
+  int windowed = cl_cfg.window != CL_WIN_NONE;
+  atomic_store(&cl_window_by_coll, cl_cfg.window == CL_WIN_COLL);
+  atomic_store(&cl_capturing, !windowed || (cl_cfg.window == CL_WIN_COLL && cl_cfg.win_start == 0));
+  g_window_state = WIN_BEFORE;
+  atomic_store(&g_colls, 0);
+}
+
+void cl_gate_attach_mask(int *mask) {
+  atomic_store_explicit(&g_mask_ptr, mask, memory_order_relaxed);
+  uint32_t m = atomic_load(&cl_capturing) ? cl_cfg.mask : mask_outside_window();
+  __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED);   /* the writer may be storing it too */
+}
+
+int cl_gate_coll(unsigned etype) {
+  if (etype != CL_EV_COLL) return atomic_load_explicit(&cl_capturing, memory_order_relaxed);
+  uint64_t n = atomic_fetch_add_explicit(&g_colls, 1, memory_order_relaxed);
+  if (n == cl_cfg.win_start) { atomic_store(&cl_capturing, 1); set_mask(cl_cfg.mask); }
+  if (n >= cl_cfg.win_stop) {
+    if (n == cl_cfg.win_stop) { atomic_store(&cl_capturing, 0); set_mask(mask_outside_window()); }
+    return 0;
+  }
+  return n >= cl_cfg.win_start;
+}
+
+void cl_window_tick(uint64_t t) {
+  if (cl_cfg.window != CL_WIN_TIME) return;
+  win_state want = t < cl_cfg.win_start ? WIN_BEFORE : t < cl_cfg.win_stop ? WIN_INSIDE : WIN_AFTER;
+  if (want == g_window_state) return;
+  g_window_state = want;
+  atomic_store(&cl_capturing, want == WIN_INSIDE);
+  set_mask(want == WIN_INSIDE ? cl_cfg.mask : 0);
+  cl_log(CL_LOG_INFO, "capture window %s", want == WIN_INSIDE ? "opened" : "closed");
+}

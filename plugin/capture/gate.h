@@ -1,0 +1,28 @@
+/* gate.h: whether an event is recorded at all. Profiling is enabled by the first init and
+ * disabled for good when output cannot be written; the capture window (COMMLENS_WINDOW)
+ * opens and closes recording by collective count (on the hot path) or by time (from the
+ * writer's tick). Opening and closing also changes the event mask NCCL reads, so NCCL stops
+ * producing events we would throw away. */
+#ifndef COMMLENS_GATE_H
+#define COMMLENS_GATE_H
+#include <stdatomic.h>
+#include <stdint.h>
+
+extern _Atomic int cl_enabled;         /* 0 before the first init and in a fork child */
+extern _Atomic int cl_capturing;       /* the capture window is open */
+extern _Atomic int cl_window_by_coll;  /* the window counts collectives (hot path calls the gate) */
+
+/* Hot path, only while cl_window_by_coll: counts collectives, opens and closes the window;
+ * 1 if an event of type `etype` is inside it. */
+int cl_gate_coll(unsigned etype);
+/* After the configuration is loaded: the window's initial state. */
+void cl_gate_setup(void);
+/* NCCL's process-global mask at a communicator's init: remembered (window changes rewrite it)
+ * and set to what the window wants now. */
+void cl_gate_attach_mask(int *mask);
+/* Writer: opens and closes a time window; `since_start_ns` is the time since the first init. */
+void cl_window_tick(uint64_t since_start_ns);
+/* Stops profiling for the rest of the process: nothing more is recorded and NCCL is asked
+ * for no events (when output cannot be written, or the writer cannot start). */
+void cl_disable(void);
+#endif

@@ -1,0 +1,156 @@
+/* rank_output.c: see rank_output.h. File names, the header, the stats tail and the summary
+ * text of one rank; nothing here decides what to do about a failure. */
+#include "plugin/output/rank_output.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "plugin/process.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int mkdir_p(const char *dir) {
+  char tmp[1024];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+  struct stat st;
+  if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
+  return 0;
+}
+
+/* A host name safe inside a file name. */
+static void safe_name(char *out, size_t n, const char *in) {
+  size_t k = 0;
+  for (; *in && k + 1 < n; in++)
+    out[k++] = (*in == '/' || *in == ' ' || (unsigned char)*in < 0x20) ? '_' : *in;
+  out[k] = 0;
+}
+
+void cl_out_name(cl_rank_output *o, const char *dir, int gzip) {
+  char host[128];
+  safe_name(host, sizeof host, cl_proc.host);
+  snprintf(o->base, sizeof o->base, "%s/commlens-r%d-%s-%d", dir, cl_proc.rank, host, (int)cl_proc.pid);
+  snprintf(o->path, sizeof o->path, "%s.trace.json%s", o->base, gzip ? ".gz" : "");
+}
+
+int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **what, const char **where) {
+  *where = dir;
+  if (mkdir_p(dir) != 0) { *what = "cannot create the output directory"; return -1; }
+  *where = o->path;
+  o->file = cl_tfile_create(o->path, gzip);
+  if (!o->file) {   /* O_EXCL|O_NOFOLLOW: an existing file or a planted symlink is never written through */
+    *what = errno == EEXIST || errno == ELOOP ? "refusing to write through an existing file or symlink at"
+                                              : "cannot create the trace file";
+    return -1;
+  }
+  return 0;
+}
+
+static void header(cl_sb *b) {
+  sb_puts(b, "{\"displayTimeUnit\":\"ns\",\"commlens\":{\"format\":1,\"version\":");
+  sb_jstr(b, COMMLENS_VERSION);
+  sb_printf(b, ",\"abi\":%d,\"host\":", cl_proc.abi);
+  sb_jstr(b, cl_proc.host);
+  sb_printf(b, ",\"os_pid\":%d,\"rank\":%d,\"rank_source\":", (int)cl_proc.pid, cl_proc.rank);
+  sb_jstr(b, cl_proc.rank_source);
+  sb_puts(b, ",\"job\":");
+  sb_jstr(b, cl_proc.job);
+  sb_printf(b, ",\"cuda_device\":%d,\"clock\":{\"realtime_offset_ns\":%lld,\"offset_error_ns\":%lld},"
+            "\"mask\":%u,\"events\":", cl_proc.cuda_dev, (long long)cl_proc.realtime_offset_ns,
+            (long long)cl_proc.offset_err_ns, cl_cfg.mask);
+  sb_jstr(b, cl_cfg.events_name);
+  sb_puts(b, "},\"traceEvents\":[");
+}
+
+void cl_out_header(cl_ct *ct) {
+  cl_sb hdr = {0};
+  header(&hdr);
+  char pname[256];
+  if (cl_proc.cuda_dev >= 0) snprintf(pname, sizeof pname, "rank %d (%s, GPU %d)", cl_proc.rank, cl_proc.host, cl_proc.cuda_dev);
+  else snprintf(pname, sizeof pname, "rank %d (%s)", cl_proc.rank, cl_proc.host);
+  ct_process_meta(ct, pname, cl_proc.rank);
+  cl_sb *body = ct_body(ct);
+  sb_put(&hdr, body->p, body->len);
+  sb_reset(body);
+  sb_put(body, hdr.p, hdr.len);   /* the header goes out with the first flush */
+  sb_free(&hdr);
+}
+
+static double overhead_pct(const cl_run_stats *s) {
+  return s->elapsed_ns ? 100.0 * (double)s->calls * (double)s->per_call_ns / (double)s->elapsed_ns : 0.0;
+}
+
+void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_offsets,
+                 const char *cupti, const char *exposure) {
+  sb_reset(b);
+  sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
+            "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
+            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
+            "\"overhead_ns_per_call\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"gpu_offsets\":",
+            final ? "true" : "false", (unsigned long long)s->events, (unsigned long long)s->records,
+            (unsigned long long)s->dropped, (unsigned long long)s->stale,
+            (unsigned long long)s->foreign, (unsigned long long)s->orphans, (unsigned long long)s->open_now,
+            (unsigned long long)s->dropped_ring, (unsigned long long)s->dropped_no_ring,
+            (unsigned long long)s->dropped_staging, (unsigned long long)s->spilled,
+            (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
+            (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
+            (unsigned long long)s->per_call_ns, overhead_pct(s), (unsigned long long)s->elapsed_ns);
+  sb_puts(b, gpu_offsets);
+  sb_puts(b, ",\"cupti\":");
+  sb_puts(b, cupti);
+  sb_puts(b, ",\"exposure\":");
+  sb_puts(b, exposure);
+  sb_puts(b, "}}\n");
+}
+
+int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail) {
+  cl_sb *body = ct_body(ct);
+  int err = 0;
+  if (o->file && !cl_tfile_failed(o->file) &&
+      cl_tfile_flush(o->file, body->p, body->len, tail->p, tail->len) != 0)
+    err = cl_tfile_failed(o->file);
+  sb_reset(body);
+  return err;
+}
+
+void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_summary *sum,
+                    const char *exposure, int print) {
+  char path[1500];
+  snprintf(path, sizeof path, "%s.summary.txt", o->base);
+  FILE *f = o->file ? fopen(path, "wx") : NULL;
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "commlens[rank %d] ", cl_proc.rank);
+  uint64_t wall = cl_now() - cl_proc.start_ns + 1;
+  for (int pass = 0; pass < 2; pass++) {
+    FILE *out = pass == 0 ? f : (print ? stderr : NULL);
+    if (!out) continue;
+    const char *pre = pass == 0 ? "" : prefix;
+    fprintf(out, "%scommlens %s, ABI v%d, %llu events, %llu dropped, hot path %llu ns/call (%.3f%% of wall time)\n",
+            pre, COMMLENS_VERSION, cl_proc.abi, (unsigned long long)s->records, (unsigned long long)s->dropped,
+            (unsigned long long)s->per_call_ns, 100.0 * (double)s->calls * (double)s->per_call_ns / (double)wall);
+    cl_summary_print(sum, out, pre);
+    if (exposure) fprintf(out, "%sexposure (JSON): %s\n", pre, exposure);
+    if (o->file) fprintf(out, "%strace: %s\n", pre, o->path);
+  }
+  if (f) fclose(f);
+  snprintf(path, sizeof path, "%s.summary.json", o->base);
+  f = o->file ? fopen(path, "wx") : NULL;
+  if (f) {
+    fprintf(f, "{\"rank\":%d,\"abi\":%d,\"events\":%llu,\"dropped\":%llu,\"collectives\":", cl_proc.rank,
+            cl_proc.abi, (unsigned long long)s->records, (unsigned long long)s->dropped);
+    cl_summary_json(sum, f);
+    fprintf(f, "}\n");
+    fclose(f);
+  }
+}
+
+void cl_out_close(cl_rank_output *o) {
+  cl_tfile_close(o->file);
+  o->file = NULL;
+}

@@ -1,0 +1,44 @@
+/* rank_output.h: one rank's output files. The trace file gets the header first, then the
+ * slices the formatter accumulates in the Chrome-trace body, each flush ending with the
+ * stats tail (so the file is valid JSON after every flush); at exit the summary files. The
+ * callers decide what a failure means (rank_output only reports it). Writer threads only. */
+#ifndef COMMLENS_RANK_OUTPUT_H
+#define COMMLENS_RANK_OUTPUT_H
+#include "exporters/chrome_trace.h"
+#include "exporters/summary.h"
+#include "exporters/trace_file.h"
+#include <stdint.h>
+
+/* What the stats tail and the summary report, gathered by the writer from every stage. */
+typedef struct {
+  uint64_t events, records, dropped, stale, foreign, orphans, open_now;
+  uint64_t dropped_ring, dropped_no_ring, dropped_staging, spilled;
+  uint64_t colls_done, colls_timed, implausible_gpu, calls, per_call_ns, elapsed_ns;
+} cl_run_stats;
+
+typedef struct {
+  cl_tfile *file;           /* NULL until created, and after close */
+  char base[1200];          /* <dir>/commlens-r<rank>-<host>-<pid> */
+  char path[1400];          /* the trace file */
+} cl_rank_output;
+
+/* Names the files after this process (rank, host, pid) under `dir`. */
+void cl_out_name(cl_rank_output *o, const char *dir, int gzip);
+/* Creates the directory and the trace file (exclusively, never through a symlink). 0, or -1
+ * with errno, *what (what failed) and *where (the path it failed on). */
+int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **what, const char **where);
+/* Puts the trace header and the process metadata in front of ct's body. */
+void cl_out_header(cl_ct *ct);
+/* The stats tail: closes traceEvents and writes commlensStats; `gpu_offsets`, `cupti` and
+ * `exposure` are JSON texts placed as they are. */
+void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_offsets,
+                 const char *cupti, const char *exposure);
+/* Appends ct's body and rewrites the tail; the body is emptied either way. 0, or the errno
+ * of a failed write (the file is then failed for good). */
+int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail);
+/* The summary: <base>.summary.txt and .summary.json (only beside a trace file), and the
+ * table on stderr when `print`. `exposure` is JSON or NULL. */
+void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_summary *sum,
+                    const char *exposure, int print);
+void cl_out_close(cl_rank_output *o);
+#endif

@@ -1,0 +1,116 @@
+/* format.c: see format.h. The only thread (besides the exit path, once it has stopped) that
+ * touches the assembler, the GPU join and the Chrome-trace body. */
+#include "plugin/pipeline/format.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "plugin/capture/gate.h"
+#include "plugin/gpu/cupti.h"
+#include "plugin/process.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BODY_FLUSH_BYTES (8u << 20)   /* the JSON body never grows past this between writes */
+#define CUPTI_POLL_NS 100000000ull     /* CUPTI's buffers are taken this often */
+
+static pthread_t g_thr;
+static _Atomic int g_stop;
+static cl_gpu_activity g_act[4096];
+
+static void feed(void *arg, const cl_rec *r) { cl_asm_feed(arg, r); }
+
+/* Formats staged records until `budget_ns` has passed (0: until staging is empty). */
+static uint64_t format_some(const cl_format_deps *d, uint64_t budget_ns) {
+  uint64_t t0 = cl_now(), done = 0;
+  size_t got;
+  if (!d->stage) return 0;
+  while ((got = cl_stage_take(d->stage, 256, feed, d->asm_)) > 0) {
+    done += got;
+    if (ct_body(d->ct)->len > BODY_FLUSH_BYTES) d->flush(0);
+    if (budget_ns && cl_now() - t0 > budget_ns) break;
+  }
+  return done;
+}
+
+/* Takes CUPTI's completed records (forced: also the buffers still being filled). */
+static void drain_cupti(cl_format_deps *d, int force) {
+  if (!d->gj) return;
+  cl_cupti_flush(force);
+  size_t n;
+  while ((n = cl_cupti_drain(g_act, sizeof g_act / sizeof g_act[0])) > 0)
+    for (size_t i = 0; i < n; i++) cl_gj_activity(d->gj, &g_act[i]);
+}
+
+/* Keeps the join's CUPTI coverage in step with CUPTI: suspended (another tool holds the slot),
+ * resumed, or displaced (our records go to another client: the join sees NCCL launches without
+ * launch records). */
+static void track_cupti(cl_format_deps *d, uint64_t now) {
+  uint64_t last_ok = now;
+  int rec = cl_cupti_recording();
+  if (rec && cl_gj_launches_lost(d->gj, now, &last_ok)) {
+    drain_cupti(d, 1);   /* records still in a partly filled buffer come with a forced flush */
+    if (cl_gj_launches_lost(d->gj, now, &last_ok)) { cl_cupti_displaced(); rec = 0; }
+  }
+  if (rec == d->cupti_rec) return;
+  if (rec) cl_gj_start(d->gj, now);
+  else cl_gj_stop(d->gj, last_ok);
+  d->cupti_rec = rec;
+}
+
+static void *format_main(void *arg) {
+  cl_format_deps *d = arg;
+  /* Formatting yields to everything else on the machine, the job and the drain thread first. */
+  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0) { /* best effort */ }
+  uint64_t last_flush = cl_now(), last_busy = last_flush, last_cupti = last_flush;
+  int idle_us = 200;
+  while (!atomic_load(&g_stop)) {
+    uint64_t got = format_some(d, 5000000);
+    uint64_t now = cl_now();
+    if (d->gj && now - last_cupti >= CUPTI_POLL_NS) {
+      drain_cupti(d, 0);
+      track_cupti(d, now);
+      cl_gj_advance(d->gj, now, 0);
+      last_cupti = now;
+    }
+    cl_asm_tick(d->asm_, now, 0);
+    cl_window_tick(now - cl_proc.start_ns);
+    if (now - last_flush >= (uint64_t)cl_cfg.flush_ms * 1000000ull) { d->flush(0); last_flush = now; }
+    if (got) { last_busy = now; continue; }
+    idle_us = now - last_busy < 100000000ull ? 200 : idle_us < 20000 ? idle_us * 2 : 20000;
+    struct timespec ts = {0, idle_us * 1000L};
+    nanosleep(&ts, NULL);
+  }
+  /* The drain thread has stopped: format the whole backlog. */
+  format_some(d, 0);
+  drain_cupti(d, 1);
+  cl_asm_tick(d->asm_, cl_now(), 1);
+  d->flush(0);
+  return NULL;
+}
+
+int cl_format_start(cl_format_deps *d) {
+  atomic_store(&g_stop, 0);
+  return pthread_create(&g_thr, NULL, format_main, d) == 0 ? 0 : -1;
+}
+
+int cl_format_stop(int timeout_s) {
+  struct timespec dl;
+  atomic_store(&g_stop, 1);
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += timeout_s;
+  if (pthread_timedjoin_np(g_thr, NULL, &dl) == 0) return 0;
+  pthread_detach(g_thr);
+  return -1;
+}
+
+void cl_format_final(cl_format_deps *d) {
+  drain_cupti(d, 1);
+  if (d->gj) {
+    cl_asm_tick(d->asm_, cl_now(), 1);   /* every collective gets its span queued first */
+    cl_gj_advance(d->gj, cl_now(), 1);
+  }
+  cl_asm_tick(d->asm_, cl_now(), 1);
+}

@@ -1,0 +1,126 @@
+/* process.c: the plugin's process lifecycle. The first communicator init sets the process up
+ * (configuration, clock offset, global rank, device, exit and fork handlers); each init
+ * registers a context (capture/contexts.c) and the first one starts the writer
+ * (pipeline/writer.c); the last finalize stops it; exit finishes the output; a fork child
+ * starts over at its next init. */
+#include "plugin/process.h"
+#include "plugin/plugin.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "plugin/capture/gate.h"
+#include "plugin/capture/ring.h"
+#include "plugin/pipeline/writer.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+cl_process_info cl_proc;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;   /* first-init setup */
+static int g_proc_ready;
+
+static void on_exit_handler(void) { cl_writer_finish(); }
+
+static void fork_child(void) {
+  /* The child keeps none of the parent's threads: start over at its next init. */
+  atomic_store(&cl_enabled, 0);
+  cl_rings_reset_after_fork();
+  cl_writer_after_fork_child();
+  cl_contexts_reset_after_fork();
+  pthread_mutex_init(&g_mu, NULL);
+  g_proc_ready = 0;
+  cl_log_reset_once();
+}
+
+static void detect_rank(int comm_rank) {
+  static const char *vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMIX_RANK",
+                               "PMI_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    char *end;
+    if (!v || !*v) continue;
+    long r = strtol(v, &end, 10);
+    if (*end || r < 0 || r > 1 << 24) continue;
+    cl_proc.rank = (int)r;
+    snprintf(cl_proc.rank_source, sizeof cl_proc.rank_source, "%s", vars[i]);
+    return;
+  }
+  if (comm_rank >= 0) {
+    cl_proc.rank = comm_rank;
+    snprintf(cl_proc.rank_source, sizeof cl_proc.rank_source, "comm");
+  } else {
+    cl_proc.rank = (int)cl_proc.pid;
+    snprintf(cl_proc.rank_source, sizeof cl_proc.rank_source, "pid");
+  }
+}
+
+/* The device current on this thread at init, from the CUDA driver NCCL already loaded. */
+static int current_cuda_device(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return -1;
+  int (*get)(int *) = (int (*)(int *))dlsym(h, "cuCtxGetDevice");
+  int dev = -1;
+  if (!get || get(&dev) != 0) dev = -1;
+  dlclose(h);
+  return dev;
+}
+
+static void process_setup(const cl_comm_desc *d) {
+  static int atexit_done, atfork_done;
+  cl_config_load();
+  memset(&cl_proc, 0, sizeof cl_proc);
+  cl_proc.pid = getpid();
+  if (gethostname(cl_proc.host, sizeof cl_proc.host - 1) != 0) snprintf(cl_proc.host, sizeof cl_proc.host, "unknown");
+  snprintf(cl_proc.job, sizeof cl_proc.job, "%s", cl_cfg.job);
+  detect_rank(d->rank);
+  cl_proc.abi = d->abi;
+  cl_proc.realtime_offset_ns = cl_clock_measure_offset(&cl_proc.offset_err_ns);
+  cl_proc.start_ns = cl_now();
+  cl_proc.cuda_dev = current_cuda_device();
+  cl_gate_setup();
+  if (!atexit_done) { atexit(on_exit_handler); atexit_done = 1; }
+  if (!atfork_done) { pthread_atfork(NULL, NULL, fork_child); atfork_done = 1; }
+  atomic_store(&cl_enabled, 1);
+  g_proc_ready = 1;
+}
+
+static const char *abi_limits(int abi) {
+  switch (abi) {
+  case 1: case 2: return "no kernel-channel (GPU) events, no network-plugin events, no proxy transfer sizes";
+  case 3: return "kernel-channel events carry no GPU timestamps and never stop; no proxy transfer sizes";
+  case 4: return "no API events (no CUDA stream per call), no copy-engine events";
+  case 5: return "no copy-engine collective events";
+  default: return "none";
+  }
+}
+
+int cl_comm_init(void **ctx, int *mask, const cl_comm_desc *d) {
+  *ctx = NULL;
+  cl_log_set_logger(d->logfn);
+  pthread_mutex_lock(&g_mu);
+  if (!g_proc_ready) process_setup(d);
+  uint32_t serial;
+  int first;
+  int rc = cl_contexts_add(d, current_cuda_device(), ctx, &serial, &first);
+  if (rc == 0) cl_gate_attach_mask(mask);
+  pthread_mutex_unlock(&g_mu);
+  if (rc != 0) return -1;
+
+  if (first && cl_writer_start() != 0) {
+    cl_log(CL_LOG_WARN, "could not start the writer thread; profiling is off for this process");
+    atomic_store(&cl_enabled, 0);
+    *mask = 0;
+  }
+  cl_log_once("abi", CL_LOG_INFO, "commlens %s: NCCL drives profiler ABI v%d (limits of this version: %s); "
+              "events=%s (0x%x), output in %s", COMMLENS_VERSION, d->abi, abi_limits(d->abi),
+              cl_cfg.events_name, cl_cfg.mask, cl_cfg.dir);
+  cl_log(CL_LOG_INFO, "communicator %u: hash 0x%llx name \"%s\" rank %d of %d", serial,
+         (unsigned long long)d->hash, d->name, d->rank, d->nranks);
+  return 0;
+}
+
+void cl_comm_finalize(void *ctx) {
+  if (cl_contexts_remove(ctx)) cl_writer_stop();
+}
