@@ -16,8 +16,8 @@ typedef enum {
   CL_EV_CE_SYNC = 13, CL_EV_CE_BATCH = 14, CL_EV__COUNT = 15
 } cl_event_type;
 
-/* State values are NCCL's own numbering (nccl-profiler-abi.md §1.5); see CLABI_ST_*.
- * The names are in commlens_state_name() (plugin/names.c). */
+/* State values are NCCL's own numbering (CLABI_ST_* in nccl_profiler_abi.h).
+ * Their display names are cl_state_name() (plugin/output/names.c). */
 enum {
   CL_ST_STEP_SEND_GPU_WAIT = 8, CL_ST_STEP_SEND_WAIT = 9, CL_ST_STEP_RECV_WAIT = 10,
   CL_ST_STEP_RECV_FLUSH_WAIT = 11, CL_ST_STEP_RECV_GPU_WAIT = 12, CL_ST_CTRL_IDLE = 13,

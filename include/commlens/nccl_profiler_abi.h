@@ -1,6 +1,7 @@
 /* nccl_profiler_abi.h: commlens' own transcription of the NCCL profiler plugin ABI,
- * versions 1 to 6, written from the documented layouts (shared/docs/nccl-profiler-abi.md §1).
- * Every struct is checked field by field against the documented x86-64 LP64 offsets below.
+ * versions 1 to 6, written from NCCL's documented profiler interface (the profiler headers
+ * NCCL ships for plugins, v1 to v6). Every struct is checked field by field against the x86-64
+ * LP64 offsets of those layouts (below).
  * Only plugin/abi/ and the test harness may include this file. */
 #ifndef COMMLENS_NCCL_PROFILER_ABI_H
 #define COMMLENS_NCCL_PROFILER_ABI_H
@@ -196,7 +197,7 @@ typedef struct { uint8_t type; union { struct { int device; uint64_t wr_id; int 
                  size_t length; } qp; }; } clabi_net_ib_v1;
 typedef struct { uint8_t type; union { struct { int fd; int op; size_t length; } sock; }; } clabi_net_sock_v1;
 
-/* ---------------- layout checks (nccl-profiler-abi.md §1.6) --------------------------------- */
+/* ---------------- layout checks: every field offset and size of the layouts above ---------- */
 #define CLABI_AT(T, F, OFF) _Static_assert(offsetof(T, F) == (OFF), #T "." #F " offset")
 #define CLABI_SIZE(T, N) _Static_assert(sizeof(T) == (N), #T " size")
 CLABI_SIZE(clabi_descr_v1, 120); CLABI_SIZE(clabi_descr_v2, 128); CLABI_SIZE(clabi_descr_v3, 120);

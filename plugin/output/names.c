@@ -1,5 +1,5 @@
 /* names.c: see names.h. The NetPlugin layouts are read from the bytes the shim copied, with
- * the offsets of nccl-profiler-abi.md §1.10 (checked in nccl_profiler_abi.h). */
+ * the offsets checked in nccl_profiler_abi.h (clabi_net_ib_v1, clabi_net_sock_v1). */
 #include "plugin/output/names.h"
 #include "commlens/nccl_profiler_abi.h"
 #include <string.h>

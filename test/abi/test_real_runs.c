@@ -44,7 +44,7 @@ static unsigned unhex(const char *s, unsigned char *out, unsigned max) {
 }
 static uint64_t u64_at(const unsigned char *d, unsigned off) { uint64_t v; memcpy(&v, d + off, 8); return v; }
 
-/* Reads the recording (plugin/recorder.c format, ABI v5 descriptors: type@0, coll.seqNumber@24,
+/* Reads the recording (plugin/abi/recorder.c format, ABI v5 descriptors: type@0, coll.seqNumber@24,
  * coll.func@32 as a string reference, kernelCh.channelId@24). 0 on success. */
 static int read_recording(const char *path, rec_facts *f) {
   memset(f, 0, sizeof *f);

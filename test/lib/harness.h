@@ -130,7 +130,7 @@ typedef struct {
   long foreign;
 } h_counts;
 
-/* Which events NCCL would emit for a mask (ancestors included, nccl-profiler-abi.md §1.8). */
+/* Which events NCCL would emit for a mask (ancestors included, as NCCL activates them). */
 int h_mask_wants(int mask, uint64_t type);
 
 /* (a) one collective on nchannels: API events (v5+), Group/Coll on the calling thread, then

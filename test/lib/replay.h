@@ -1,4 +1,4 @@
-/* replay.h: drives the plugin with a COMMLENS_RECORD recording (plugin/recorder.c format):
+/* replay.h: drives the plugin with a COMMLENS_RECORD recording (plugin/abi/recorder.c format):
  * one thread per recorded thread, the recorded global order reproduced exactly by a
  * sequencer, recorded contexts and handles mapped to the ones the library hands out now,
  * strings and blobs the descriptors pointed to restored from their recorded bytes, and

@@ -1,5 +1,5 @@
 /* test_docs.c: README.md documents every COMMLENS_* variable the plugin declares (as printed
- * by `commlens env`), so the one table in plugin/config.c and the README cannot drift apart. */
+ * by `commlens env`), so the one table in common/config.c and the README cannot drift apart. */
 #include "tl.h"
 #include <stdio.h>
 #include <stdlib.h>

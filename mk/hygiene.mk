@@ -1,0 +1,8 @@
+# hygiene.mk: two rules of the tree that the compiler does not enforce, checked in `make test`
+# by test/hygiene/check_tree.py: no global symbol that nothing references (dead code, or it
+# should be static), and no comment citing a file or function that does not exist.
+HYGIENE ?= 1
+ifeq ($(HYGIENE),1)
+TEST_MORE += --clear --cmd 'python3 test/hygiene/check_tree.py symbols $(abspath $(BUILD))' \
+             --cmd 'python3 test/hygiene/check_tree.py comments'
+endif

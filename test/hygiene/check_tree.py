@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""check_tree.py: two rules of the tree that a compiler does not enforce.
+
+  symbols   every global symbol the plugin or the CLI defines is referenced by another
+            object file of the same programs, or is exported (plugin/exports.map): a global
+            nothing else uses is dead code or should be static.
+  comments  every file path and every function name `name()` quoted in a comment of our
+            C sources exists: a path in the tree, a function defined in our code, or one
+            declared in a system or CUDA header. Comments that cite what is gone mislead.
+
+usage: check_tree.py symbols BUILD_DIR  |  check_tree.py comments
+Prints "hygiene/<check>: N passed, N failed" (test/run.sh reads it) and every finding."""
+import os, re, subprocess, sys, glob, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CUDA = os.environ.get("CUDA", "/usr/local/cuda")
+OUR_DIRS = ["common", "plugin", "exporters", "tools", "include", "test", "fuzz", "bench", "examples"]
+
+
+def sources(exts=(".c", ".h")):
+    for d in OUR_DIRS:
+        for dp, _, fs in os.walk(os.path.join(ROOT, d)):
+            for f in sorted(fs):
+                if f.endswith(exts):
+                    yield os.path.join(dp, f)
+
+
+def report(check, findings, checked):
+    for f in findings:
+        print("  FAIL " + f)
+    print("hygiene/%s: %d passed, %d failed" % (check, checked - len(findings), len(findings)))
+    return 1 if findings else 0
+
+
+def nm(objs):
+    """(defined globals: name -> object, undefined references: name -> set(objects))"""
+    out = subprocess.run(["nm", "-A", "-g"] + objs, capture_output=True, text=True, check=True).stdout
+    defined, used = {}, {}
+    for line in out.splitlines():
+        m = re.match(r"(.+?):\s*(?:[0-9a-f]+)?\s+([A-Za-z])\s+(\S+)$", line)
+        if not m:
+            continue
+        obj, kind, name = m.groups()
+        if kind == "U":
+            used.setdefault(name, set()).add(obj)
+        elif kind in "TDBRVWGS" and not name.startswith("__"):
+            defined[name] = obj
+    return defined, used
+
+
+def check_symbols(build):
+    # the objects the plugin is linked from (the Makefile's LIB_SRC), not stale ones
+    srcs = []
+    for pat in ("common/*.c", "plugin/*.c", "plugin/*/*.c", "exporters/*.c"):
+        srcs += glob.glob(os.path.join(ROOT, pat))
+    plugin_objs = sorted(os.path.join(build, "obj", os.path.relpath(s, ROOT)[:-2] + ".o") for s in srcs)
+    missing = [o for o in plugin_objs if not os.path.exists(o)]
+    if missing or not plugin_objs:
+        print("no plugin objects under %s/obj (build the plugin first)" % build)
+        return report("symbols", ["no objects to check"], 1)
+    # The CLI is linked from sources in one command: compile its translation units alone.
+    tmp = tempfile.mkdtemp(prefix="commlens-hygiene-")
+    cli_objs = []
+    for src in sorted(glob.glob(os.path.join(ROOT, "tools", "commlens", "*.c"))):
+        obj = os.path.join(tmp, "cli_" + os.path.basename(src) + ".o")
+        subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-DCOMMLENS_VERSION=\"x\"", "-I" + ROOT,
+                        "-I" + os.path.join(ROOT, "include"), "-I" + os.path.join(ROOT, "tools", "commlens"),
+                        "-c", src, "-o", obj], check=True)
+        cli_objs.append(obj)
+    exported = set(re.findall(r"(ncclProfiler_v\d+);", open(os.path.join(ROOT, "plugin", "exports.map")).read()))
+    exported.add("main")
+    defined, used = nm(plugin_objs + cli_objs)
+    # tests include sources and call internals directly: a name a test or fuzzer uses counts
+    test_words = set()
+    for d in ("test", "fuzz", "bench"):
+        for f in glob.glob(os.path.join(ROOT, d, "**", "*.c"), recursive=True):
+            test_words.update(re.findall(r"\b[A-Za-z_]\w*\b", COMMENT.sub(" ", open(f, errors="replace").read())))
+    findings = []
+    for name, obj in sorted(defined.items()):
+        if name in exported or name in test_words:
+            continue
+        users = used.get(name, set()) - {obj}
+        if not users:
+            findings.append("%s: global '%s' is referenced by no other object (dead, or make it static)"
+                            % (os.path.relpath(obj, build if obj.startswith(build) else tmp), name))
+    return report("symbols", findings, len(defined))
+
+
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
+BARE = re.compile(r"(?<![\w./-])([\w-]+\.(?:c|h|md|sh|py|map|mk|cu))\b")
+PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w.-]+\.(?:c|h|md|sh|py|map|mk|cu|txt|json|gz))\b")
+CALL = re.compile(r"\b([A-Za-z_]\w{2,})\(\)")
+
+
+def code_identifiers():
+    words = set()
+    for f in sources((".c", ".h", ".cu")):
+        text = open(f, errors="replace").read()
+        text = COMMENT.sub(" ", text)
+        words.update(re.findall(r"\b[A-Za-z_]\w*\b", text))
+    return words
+
+
+_header_cache = {}
+def in_system_headers(name):
+    if name not in _header_cache:
+        rc = subprocess.run(["grep", "-rqw", "--include=*.h", name, "/usr/include", os.path.join(CUDA, "include")],
+                            capture_output=True).returncode
+        _header_cache[name] = rc == 0
+    return _header_cache[name]
+
+
+def path_exists(p, here):
+    cands = [os.path.join(ROOT, p), os.path.join(here, p)]
+    cands += [os.path.join(ROOT, d, p) for d in ("include", "plugin", "test", "docs")]
+    return any(os.path.exists(c) for c in cands) or any(
+        glob.glob(os.path.join(ROOT, "**", p), recursive=True)[:1])
+
+
+def check_comments():
+    ids = code_identifiers()
+    findings, checked = [], 0
+    for f in sources((".c", ".h", ".cu")):
+        text = open(f, errors="replace").read()
+        for m in COMMENT.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            c = m.group(0)
+            for p in PATH.findall(c):
+                if "://" in c or p.startswith(("/usr", "/proc", "/dev", "/tmp")):
+                    continue
+                if "*" in p or "<" in p:
+                    continue
+                checked += 1
+                if not path_exists(p, os.path.dirname(f)):
+                    findings.append("%s:%d: comment cites '%s', which does not exist" % (os.path.relpath(f, ROOT), line, p))
+            for p in BARE.findall(c):
+                checked += 1
+                if not glob.glob(os.path.join(ROOT, "**", p), recursive=True):
+                    findings.append("%s:%d: comment cites '%s', which the repository does not hold" % (os.path.relpath(f, ROOT), line, p))
+            for fn in CALL.findall(STRING.sub(" ", c)):   # quoted messages of other tools are theirs
+                checked += 1
+                if fn not in ids and not in_system_headers(fn):
+                    findings.append("%s:%d: comment cites %s(), which nothing defines" % (os.path.relpath(f, ROOT), line, fn))
+    return report("comments", findings, checked)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "symbols":
+        sys.exit(check_symbols(os.path.abspath(sys.argv[2])))
+    if len(sys.argv) == 2 and sys.argv[1] == "comments":
+        sys.exit(check_comments())
+    print(__doc__)
+    sys.exit(2)
