@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sb_reserve(cl_sb *b, size_t extra) {
+static void sb_reserve(cl_sb *b, size_t extra) {
   if (b->oom || b->len + extra + 1 <= b->cap) return;
   size_t cap = b->cap ? b->cap : 4096;
   while (cap < b->len + extra + 1) cap *= 2;

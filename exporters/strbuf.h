@@ -7,7 +7,6 @@
 
 typedef struct { char *p; size_t len, cap; int oom; } cl_sb;
 
-void sb_reserve(cl_sb *b, size_t extra);
 void sb_free(cl_sb *b);
 static inline void sb_reset(cl_sb *b) { b->len = 0; }
 void sb_put(cl_sb *b, const char *s, size_t n);

@@ -21,7 +21,7 @@ const char *cl_func_name(int id) {
   return id >= 0 && id < atomic_load_explicit(&g_nfunc, memory_order_acquire) ? g_func[id] : "?";
 }
 
-int cl_func_id(const char *s, int n) {
+static int func_id(const char *s, int n) {
   pthread_mutex_lock(&g_mu);
   int id = -1;
   int nf = atomic_load_explicit(&g_nfunc, memory_order_relaxed);
@@ -110,7 +110,7 @@ typedef struct { cl_rank *r; const char *last_f; int last_fn, last_id; uint64_t 
 static int func_of(scan_ctx *c, cl_str_t s) {
   if (!s.p) s = (cl_str_t){"", 0};   /* an event without the field: memcmp(NULL) is undefined */
   if (c->last_f && c->last_fn == s.n && !memcmp(c->last_f, s.p, (size_t)s.n)) return c->last_id;
-  int id = cl_func_id(s.p, s.n);
+  int id = func_id(s.p, s.n);
   /* the slice points into the reader's buffer: cache the interned copy instead */
   c->last_f = cl_func_name(id); c->last_fn = s.n; c->last_id = id;
   return id;

@@ -61,9 +61,8 @@ typedef struct {
   int ref_rank;
 } cl_job;
 
-/* Function names are interned process-wide: id -> name. */
+/* Function names are interned process-wide (by the loader): id -> name. */
 const char *cl_func_name(int id);
-int cl_func_id(const char *s, int n);
 const char *cl_comm_name(uint64_t comm);   /* "" if none known */
 int cl_comm_by_name(const char *name, uint64_t *out);
 
