@@ -2,6 +2,7 @@
  * hands to the trace file at each flush. Timestamps: monotonic ns + the process's realtime
  * offset, printed as exact microseconds. */
 #include "exporters/chrome_trace.h"
+#include "common/hash.h"
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,7 +69,7 @@ static ct_family *family(cl_ct *ct, uint64_t key) {
     if (!n) return NULL;
     for (uint32_t i = 0; i < ct->fam_cap; i++) {
       if (!ct->fam[i].cap) continue;
-      uint32_t j = (uint32_t)(ct->fam[i].key * 0x9E3779B97F4A7C15ull >> 40) & (ncap - 1);
+      uint32_t j = cl_hash_slot(ct->fam[i].key, ncap);
       while (n[j].cap) j = (j + 1) & (ncap - 1);
       n[j] = ct->fam[i];
     }
@@ -76,7 +77,7 @@ static ct_family *family(cl_ct *ct, uint64_t key) {
     ct->fam = n;
     ct->fam_cap = ncap;
   }
-  uint32_t j = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (ct->fam_cap - 1);
+  uint32_t j = cl_hash_slot(key, ct->fam_cap);
   while (ct->fam[j].cap && ct->fam[j].key != key) j = (j + 1) & (ct->fam_cap - 1);
   return &ct->fam[j];
 }

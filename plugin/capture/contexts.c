@@ -2,6 +2,7 @@
  * the hot path except cl_ctx_serial(), a bounds check and one relaxed load. */
 #include "plugin/capture/contexts.h"
 #include "common/clock.h"
+#include "common/grow.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,7 +13,8 @@ static cl_ctx_slot g_ctx[CL_MAX_COMMS];
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static cl_comm_info *g_infos;          /* by serial - 1 */
-static uint32_t g_ninfos, g_cap_infos;
+static uint32_t g_ninfos;
+static size_t g_cap_infos;
 static int g_active;                   /* live communicators */
 
 uint32_t cl_ctx_serial(void *ctx) {
@@ -23,16 +25,10 @@ uint32_t cl_ctx_serial(void *ctx) {
 
 int cl_contexts_add(const cl_comm_desc *d, int cuda_dev, void **ctx, uint32_t *serial, int *first) {
   pthread_mutex_lock(&g_mu);
-  if (g_infos == NULL || g_ninfos == g_cap_infos) {
-    uint32_t cap = g_cap_infos ? g_cap_infos * 2 : 64;
-    cl_comm_info *n = realloc(g_infos, cap * sizeof *n);
-    if (!n) {
-      pthread_mutex_unlock(&g_mu);
-      cl_log(CL_LOG_WARN, "out of memory registering a communicator; not profiling it");
-      return -1;
-    }
-    g_infos = n;
-    g_cap_infos = cap;
+  if (cl_grow(&g_infos, &g_cap_infos, (size_t)g_ninfos + 1, sizeof *g_infos, 64, 0) != 0) {
+    pthread_mutex_unlock(&g_mu);
+    cl_log(CL_LOG_WARN, "out of memory registering a communicator; not profiling it");
+    return -1;
   }
   int slot = -1;
   for (int i = 0; i < CL_MAX_COMMS && slot < 0; i++)

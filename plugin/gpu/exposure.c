@@ -3,6 +3,7 @@
  * every rule here is unit-tested on integer timelines. Allocation happens only when a set or
  * queue grows, up to its cap; a failed allocation drops the input and counts it. */
 #include "plugin/gpu/exposure.h"
+#include "common/grow.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,17 +21,7 @@ static size_t iv_first_end_after(const ivset *s, uint64_t t) {
   return lo;
 }
 
-static int iv_reserve(ivset *s, size_t need) {
-  if (need <= s->cap) return 0;
-  size_t nc = s->cap ? s->cap * 2 : 64;
-  while (nc < need) nc *= 2;
-  if (nc > s->max) nc = s->max;
-  if (nc < need) return -1;
-  cl_expo_iv *nv = realloc(s->v, nc * sizeof *nv);
-  if (!nv) return -1;
-  s->v = nv; s->cap = nc;
-  return 0;
-}
+static int iv_reserve(ivset *s, size_t need) { return cl_grow(&s->v, &s->cap, need, sizeof *s->v, 64, s->max); }
 
 static void iv_drop_first(ivset *s) {
   if (!s->n) return;
@@ -163,12 +154,9 @@ int cl_expo_add_compute(cl_expo *e, uint32_t device, uint64_t start_ns, uint64_t
 
 int cl_expo_add_span(cl_expo *e, const cl_expo_span *s) {
   if (e->npend >= e->lim.max_pending) { e->st.spans_overflow++; return -1; }
-  if (e->npend == e->cappend) {
-    size_t nc = e->cappend ? e->cappend * 2 : 256;
-    if (nc > e->lim.max_pending) nc = e->lim.max_pending;
-    cl_expo_span *np = realloc(e->pend, nc * sizeof *np);
-    if (!np) { e->st.spans_overflow++; return -1; }
-    e->pend = np; e->cappend = nc;
+  if (cl_grow(&e->pend, &e->cappend, e->npend + 1, sizeof *e->pend, 256, e->lim.max_pending) != 0) {
+    e->st.spans_overflow++;
+    return -1;
   }
   cl_expo_span *p = &e->pend[e->npend++];
   *p = *s;
@@ -200,12 +188,7 @@ static void report_one(cl_expo *e, const cl_expo_span *s) {
     int more = cs && i < cs->n && cs->v[i].start_ns < s->end_ns;
     if (more && cs->v[i].start_ns < gap_end) gap_end = cs->v[i].start_ns;
     if (gap_end > cur) {
-      if (n == e->scratch_cap) {
-        size_t nc = e->scratch_cap ? e->scratch_cap * 2 : 64;
-        cl_expo_iv *ns = realloc(e->scratch, nc * sizeof *ns);
-        if (ns) { e->scratch = ns; e->scratch_cap = nc; }
-      }
-      if (n < e->scratch_cap) e->scratch[n++] = (cl_expo_iv){cur, gap_end};
+      if (cl_grow(&e->scratch, &e->scratch_cap, n + 1, sizeof *e->scratch, 64, 0) == 0) e->scratch[n++] = (cl_expo_iv){cur, gap_end};
       exposed += gap_end - cur;   /* exact even if the piece list could not grow */
     }
     if (!more) break;
@@ -330,13 +313,8 @@ void cl_expo_agg_add(cl_expo_agg *a, const cl_expo_result *r) {
 
 int cl_expo_add_step(cl_expo_agg *a, uint64_t start_ns, uint64_t end_ns, uint64_t id) {
   if (end_ns < start_ns) return -1;
-  if (a->nsteps == a->capsteps) {
-    if (a->capsteps >= CL_EXPO_MAX_STEPS) return -1;
-    size_t nc = a->capsteps ? a->capsteps * 2 : 16;
-    agg_step *ns = realloc(a->steps, nc * sizeof *ns);
-    if (!ns) return -1;
-    a->steps = ns; a->capsteps = nc;
-  }
+  if (a->nsteps == a->capsteps && a->capsteps >= CL_EXPO_MAX_STEPS) return -1;
+  if (cl_grow(&a->steps, &a->capsteps, a->nsteps + 1, sizeof *a->steps, 16, 0) != 0) return -1;
   a->steps[a->nsteps++] = (agg_step){start_ns, end_ns, id};
   return 0;
 }

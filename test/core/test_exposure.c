@@ -2,6 +2,7 @@
  * timelines, against hand-computed answers and a brute-force per-unit reference. */
 #include "tl.h"
 #include "../../plugin/gpu/exposure.c"
+#include "../../common/grow.c"
 
 #define MAXR 4096
 typedef struct { cl_expo_span span; uint64_t exposed; cl_expo_iv pieces[64]; size_t np; int incomplete; } rec;

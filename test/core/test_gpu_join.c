@@ -4,6 +4,7 @@
 #include "tl.h"
 #include "../../plugin/gpu/gpu_join.c"
 #include "../../plugin/gpu/exposure.c"
+#include "../../common/grow.c"
 #include "../../exporters/chrome_trace.c"
 #include "../../exporters/strbuf.c"
 #include "../../common/clock.c"

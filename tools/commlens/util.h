@@ -3,6 +3,7 @@
 #ifndef COMMLENS_CLI_UTIL_H
 #define COMMLENS_CLI_UTIL_H
 #include <stddef.h>
+#include "common/hash.h"
 #include <stdint.h>
 
 /* Allocation that never returns NULL: the CLI has nothing sensible to do without memory. */
@@ -17,10 +18,6 @@ char *cl_xstrndup(const char *s, size_t n);
     (v).a = cl_xrealloc((v).a, (v).cap * sizeof(*(v).a)); } } while (0)
 #define CL_PUSH(v, x) do { CL_GROW(v); (v).a[(v).n++] = (x); } while (0)
 
-static inline uint64_t cl_hash64(uint64_t x) {
-  x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33; return x;
-}
 
 /* Parses "0-3,7" into a sorted bitmap over ranks [0, 65536). Returns 0, or -1 on bad syntax.
  * The caller owns *out (65536 bytes, 1 = selected). */
