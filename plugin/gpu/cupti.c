@@ -74,11 +74,16 @@ static struct {
   FN(cuptiActivityGetNumDroppedRecords); FN(cuptiGetTimestamp);
   /* optional */
   FN(cuptiSubscribe_v2); FN(cuptiActivityRegisterTimestampCallback);
-  FN(cuptiActivityEnableDriverApi); FN(cuptiActivityEnableRuntimeApi); FN(cuptiSetThreadIdType);
+  FN(cuptiSetThreadIdType);
 } api;
 #undef FN
 
 typedef struct { uint8_t *buf; size_t valid; } done_buf;
+
+/* Where CUPTI stands for us. SUSPENDED: another tool holds the subscriber slot (we re-arm when
+ * it lets go); DISPLACED: our records go to another client (for good); FAILED: not loadable or
+ * refused (for good). */
+typedef enum { CUPTI_UNTRIED = 0, CUPTI_ACTIVE, CUPTI_SUSPENDED, CUPTI_DISPLACED, CUPTI_FAILED } cupti_state;
 
 static struct {
   pthread_mutex_t mu;                 /* guards the buffer lists and counters below */
@@ -89,8 +94,7 @@ static struct {
   uint64_t dropped, buffers, refused;
   /* writer-thread state */
   void *lib;
-  int state;                          /* 0 untried, 1 active, 2 suspended, 3 displaced, -1 failed */
-  int selective_api;                  /* launch records enabled per cbid (else KIND_DRIVER) */
+  cupti_state state;
   int kinds_on[5];                    /* CONCURRENT_KERNEL, MEMCPY, MEMSET, DRIVER, MARKER enabled by us */
   int64_t ts_offset;                  /* cupti timestamp - monotonic (0 with the callback) */
   uint8_t *cur; size_t cur_valid; CUpti_Activity *cur_rec;
@@ -106,14 +110,6 @@ static const CUpti_CallbackId k_driver_launch[] = {
   CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
   CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
   CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-};
-static const CUpti_CallbackId k_runtime_launch[] = {
-  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-  CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
 };
 static const CUpti_ActivityKind k_kinds[3] = {
   CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
@@ -221,7 +217,7 @@ static const char *bind_symbols(void) {
   REQ(cuptiActivityFlushAll); REQ(cuptiActivityGetNextRecord);
   REQ(cuptiActivityGetNumDroppedRecords); REQ(cuptiGetTimestamp);
   OPT(cuptiGetResultString); OPT(cuptiSubscribe_v2); OPT(cuptiActivityRegisterTimestampCallback);
-  OPT(cuptiActivityEnableDriverApi); OPT(cuptiActivityEnableRuntimeApi); OPT(cuptiSetThreadIdType);
+  OPT(cuptiSetThreadIdType);
 #undef REQ
 #undef OPT
   return NULL;
@@ -276,13 +272,6 @@ static void disable_ours(void) {
     if (g.kinds_on[i]) { api.cuptiActivityDisable(k_kinds[i]); g.kinds_on[i] = 0; }
   if (g.kinds_on[3]) { api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER); g.kinds_on[3] = 0; }
   if (g.kinds_on[4]) { api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER); g.kinds_on[4] = 0; }
-  if (g.selective_api) {
-    for (size_t i = 0; i < sizeof k_driver_launch / sizeof *k_driver_launch; i++)
-      api.cuptiActivityEnableDriverApi(k_driver_launch[i], 0);
-    for (size_t i = 0; i < sizeof k_runtime_launch / sizeof *k_runtime_launch; i++)
-      api.cuptiActivityEnableRuntimeApi(k_runtime_launch[i], 0);
-    g.selective_api = 0;
-  }
 }
 
 /* Registers our callbacks and enables our kinds. Returns 0, or -1 (message logged, status
@@ -315,20 +304,19 @@ static int arm(void) {
    * switches (cuptiActivityEnableDriverApi) produced no records at all on CUPTI 13.0 with NCCL
    * 2.28 (measured on H200), so they are not used. NCCL launches through the driver API
    * (cuLaunchKernelEx), which is what the correlation needs. */
-  g.selective_api = 0;
   if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) g.kinds_on[3] = 1;
+  else cl_log_once("cupti-driver", CL_LOG_INFO, "CUPTI refused driver API records: NCCL kernels "
+                   "are recognised by name only");
   /* NVTX ranges (per-step exposure): CUPTI only sees them when the job was started with
    * NVTX_INJECTION64_PATH=<libcupti>; enabling the kind is harmless otherwise. */
   if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS) g.kinds_on[4] = 1;
-  else cl_log_once("cupti-driver", CL_LOG_INFO, "CUPTI refused driver API records: NCCL kernels "
-                   "are recognised by name only");
   return 0;
 }
 
 int cl_cupti_start(void) {
-  if (g.state == 1 || g.state == 2) return 0;
-  if (g.state == -1) return -1;
-  g.state = -1;
+  if (g.state == CUPTI_ACTIVE || g.state == CUPTI_SUSPENDED) return 0;
+  if (g.state == CUPTI_FAILED) return -1;
+  g.state = CUPTI_FAILED;
   char path[1100];
   g.lib = load_lib(path, sizeof path);
   if (!g.lib) {
@@ -372,7 +360,7 @@ int cl_cupti_start(void) {
     void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
     if (cxx) *(void **)&g.demangle = dlsym(cxx, "__cxa_demangle");
   }
-  g.state = 1;
+  g.state = CUPTI_ACTIVE;
   g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
   snprintf(g.status, sizeof g.status, "active (CUPTI %u%s)", v,
            g.ts_offset ? ", timestamps by offset" : "");
@@ -381,28 +369,27 @@ int cl_cupti_start(void) {
 
 /* Another tool may take the subscriber slot while we run (Nsight, a sanitizer), and give it back. */
 static void reprobe(void) {
-  if (g.state == 3) return;
+  if (g.state == CUPTI_DISPLACED) return;
   uint64_t now = cl_now();
   if (now < g.next_probe) return;
   g.next_probe = now + CL_CUPTI_REPROBE_NS;
   char who[128];
   CUptiResult r = probe_slot(who, sizeof who);
-  if (g.state == 1 && r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    g.state = 2;
+  if (g.state == CUPTI_ACTIVE && r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    g.state = CUPTI_SUSPENDED;
     snprintf(g.status, sizeof g.status, "suspended: CUPTI taken by %s",
              who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
     cl_log(CL_LOG_WARN, "%s; commlens leaves CUPTI to it and its GPU kernel data pauses until it "
            "lets go (torch.profiler keeps it until exit); collectives keep NCCL's own timing",
            g.status);
     for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;   /* theirs now: never disable them */
-    g.selective_api = 0;
     /* buffers CUPTI held may now go to the other tool's callbacks: stop counting them */
     pthread_mutex_lock(&g.mu);
     g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
     pthread_mutex_unlock(&g.mu);
-  } else if (g.state == 2 && r == CUPTI_SUCCESS) {
+  } else if (g.state == CUPTI_SUSPENDED && r == CUPTI_SUCCESS) {
     if (arm() == 0) {
-      g.state = 1;
+      g.state = CUPTI_ACTIVE;
       snprintf(g.status, sizeof g.status, "active (CUPTI %u, resumed)", g.version);
       cl_log(CL_LOG_INFO, "CUPTI is free again; GPU kernel data resumes");
     }
@@ -412,10 +399,9 @@ static void reprobe(void) {
 /* Our records go elsewhere now: its kinds, its buffers, its session. We forget what we enabled
  * (disabling CONCURRENT_KERNEL would switch it off for the other client too). */
 void cl_cupti_displaced(void) {
-  if (g.state != 1) return;
-  g.state = 3;
+  if (g.state != CUPTI_ACTIVE) return;
+  g.state = CUPTI_DISPLACED;
   for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;
-  g.selective_api = 0;
   pthread_mutex_lock(&g.mu);
   g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
   pthread_mutex_unlock(&g.mu);
@@ -426,12 +412,12 @@ void cl_cupti_displaced(void) {
               "for the rest of the run; collectives keep their NCCL timing, exposure stops here");
 }
 
-int cl_cupti_recording(void) { return g.state == 1; }
+int cl_cupti_recording(void) { return g.state == CUPTI_ACTIVE; }
 
 void cl_cupti_flush(int force) {
-  if (g.state != 1 && g.state != 2) return;
+  if (g.state != CUPTI_ACTIVE && g.state != CUPTI_SUSPENDED) return;
   reprobe();
-  if (g.state == 1) api.cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  if (g.state == CUPTI_ACTIVE) api.cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
 /* ---- kernel names: interned copies that live until exit ---- */
@@ -461,11 +447,9 @@ static const char *intern(const char *raw) {
   return shown;
 }
 
-static int is_launch_cbid(int driver, CUpti_CallbackId cbid) {
-  const CUpti_CallbackId *t = driver ? k_driver_launch : k_runtime_launch;
-  size_t n = driver ? sizeof k_driver_launch / sizeof *k_driver_launch
-                    : sizeof k_runtime_launch / sizeof *k_runtime_launch;
-  for (size_t i = 0; i < n; i++) if (t[i] == cbid) return 1;
+static int is_launch_cbid(CUpti_CallbackId cbid) {
+  for (size_t i = 0; i < sizeof k_driver_launch / sizeof *k_driver_launch; i++)
+    if (k_driver_launch[i] == cbid) return 1;
   return 0;
 }
 
@@ -504,10 +488,9 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
     GPU_WORK_FIELDS(o, m);
     return 1;
   }
-  case CUPTI_ACTIVITY_KIND_DRIVER:
-  case CUPTI_ACTIVITY_KIND_RUNTIME: {
+  case CUPTI_ACTIVITY_KIND_DRIVER: {
     const CUpti_ActivityAPI *a = (const void *)rec;
-    if (!is_launch_cbid(rec->kind == CUPTI_ACTIVITY_KIND_DRIVER, a->cbid)) return 0;
+    if (!is_launch_cbid(a->cbid)) return 0;
     o->kind = CL_GPU_LAUNCH;
     o->start_ns = to_mono(a->start); o->end_ns = to_mono(a->end);
     o->correlation = a->correlationId;
@@ -573,19 +556,19 @@ void cl_cupti_get_stats(cl_cupti_stats *s) {
   s->buffers = g.buffers;
   pthread_mutex_unlock(&g.mu);
   s->records = g.records;
-  s->active = g.state == 1;
+  s->active = g.state == CUPTI_ACTIVE;
   snprintf(s->status, sizeof s->status, "%s", g.status[0] ? g.status : "not started");
 }
 
 void cl_cupti_stop(void) {
-  if (g.state != 1 && g.state != 2 && g.state != 3) return;
-  if (g.state == 1) {
+  if (g.state != CUPTI_ACTIVE && g.state != CUPTI_SUSPENDED && g.state != CUPTI_DISPLACED) return;
+  if (g.state == CUPTI_ACTIVE) {
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     disable_ours();
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
-  int was = g.state;
-  g.state = 0;   /* a later start (after a new init) may arm again */
+  cupti_state was = g.state;
+  g.state = CUPTI_UNTRIED;   /* a later start (after a new init) may arm again */
   /* buffers still queued are lost: the writer drains before calling stop */
   release_current();
   pthread_mutex_lock(&g.mu);
@@ -594,5 +577,5 @@ void cl_cupti_stop(void) {
   for (int i = 0; i < g.nfree; i++) { free(g.free_bufs[i]); g.nalloc--; }
   g.nfree = 0;
   pthread_mutex_unlock(&g.mu);
-  if (was == 1) snprintf(g.status, sizeof g.status, "stopped");   /* else keep the reason */
+  if (was == CUPTI_ACTIVE) snprintf(g.status, sizeof g.status, "stopped");   /* else keep the reason */
 }

@@ -69,8 +69,8 @@ static void counting_logger(int level, unsigned long flags, const char *file, in
 }
 
 static void reset(void) {
-  if (g.state == 1 || g.state == 2) cl_cupti_stop();
-  g.state = 0;
+  if (g.state == CUPTI_ACTIVE || g.state == CUPTI_SUSPENDED) cl_cupti_stop();
+  g.state = CUPTI_UNTRIED;
   g.status[0] = 0;
   g.dropped = g.buffers = g.records = 0;
   cl_log_reset_once();
@@ -218,13 +218,13 @@ TL_TEST(takeover_suspends_and_resumes) {
   g.next_probe = 0;
   int f0 = *flushes;
   cl_cupti_flush(0);
-  CHECK(g.state == 2 && *flushes == f0, "flushed another tool's session");
+  CHECK(g.state == CUPTI_SUSPENDED && *flushes == f0, "flushed another tool's session");
   cl_cupti_stats st; cl_cupti_get_stats(&st);
   CHECK(!st.active && strstr(st.status, "suspended"), "status %s", st.status);
   unsetenv("FAKE_BUSY");                 /* and ends */
   g.next_probe = 0;
   cl_cupti_flush(0);
-  CHECK(g.state == 1 && *flushes == f0 + 1, "not resumed");
+  CHECK(g.state == CUPTI_ACTIVE && *flushes == f0 + 1, "not resumed");
   cl_cupti_stop();
 }
 
