@@ -2,20 +2,29 @@
  * prints nanosecond times as exact microsecond text, never through a double. */
 #include "common/clock.h"
 
-int64_t cl_clock_measure_offset(int64_t *err_ns) {
+int64_t cl_clock_best_offset(int (*read)(void *arg, int64_t *ns), void *arg, int reads, int64_t *err_ns) {
   int64_t best_off = 0, best_w = INT64_MAX;
-  for (int i = 0; i < 16; i++) {
-    struct timespec r;
+  for (int i = 0; i < reads; i++) {
+    int64_t other;
     uint64_t m0 = cl_now();
-    clock_gettime(CLOCK_REALTIME, &r);
+    if (read(arg, &other) != 0) { if (err_ns) *err_ns = -1; return 0; }
     uint64_t m1 = cl_now();
-    int64_t real = (int64_t)r.tv_sec * 1000000000ll + r.tv_nsec;
     int64_t w = (int64_t)(m1 - m0);
-    if (w < best_w) { best_w = w; best_off = real - (int64_t)(m0 + (m1 - m0) / 2); }
+    if (w < best_w) { best_w = w; best_off = other - (int64_t)(m0 + (m1 - m0) / 2); }
   }
   if (err_ns) *err_ns = best_w / 2 + 1;
   return best_off;
 }
+
+static int read_realtime(void *arg, int64_t *ns) {
+  (void)arg;
+  struct timespec r;
+  clock_gettime(CLOCK_REALTIME, &r);
+  *ns = (int64_t)r.tv_sec * 1000000000ll + r.tv_nsec;
+  return 0;
+}
+
+int64_t cl_clock_measure_offset(int64_t *err_ns) { return cl_clock_best_offset(read_realtime, NULL, 16, err_ns); }
 
 int cl_fmt_us(char *buf, int64_t ns) {
   char tmp[32];

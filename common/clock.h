@@ -9,6 +9,10 @@ static inline uint64_t cl_now(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+/* other - monotonic for another clock, from the narrowest of `reads` monotonic-bracketed reads
+ * of it (`read` returns 0 on success); *err_ns (if given) gets half that bracket's width.
+ * Returns 0 with *err_ns = -1 if a read failed. */
+int64_t cl_clock_best_offset(int (*read)(void *arg, int64_t *ns), void *arg, int reads, int64_t *err_ns);
 /* Measures realtime - monotonic; *err_ns gets half the width of the best bracketing read. */
 int64_t cl_clock_measure_offset(int64_t *err_ns);
 /* Formats ns as microseconds with exactly three decimals ("123.456"); returns length. */

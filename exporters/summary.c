@@ -2,6 +2,7 @@
  * [2^b, 2^(b+1))). Bandwidths use GPU time only: a collective with no GPU span counts but
  * adds no time. */
 #include "exporters/summary.h"
+#include "common/nccl.h"
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -11,32 +12,6 @@ struct cl_summary { row *rows; int n, cap; };
 
 cl_summary *cl_summary_new(void) { return calloc(1, sizeof(cl_summary)); }
 void cl_summary_free(cl_summary *s) { if (s) { free(s->rows); free(s); } }
-
-int cl_datatype_size(const char *dt) {
-  if (!dt) return 1;
-  static const struct { const char *n; int sz; } t[] = {
-    {"ncclInt8", 1}, {"ncclUint8", 1}, {"ncclChar", 1}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
-    {"ncclFloat16", 2}, {"ncclHalf", 2}, {"ncclBfloat16", 2}, {"ncclInt32", 4}, {"ncclUint32", 4},
-    {"ncclInt", 4}, {"ncclFloat32", 4}, {"ncclFloat", 4}, {"ncclInt64", 8}, {"ncclUint64", 8},
-    {"ncclFloat64", 8}, {"ncclDouble", 8}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) if (!strcmp(dt, t[i].n)) return t[i].sz;
-  return 1;   /* includes NCCL's "Unknown" for ncclUint8 */
-}
-
-uint64_t cl_coll_bytes(const char *func, uint64_t count, const char *dt, int nranks) {
-  uint64_t b = count * (uint64_t)cl_datatype_size(dt);
-  if (func && nranks > 0 && (!strcasecmp(func, "AllGather") || !strcasecmp(func, "ReduceScatter")))
-    b *= (uint64_t)nranks;
-  return b;
-}
-
-double cl_busbw_factor(const char *func, int n) {
-  if (!func || n <= 1) return 1.0;
-  if (!strcasecmp(func, "AllReduce")) return 2.0 * (n - 1) / n;
-  if (!strcasecmp(func, "AllGather") || !strcasecmp(func, "ReduceScatter") || !strcasecmp(func, "AlltoAll"))
-    return (double)(n - 1) / n;
-  return 1.0;
-}
 
 static int bucket_of(uint64_t bytes) { int b = 0; while (bytes >>= 1) b++; return b; }
 

@@ -11,11 +11,6 @@ cl_summary *cl_summary_new(void);
 void cl_summary_free(cl_summary *s);
 /* One collective: `bytes` is nccl-tests' size; gpu_ns = 0 when no GPU span was known. */
 void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks, uint64_t gpu_ns);
-/* Bytes of one element of an NCCL datatype name ("ncclFloat32"); 1 for unknown names. */
-int cl_datatype_size(const char *dt);
-/* nccl-tests' size for a task: count * type size, times nranks for AllGather/ReduceScatter. */
-uint64_t cl_coll_bytes(const char *func, uint64_t count, const char *dt, int nranks);
-double cl_busbw_factor(const char *func, int nranks);
 /* The table, one header line and one line per (collective, size bucket). */
 void cl_summary_print(const cl_summary *s, FILE *f, const char *prefix);
 /* JSON array of the same rows. */

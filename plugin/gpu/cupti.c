@@ -255,17 +255,14 @@ static CUptiResult probe_slot(char *who, size_t n) {
 }
 
 /* Measures cuptiGetTimestamp - CLOCK_MONOTONIC (used only without the timestamp callback). */
-static int64_t measure_ts_offset(void) {
-  int64_t best = 0, bestw = INT64_MAX;
-  for (int i = 0; i < 16; i++) {
-    uint64_t t = 0, m0 = cl_now();
-    if (api.cuptiGetTimestamp(&t) != CUPTI_SUCCESS) return 0;
-    uint64_t m1 = cl_now();
-    int64_t w = (int64_t)(m1 - m0);
-    if (w < bestw) { bestw = w; best = (int64_t)t - (int64_t)(m0 + (m1 - m0) / 2); }
-  }
-  return best;
+static int read_cupti_ts(void *arg, int64_t *ns) {
+  (void)arg;
+  uint64_t t = 0;
+  if (api.cuptiGetTimestamp(&t) != CUPTI_SUCCESS) return -1;
+  *ns = (int64_t)t;
+  return 0;
 }
+static int64_t measure_ts_offset(void) { return cl_clock_best_offset(read_cupti_ts, NULL, 16, NULL); }
 
 static void disable_ours(void) {
   for (int i = 0; i < 3; i++)

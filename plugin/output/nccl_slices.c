@@ -3,6 +3,7 @@
  * Called by assemble.c once an event is complete; formatting only, no lifetimes. */
 #include "plugin/pipeline/assemble_impl.h"
 #include "plugin/output/names.h"
+#include "common/nccl.h"
 #include <stdio.h>
 #include <string.h>
 

@@ -3,18 +3,12 @@
  * health. Works only from the aggregates of load.h; every figure names the events it came
  * from (seq numbers, counts). Text is short (top N per table); --json has every row. */
 #include "report.h"
+#include "common/nccl.h"
 #include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-double cl_busbw_factor(const char *f, int n) {
-  if (n < 1) n = 1;
-  if (!strcmp(f, "AllReduce")) return 2.0 * (n - 1) / n;
-  if (!strcmp(f, "AllGather") || !strcmp(f, "ReduceScatter") || !strcmp(f, "AllToAll") || !strcmp(f, "AlltoAll"))
-    return (double)(n - 1) / n;
-  return 1.0;   /* Broadcast, Reduce, SendRecv, anything else */
-}
 
 typedef struct {
   double blame, waited, late_sum, coll_time, transfer, comm_union;

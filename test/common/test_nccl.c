@@ -1,0 +1,63 @@
+/* test_nccl.c: the one copy of NCCL arithmetic (common/nccl.c) that the plugin's summary and
+ * the CLI's report share: bus-bandwidth factors for 1, 2 and 8 ranks, element sizes, byte
+ * counts, and the summary's busbw computed through it. */
+#include "tl.h"
+#include "../../common/nccl.c"
+#include "../../exporters/summary.c"
+#include <math.h>
+#include <stdio.h>
+
+static int near(double a, double b) { return fabs(a - b) < 1e-12; }
+
+TL_TEST(busbw_factors_follow_nccl_tests) {
+  /* n = 1: nothing crosses a bus for the (n-1)/n collectives; n = 2 and 8 as nccl-tests */
+  CHECK(near(cl_busbw_factor("AllReduce", 1), 0.0), "AllReduce n=1");
+  CHECK(near(cl_busbw_factor("AllReduce", 2), 1.0), "AllReduce n=2");
+  CHECK(near(cl_busbw_factor("AllReduce", 8), 1.75), "AllReduce n=8");
+  const char *nm1[] = {"AllGather", "ReduceScatter", "AlltoAll"};
+  for (int i = 0; i < 3; i++) {
+    CHECK(near(cl_busbw_factor(nm1[i], 1), 0.0), "%s n=1", nm1[i]);
+    CHECK(near(cl_busbw_factor(nm1[i], 2), 0.5), "%s n=2", nm1[i]);
+    CHECK(near(cl_busbw_factor(nm1[i], 8), 0.875), "%s n=8", nm1[i]);
+  }
+  const char *one[] = {"Broadcast", "Reduce", "Send", "Recv", "SendRecv"};
+  for (int i = 0; i < 5; i++)
+    for (int n = 1; n <= 8; n *= 2) CHECK(near(cl_busbw_factor(one[i], n), 1.0), "%s n=%d", one[i], n);
+  CHECK(near(cl_busbw_factor("allreduce", 8), 1.75), "names match in any case");
+  CHECK(near(cl_busbw_factor("AllToAll", 8), 0.875), "AllToAll spelling");
+  CHECK(near(cl_busbw_factor("AllReduce", 0), 0.0) && near(cl_busbw_factor("AllReduce", -1), 0.0),
+        "unknown rank count gives no bandwidth");
+  CHECK(near(cl_busbw_factor(NULL, 8), 1.0), "no name");
+}
+
+TL_TEST(datatype_sizes_and_bytes) {
+  CHECK(cl_datatype_size("ncclFloat32") == 4 && cl_datatype_size("ncclBfloat16") == 2 &&
+        cl_datatype_size("ncclFloat64") == 8 && cl_datatype_size("ncclInt8") == 1, "sizes");
+  CHECK(cl_datatype_size("Unknown") == 1 && cl_datatype_size(NULL) == 1, "unknown names");
+  CHECK(cl_coll_bytes("AllReduce", 1000, "ncclFloat32", 8) == 4000, "AllReduce bytes");
+  CHECK(cl_coll_bytes("AllGather", 1000, "ncclFloat32", 8) == 32000, "AllGather counts every rank");
+  CHECK(cl_coll_bytes("ReduceScatter", 10, "ncclHalf", 2) == 40, "ReduceScatter");
+}
+
+/* The summary's busbw is algbw times the shared factor, for 1, 2 and 8 ranks. */
+TL_TEST(summary_uses_the_shared_factor) {
+  int ranks[] = {1, 2, 8};
+  for (int i = 0; i < 3; i++) {
+    cl_summary *s = cl_summary_new();
+    cl_summary_add(s, "AllReduce", 1u << 20, ranks[i], 1000000);   /* 1 MiB in 1 ms */
+    char buf[2048] = {0};
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    cl_summary_json(s, f);
+    fclose(f);
+    double alg = -1, bus = -1;
+    const char *pa = strstr(buf, "\"algbw_gbs\":"), *pb = strstr(buf, "\"busbw_gbs\":");
+    REQUIRE(pa && pb, "no bandwidths in %s", buf);
+    sscanf(pa + 12, "%lf", &alg);
+    sscanf(pb + 12, "%lf", &bus);
+    CHECK(fabs(bus - alg * cl_busbw_factor("AllReduce", ranks[i])) < 1e-3, "n=%d: busbw %f algbw %f",
+          ranks[i], bus, alg);
+    cl_summary_free(s);
+  }
+}
+
+TL_MAIN("common/nccl")
