@@ -4,6 +4,7 @@
 #include "tl.h"
 #include "../../plugin/gpu/cupti.c"
 #include "../../common/log.c"
+#include "../../common/clock.c"
 #include "../../common/config.c"   /* COMMLENS_CUPTI_LIB comes through the variable table */
 #include <stdarg.h>
 #include <unistd.h>
