@@ -1,5 +1,6 @@
 # commlens build. `make` builds the plugin and the CLI; `make test` builds and runs every test
-# suite; `make demo` runs the main job. Dependencies are installed on first use (deps target).
+# suite; `make demo` runs the main job. Missing packages are installed on first use where a
+# package source answers (see "dependencies" below).
 CC      ?= cc
 CUDA    ?= /usr/local/cuda
 BUILD   ?= build
@@ -17,35 +18,73 @@ CLI_SRC := $(wildcard tools/commlens/*.c common/*.c)   # common/: config table, 
 CLI     := $(BUILD)/commlens
 Q       := @
 
-.PHONY: all lib cli test demo deps clean bench examples
-all: deps lib cli
+.PHONY: all lib cli test demo clean bench examples
+all: lib cli
 
-# ---- dependencies (Debian packages; we are root on fresh machines) ----
-DEPS_STAMP := $(BUILD)/.deps
-deps: $(DEPS_STAMP)
-$(DEPS_STAMP):
-	$(Q)mkdir -p $(BUILD)
-	$(Q)if [ ! -f /usr/include/json-c/json.h ] || [ ! -f /usr/include/zlib.h ]; then \
-	  echo "installing build dependencies (libjson-c-dev zlib1g-dev)"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjson-c-dev zlib1g-dev) >$(BUILD)/apt.log 2>&1 \
-	  || { cat $(BUILD)/apt.log; exit 1; }; fi
-	$(Q)touch $@
+# ---- dependencies ----
+# Each target needs only what it uses. The plugin: a C compiler, libc and CUDA's headers (CUPTI
+# types; libcupti is loaded at run time), and zlib if present (without it: no gzip output and no
+# ABI recording, said once). The CLI and the tests: json-c and zlib. Missing Debian packages are
+# installed once per build directory where a package source answers (we are root on fresh
+# machines); where none does (offline GPU nodes), make builds what it can and says in one line
+# what it could not and why.
+JSONC_INC ?= /usr/include/json-c/json.h
+ZLIB_INC  ?= /usr/include/zlib.h
+CUPTI_INC ?= $(CUDA)/include/cupti.h
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+ifneq ($(wildcard $(JSONC_INC)),$(JSONC_INC))
+APT_WANT := libjson-c-dev
+endif
+ifneq ($(wildcard $(ZLIB_INC)),$(ZLIB_INC))
+APT_WANT += zlib1g-dev
+endif
+ifneq ($(strip $(APT_WANT)),)
+ifeq ($(wildcard $(BUILD)/.apt-tried),)
+$(info installing build dependencies ($(strip $(APT_WANT))))
+APT_RC := $(shell mkdir -p $(BUILD) && touch $(BUILD)/.apt-tried && \
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_WANT)) >$(BUILD)/apt.log 2>&1; echo $$?)
+endif
+endif
+endif
+HAVE_JSONC := $(wildcard $(JSONC_INC))
+HAVE_ZLIB  := $(wildcard $(ZLIB_INC))
+HAVE_CUPTI := $(wildcard $(CUPTI_INC))
+ifeq ($(HAVE_ZLIB),)
+CFLAGS += -DCOMMLENS_NO_ZLIB
+ZLIB_LIBS :=
+NO_ZLIB_WHY := zlib headers missing ($(ZLIB_INC))$(if $(filter-out 0,$(APT_RC)), and apt-get could not install zlib1g-dev (see $(BUILD)/apt.log))
+$(info commlens: $(NO_ZLIB_WHY): the plugin is built without gzip output and ABI recording)
+else
+ZLIB_LIBS := -lz
+endif
+NO_CLI_WHY := $(if $(HAVE_JSONC),,json-c headers missing ($(JSONC_INC)))$(if $(HAVE_ZLIB),, zlib headers missing)
+NO_CLI_HOW := install libjson-c-dev and zlib1g-dev (Debian/Ubuntu) or json-c-devel and zlib-devel, then run make again
 
 # ---- the plugin ----
 lib: $(LIB) $(LIBLINK)
-$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h) | $(DEPS_STAMP)
+$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+ifeq ($(HAVE_CUPTI),)
+$(LIB):
+	@echo "commlens plugin not built: CUDA headers missing ($(CUPTI_INC)); set CUDA=<toolkit dir>"; exit 1
+else
 $(LIB): $(LIB_OBJ) plugin/exports.map
 	$(Q)$(CC) $(CFLAGS) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=plugin/exports.map \
-	  -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined -lpthread -ldl -lz
+	  -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined -lpthread -ldl $(ZLIB_LIBS)
 	@echo "built $@"
+endif
 $(LIBLINK): $(LIB)
 	$(Q)ln -sf $(notdir $(LIB)) $@
 
 # ---- the CLI ----
+ifeq ($(strip $(NO_CLI_WHY)),)
 cli: $(CLI)
-$(CLI): $(CLI_SRC) $(wildcard tools/commlens/*.h include/commlens/*.h) | $(DEPS_STAMP)
+else
+cli:
+	@echo "commlens CLI not built: $(strip $(NO_CLI_WHY))$(if $(filter-out 0,$(APT_RC)), and apt-get could not install them (see $(BUILD)/apt.log)); $(NO_CLI_HOW)"
+endif
+$(CLI): $(CLI_SRC) $(wildcard tools/commlens/*.h include/commlens/*.h)
 	$(Q)mkdir -p $(BUILD)
 	$(Q)$(CC) $(CFLAGS) -Itools/commlens -o $@ $(CLI_SRC) -ljson-c -lz -lm -lpthread
 	@echo "built $@"
@@ -56,12 +95,16 @@ TEST_SRC := $(wildcard test/*/test_*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 # Some suites #include plugin or CLI sources to test internals: rebuild them when those change.
 TEST_INCLUDED := $(wildcard common/*.[ch] plugin/*.[ch] plugin/*/*.[ch] exporters/*.[ch] tools/commlens/*.[ch])
-$(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h include/commlens/*.h) $(TEST_INCLUDED) | $(DEPS_STAMP)
+$(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h include/commlens/*.h) $(TEST_INCLUDED) | test-deps
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itest/lib -Itools/commlens -o $@ $< $(TEST_LIB_SRC) -ljson-c -lz -ldl -lpthread -lm
 # mk/*.mk add variants (sanitizers, fuzz runs) as prerequisites and as run.sh arguments in
 # TEST_MORE, so one run.sh call prints every suite and one closing total.
-test: deps lib cli $(TEST_BIN)
+# The tests read traces with json-c and zlib: without them they cannot run at all.
+.PHONY: test-deps
+test-deps:
+	$(Q)if [ -n "$(strip $(NO_CLI_WHY))" ]; then echo "make test: cannot build the tests: $(strip $(NO_CLI_WHY)); $(NO_CLI_HOW)"; exit 1; fi
+test: test-deps lib cli $(TEST_BIN)
 	$(Q)COMMLENS_LIB=$(abspath $(LIB)) COMMLENS_CLI=$(abspath $(CLI)) BUILD=$(BUILD) \
 	  sh test/run.sh $(TEST_BIN) $(TEST_MORE)
 
@@ -69,7 +112,7 @@ test: deps lib cli $(TEST_BIN)
 bench: lib
 	$(Q)$(MAKE) -s -C bench BUILD=$(abspath $(BUILD)) LIB=$(abspath $(LIB))
 
-demo: all
+demo: lib cli
 	$(Q)sh examples/demo.sh $(abspath $(BUILD))
 
 # Further targets live in mk/*.mk, one concern per fragment (replay tool, sanitizers, fuzzing).

@@ -204,6 +204,12 @@ void cl_config_load(void) {
              g_vars[i].name, v, g_vars[i].help, g_vars[i].def);
   }
   settle_job_and_dir();
+#ifdef COMMLENS_NO_ZLIB
+  if (cl_cfg.gzip) {
+    cl_log(CL_LOG_WARN, "COMMLENS_GZIP is ignored: this build of commlens has no zlib; writing plain JSON");
+    cl_cfg.gzip = 0;
+  }
+#endif
   if (cl_cfg.cupti) cl_cfg.mask |= CL_MASK_KERNEL_LAUNCH;
   if (cl_cfg.ring_bytes > cl_cfg.buffer_bytes) {
     cl_log(CL_LOG_WARN, "COMMLENS_RING_KB is larger than COMMLENS_BUFFER_MB; using one ring of %llu KiB",

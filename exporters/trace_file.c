@@ -9,13 +9,17 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#ifndef COMMLENS_NO_ZLIB
 #include <zlib.h>
+#endif
 
 struct cl_tfile {
   int fd, gzip, err;
   uint64_t tail_off;      /* where the tail (member) starts */
   uint64_t end;           /* current file length */
+#ifndef COMMLENS_NO_ZLIB
   z_stream z;
+#endif
   unsigned char *zbuf;
   size_t zcap;
   char *last;             /* the tail (member) bytes of the last complete flush, at tail_off */
@@ -28,10 +32,14 @@ cl_tfile *cl_tfile_create(const char *path, int gzip) {
   cl_tfile *f = calloc(1, sizeof *f);
   if (!f) { close(fd); unlink(path); errno = ENOMEM; return NULL; }
   f->fd = fd;
+#ifdef COMMLENS_NO_ZLIB
+  (void)gzip;                 /* built without zlib: plain JSON (the configuration said so) */
+#else
   f->gzip = gzip;
   if (gzip && deflateInit2(&f->z, 3, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     close(fd); unlink(path); free(f); errno = ENOMEM; return NULL;
   }
+#endif
   return f;
 }
 
@@ -49,6 +57,11 @@ static int write_all_at(cl_tfile *f, struct iovec *iov, int n, uint64_t off) {
 
 /* One complete gzip member of `in` into f->zbuf; returns its length or -1. */
 static long gz_member(cl_tfile *f, const char *in, size_t n) {
+#ifdef COMMLENS_NO_ZLIB
+  (void)f; (void)in; (void)n;
+  errno = ENOSYS;
+  return -1;
+#else
   size_t need = deflateBound(&f->z, n) + 64;
   if (need > f->zcap) {
     unsigned char *p = realloc(f->zbuf, need);
@@ -63,6 +76,7 @@ static long gz_member(cl_tfile *f, const char *in, size_t n) {
   f->z.avail_out = (uInt)f->zcap;
   if (deflate(&f->z, Z_FINISH) != Z_STREAM_END) { errno = EIO; return -1; }
   return (long)(f->zcap - f->z.avail_out);
+#endif
 }
 
 /* Keeps a copy of the tail just written, to put back if a later flush fails half-way. */
@@ -121,11 +135,12 @@ int cl_tfile_flush(cl_tfile *f, const char *body, size_t blen, const char *tail,
 }
 
 int cl_tfile_failed(const cl_tfile *f) { return f->err; }
-uint64_t cl_tfile_bytes(const cl_tfile *f) { return f->end; }
 
 void cl_tfile_close(cl_tfile *f) {
   if (!f) return;
+#ifndef COMMLENS_NO_ZLIB
   if (f->gzip) deflateEnd(&f->z);
+#endif
   free(f->zbuf);
   free(f->last);
   close(f->fd);

@@ -15,6 +15,5 @@ cl_tfile *cl_tfile_create(const char *path, int gzip);
 /* Appends body bytes and rewrites the tail; 0 on success, -1 once writing has failed. */
 int cl_tfile_flush(cl_tfile *f, const char *body, size_t body_len, const char *tail, size_t tail_len);
 int cl_tfile_failed(const cl_tfile *f);     /* errno of the failure, 0 if none */
-uint64_t cl_tfile_bytes(const cl_tfile *f);
 void cl_tfile_close(cl_tfile *f);
 #endif

@@ -22,7 +22,7 @@ FUZZ_STAMP := $(FUZZ_DIR)/.clang
 fuzz-build: $(FUZZ_BINS)
 
 # clang with libFuzzer's runtime (Debian: clang + libclang-rt-<ver>-dev).
-$(FUZZ_STAMP): | $(DEPS_STAMP)
+$(FUZZ_STAMP): | test-deps
 	$(Q)mkdir -p $(FUZZ_DIR)
 	$(Q)echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' > $(FUZZ_DIR)/probe.c
 	$(Q)if ! $(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe >/dev/null 2>&1; then \

@@ -5,13 +5,13 @@ REPLAY_SRC := tools/replay/main.c test/lib/replay.c test/lib/harness.c test/lib/
 
 .PHONY: replay
 replay: $(REPLAY)
-$(REPLAY): $(REPLAY_SRC) $(wildcard test/lib/*.h include/commlens/*.h) | $(DEPS_STAMP)
+$(REPLAY): $(REPLAY_SRC) $(wildcard test/lib/*.h include/commlens/*.h) | test-deps
 	$(Q)mkdir -p $(BUILD)
-	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $(REPLAY_SRC) -ljson-c -lz -ldl -lpthread
+	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $(REPLAY_SRC) -ljson-c $(ZLIB_LIBS) -ldl -lpthread
 	@echo "built $@"
 
 test: $(REPLAY)
-demo: $(REPLAY)
+demo: $(if $(strip $(NO_CLI_WHY)),,$(REPLAY))   # needs json-c (it reads traces); demo goes on without it
 # sanitizer variants (mk/sanitize.mk) build test-bins into $(BUILD)/<variant>: the tool too, so
 # test/abi/test_real_runs finds a matching one next to the library it tests
 test-bins: $(REPLAY)

@@ -21,7 +21,7 @@ TSAN_RUN_OPTS := TSAN_OPTIONS=halt_on_error=1:exitcode=23:die_after_fork=0:secon
 
 .PHONY: test-bins san-build-asan san-build-tsan test-asan test-tsan
 # Everything `make test` runs, built (used by the variant builds below).
-test-bins: deps lib cli $(TEST_BIN)
+test-bins: test-deps lib cli $(TEST_BIN)
 
 # $(1)=variant $(2)=sanitizer flags
 define SAN_VARIANT

@@ -10,10 +10,30 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifndef COMMLENS_NO_ZLIB
 #include <zlib.h>
+#endif
 
 _Atomic int cl_recording;
 _Atomic pid_t cl_self_pid;
+
+#ifdef COMMLENS_NO_ZLIB
+/* Built without zlib: recordings are gzip streams, so there is nothing to record into;
+ * cl_recording stays 0 and the shims never call the hooks below. */
+void cl_recorder_open(const char *dir, int rank) {
+  (void)dir; (void)rank;
+  cl_log_once("record-zlib", CL_LOG_WARN, "COMMLENS_RECORD is ignored: this build of commlens has no zlib");
+}
+void cl_recorder_close(void) {}
+void cl_recorder_init(int abi, void *ctx, const cl_comm_desc *d, int mask) { (void)abi; (void)ctx; (void)d; (void)mask; }
+void cl_recorder_start(int abi, void *ctx, const void *descr, unsigned len, const cl_ref *refs, int nrefs,
+                       void *handle) { (void)abi; (void)ctx; (void)descr; (void)len; (void)refs; (void)nrefs; (void)handle; }
+void cl_recorder_stop(int abi, void *handle) { (void)abi; (void)handle; }
+void cl_recorder_state(int abi, void *handle, int state, const void *args, unsigned len) {
+  (void)abi; (void)handle; (void)state; (void)args; (void)len;
+}
+void cl_recorder_finalize(int abi, void *ctx) { (void)abi; (void)ctx; }
+#else
 static pthread_mutex_t g_rec_mu = PTHREAD_MUTEX_INITIALIZER;
 static gzFile g_gz;
 static uint64_t g_seq, g_t0;
@@ -114,3 +134,4 @@ void cl_recorder_state(int abi, void *handle, int state, const void *args, unsig
 void cl_recorder_finalize(int abi, void *ctx) {
   LOCKED({ head('F', abi); gzprintf(g_gz, " %p\n", ctx); gzflush(g_gz, Z_SYNC_FLUSH); });
 }
+#endif
