@@ -1,6 +1,7 @@
 /* gpu_join.c: see gpu_join.h. Tables are small open-addressed maps and FIFO windows, bounded
  * by count; what falls out of them is counted, never waited for. Writer thread only. */
 #include "plugin/gpu/gpu_join.h"
+#include "plugin/output/gpu_slices.h"
 #include "common/config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,33 +108,14 @@ int cl_gj_launches_lost(cl_gj *g, uint64_t now, uint64_t *last_ok) {
 static void on_result(void *arg, const cl_expo_result *r) {
   cl_gj *g = arg;
   cl_expo_agg_add(g->agg, r);
-  char fam[64];
-  snprintf(fam, sizeof fam, "GPU %u exposed comm", r->span.device);
-  for (size_t i = 0; i < r->npieces; i++) {
-    const cl_expo_iv *p = &r->pieces[i];
-    uint32_t tid = ct_lane(g->ct, (9ull << 56) | r->span.device, fam, 90, p->start_ns, p->end_ns);
-    int first = ct_slice_begin(g->ct, tid, "exposed", "exposed", p->start_ns, p->end_ns - p->start_ns);
-    cl_sb *b = ct_body(g->ct);
-    sb_key(b, &first, "comm"); sb_puts(b, "\""); sb_hex(b, r->span.comm); sb_puts(b, "\"");
-    sb_key(b, &first, "coll_exposed_ns"); sb_u64(b, r->exposed_ns);
-    ct_slice_end(g->ct);
-  }
+  cl_draw_exposed(g->ct, r);
   if (g->fn) g->fn(g->arg, r);
 }
 
 static void on_window(void *arg, const cl_expo_window *w) {
   cl_gj *g = arg;
   if (w->kind == CL_EXPO_WIN_STEP) {       /* one slice per NVTX step with its exposure */
-    uint32_t tid = ct_lane(g->ct, 11ull << 56, "steps (NVTX) exposure", 4, w->start_ns, w->end_ns);
-    char name[48];
-    snprintf(name, sizeof name, "step %llu", (unsigned long long)w->id);
-    int first = ct_slice_begin(g->ct, tid, name, "step", w->start_ns, w->end_ns - w->start_ns);
-    cl_sb *b = ct_body(g->ct);
-    sb_key(b, &first, "step"); sb_u64(b, w->id);
-    sb_key(b, &first, "comm_ns"); sb_u64(b, w->comm_ns);
-    sb_key(b, &first, "exposed_ns"); sb_u64(b, w->exposed_ns);
-    if (w->late) { sb_key(b, &first, "late"); sb_puts(b, "true"); }
-    ct_slice_end(g->ct);
+    cl_draw_step(g->ct, w);
     g->steps++;
     g->step_exposed_sum += w->exposed_ns;
     g->step_comm_sum += w->comm_ns;
@@ -141,9 +123,7 @@ static void on_window(void *arg, const cl_expo_window *w) {
     return;
   }
   if (w->kind != CL_EXPO_WIN_BUCKET) return;
-  /* exposed communication per 100 ms bucket, in microseconds, as a counter track */
-  ct_counter(g->ct, "exposed comm (us per 100 ms)", w->start_ns, "exposed_us", (int64_t)(w->exposed_ns / 1000));
-  ct_counter(g->ct, "comm (us per 100 ms)", w->start_ns, "comm_us", (int64_t)(w->comm_ns / 1000));
+  cl_draw_window_counters(g->ct, w);      /* exposed communication per 100 ms bucket */
 }
 
 void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg) {
@@ -197,24 +177,6 @@ static int is_nccl_name(const char *n) {
   char head[48];
   snprintf(head, sizeof head, "%s", n);
   return strstr(head, "ncclDevKernel") || strstr(head, "ncclKernel") || strstr(head, "ncclSymk");
-}
-
-static void draw_kernel(cl_gj *g, const cl_gpu_activity *k, int nccl) {
-  char fam[64];
-  snprintf(fam, sizeof fam, "GPU %u stream %u%s", k->device, k->stream, nccl ? " (NCCL)" : "");
-  uint32_t tid = ct_lane(g->ct, (8ull << 56) | ((uint64_t)k->device << 32) | k->stream, fam,
-                         80 + (int)k->device, k->start_ns, k->end_ns);
-  int first = ct_slice_begin(g->ct, tid, k->name ? k->name : "kernel", "gpu_kernel", k->start_ns, k->end_ns - k->start_ns);
-  cl_sb *b = ct_body(g->ct);
-  sb_key(b, &first, "correlation"); sb_u64(b, k->correlation);
-  sb_key(b, &first, "device"); sb_u64(b, k->device);
-  sb_key(b, &first, "stream"); sb_u64(b, k->stream);
-  sb_key(b, &first, "nccl"); sb_puts(b, nccl ? "true" : "false");
-  if (k->graph_node) {
-    sb_key(b, &first, "graph_id"); sb_u64(b, k->graph_id);
-    sb_key(b, &first, "graph_node"); sb_u64(b, k->graph_node);
-  }
-  ct_slice_end(g->ct);
 }
 
 /* Counts a replayed kernel no collective claimed as communication on its own. Its tag carries
@@ -276,7 +238,7 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
     g->by_name += nccl;
   }
   else return 0;
-  draw_kernel(g, k, nccl);
+  cl_draw_gpu_kernel(g->ct, k, nccl);
   if (!nccl) {
     g->compute_kernels++;
     cl_expo_add_compute(g->expo, k->device, k->start_ns, k->end_ns);
@@ -325,14 +287,7 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
     corr_ent *c = &g->corr[a->correlation % NCORR];
     *c = w ? (corr_ent){a->correlation, 1, w->group, w->comm} : (corr_ent){a->correlation, 2, 0, 0};
     if (w) g->launches_matched++; else g->launches_other++;
-    char fam[64];                         /* the CUDA launch calls, under the thread that made them */
-    snprintf(fam, sizeof fam, "CUDA launches (tid %u)", a->thread);
-    uint32_t tid = ct_lane(g->ct, (10ull << 56) | a->thread, fam, 3, a->start_ns, a->end_ns);
-    int first = ct_slice_begin(g->ct, tid, w ? "launch (NCCL)" : "launch", "cuda_api", a->start_ns,
-                               a->end_ns - a->start_ns);
-    cl_sb *b = ct_body(g->ct);
-    sb_key(b, &first, "correlation"); sb_u64(b, a->correlation);
-    ct_slice_end(g->ct);
+    cl_draw_cuda_launch(g->ct, a, w != NULL);   /* under the thread that made it */
     return;
   }
   if (a->kind != CL_GPU_KERNEL) return;      /* memcpy/memset: not compute (exposure.h) */

@@ -4,6 +4,7 @@
 #include "plugin/pipeline/assemble_impl.h"
 #include "plugin/output/names.h"
 #include "common/nccl.h"
+#include "plugin/output/tracks.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -25,16 +26,8 @@ static const char *label(cl_asm *a, uint32_t comm) {
   comm_cache *c = cl_asm_comm(a, comm);
   return c ? c->label : "comm ?";
 }
-enum { K_API = 1, K_APIGROUP, K_GROUPS, K_ENQ, K_GPU, K_CH, K_PSEND, K_PRECV, K_SSEND, K_SRECV, K_NET, K_CTRL, K_CE };
-static uint64_t fam_key(int kind, uint32_t comm, uint32_t ch) {
-  return ((uint64_t)kind << 56) | ((uint64_t)comm << 16) | ch;
-}
-static int fam_sort(int kind, uint32_t comm, uint32_t ch) {
-  if (kind == K_API || kind == K_APIGROUP) return kind;
-  return 100 + (int)comm * 1000 + (kind - K_GROUPS) * 70 + (int)ch;
-}
-static uint32_t lane(cl_asm *a, int kind, uint32_t comm, uint32_t ch, const char *name, uint64_t s, uint64_t e) {
-  return ct_lane(a->ct, fam_key(kind, comm, ch), name, fam_sort(kind, comm, ch), s, e);
+static uint32_t lane(cl_asm *a, cl_track_family f, uint32_t comm, uint32_t ch, const char *name, uint64_t s, uint64_t e) {
+  return cl_track_lane(a->ct, f, comm, ch, name, s, e);
 }
 
 const char *cl_slice_coll_func(const ev *c) {
@@ -47,8 +40,8 @@ void cl_slice_api(cl_asm *a, ev *e) {
   int grp = e->etype == CL_EV_GROUP_API;
   int tid_os = cl_asm_os_tid(a, e->thread);
   snprintf(fam, sizeof fam, grp ? "NCCL API groups (tid %d)" : "NCCL API (tid %d)", tid_os);
-  uint32_t tid = ct_lane(a->ct, fam_key(grp ? K_APIGROUP : K_API, 0, e->thread), fam,
-                         grp ? K_APIGROUP : K_API, e->start, e->stop);
+  uint32_t tid = cl_track_lane(a->ct, grp ? CL_TRACK_API_GROUPS : CL_TRACK_API, e->thread, 0, fam,
+                               e->start, e->stop);
   if (grp) snprintf(name, sizeof name, "ncclGroup");
   else if (e->etype == CL_EV_KERNEL_LAUNCH) snprintf(name, sizeof name, "KernelLaunch");
   else snprintf(name, sizeof name, "nccl%s", e->p.coll_api.func ? e->p.coll_api.func : "?");
@@ -76,14 +69,14 @@ void cl_slice_enqueue(cl_asm *a, ev *e) {
   cl_sb *b = ct_body(a->ct);
   if (e->etype == CL_EV_GROUP) {
     snprintf(fam, sizeof fam, "%s: groups", lab);
-    uint32_t tid = lane(a, K_GROUPS, e->comm, 0, fam, e->start, e->stop);
+    uint32_t tid = lane(a, CL_TRACK_GROUPS, e->comm, 0, fam, e->start, e->stop);
     int first = ct_slice_begin(a->ct, tid, "Group", "group", e->start, e->stop - e->start);
     common_args(a, b, &first, e->comm, 0);
     ct_slice_end(a->ct);
     return;
   }
   snprintf(fam, sizeof fam, "%s: enqueue", lab);
-  uint32_t tid = lane(a, K_ENQ, e->comm, 0, fam, e->start, e->stop);
+  uint32_t tid = lane(a, CL_TRACK_ENQUEUE, e->comm, 0, fam, e->start, e->stop);
   e->enq_tid = tid;
   e->enq_ts = e->start;
   comm_cache *c = cl_asm_comm(a, e->comm);
@@ -132,7 +125,7 @@ void cl_slice_coll_gpu(cl_asm *a, ev *c, uint64_t s, uint64_t e, const char *src
   a->stats.colls_timed++;
   char fam[96];
   snprintf(fam, sizeof fam, "%s: GPU", label(a, c->comm));
-  uint32_t tid = lane(a, K_GPU, c->comm, 0, fam, s, e);
+  uint32_t tid = lane(a, CL_TRACK_COMM_GPU, c->comm, 0, fam, s, e);
   cl_sb *b = ct_body(a->ct);
   int first = ct_slice_begin(a->ct, tid, func ? func : "?", "coll_gpu", s, e - s);
   common_args(a, b, &first, c->comm, c->etype == CL_EV_COLL ? c->p.coll.comm_hash : c->p.p2p.comm_hash);
@@ -183,7 +176,7 @@ void cl_slice_kernel_ch(cl_asm *a, ev *e, ev *parent) {
   char fam[96], name[32];
   snprintf(fam, sizeof fam, "%s: ch %u GPU", label(a, e->comm), e->p.kernel_ch.channel);
   snprintf(name, sizeof name, "ch %u", e->p.kernel_ch.channel);
-  uint32_t tid = lane(a, K_CH, e->comm, e->p.kernel_ch.channel, fam, s, t);
+  uint32_t tid = lane(a, CL_TRACK_CHANNEL_GPU, e->comm, e->p.kernel_ch.channel, fam, s, t);
   cl_sb *b = ct_body(a->ct);
   int first = ct_slice_begin(a->ct, tid, name, "kernel_ch", s, t - s);
   common_args(a, b, &first, e->comm, 0);
@@ -206,7 +199,7 @@ void cl_slice_proxy_op(cl_asm *a, ev *e, ev *parent) {
   }
   char fam[112];
   snprintf(fam, sizeof fam, "%s: ch %u proxy %s", label(a, e->comm), op->channel, op->is_send ? "send" : "recv");
-  uint32_t tid = lane(a, op->is_send ? K_PSEND : K_PRECV, e->comm, op->channel, fam, e->start, e->stop);
+  uint32_t tid = lane(a, op->is_send ? CL_TRACK_PROXY_SEND : CL_TRACK_PROXY_RECV, e->comm, op->channel, fam, e->start, e->stop);
   cl_sb *b = ct_body(a->ct);
   int first = ct_slice_begin(a->ct, tid, op->is_send ? "send" : "recv", "proxy_op", e->start, e->stop - e->start);
   common_args(a, b, &first, e->comm, 0);
@@ -239,7 +232,7 @@ void cl_slice_proxy_step(cl_asm *a, ev *e, ev *op) {
   char fam[112], name[32];
   snprintf(fam, sizeof fam, "%s: ch %u %s steps", label(a, e->comm), ch, send ? "send" : "recv");
   snprintf(name, sizeof name, "step %d", e->p.proxy_step.step);
-  uint32_t tid = lane(a, send ? K_SSEND : K_SRECV, e->comm, ch, fam, e->start, e->stop);
+  uint32_t tid = lane(a, send ? CL_TRACK_STEPS_SEND : CL_TRACK_STEPS_RECV, e->comm, ch, fam, e->start, e->stop);
   cl_sb *b = ct_body(a->ct);
   int first = ct_slice_begin(a->ct, tid, name, "proxy_step", e->start, e->stop - e->start);
   common_args(a, b, &first, e->comm, 0);
@@ -272,7 +265,7 @@ void cl_slice_other(cl_asm *a, ev *e) {
     int appended = -1;
     for (int i = 0; i < e->nst; i++) if (e->st[i].st == CL_ST_CTRL_APPEND_END) appended = (int)(uint32_t)e->st[i].arg;
     snprintf(fam, sizeof fam, "%s: proxy progress", label(a, e->comm));
-    uint32_t tid = lane(a, K_CTRL, e->comm, 0, fam, e->start, e->stop);
+    uint32_t tid = lane(a, CL_TRACK_PROXY_CTRL, e->comm, 0, fam, e->start, e->stop);
     first = ct_slice_begin(a->ct, tid, nm, "proxy_ctrl", e->start, e->stop - e->start);
     common_args(a, b, &first, e->comm, 0);
     if (appended >= 0) { sb_key(b, &first, "appended_ops"); sb_i64(b, appended); }
@@ -282,7 +275,7 @@ void cl_slice_other(cl_asm *a, ev *e) {
   case CL_EV_NET_PLUGIN: {
     uint32_t type = (uint32_t)e->p.net.id & 0xFFFF0000u;
     snprintf(fam, sizeof fam, "%s: net", label(a, e->comm));
-    uint32_t tid = lane(a, K_NET, e->comm, 0, fam, e->start, e->stop);
+    uint32_t tid = lane(a, CL_TRACK_NET, e->comm, 0, fam, e->start, e->stop);
     first = ct_slice_begin(a->ct, tid, type == 0x10000u ? "ib" : type == 0x20000u ? "socket" : "net",
                            "net", e->start, e->stop - e->start);
     common_args(a, b, &first, e->comm, 0);
@@ -293,7 +286,7 @@ void cl_slice_other(cl_asm *a, ev *e) {
   }
   case CL_EV_CE_COLL: case CL_EV_CE_SYNC: case CL_EV_CE_BATCH: {
     snprintf(fam, sizeof fam, "%s: copy engine", label(a, e->comm));
-    uint32_t tid = lane(a, K_CE, e->comm, 0, fam, e->start, e->stop);
+    uint32_t tid = lane(a, CL_TRACK_COPY_ENGINE, e->comm, 0, fam, e->start, e->stop);
     first = ct_slice_begin(a->ct, tid, cl_event_name(e->etype), "ce", e->start, e->stop - e->start);
     common_args(a, b, &first, e->comm, 0);
     if (e->etype == CL_EV_CE_COLL) {

@@ -3,6 +3,8 @@
  * NCCL's (by correlation, not by name); compute kernels hide part of a collective's span. */
 #include "tl.h"
 #include "../../plugin/gpu/gpu_join.c"
+#include "../../plugin/output/gpu_slices.c"
+#include "../../plugin/output/tracks.c"
 #include "../../plugin/gpu/exposure.c"
 #include "../../common/grow.c"
 #include "../../exporters/chrome_trace.c"

@@ -1,0 +1,39 @@
+/* tracks.h: the one registry of trace track families. Every track the plugin draws belongs to
+ * a family named here; its key (what exporters/chrome_trace.c groups lanes by) and its place
+ * in the viewer come from here and nowhere else, so no two families can ever share a key. */
+#ifndef COMMLENS_TRACKS_H
+#define COMMLENS_TRACKS_H
+#include "exporters/chrome_trace.h"
+#include <stdint.h>
+
+/* Each family's fields (a, b) in brackets; unused fields are 0. */
+typedef enum {
+  CL_TRACK_API = 1,          /* NCCL API calls of one thread [thread serial] */
+  CL_TRACK_API_GROUPS,       /* ncclGroupStart/End of one thread [thread serial] */
+  CL_TRACK_GROUPS,           /* a communicator's groups [comm serial] */
+  CL_TRACK_ENQUEUE,          /* a communicator's enqueued collectives and p2p [comm] */
+  CL_TRACK_COMM_GPU,         /* a communicator's GPU spans [comm] */
+  CL_TRACK_CHANNEL_GPU,      /* KernelCh [comm, channel] */
+  CL_TRACK_PROXY_SEND,       /* proxy send ops [comm, channel] */
+  CL_TRACK_PROXY_RECV,       /* proxy recv ops [comm, channel] */
+  CL_TRACK_STEPS_SEND,       /* proxy send steps and their phases [comm, channel] */
+  CL_TRACK_STEPS_RECV,       /* proxy recv steps and their phases [comm, channel] */
+  CL_TRACK_NET,              /* network plugin events [comm] */
+  CL_TRACK_PROXY_CTRL,       /* the proxy progress thread [comm] */
+  CL_TRACK_COPY_ENGINE,      /* copy-engine collectives [comm] */
+  CL_TRACK_GPU_STREAM,       /* CUPTI kernels of one stream [stream id, device] */
+  CL_TRACK_EXPOSED,          /* exposed communication of one GPU [device] */
+  CL_TRACK_CUDA_LAUNCH,      /* CUDA launch calls of one thread [OS thread id] */
+  CL_TRACK_STEPS,            /* NVTX steps with their exposure [] */
+  CL_TRACK__COUNT
+} cl_track_family;
+
+/* The family's key: the family in the top 8 bits, `a` (32 bits) below it, `b` (24 bits, the
+ * rest masked off) at the bottom: distinct (family, a, b) give distinct keys. */
+uint64_t cl_track_key(cl_track_family f, uint32_t a, uint32_t b);
+/* Where the family sorts in the viewer (the process's tracks, top to bottom). */
+int cl_track_sort(cl_track_family f, uint32_t a, uint32_t b);
+/* The lane (tid) of the family's track free for [start, end]; `name` names a new track. */
+uint32_t cl_track_lane(cl_ct *ct, cl_track_family f, uint32_t a, uint32_t b, const char *name,
+                       uint64_t start, uint64_t end);
+#endif
