@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <zlib.h>
 
 typedef struct { unsigned off; unsigned char *data; unsigned len; } rp_ref;
@@ -181,6 +182,13 @@ typedef struct {
   struct timespec t0;         /* CLOCK_MONOTONIC when the replay started */
 } rp_run;
 
+static rp_clock_hook g_clock_hook;
+void rp_set_clock_hook(rp_clock_hook fn) { g_clock_hook = fn; }
+
+/* The kernel's monotonic clock, never an interposed clock_gettime (commlens-replay
+ * --virtual-clock replaces the one the plugin sees): pacing runs on real time. */
+static void real_now(struct timespec *ts) { syscall(SYS_clock_gettime, CLOCK_MONOTONIC, ts); }
+
 /* Sleeps until the call's recorded time (scaled) has passed since the replay started. A call
  * already due runs at once (no system call): recorded calls come microseconds apart. */
 static void pace(rp_run *r, const rp_call *c) {
@@ -190,7 +198,7 @@ static void pace(rp_run *r, const rp_call *c) {
   due.tv_sec += (time_t)(due_ns / 1000000000u);
   due.tv_nsec += (long)(due_ns % 1000000000u);
   if (due.tv_nsec >= 1000000000L) { due.tv_sec++; due.tv_nsec -= 1000000000L; }
-  clock_gettime(CLOCK_MONOTONIC, &now);
+  real_now(&now);
   long long late = (long long)(now.tv_sec - due.tv_sec) * 1000000000LL + (now.tv_nsec - due.tv_nsec);
   if (late < 0) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL) == EINTR) {}
@@ -285,6 +293,7 @@ static void *rp_thread_main(void *arg) {
     if (r->next >= r->ncalls) break;
     /* our turn: nobody else runs until we advance `next` */
     pace(r, &r->calls[r->next]);
+    if (g_clock_hook) g_clock_hook(r->calls[r->next].t);
     do_call(r, &r->calls[r->next]);
     r->next++;
     pthread_cond_broadcast(&r->cv);
@@ -338,7 +347,7 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
   if (rc == 0 && r.ncalls) {
     pthread_mutex_init(&r.mu, NULL);
     pthread_cond_init(&r.cv, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &r.t0);
+    real_now(&r.t0);
     int n = maxthr + 1;
     st->nthreads = n;
     pthread_t *tids = calloc((size_t)n, sizeof *tids);

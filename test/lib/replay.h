@@ -26,4 +26,9 @@ int rp_replay(const char *rec_path, const char *lib, rp_stats *st);
  * `speed` has passed, so host timestamps, gaps and the GPU timer calibration look like the
  * recorded run's (speed 1 = real time). speed <= 0 replays as fast as possible. */
 int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stats *st);
+/* Called before each replayed call with the call's recorded time (ns since the recording's
+ * first call), on the thread about to make it; NULL: none. commlens-replay --virtual-clock
+ * uses it to make the plugin's clock read the recorded times. */
+typedef void (*rp_clock_hook)(uint64_t recorded_ns);
+void rp_set_clock_hook(rp_clock_hook fn);
 #endif

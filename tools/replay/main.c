@@ -8,9 +8,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *g_lib_name = "libnccl-profiler-commlens.so";
+
+/* --virtual-clock: the plugin's host timestamps become the recorded run's. This program defines
+ * clock_gettime and exports it (mk/replay.mk), so the plugin's calls resolve here before libc:
+ * CLOCK_MONOTONIC reads the replay's start plus the recorded time of the call being replayed
+ * (it stands still between calls); every other clock, and the replay's own pacing, read the
+ * kernel's. Replays stay paced, so the plugin's threads still see time pass as in the run, and
+ * two replays of one recording differ only by a constant shift of every timestamp. */
+static _Atomic int64_t g_vbase = -1;      /* -1: off; else the real monotonic ns at the start */
+static _Atomic uint64_t g_vnow;
+
+int clock_gettime(clockid_t id, struct timespec *ts) {
+  int64_t base = atomic_load_explicit(&g_vbase, memory_order_relaxed);
+  if (id != CLOCK_MONOTONIC || base < 0) return (int)syscall(SYS_clock_gettime, id, ts);
+  uint64_t v = (uint64_t)base + atomic_load_explicit(&g_vnow, memory_order_relaxed);
+  ts->tv_sec = (time_t)(v / 1000000000u);
+  ts->tv_nsec = (long)(v % 1000000000u);
+  return 0;
+}
+
+static void set_vclock(uint64_t recorded_ns) { atomic_store_explicit(&g_vnow, recorded_ns, memory_order_relaxed); }
+
+static void virtual_clock_on(void) {
+  struct timespec t;
+  syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t);
+  atomic_store(&g_vnow, 0);
+  atomic_store(&g_vbase, (int64_t)t.tv_sec * 1000000000 + t.tv_nsec);
+  rp_set_clock_hook(set_vclock);
+}
 
 /* The library next to this binary (build/commlens-replay -> build/libnccl-...). Static buffer. */
 static const char *lib_next_to_self(void) {
@@ -26,11 +57,13 @@ static const char *lib_next_to_self(void) {
 
 static int usage(FILE *f) {
   fprintf(f,
-          "usage: commlens-replay [--fast | --speed X] [--verbose] FILE.rec.gz [LIB.so]\n"
+          "usage: commlens-replay [--fast | --speed X] [--virtual-clock] [--verbose] FILE.rec.gz [LIB.so]\n"
           "  Replays a COMMLENS_RECORD recording through the profiler plugin LIB.so (default:\n"
           "  $COMMLENS_LIB, else %s next to this program), at the\n"
           "  recorded pace (--speed X: X times faster; --fast: no waiting, but then GPU times\n"
-          "  no longer line up with the host's; --verbose: what was replayed). The plugin's\n"
+          "  no longer line up with the host's; --virtual-clock: the plugin's monotonic clock reads\n"
+          "  the recorded times, so two replays differ only by a constant shift; --verbose: what\n"
+          "  was replayed). The plugin's\n"
           "  own COMMLENS_* variables apply (COMMLENS_DIR, COMMLENS_CUPTI, ...); COMMLENS_EVENTS\n"
           "  defaults to full (recordings carry every event) and COMMLENS_RECORD is ignored.\n"
           "  Set RANK to choose the rank the trace file is named after.\n",
@@ -40,11 +73,12 @@ static int usage(FILE *f) {
 
 int main(int argc, char **argv) {
   double speed = 1.0;
-  int i = 1, verbose = 0;
+  int i = 1, verbose = 0, vclock = 0;
   for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
     if (!strcmp(argv[i], "--help")) return usage(stdout);
     if (!strcmp(argv[i], "--fast")) { speed = 0; continue; }
     if (!strcmp(argv[i], "--verbose")) { verbose = 1; continue; }
+    if (!strcmp(argv[i], "--virtual-clock")) { vclock = 1; continue; }
     char *end = NULL;
     if (!strcmp(argv[i], "--speed") && i + 1 < argc) speed = strtod(argv[++i], &end);
     if (!end || *end || speed <= 0) return usage(stderr);
@@ -60,6 +94,7 @@ int main(int argc, char **argv) {
   }
   setenv("COMMLENS_EVENTS", "full", 0);
   unsetenv("COMMLENS_RECORD");            /* replaying must not record a recording of itself */
+  if (vclock) virtual_clock_on();
   rp_stats st;
   if (rp_replay_paced(rec, lib, speed, &st) != 0) {
     fprintf(stderr, "commlens-replay: %s\n", st.err);
