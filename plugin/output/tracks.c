@@ -3,11 +3,11 @@
  * (groups, enqueue, GPU, per-channel GPU, proxy and steps, net, progress, copy engine). */
 #include "plugin/output/tracks.h"
 
-uint64_t cl_track_key(cl_track_family f, uint32_t a, uint32_t b) {
+static uint64_t track_key(cl_track_family f, uint32_t a, uint32_t b) {
   return ((uint64_t)f << 56) | ((uint64_t)a << 24) | (b & 0xFFFFFFu);
 }
 
-int cl_track_sort(cl_track_family f, uint32_t a, uint32_t b) {
+static int track_sort(cl_track_family f, uint32_t a, uint32_t b) {
   switch (f) {
   case CL_TRACK_API: return 1;
   case CL_TRACK_API_GROUPS: return 2;
@@ -22,5 +22,5 @@ int cl_track_sort(cl_track_family f, uint32_t a, uint32_t b) {
 
 uint32_t cl_track_lane(cl_ct *ct, cl_track_family f, uint32_t a, uint32_t b, const char *name,
                        uint64_t start, uint64_t end) {
-  return ct_lane(ct, cl_track_key(f, a, b), name, cl_track_sort(f, a, b), start, end);
+  return ct_lane(ct, track_key(f, a, b), name, track_sort(f, a, b), start, end);
 }

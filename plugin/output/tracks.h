@@ -28,12 +28,9 @@ typedef enum {
   CL_TRACK__COUNT
 } cl_track_family;
 
-/* The family's key: the family in the top 8 bits, `a` (32 bits) below it, `b` (24 bits, the
- * rest masked off) at the bottom: distinct (family, a, b) give distinct keys. */
-uint64_t cl_track_key(cl_track_family f, uint32_t a, uint32_t b);
-/* Where the family sorts in the viewer (the process's tracks, top to bottom). */
-int cl_track_sort(cl_track_family f, uint32_t a, uint32_t b);
-/* The lane (tid) of the family's track free for [start, end]; `name` names a new track. */
+/* The lane (tid) of the family's track (a, b) free for [start, end]; `name` names a new track.
+ * Keys: the family in the top 8 bits, `a` (32 bits) below it, `b` (24 bits, the rest masked
+ * off) at the bottom, so distinct (family, a, b) never share a track. */
 uint32_t cl_track_lane(cl_ct *ct, cl_track_family f, uint32_t a, uint32_t b, const char *name,
                        uint64_t start, uint64_t end);
 #endif

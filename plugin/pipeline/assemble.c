@@ -1,31 +1,70 @@
 /* assemble.c: see assemble.h. Owns the table of open events (by id), their lifetimes (starts
  * paired with stops, children with parents, orphans waiting for late parents, KernelCh held
- * for clock calibration), and when a collective is complete. How each event is drawn lives
- * in slices.c. Never touches NCCL's memory. */
-#include "plugin/pipeline/assemble_impl.h"
+ * for clock calibration), when a collective is complete, its GPU span, and the totals (stats,
+ * summary, most exposed collectives). How each event is drawn is plugin/output/nccl_slices.c,
+ * which gets finished events as const data. Never touches NCCL's memory. */
+#include "plugin/pipeline/assemble.h"
 #include "common/clock.h"
 #include "common/config.h"
-#include "plugin/output/names.h"
-#include "plugin/capture/ring.h"
+#include "common/hash.h"
+#include "common/nccl.h"
+#include "plugin/gpu/gpu_clock.h"
+#include "plugin/output/nccl_slices.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define GRACE_NS 200000000ull        /* a collective with no KernelCh count waits this long */
+#define MAX_OPEN (1u << 22)          /* open events kept at most (memory bound) */
+#define MAX_DEV 65
+#define CUPTI_WAIT_NS 2500000000ull /* a collective waits this long for its kernel's CUPTI record */
+#define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered */
+#define NTOP 10
+#define CHILD_WAIT_NS 10000000000ull   /* a collective waits this long for open children */
+
+typedef struct { uint64_t api, group; } api_link;
+typedef struct { const char *func; uint64_t seq, comm, exposed, dur; } top_ent;
+
+typedef struct { int loaded; cl_comm_info info; cl_comm_facts f; } comm_cache;
+struct cl_asm {
+  cl_ct *ct;
+  cl_summary *sum;
+  cl_asm_deps deps;
+  cl_draw draw;             /* what drawing gets: ct and read-only lookups into this state */
+  cl_ev **tab;                 /* open addressing by id */
+  uint32_t cap, n;
+  cl_ev *free_list;
+  comm_cache *comms;
+  uint32_t ncomms;
+  cl_gpu_clock off[MAX_DEV];
+  uint64_t *pend;           /* retained collectives awaiting completion (ids, FIFO) */
+  cl_ev **held;                /* stopped KernelCh events waiting for their device's calibration */
+  cl_ev **orph;                /* stopped children whose parent's start has not been seen yet */
+  uint32_t norph, cap_orph;
+  cl_gj *gj;                /* CUPTI join, NULL without CUPTI */
+  api_link links[NAPI];     /* direct-mapped by API event id */
+  int *tids;                /* OS thread id by thread serial (0 = not looked up) */
+  uint32_t ntids;
+  top_ent top[NTOP];
+  uint32_t nheld, cap_held;
+  uint32_t pend_head, pend_tail, pend_cap;
+  cl_asm_stats stats;
+};
+
 
 /* ---- small tables ---- */
-static inline uint32_t hash_id(uint64_t id, uint32_t cap) {
-  return (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
-}
-static ev **slot_of(cl_asm *a, uint64_t id) {
+static inline uint32_t hash_id(uint64_t id, uint32_t cap) { return cl_hash_slot(id, cap); }
+static cl_ev **slot_of(cl_asm *a, uint64_t id) {
   uint32_t i = hash_id(id, a->cap);
   while (a->tab[i] && a->tab[i]->id != id) i = (i + 1) & (a->cap - 1);
   return &a->tab[i];
 }
-static ev *lookup(cl_asm *a, uint64_t id) { return id ? *slot_of(a, id) : NULL; }
+static cl_ev *lookup(cl_asm *a, uint64_t id) { return id ? *slot_of(a, id) : NULL; }
 static int grow(cl_asm *a) {
   uint32_t ncap = a->cap * 2;
-  ev **nt = calloc(ncap, sizeof *nt);
+  cl_ev **nt = calloc(ncap, sizeof *nt);
   if (!nt) return -1;
-  ev **old = a->tab;
+  cl_ev **old = a->tab;
   uint32_t ocap = a->cap;
   a->tab = nt;
   a->cap = ncap;
@@ -33,12 +72,12 @@ static int grow(cl_asm *a) {
   free(old);
   return 0;
 }
-static void remove_ev(cl_asm *a, ev *e) {
+static void remove_ev(cl_asm *a, cl_ev *e) {
   uint32_t i = hash_id(e->id, a->cap);
   while (a->tab[i] != e) i = (i + 1) & (a->cap - 1);
   a->tab[i] = NULL;
   for (uint32_t j = (i + 1) & (a->cap - 1); a->tab[j]; j = (j + 1) & (a->cap - 1)) {
-    ev *m = a->tab[j];          /* backward-shift deletion keeps probe chains intact */
+    cl_ev *m = a->tab[j];          /* backward-shift deletion keeps probe chains intact */
     a->tab[j] = NULL;
     *slot_of(a, m->id) = m;
   }
@@ -46,13 +85,14 @@ static void remove_ev(cl_asm *a, ev *e) {
   e->next_free = a->free_list;
   a->free_list = e;
 }
-static ev *alloc_ev(cl_asm *a) {
-  ev *e = a->free_list;
+static cl_ev *alloc_ev(cl_asm *a) {
+  cl_ev *e = a->free_list;
   if (e) { a->free_list = e->next_free; return e; }
-  return malloc(sizeof(ev));
+  return malloc(sizeof(cl_ev));
 }
 
-comm_cache *cl_asm_comm(cl_asm *a, uint32_t serial) {
+/* The communicator with serial `serial` (a cached copy of the registry's facts), or NULL. */
+static comm_cache *comm_of(cl_asm *a, uint32_t serial) {
   if (!serial) return NULL;
   if (serial > a->ncomms) {
     uint32_t nc = a->ncomms ? a->ncomms : 16;
@@ -65,28 +105,109 @@ comm_cache *cl_asm_comm(cl_asm *a, uint32_t serial) {
   }
   comm_cache *c = &a->comms[serial - 1];
   if (!c->loaded || !c->info.d.hash) {
-    if (cl_comm_lookup(serial, &c->info) != 0) return NULL;
+    if (a->deps.comm_lookup(serial, &c->info) != 0) return NULL;
     c->loaded = 1;
-    if (c->info.d.name[0]) snprintf(c->label, sizeof c->label, "comm %s", c->info.d.name);
-    else if (c->info.d.hash) snprintf(c->label, sizeof c->label, "comm %08llx", (unsigned long long)(c->info.d.hash >> 32));
-    else snprintf(c->label, sizeof c->label, "comm #%u", serial);
+    cl_comm_facts *f = &c->f;
+    if (c->info.d.name[0]) snprintf(f->label, sizeof f->label, "comm %s", c->info.d.name);
+    else if (c->info.d.hash) snprintf(f->label, sizeof f->label, "comm %08llx", (unsigned long long)(c->info.d.hash >> 32));
+    else snprintf(f->label, sizeof f->label, "comm #%u", serial);
+    f->hash = c->info.d.hash;
+    snprintf(f->name, sizeof f->name, "%s", c->info.d.name);
+    f->rank = c->info.d.rank;
+    f->nranks = c->info.d.nranks;
   }
   return c;
 }
+static const cl_comm_facts *draw_comm(void *arg, uint32_t serial) {
+  comm_cache *c = comm_of(arg, serial);
+  return c ? &c->f : NULL;
+}
 
 /* ---- GPU timer -> host clock (gpu_clock.c), one clock per device ---- */
-cl_gpu_clock *cl_asm_clock(cl_asm *a, uint32_t comm) {
-  comm_cache *c = cl_asm_comm(a, comm);
+static cl_gpu_clock *clock_of(cl_asm *a, uint32_t comm) {
+  comm_cache *c = comm_of(a, comm);
   int dev = c ? c->info.cuda_dev : -1;
   return &a->off[dev >= 0 && dev < MAX_DEV - 1 ? dev : MAX_DEV - 1];
 }
 static uint32_t comm_dev(cl_asm *a, uint32_t comm) {
-  comm_cache *cc = cl_asm_comm(a, comm);
+  comm_cache *cc = comm_of(a, comm);
   return cc && cc->info.cuda_dev >= 0 ? (uint32_t)cc->info.cuda_dev : 0;
 }
 
+/* ---- totals, then drawing: what happens to a finished event ---- */
+/* Keeps the NTOP most exposed collectives (func is static or interned). */
+static void top_add(cl_asm *a, const char *func, uint64_t seq, uint64_t comm, uint64_t exposed, uint64_t dur) {
+  int k = NTOP - 1;
+  if (!exposed || exposed <= a->top[k].exposed) return;
+  while (k > 0 && a->top[k - 1].exposed < exposed) { a->top[k] = a->top[k - 1]; k--; }
+  a->top[k] = (top_ent){func, seq, comm, exposed, dur};
+}
+
+/* A collective or p2p operation is finished with GPU span [s, e] from `src` (NULL: none);
+ * exposed_ns < 0 when exposure is not known. Counts it, feeds the summary, draws it. */
+static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const char *src, int64_t exposed_ns) {
+  comm_cache *cc = comm_of(a, c->comm);
+  int nranks = cc ? cc->info.d.nranks : -1;
+  const char *func = cl_ev_func(c);
+  uint64_t bytes = c->etype == CL_EV_COLL
+                   ? cl_coll_bytes(func, c->p.coll.count, c->p.coll.datatype, nranks)
+                   : (uint64_t)c->p.p2p.count * (uint64_t)cl_datatype_size(c->p.p2p.datatype);
+  a->stats.colls_done++;
+  cl_summary_add(a->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0);
+  if (!src) return;
+  a->stats.colls_timed++;
+  cl_draw_coll_gpu(&a->draw, c, s, e, src, exposed_ns, bytes);
+  if (exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
+    top_add(a, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
+}
+
+/* A KernelCh's stop timer and when the host saw it (the KernelChStop state, else the stop). */
+static void kch_stop_timer(const cl_ev *e, uint64_t *pt, uint64_t *obs) {
+  *pt = 0;
+  *obs = e->stop;
+  for (int i = 0; i < e->nst; i++)
+    if (e->st[i].st == CL_ST_KERNEL_CH_STOP) { *pt = e->st[i].arg; *obs = e->st[i].ts; }
+}
+
+/* A KernelCh on the host clock (its device calibrated, or final): folded into its parent's
+ * GPU span and tail channel, then drawn. */
+static void kch_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
+  uint64_t stop_pt, stop_obs;
+  kch_stop_timer(e, &stop_pt, &stop_obs);
+  cl_gpu_clock *o = clock_of(a, e->comm);
+  uint64_t s = cl_gpu_clock_to_host(o, e->p.kernel_ch.ptimer, e->start);
+  uint64_t t = stop_pt ? cl_gpu_clock_to_host(o, stop_pt, stop_obs) : 0;
+  int implausible = !s || !t || stop_pt < e->p.kernel_ch.ptimer;
+  if (implausible) { s = e->start; t = stop_obs; a->stats.implausible_gpu++; }
+  if (parent && !implausible) {
+    if (!parent->gmin || s < parent->gmin) parent->gmin = s;
+    if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = e->p.kernel_ch.channel; }
+  }
+  cl_draw_kernel_ch(&a->draw, e, parent, s, t, stop_pt, implausible);
+}
+
+/* A proxy op: its span widens its collective's proxy span. */
+static void proxy_op_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
+  if (parent) {
+    if (!parent->pmin || e->start < parent->pmin) parent->pmin = e->start;
+    if (e->stop > parent->pmax) parent->pmax = e->stop;
+  }
+  cl_draw_proxy_op(&a->draw, e, parent);
+}
+
+/* A proxy step: the bytes its wait states report (the last plausible size) count for its op. */
+static void proxy_step_done(cl_asm *a, const cl_ev *e, cl_ev *op) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < e->nst; i++)
+    if (e->st[i].st == CL_ST_STEP_SEND_WAIT || e->st[i].st == CL_ST_STEP_RECV_FLUSH_WAIT ||
+        e->st[i].st == CL_ST_STEP_RECV_WAIT)
+      if (e->st[i].arg && e->st[i].arg < (1ull << 40)) bytes = e->st[i].arg;
+  if (op) op->bytes += bytes;
+  cl_draw_proxy_step(&a->draw, e, op, bytes);
+}
+
 /* The collective's own span from its children: KernelCh (GPU timer), else proxy ops. */
-static const char *child_span(const ev *c, uint64_t *s, uint64_t *e) {
+static const char *child_span(const cl_ev *c, uint64_t *s, uint64_t *e) {
   if (c->gmax > c->gmin && c->gmin) { *s = c->gmin; *e = c->gmax; return "kernel_ch"; }
   if (c->pmax > c->pmin && c->pmin) { *s = c->pmin; *e = c->pmax; return "proxy"; }
   return NULL;
@@ -94,7 +215,7 @@ static const char *child_span(const ev *c, uint64_t *s, uint64_t *e) {
 
 /* The collective's kernel from CUPTI: its launch group's kernel ("cupti"), or, for a CUDA-graph
  * replay, the replayed NCCL kernel its own span overlaps ("cupti_graph"). NULL if none yet. */
-static const char *cupti_span(cl_asm *a, ev *c, uint64_t *s, uint64_t *e, uint32_t *dev) {
+static const char *cupti_span(cl_asm *a, cl_ev *c, uint64_t *s, uint64_t *e, uint32_t *dev) {
   if (!a->gj) return NULL;
   if (cl_gj_span(a->gj, c->api_group, c->comm, s, e, dev)) return "cupti";
   uint32_t d = comm_dev(a, c->comm);
@@ -108,7 +229,7 @@ static const char *cupti_span(cl_asm *a, ev *c, uint64_t *s, uint64_t *e, uint32
 
 /* Whether a collective should wait for a CUPTI kernel record: CUPTI covered its time and it
  * has a launch group, or CUDA-graph replays run on its device. */
-static int cupti_expected(cl_asm *a, const ev *c) {
+static int cupti_expected(cl_asm *a, const cl_ev *c) {
   return a->gj && cl_gj_covered(a->gj, c->stop) &&
          (c->api_group || cl_gj_graph_seen(a->gj, comm_dev(a, c->comm)));
 }
@@ -116,18 +237,18 @@ static int cupti_expected(cl_asm *a, const ev *c) {
 /* The collective is done: choose its GPU span (CUPTI kernel, else KernelCh, else proxy ops).
  * With CUPTI the span waits for its exposure (kept in the table, `awaiting`); returns 1 when
  * the event can be freed now. */
-static int finish_coll(cl_asm *a, ev *c) {
+static int finish_coll(cl_asm *a, cl_ev *c) {
   uint64_t s = 0, e = 0;
   uint32_t dev = 0;
   const char *src = cupti_span(a, c, &s, &e, &dev);
   if (!src) { src = child_span(c, &s, &e); dev = comm_dev(a, c->comm); }
   if (src && a->gj) {
-    comm_cache *cc = cl_asm_comm(a, c->comm);
+    comm_cache *cc = comm_of(a, c->comm);
     c->gs = s; c->ge = e; c->src = src; c->awaiting = 1;
     cl_gj_expose(a->gj, c->id, dev, cc ? cc->info.d.hash : 0, s, e);
     return 0;
   }
-  cl_slice_coll_gpu(a, c, s, e, src, -1);
+  coll_done(a, c, s, e, src, -1);
   return 1;
 }
 
@@ -136,21 +257,21 @@ static void on_exposed(void *arg, const cl_expo_result *r) {
   uint64_t tag = r->span.tag;
   if (tag & CL_GJ_TAG_GRAPH) {   /* a replayed NCCL kernel no collective claimed */
     if (!r->incomplete)
-      cl_asm_top_add(a, cl_gj_graph_name(tag), 0, 0, r->exposed_ns, r->span.end_ns - r->span.start_ns);
+      top_add(a, cl_gj_graph_name(tag), 0, 0, r->exposed_ns, r->span.end_ns - r->span.start_ns);
     return;
   }
-  ev *c = lookup(a, tag);
+  cl_ev *c = lookup(a, tag);
   if (!c || !c->awaiting) return;
-  cl_slice_coll_gpu(a, c, c->gs, c->ge, c->src, r->incomplete ? -1 : (int64_t)r->exposed_ns);
+  coll_done(a, c, c->gs, c->ge, c->src, r->incomplete ? -1 : (int64_t)r->exposed_ns);
   remove_ev(a, c);
 }
 
-static int coll_like(const ev *e) { return e->etype == CL_EV_COLL || e->etype == CL_EV_P2P; }
-static unsigned expected_kch(const ev *c) {
+static int coll_like(const cl_ev *e) { return e->etype == CL_EV_COLL || e->etype == CL_EV_P2P; }
+static unsigned expected_kch(const cl_ev *c) {
   if (!(cl_cfg.mask & (1u << CL_EV_KERNEL_CH))) return 0;
   return c->etype == CL_EV_COLL ? c->p.coll.nchannels : c->p.p2p.nchannels;
 }
-static void maybe_finish(cl_asm *a, ev *c, uint64_t now, int force) {
+static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
   if (c->awaiting) return;
   if (!force) {
     if (!c->stopped || c->open_children) return;
@@ -170,7 +291,7 @@ static void maybe_finish(cl_asm *a, ev *c, uint64_t now, int force) {
 }
 
 /* OS thread id of a thread serial (for matching CUPTI's launch records). */
-int cl_asm_os_tid(cl_asm *a, uint32_t serial) {
+static int os_tid(cl_asm *a, uint32_t serial) {
   if (serial >= a->ntids) {
     uint32_t nc = a->ntids ? a->ntids : 64;
     while (nc <= serial) nc *= 2;
@@ -180,12 +301,12 @@ int cl_asm_os_tid(cl_asm *a, uint32_t serial) {
     a->tids = n;
     a->ntids = nc;
   }
-  if (!a->tids[serial]) a->tids[serial] = cl_ring_os_tid(serial);
+  if (!a->tids[serial]) a->tids[serial] = a->deps.os_tid(serial);
   return a->tids[serial];
 }
 
 /* ---- feeding ---- */
-static void adopt_orphans(cl_asm *a, ev *parent, uint64_t now, int final);
+static void adopt_orphans(cl_asm *a, cl_ev *parent, uint64_t now, int final);
 static int is_child_type(unsigned t) {
   return t == CL_EV_KERNEL_CH || t == CL_EV_PROXY_OP || t == CL_EV_PROXY_STEP || t == CL_EV_NET_PLUGIN;
 }
@@ -194,7 +315,7 @@ static int is_child_type(unsigned t) {
  * the parent's id and is linked again at its stop; it just does not hold the parent open. */
 static void feed_start(cl_asm *a, const cl_start_rec *r) {
   const cl_rec *h = &r->hdr;
-  ev *parent = NULL;
+  cl_ev *parent = NULL;
   uint64_t pid = (h->flags & CL_F_FOREIGN) ? 0 : h->arg;
   if (pid && is_child_type(h->etype)) {
     parent = lookup(a, pid);
@@ -202,9 +323,9 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   }
   if (a->n >= MAX_OPEN) { a->stats.writer_drops++; return; }
   if (a->n * 2 >= a->cap && grow(a) != 0) { a->stats.writer_drops++; return; }
-  ev *e = alloc_ev(a);
+  cl_ev *e = alloc_ev(a);
   if (!e) { a->stats.writer_drops++; return; }
-  memset(e, 0, offsetof(ev, p));
+  memset(e, 0, offsetof(cl_ev, p));
   e->id = h->id;
   e->parent = pid;                      /* kept for every type: KernelLaunch needs its group */
   e->registered = parent != NULL;
@@ -228,8 +349,8 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   if (h->flags & CL_F_FOREIGN) a->stats.foreign++;
   if (e->comm && (e->etype == CL_EV_COLL || e->etype == CL_EV_P2P)) {
     uint64_t hash = e->etype == CL_EV_COLL ? e->p.coll.comm_hash : e->p.p2p.comm_hash;
-    comm_cache *c = cl_asm_comm(a, e->comm);
-    if (hash && c && !c->info.d.hash) { cl_comm_learn(e->comm, hash, e->p.rank); c->loaded = 0; }
+    comm_cache *c = comm_of(a, e->comm);
+    if (hash && c && !c->info.d.hash) { a->deps.comm_learn(e->comm, hash, e->p.rank); c->loaded = 0; }
   }
   if (parent) { parent->open_children++; parent->nchild++; parent->last_child = h->ts; }
   e->api_group = 0;
@@ -245,13 +366,13 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
 }
 
 /* A stopped child event with its parent (NULL if it has none or it is gone for good). */
-static void finish_child(cl_asm *a, ev *e, ev *parent) {
+static void finish_child(cl_asm *a, cl_ev *e, cl_ev *parent) {
   uint64_t ts = e->stop;
   switch (e->etype) {
   case CL_EV_KERNEL_CH: {
     uint64_t stop_pt, stop_obs;
-    cl_slice_kch_stop_timer(e, &stop_pt, &stop_obs);
-    cl_gpu_clock *o = cl_asm_clock(a, e->comm);
+    kch_stop_timer(e, &stop_pt, &stop_obs);
+    cl_gpu_clock *o = clock_of(a, e->comm);
     cl_gpu_clock_sample(o, e->p.kernel_ch.ptimer, e->start);
     cl_gpu_clock_sample(o, stop_pt, stop_obs);
     if (!cl_gpu_clock_ready(o)) {                  /* drawn once the device is calibrated */
@@ -260,18 +381,18 @@ static void finish_child(cl_asm *a, ev *e, ev *parent) {
       if (parent && !e->registered) { parent->open_children++; e->registered = 1; }
       if (a->nheld == a->cap_held) {
         uint32_t nc = a->cap_held ? a->cap_held * 2 : 256;
-        ev **n = realloc(a->held, nc * sizeof *n);
+        cl_ev **n = realloc(a->held, nc * sizeof *n);
         if (n) { a->held = n; a->cap_held = nc; }
       }
       if (a->nheld < a->cap_held) { a->held[a->nheld++] = e; return; }
     }
-    cl_slice_kernel_ch(a, e, parent);
+    kch_done(a, e, parent);
     if (parent) parent->kch_done++;
     break;
   }
-  case CL_EV_PROXY_OP: cl_slice_proxy_op(a, e, parent); break;
-  case CL_EV_PROXY_STEP: cl_slice_proxy_step(a, e, parent); break;
-  default: cl_slice_other(a, e); break;
+  case CL_EV_PROXY_OP: proxy_op_done(a, e, parent); break;
+  case CL_EV_PROXY_STEP: proxy_step_done(a, e, parent); break;
+  default: cl_draw_other(&a->draw, e); break;
   }
   if (parent) {
     if (e->registered && parent->open_children) parent->open_children--;
@@ -283,18 +404,19 @@ static void finish_child(cl_asm *a, ev *e, ev *parent) {
 
 #define ORPHAN_WAIT_NS 1000000000ull
 
-static void feed_stop(cl_asm *a, ev *e, uint64_t ts) {
+static void feed_stop(cl_asm *a, cl_ev *e, uint64_t ts) {
   e->stop = ts < e->start ? e->start : ts;
   e->stopped = 1;
   switch (e->etype) {
   case CL_EV_KERNEL_LAUNCH:
-    if (a->gj && e->parent) cl_gj_kernel_launch(a->gj, cl_asm_os_tid(a, e->thread), e->start, e->stop, e->parent, e->comm);
-    cl_slice_api(a, e); break;
+    if (a->gj && e->parent) cl_gj_kernel_launch(a->gj, os_tid(a, e->thread), e->start, e->stop, e->parent, e->comm);
+    cl_draw_api(&a->draw, e); break;
   case CL_EV_GROUP_API: case CL_EV_COLL_API: case CL_EV_P2P_API:
-    cl_slice_api(a, e); break;
-  case CL_EV_GROUP: cl_slice_enqueue(a, e); break;
+    cl_draw_api(&a->draw, e); break;
+  case CL_EV_GROUP: cl_draw_enqueue(&a->draw, e); break;
   case CL_EV_COLL: case CL_EV_P2P:
-    cl_slice_enqueue(a, e);
+    e->enq_tid = cl_draw_enqueue(&a->draw, e);
+    e->enq_ts = e->start;
     if (a->pend_tail - a->pend_head == a->pend_cap) {      /* grow the FIFO */
       uint32_t nc = a->pend_cap ? a->pend_cap * 2 : 1024;
       uint64_t *n = malloc(nc * sizeof *n);
@@ -311,12 +433,12 @@ static void feed_stop(cl_asm *a, ev *e, uint64_t ts) {
     maybe_finish(a, e, ts, 0);
     return;                               /* kept until its children are done */
   default: {
-    ev *parent = e->parent ? lookup(a, e->parent) : NULL;
+    cl_ev *parent = e->parent ? lookup(a, e->parent) : NULL;
     if (!parent && e->parent && is_child_type(e->etype)) {
       /* Its parent's thread may simply not have been read yet: wait for the parent's start. */
       if (a->norph == a->cap_orph) {
         uint32_t nc = a->cap_orph ? a->cap_orph * 2 : 64;
-        ev **n = realloc(a->orph, nc * sizeof *n);
+        cl_ev **n = realloc(a->orph, nc * sizeof *n);
         if (n) { a->orph = n; a->cap_orph = nc; }
       }
       if (a->norph < a->cap_orph) { a->orph[a->norph++] = e; return; }
@@ -329,10 +451,10 @@ static void feed_stop(cl_asm *a, ev *e, uint64_t ts) {
 }
 
 /* A new event may be the parent that parked children were waiting for; or orphans expire. */
-static void adopt_orphans(cl_asm *a, ev *parent, uint64_t now, int final) {
+static void adopt_orphans(cl_asm *a, cl_ev *parent, uint64_t now, int final) {
   uint32_t k = 0;
   for (uint32_t i = 0; i < a->norph; i++) {
-    ev *o = a->orph[i];
+    cl_ev *o = a->orph[i];
     if (parent && o->parent == parent->id) finish_child(a, o, parent);
     else if (!parent && (final || now - o->stop > ORPHAN_WAIT_NS)) finish_child(a, o, NULL);
     else a->orph[k++] = o;
@@ -343,7 +465,7 @@ static void adopt_orphans(cl_asm *a, ev *parent, uint64_t now, int final) {
 void cl_asm_feed(cl_asm *a, const cl_rec *r) {
   a->stats.records++;
   if (r->kind == CL_REC_START) { feed_start(a, (const cl_start_rec *)r); return; }
-  ev *e = lookup(a, r->id);
+  cl_ev *e = lookup(a, r->id);
   if (!e || e->stopped) {                 /* re-stopped (stale handle), or its start was dropped */
     a->stats.stale++;
     return;
@@ -351,8 +473,8 @@ void cl_asm_feed(cl_asm *a, const cl_rec *r) {
   if (r->kind == CL_REC_STOP) {
     feed_stop(a, e, r->ts);
   } else if (r->kind == CL_REC_STATE) {
-    if (e->nst < sizeof e->st / sizeof e->st[0]) e->st[e->nst++] = (ev_state){(uint8_t)r->aux, r->ts, r->arg};
-    else e->st[e->nst - 1] = (ev_state){(uint8_t)r->aux, r->ts, r->arg};
+    if (e->nst < sizeof e->st / sizeof e->st[0]) e->st[e->nst++] = (cl_ev_state){(uint8_t)r->aux, r->ts, r->arg};
+    else e->st[e->nst - 1] = (cl_ev_state){(uint8_t)r->aux, r->ts, r->arg};
   }
 }
 
@@ -360,10 +482,10 @@ void cl_asm_feed(cl_asm *a, const cl_rec *r) {
 static void release_held(cl_asm *a, uint64_t now, int final) {
   uint32_t k = 0;
   for (uint32_t i = 0; i < a->nheld; i++) {
-    ev *e = a->held[i];
-    if (!final && !cl_gpu_clock_ready(cl_asm_clock(a, e->comm))) { a->held[k++] = e; continue; }
-    ev *parent = e->parent ? lookup(a, e->parent) : NULL;
-    cl_slice_kernel_ch(a, e, parent);
+    cl_ev *e = a->held[i];
+    if (!final && !cl_gpu_clock_ready(clock_of(a, e->comm))) { a->held[k++] = e; continue; }
+    cl_ev *parent = e->parent ? lookup(a, e->parent) : NULL;
+    kch_done(a, e, parent);
     if (parent) {
       parent->kch_done++;
       if (e->registered && parent->open_children) parent->open_children--;
@@ -380,7 +502,7 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
   release_held(a, now, final);
   while (a->pend_head != a->pend_tail) {
     uint64_t id = a->pend[a->pend_head % a->pend_cap];
-    ev *c = lookup(a, id);
+    cl_ev *c = lookup(a, id);
     if (c && !c->awaiting && !final) {
       uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
       uint64_t wait = cupti_expected(a, c) ? CUPTI_WAIT_NS : GRACE_NS;
@@ -398,18 +520,22 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
   }
   if (final) {                              /* whatever never stopped: count it, keep nothing */
     for (uint32_t i = 0; i < a->cap; i++) {
-      ev *e = a->tab[i];
+      cl_ev *e = a->tab[i];
       if (!e) continue;
       if (coll_like(e) && e->stopped && !e->awaiting) { maybe_finish(a, e, now, 1); if (a->tab[i] != e) i--; continue; }
     }
   }
 }
 
-cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, cl_gj *gj) {
+static int draw_os_tid(void *arg, uint32_t serial) { return os_tid(arg, serial); }
+
+cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, cl_gj *gj, const cl_asm_deps *deps) {
   cl_asm *a = calloc(1, sizeof *a);
   if (!a) return NULL;
   a->ct = ct;
   a->sum = sum;
+  a->deps = *deps;
+  a->draw = (cl_draw){.ct = ct, .comm = draw_comm, .os_tid = draw_os_tid, .arg = a};
   a->gj = gj;
   if (gj) cl_gj_on_exposed(gj, on_exposed, a);
   a->cap = 1 << 12;
@@ -421,7 +547,7 @@ cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, cl_gj *gj) {
 void cl_asm_free(cl_asm *a) {
   if (!a) return;
   for (uint32_t i = 0; i < a->cap; i++) free(a->tab[i]);
-  for (ev *e = a->free_list; e;) { ev *n = e->next_free; free(e); e = n; }
+  for (cl_ev *e = a->free_list; e;) { cl_ev *n = e->next_free; free(e); e = n; }
   free(a->tab); free(a->comms); free(a->pend); free(a->held); free(a->tids); free(a->orph);
   free(a);
 }

@@ -1,26 +1,39 @@
 /* assemble.h: turns ring records into finished events. Pairs starts with stops (across
  * threads, out of order), keeps parents until their children finish, derives a collective's
- * completion and GPU span from its children, maps GPU timers onto the host clock, and hands
- * slices to the Chrome exporter and totals to the summary. Writer thread only. */
+ * completion and GPU span from its children, maps GPU timers onto the host clock, keeps the
+ * totals (stats, summary, most exposed), and hands finished events to plugin/output/ to be
+ * drawn. Its only links to the stages above it are the lookups it is given. Format thread
+ * only. */
 #ifndef COMMLENS_ASSEMBLE_H
 #define COMMLENS_ASSEMBLE_H
 #include "commlens/event.h"
 #include "exporters/chrome_trace.h"
 #include "exporters/summary.h"
 #include "exporters/strbuf.h"
+#include "plugin/capture/contexts.h"   /* cl_comm_info, the type the lookup fills */
 #include "plugin/gpu/gpu_join.h"
 #include <stdint.h>
 
 typedef struct cl_asm cl_asm;
 
 typedef struct {
-  uint64_t records, starts, stale, deferred_dropped, foreign, orphans, open_now, writer_drops;
+  uint64_t records, starts, stale, foreign, orphans, open_now, writer_drops;
   uint64_t colls_done, colls_timed, implausible_gpu;
 } cl_asm_stats;
 
-/* gj: the CUPTI join (borrowed; NULL without CUPTI): collectives take their kernel's span
- * from it and wait for their exposure. */
-cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, cl_gj *gj);
+/* What the assembler needs to know from outside: a communicator's facts by serial (0 on
+ * success), what v1..v3 events taught about one (hash, rank), and the OS thread id of a ring's
+ * thread serial (0 unknown; CUPTI's launch records carry OS thread ids). */
+typedef struct {
+  int (*comm_lookup)(uint32_t serial, cl_comm_info *out);
+  void (*comm_learn)(uint32_t serial, uint64_t hash, int rank);
+  int (*os_tid)(uint32_t thread_serial);
+} cl_asm_deps;
+
+/* Draws into `ct`, totals into `sum`; gj: the CUPTI join (borrowed; NULL without CUPTI):
+ * collectives take their kernel's span from it and wait for their exposure. */
+cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, cl_gj *gj, const cl_asm_deps *deps);
+/* Frees the assembler and every event still open (not the ct, summary or join it was lent). */
 void cl_asm_free(cl_asm *a);
 /* Feeds one record (header + payload slots). Records of one thread arrive in order; across
  * threads, a child may arrive before its parent (tolerated). */

@@ -103,7 +103,8 @@ static int setup(void) {
   if (cupti) atexit(cl_writer_finish);
   if (cupti && g_run.ct) g_run.gj = cl_gj_new(g_run.ct);
   if (cupti && !g_run.gj) cl_cupti_stop();
-  g_run.asm_ = g_run.ct && g_sum ? cl_asm_new(g_run.ct, g_sum, g_run.gj) : NULL;
+  static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
+  g_run.asm_ = g_run.ct && g_sum ? cl_asm_new(g_run.ct, g_sum, g_run.gj, &deps) : NULL;
   if (!g_run.asm_) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (g_run.gj) { cl_gj_start(g_run.gj, cl_now()); g_run.cupti_rec = 1; }
   if (cl_cfg.record[0]) cl_recorder_open(cl_cfg.record, cl_proc.rank);

@@ -16,10 +16,10 @@
 #include "../../plugin/gpu/exposure.c"
 #include "../../plugin/gpu/gpu_clock.c"
 #include "../../plugin/gpu/gpu_join.c"
-#include "../../plugin/output/gpu_slices.c"
-#include "../../plugin/output/tracks.c"
 #include "../../plugin/output/names.c"
 #include "../../plugin/output/nccl_slices.c"
+#include "../../plugin/output/gpu_slices.c"
+#include "../../plugin/output/tracks.c"
 #include "../../plugin/pipeline/assemble.c"
 #include <json-c/json.h>
 
@@ -38,7 +38,31 @@ static void fx_open(fixture *f, int with_gpu) {
   f->ct = ct_new(0, 0);
   f->sum = cl_summary_new();
   f->gj = with_gpu ? cl_gj_new(f->ct) : NULL;
-  f->a = cl_asm_new(f->ct, f->sum, f->gj);
+  static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
+  f->a = cl_asm_new(f->ct, f->sum, f->gj, &deps);
+}
+static void fx_close(fixture *f) {
+  cl_asm_free(f->a);
+  cl_gj_free(f->gj);
+  cl_summary_free(f->sum);
+  ct_free(f->ct);
+}
+
+/* Registers a 2-rank communicator in the registry; returns its serial. */
+static uint32_t add_comm(uint64_t hash, int rank) {
+  cl_comm_desc d = {.hash = hash, .nnodes = 1, .nranks = 2, .rank = rank, .abi = 5};
+  void *ctx;
+  uint32_t serial;
+  int first;
+  return cl_contexts_add(&d, 0, &ctx, &serial, &first) == 0 ? serial : 0;
+}
+
+static cl_payload coll_payload(uint64_t seq, uint8_t nchannels) {
+  cl_payload p;
+  memset(&p, 0, sizeof p);
+  p.coll = (cl_coll){.seq = seq, .func = "AllReduce", .datatype = "ncclFloat32", .algo = "RING", .proto = "LL",
+                     .count = 1024, .nchannels = nchannels, .nwarps = 4};
+  return p;
 }
 
 /* A record of thread `thr`: ids are (thread serial << CL_ID_SEQ_BITS) | sequence, as the hot
@@ -107,11 +131,11 @@ static json_object *find_slice(json_object *arr, const char *cat, const char *na
   return NULL;
 }
 static int slice_tid(json_object *e) { json_object *v; return json_object_object_get_ex(e, "tid", &v) ? json_object_get_int(v) : -1; }
-static __attribute__((unused)) const char *slice_arg(json_object *e, const char *k) {
+static const char *slice_arg(json_object *e, const char *k) {
   json_object *a, *v;
   return json_object_object_get_ex(e, "args", &a) && json_object_object_get_ex(a, k, &v) ? json_object_get_string(v) : NULL;
 }
-static __attribute__((unused)) int count_cat(json_object *arr, const char *cat) {
+static int count_cat(json_object *arr, const char *cat) {
   int n = 0;
   for (size_t i = 0; i < json_object_array_length(arr); i++) {
     json_object *v;
@@ -145,6 +169,109 @@ TL_TEST(commless_event_and_gpu_kernels_get_their_own_tracks) {
   CHECK(on && strstr(on, "proxy recv"), "proxy op track is \"%s\"", on ? on : "(none)");
   CHECK(kn && strstr(kn, "GPU 0 stream 7"), "kernel track is \"%s\"", kn ? kn : "(none)");
   json_object_put(arr);
+  fx_close(&f);
+}
+
+/* A collective timed by its proxy ops: one op's start is read before its parent's (another
+ * thread's ring was drained first): it waits as an orphan and is adopted at its stop. */
+TL_TEST(collective_timed_by_proxy_ops_with_an_orphan) {
+  fixture f;
+  fx_open(&f, 0);
+  uint32_t comm = add_comm(0x1111222233334444ull, 0);
+  REQUIRE(comm, "registry");
+  uint64_t coll = ev_id(1, 1), op1 = ev_id(2, 1), op2 = ev_id(2, 2);
+  cl_payload c = coll_payload(5, 2), p;
+  memset(&p, 0, sizeof p);
+  p.proxy_op = (cl_proxy_op){.pid = 1, .peer = 1, .nsteps = 1, .chunk_size = 64, .channel = 1, .is_send = 1};
+  t_start(&f, op1, CL_EV_PROXY_OP, comm, coll, 2000, &p, 0);     /* parent not seen yet */
+  t_start(&f, coll, CL_EV_COLL, comm, 0, 1000, &c, 0);
+  p.proxy_op.channel = 0;
+  t_start(&f, op2, CL_EV_PROXY_OP, comm, coll, 2500, &p, 0);
+  t_stop(&f, coll, 1500);
+  t_stop(&f, op2, 9000);
+  t_stop(&f, op1, 12000);
+  cl_asm_tick(f.a, 12000, 1);
+  cl_asm_stats st;
+  cl_asm_get_stats(f.a, &st);
+  CHECK(st.orphans == 1, "orphans %llu", (unsigned long long)st.orphans);
+  CHECK(st.colls_done == 1 && st.colls_timed == 1, "done %llu timed %llu", (unsigned long long)st.colls_done,
+        (unsigned long long)st.colls_timed);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body is not JSON");
+  json_object *g = find_slice(arr, "coll_gpu", "AllReduce");
+  REQUIRE(g, "no GPU span drawn");
+  CHECK(!strcmp(slice_arg(g, "source"), "proxy"), "source %s", slice_arg(g, "source"));
+  json_object *v;
+  CHECK(json_object_object_get_ex(g, "ts", &v) && !strcmp(json_object_get_string(v), "2.000"), "span start");
+  CHECK(json_object_object_get_ex(g, "dur", &v) && !strcmp(json_object_get_string(v), "10.000"), "span length");
+  CHECK(count_cat(arr, "proxy_op") == 2 && count_cat(arr, "coll") == 1, "ops %d colls %d",
+        count_cat(arr, "proxy_op"), count_cat(arr, "coll"));
+  CHECK(count_cat(arr, "flow") == 2, "enqueue->gpu flow");
+  json_object_put(arr);
+  fx_close(&f);
+}
+
+/* KernelCh children give the span (host clock through the GPU clock estimate) and the tail
+ * channel: the one that finished last. */
+TL_TEST(collective_timed_by_kernel_channels) {
+  fixture f;
+  fx_open(&f, 0);
+  uint32_t comm = add_comm(0x5555666677778888ull, 1);
+  uint64_t coll = ev_id(1, 1);
+  cl_payload c = coll_payload(7, 2), k;
+  t_start(&f, coll, CL_EV_COLL, comm, 0, 1000000, &c, 0);
+  t_stop(&f, coll, 1001000);
+  const uint64_t gpu0 = 500000000;                /* GPU timer = host - 499 ms */
+  for (int ch = 0; ch < 2; ch++) {
+    memset(&k, 0, sizeof k);
+    k.kernel_ch = (cl_kernel_ch){.ptimer = gpu0 + 1000000 + 10000u * (unsigned)ch, .channel = (uint8_t)ch};
+    uint64_t id = ev_id(2, (uint64_t)ch + 1);
+    /* the host sees each timer 2 us after the GPU wrote it */
+    t_start(&f, id, CL_EV_KERNEL_CH, comm, coll, 1000000 + 10000u * (unsigned)ch + 2000, &k, 0);
+    uint64_t stop_gpu = gpu0 + 1000000 + 50000u + 30000u * (unsigned)ch;
+    t_small(&f, CL_REC_STATE, id, stop_gpu - gpu0 + 2000, CL_ST_KERNEL_CH_STOP, stop_gpu);
+    t_stop(&f, id, stop_gpu - gpu0 + 3000);
+  }
+  cl_asm_tick(f.a, 2000000, 1);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body is not JSON");
+  json_object *g = find_slice(arr, "coll_gpu", "AllReduce");
+  REQUIRE(g, "no GPU span drawn");
+  CHECK(!strcmp(slice_arg(g, "source"), "kernel_ch"), "source %s", slice_arg(g, "source"));
+  CHECK(!strcmp(slice_arg(g, "tail_channel"), "1"), "tail channel %s", slice_arg(g, "tail_channel"));
+  CHECK(count_cat(arr, "kernel_ch") == 2, "channel slices %d", count_cat(arr, "kernel_ch"));
+  json_object_put(arr);
+  fx_close(&f);
+}
+
+/* A stop for an id never started (or stopped twice) is counted, not drawn; a collective with
+ * no children is finished after the grace time with no GPU span, and the summary counts it. */
+TL_TEST(stale_stop_and_childless_collective) {
+  fixture f;
+  fx_open(&f, 0);
+  cl_cfg.mask = CL_MASK_DEFAULT;                  /* no KernelCh to wait for */
+  uint32_t comm = add_comm(0x9999aaaabbbbccccull, 0);
+  uint64_t coll = ev_id(1, 1);
+  cl_payload c = coll_payload(9, 1);
+  t_stop(&f, ev_id(3, 42), 500);                 /* never started */
+  t_start(&f, coll, CL_EV_COLL, comm, 0, 1000, &c, 0);
+  t_stop(&f, coll, 2000);
+  t_stop(&f, coll, 2500);                         /* NCCL re-stops a handle */
+  cl_asm_tick(f.a, 2000 + GRACE_NS / 2, 0);
+  cl_asm_stats st;
+  cl_asm_get_stats(f.a, &st);
+  CHECK(st.stale == 2, "stale %llu", (unsigned long long)st.stale);
+  CHECK(st.colls_done == 0, "finished before the grace time");
+  cl_asm_tick(f.a, 2000 + GRACE_NS + 1, 0);
+  cl_asm_get_stats(f.a, &st);
+  CHECK(st.colls_done == 1 && st.colls_timed == 0 && st.open_now == 0, "done %llu timed %llu open %llu",
+        (unsigned long long)st.colls_done, (unsigned long long)st.colls_timed, (unsigned long long)st.open_now);
+  char buf[1024] = {0};
+  FILE *m = fmemopen(buf, sizeof buf - 1, "w");
+  cl_summary_json(f.sum, m);
+  fclose(m);
+  CHECK(strstr(buf, "\"func\":\"AllReduce\"") && strstr(buf, "\"count\":1,\"timed\":0"), "summary %s", buf);
+  fx_close(&f);
 }
 
 TL_MAIN("pipeline/assemble")

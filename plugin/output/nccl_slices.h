@@ -1,0 +1,66 @@
+/* nccl_slices.h: how each kind of NCCL event is drawn (docs/trace-format.md): its track, name,
+ * category and args, and a collective's GPU span with its flow from the enqueue. The assembler
+ * (plugin/pipeline/assemble.c) decides lifetimes, spans and totals and hands each finished event
+ * here as const data; drawing changes nothing but the trace body. */
+#ifndef COMMLENS_NCCL_SLICES_H
+#define COMMLENS_NCCL_SLICES_H
+#include "commlens/event.h"
+#include "exporters/chrome_trace.h"
+#include <stdint.h>
+
+typedef struct { uint8_t st; uint64_t ts, arg; } cl_ev_state;
+
+/* An NCCL event as the assembler completed it. Drawing reads the first block; the rest is
+ * the assembler's bookkeeping while the event is open. */
+typedef struct cl_ev {
+  uint64_t id, parent, start, stop;
+  uint32_t comm, thread;              /* communicator serial (0: none), thread serial */
+  uint8_t etype, flags, stopped, nst;
+  cl_payload p;
+  cl_ev_state st[8];                  /* states in arrival order */
+  uint64_t bytes;                     /* ProxyOp: bytes its steps moved */
+  int tail_ch;                        /* Coll/P2p: the channel that finished last, -1 unknown */
+  /* ---- the assembler's ---- */
+  uint32_t open_children, kch_done, nchild;
+  uint64_t gmin, gmax, pmin, pmax, last_child;
+  int registered;
+  uint32_t enq_tid;                   /* the enqueue slice's track, for the GPU span's flow */
+  uint64_t enq_ts;
+  uint64_t api_group;                 /* Coll/P2p (v5+): the GroupApi its launch belongs to */
+  uint64_t gs, ge;                    /* chosen GPU span while waiting for its exposure */
+  const char *src;
+  int awaiting;
+  struct cl_ev *next_free;
+} cl_ev;
+
+/* What drawing shows of a communicator. */
+typedef struct { char label[80]; uint64_t hash; char name[64]; int rank, nranks; } cl_comm_facts;
+
+/* Where and with what drawing works: the trace body, and read-only lookups. */
+typedef struct {
+  cl_ct *ct;
+  const cl_comm_facts *(*comm)(void *arg, uint32_t serial);   /* NULL: unknown */
+  int (*os_tid)(void *arg, uint32_t thread_serial);           /* 0: unknown */
+  void *arg;
+} cl_draw;
+
+/* The collective or p2p function name of a Coll/P2p event, NULL for others. */
+const char *cl_ev_func(const cl_ev *c);
+/* API calls (GroupApi, CollApi, P2pApi, KernelLaunch) on their thread's track. */
+void cl_draw_api(const cl_draw *d, const cl_ev *e);
+/* Group, Coll and P2p on their communicator's track; returns the track (for the flow). */
+uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e);
+/* A collective's GPU span [s, e] timed by `src`, with `bytes` (nccl-tests' size); exposed_ns < 0
+ * when exposure is not known. */
+void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
+                      int64_t exposed_ns, uint64_t bytes);
+/* A KernelCh on the host clock [s, t] (`implausible`: its GPU timers were not usable and the
+ * host's observation times are drawn), with its parent collective if known. */
+void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, uint64_t s, uint64_t t,
+                       uint64_t stop_ptimer, int implausible);
+void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent);
+/* A proxy step with its phases nested inside; `bytes` as the assembler counted them. */
+void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint64_t bytes);
+/* ProxyCtrl, NetPlugin and copy-engine events. */
+void cl_draw_other(const cl_draw *d, const cl_ev *e);
+#endif
