@@ -2,13 +2,14 @@
  * [2^b, 2^(b+1))). Bandwidths use GPU time only: a collective with no GPU span counts but
  * adds no time. */
 #include "exporters/summary.h"
+#include "common/grow.h"
 #include "common/nccl.h"
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 typedef struct { char func[24]; int bucket, nranks; uint64_t n, n_timed, bytes, bytes_timed, gpu_ns, min_ns, max_ns; } row;
-struct cl_summary { row *rows; int n, cap; };
+struct cl_summary { row *rows; int n; size_t cap; };
 
 cl_summary *cl_summary_new(void) { return calloc(1, sizeof(cl_summary)); }
 void cl_summary_free(cl_summary *s) { if (s) { free(s->rows); free(s); } }
@@ -23,13 +24,7 @@ void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks,
     if (s->rows[i].bucket == bk && s->rows[i].nranks == nranks && !strncmp(s->rows[i].func, func ? func : "?", sizeof r->func - 1))
       r = &s->rows[i];
   if (!r) {
-    if (s->n == s->cap) {
-      int nc = s->cap ? s->cap * 2 : 32;
-      row *n = realloc(s->rows, (size_t)nc * sizeof *n);
-      if (!n) return;
-      s->rows = n;
-      s->cap = nc;
-    }
+    if (cl_grow(&s->rows, &s->cap, (size_t)s->n + 1, sizeof *s->rows, 32, 0) != 0) return;
     r = &s->rows[s->n++];
     memset(r, 0, sizeof *r);
     snprintf(r->func, sizeof r->func, "%s", func ? func : "?");

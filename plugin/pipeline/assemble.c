@@ -6,6 +6,7 @@
 #include "plugin/pipeline/assemble.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/grow.h"
 #include "common/hash.h"
 #include "common/nccl.h"
 #include "plugin/gpu/gpu_clock.h"
@@ -35,18 +36,20 @@ struct cl_asm {
   uint32_t cap, n;
   cl_ev *free_list;
   comm_cache *comms;
-  uint32_t ncomms;
+  size_t ncomms;
   cl_gpu_clock off[MAX_DEV];
   uint64_t *pend;           /* retained collectives awaiting completion (ids, FIFO) */
   cl_ev **held;                /* stopped KernelCh events waiting for their device's calibration */
   cl_ev **orph;                /* stopped children whose parent's start has not been seen yet */
-  uint32_t norph, cap_orph;
+  uint32_t norph;
+  size_t cap_orph;
   cl_gj *gj;                /* CUPTI join, NULL without CUPTI */
   api_link links[NAPI];     /* direct-mapped by API event id */
   int *tids;                /* OS thread id by thread serial (0 = not looked up) */
-  uint32_t ntids;
+  size_t ntids;
   top_ent top[NTOP];
-  uint32_t nheld, cap_held;
+  uint32_t nheld;
+  size_t cap_held;
   uint32_t pend_head, pend_tail, pend_cap;
   cl_asm_stats stats;
 };
@@ -94,15 +97,7 @@ static cl_ev *alloc_ev(cl_asm *a) {
 /* The communicator with serial `serial` (a cached copy of the registry's facts), or NULL. */
 static comm_cache *comm_of(cl_asm *a, uint32_t serial) {
   if (!serial) return NULL;
-  if (serial > a->ncomms) {
-    uint32_t nc = a->ncomms ? a->ncomms : 16;
-    while (nc < serial) nc *= 2;
-    comm_cache *n = realloc(a->comms, nc * sizeof *n);
-    if (!n) return NULL;
-    memset(n + a->ncomms, 0, (nc - a->ncomms) * sizeof *n);
-    a->comms = n;
-    a->ncomms = nc;
-  }
+  if (cl_grow(&a->comms, &a->ncomms, serial, sizeof *a->comms, 16, 0) != 0) return NULL;
   comm_cache *c = &a->comms[serial - 1];
   if (!c->loaded || !c->info.d.hash) {
     if (a->deps.comm_lookup(serial, &c->info) != 0) return NULL;
@@ -292,15 +287,7 @@ static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
 
 /* OS thread id of a thread serial (for matching CUPTI's launch records). */
 static int os_tid(cl_asm *a, uint32_t serial) {
-  if (serial >= a->ntids) {
-    uint32_t nc = a->ntids ? a->ntids : 64;
-    while (nc <= serial) nc *= 2;
-    int *n = realloc(a->tids, nc * sizeof *n);
-    if (!n) return -1;
-    memset(n + a->ntids, 0, (nc - a->ntids) * sizeof *n);
-    a->tids = n;
-    a->ntids = nc;
-  }
+  if (cl_grow(&a->tids, &a->ntids, (size_t)serial + 1, sizeof *a->tids, 64, 0) != 0) return -1;
   if (!a->tids[serial]) a->tids[serial] = a->deps.os_tid(serial);
   return a->tids[serial];
 }
@@ -379,12 +366,10 @@ static void finish_child(cl_asm *a, cl_ev *e, cl_ev *parent) {
       /* it keeps its collective open until drawn, even if it started before the collective's
        * start was read (unregistered): finishing the collective first would cut it off */
       if (parent && !e->registered) { parent->open_children++; e->registered = 1; }
-      if (a->nheld == a->cap_held) {
-        uint32_t nc = a->cap_held ? a->cap_held * 2 : 256;
-        cl_ev **n = realloc(a->held, nc * sizeof *n);
-        if (n) { a->held = n; a->cap_held = nc; }
+      if (cl_grow(&a->held, &a->cap_held, (size_t)a->nheld + 1, sizeof *a->held, 256, 0) == 0) {
+        a->held[a->nheld++] = e;
+        return;
       }
-      if (a->nheld < a->cap_held) { a->held[a->nheld++] = e; return; }
     }
     kch_done(a, e, parent);
     if (parent) parent->kch_done++;
@@ -436,12 +421,10 @@ static void feed_stop(cl_asm *a, cl_ev *e, uint64_t ts) {
     cl_ev *parent = e->parent ? lookup(a, e->parent) : NULL;
     if (!parent && e->parent && is_child_type(e->etype)) {
       /* Its parent's thread may simply not have been read yet: wait for the parent's start. */
-      if (a->norph == a->cap_orph) {
-        uint32_t nc = a->cap_orph ? a->cap_orph * 2 : 64;
-        cl_ev **n = realloc(a->orph, nc * sizeof *n);
-        if (n) { a->orph = n; a->cap_orph = nc; }
+      if (cl_grow(&a->orph, &a->cap_orph, (size_t)a->norph + 1, sizeof *a->orph, 64, 0) == 0) {
+        a->orph[a->norph++] = e;
+        return;
       }
-      if (a->norph < a->cap_orph) { a->orph[a->norph++] = e; return; }
     }
     finish_child(a, e, parent);
     return;

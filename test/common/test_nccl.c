@@ -4,6 +4,7 @@
 #include "tl.h"
 #include "../../common/nccl.c"
 #include "../../exporters/summary.c"
+#include "../../common/grow.c"
 #include <math.h>
 #include <stdio.h>
 
