@@ -50,13 +50,18 @@ cl_ring *cl_ring_claim(void) {
     }
   }
   if (r) {
-    r->serial = g_next_serial++;
-    r->id_base = (uint64_t)r->serial << CL_ID_SEQ_BITS;
+    /* A reused ring changes owner: the serial is withdrawn first, the new owner's OS thread
+     * id written, then the new serial published, so a reader never pairs one thread's serial
+     * with another's id. */
+    uint32_t serial = g_next_serial++;
+    atomic_store_explicit(&r->serial, 0, memory_order_seq_cst);
+    r->id_base = (uint64_t)serial << CL_ID_SEQ_BITS;
     r->seq = 0;
     atomic_store(&r->head, 0);
     atomic_store(&r->tail, 0);
     r->tail_cache = 0;
-    r->os_tid = (int)syscall(SYS_gettid);
+    atomic_store_explicit(&r->os_tid, (int)syscall(SYS_gettid), memory_order_seq_cst);
+    atomic_store_explicit(&r->serial, serial, memory_order_seq_cst);
     atomic_store_explicit(&r->state, CL_RING_LIVE, memory_order_release);
   }
   pthread_mutex_unlock(&g_ring_mu);
@@ -150,8 +155,11 @@ void cl_rings_totals(cl_ring_totals *t) {
 
 int cl_ring_os_tid(uint32_t serial) {
   int n = ring_count();
-  for (int i = 0; i < n; i++)
-    if (cl_rings[i].serial == serial) return cl_rings[i].os_tid;
+  for (int i = 0; i < n; i++) {
+    if (atomic_load(&cl_rings[i].serial) != serial) continue;
+    int tid = atomic_load(&cl_rings[i].os_tid);
+    return atomic_load(&cl_rings[i].serial) == serial ? tid : 0;   /* not handed over meanwhile */
+  }
   return 0;
 }
 

@@ -28,8 +28,8 @@ typedef struct cl_ring {
   _Alignas(64) cl_rec *slots;
   uint64_t cap;                         /* slots, a power of two */
   _Atomic int state;                    /* CL_RING_* */
-  uint32_t serial;                      /* thread serial (ids) */
-  int os_tid;
+  _Atomic uint32_t serial;              /* thread serial (ids); 0 while the ring changes hands */
+  _Atomic int os_tid;                   /* published before serial (see cl_ring_os_tid) */
 } cl_ring;
 
 #define CL_SAMPLE_EVERY 1024
@@ -49,7 +49,8 @@ uint64_t cl_rings_drain(cl_ring_sink fn, void *arg);
 /* Counters of every ring together (relaxed reads; any thread). */
 typedef struct { uint64_t dropped, unclaimed, calls, sampled_ns, nsampled; } cl_ring_totals;
 void cl_rings_totals(cl_ring_totals *t);
-/* OS thread id of the thread holding serial `serial` (0 if not found). */
+/* OS thread id of the thread holding serial `serial` (0 if not found, or if its ring has
+ * since passed to another thread: never another thread's id). Any thread. */
 int cl_ring_os_tid(uint32_t serial);
 /* Fork child: forget every ring (they belong to the parent's threads). */
 void cl_rings_reset_after_fork(void);
