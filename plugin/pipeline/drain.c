@@ -32,10 +32,12 @@ int cl_drain_start(cl_stage *st) {
   return pthread_create(&g_thr, NULL, drain_main, NULL) == 0 ? 0 : -1;
 }
 
-void cl_drain_stop(int timeout_s) {
+int cl_drain_stop(int timeout_s) {
   struct timespec dl;
   clock_gettime(CLOCK_REALTIME, &dl);
   dl.tv_sec += timeout_s;
   atomic_store(&g_stop, 1);
-  if (pthread_timedjoin_np(g_thr, NULL, &dl) != 0) pthread_detach(g_thr);
+  if (pthread_timedjoin_np(g_thr, NULL, &dl) == 0) return 0;
+  pthread_detach(g_thr);
+  return -1;
 }

@@ -26,6 +26,7 @@
 
 static pthread_mutex_t g_wmu = PTHREAD_MUTEX_INITIALIZER;
 static int g_running, g_setup, g_finished, g_out_ok;
+static int g_lent;   /* a thread outlived its stop: the run's state is still its, for good */
 static cl_summary *g_sum;
 static cl_rank_output g_out;
 static cl_format_deps g_run;       /* stage, assembler, trace body, GPU join: lent to the threads */
@@ -128,7 +129,7 @@ int cl_writer_start(void) {
   pthread_mutex_lock(&g_wmu);
   int rc = 0;
   if (!g_setup) { g_setup = 1; g_finished = 0; rc = setup(); }
-  if (rc == 0 && g_out_ok && !g_running) {
+  if (rc == 0 && g_out_ok && !g_running && !g_lent) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);   /* the job's signals are not ours to take */
@@ -144,11 +145,17 @@ int cl_writer_start(void) {
   return rc;
 }
 
+/* One owner at every moment: while the threads run, the run's state (staging, assembler,
+ * trace body, file) is theirs; after a joined stop it is the caller's. A thread that does not
+ * end in time keeps it: nothing here touches it again, and no new threads start on it. */
 static void stop_locked(void) {
   if (!g_running) return;
-  cl_drain_stop(DRAIN_STOP_S);            /* first the drain (the last records), then the format */
-  if (cl_format_stop(FORMAT_STOP_S) != 0)
+  int lent = cl_drain_stop(DRAIN_STOP_S) != 0;   /* first the drain (the last records), then the format */
+  if (cl_format_stop(FORMAT_STOP_S) != 0) {
     cl_log(CL_LOG_WARN, "the writer did not finish its backlog within %d s; the trace ends early", FORMAT_STOP_S);
+    lent = 1;
+  }
+  if (lent) g_lent = 1;
   g_running = 0;
 }
 
@@ -163,6 +170,12 @@ void cl_writer_finish(void) {
   if (g_setup && !g_finished) {
     stop_locked();
     g_finished = 1;
+    if (g_lent) {   /* a writer thread still holds the run: the trace ends at its last flush */
+      cl_log_once("writer-lent", CL_LOG_WARN, "a writer thread did not stop in time; the trace %s "
+                  "ends at its last complete flush and no summary is written", g_out.path);
+      pthread_mutex_unlock(&g_wmu);
+      return;
+    }
     if (g_run.asm_) cl_format_final(&g_run);   /* the last GPU records, then every exposure result */
     if (g_run.gj) cl_cupti_stop();
     if (g_run.ct) {
@@ -188,6 +201,7 @@ void cl_writer_after_fork_child(void) {
   /* The parent's threads do not exist here; its file and buffers are the parent's. */
   pthread_mutex_init(&g_wmu, NULL);
   g_running = 0;
+  g_lent = 0;
   g_out_ok = 0;
   g_setup = 0;
   g_finished = 0;
