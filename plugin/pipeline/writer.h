@@ -1,6 +1,6 @@
-/* writer.h: the background writer thread. It drains the per-thread rings, pairs starts with
- * stops, derives GPU spans, and streams the per-rank trace and the summary through the
- * exporters. Called by plugin/process.c only (lifecycle), never from the hot path. */
+/* writer.h: the output side of one process: sets up the run, starts and stops the drain
+ * (drain.c) and format (format.c) threads, and at exit writes the final tail and the summary.
+ * Called by plugin/process.c only (lifecycle), never from the hot path. */
 #ifndef COMMLENS_WRITER_H
 #define COMMLENS_WRITER_H
 /* Starts the thread if it is not running (the first init, or an init after the last
