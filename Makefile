@@ -46,9 +46,10 @@ APT_RC := $(shell mkdir -p $(BUILD) && touch $(BUILD)/.apt-tried && \
 endif
 endif
 endif
-HAVE_JSONC := $(wildcard $(JSONC_INC))
-HAVE_ZLIB  := $(wildcard $(ZLIB_INC))
-HAVE_CUPTI := $(wildcard $(CUPTI_INC))
+# (test -f, not $(wildcard): make caches directories, and apt-get may just have filled them)
+HAVE_JSONC := $(shell test -f $(JSONC_INC) && echo yes)
+HAVE_ZLIB  := $(shell test -f $(ZLIB_INC) && echo yes)
+HAVE_CUPTI := $(shell test -f $(CUPTI_INC) && echo yes)
 ifeq ($(HAVE_ZLIB),)
 CFLAGS += -DCOMMLENS_NO_ZLIB
 ZLIB_LIBS :=
@@ -57,7 +58,7 @@ $(info commlens: $(NO_ZLIB_WHY): the plugin is built without gzip output and ABI
 else
 ZLIB_LIBS := -lz
 endif
-NO_CLI_WHY := $(if $(HAVE_JSONC),,json-c headers missing ($(JSONC_INC)))$(if $(HAVE_ZLIB),, zlib headers missing)
+NO_CLI_WHY := $(strip $(if $(HAVE_JSONC),,json-c headers missing ($(JSONC_INC)))$(if $(or $(HAVE_JSONC),$(HAVE_ZLIB)),,;)$(if $(HAVE_ZLIB),, zlib headers missing ($(ZLIB_INC))))
 NO_CLI_HOW := install libjson-c-dev and zlib1g-dev (Debian/Ubuntu) or json-c-devel and zlib-devel, then run make again
 
 # ---- the plugin ----
