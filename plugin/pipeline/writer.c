@@ -21,12 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DRAIN_STOP_S 2     /* the drain thread only copies: it ends at once or is stuck */
+#define DRAIN_STOP_S 10    /* the drain only copies, but a loaded machine can starve it for seconds */
 #define FORMAT_STOP_S 30   /* formatting a large backlog takes a while; never forever */
 
 static pthread_mutex_t g_wmu = PTHREAD_MUTEX_INITIALIZER;
 static int g_running, g_setup, g_finished, g_out_ok;
-static int g_lent;   /* a thread outlived its stop: the run's state is still its, for good */
+static int g_lent;          /* the format thread outlived its stop: the run's state is still its */
+static int g_stage_lent;    /* the drain thread did: staging is still its (never freed) */
 static cl_summary *g_sum;
 static cl_rank_output g_out;
 static cl_format_deps g_run;       /* stage, assembler, trace body, GPU join: lent to the threads */
@@ -129,7 +130,7 @@ int cl_writer_start(void) {
   pthread_mutex_lock(&g_wmu);
   int rc = 0;
   if (!g_setup) { g_setup = 1; g_finished = 0; rc = setup(); }
-  if (rc == 0 && g_out_ok && !g_running && !g_lent) {
+  if (rc == 0 && g_out_ok && !g_running && !g_lent && !g_stage_lent) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);   /* the job's signals are not ours to take */
@@ -145,17 +146,20 @@ int cl_writer_start(void) {
   return rc;
 }
 
-/* One owner at every moment: while the threads run, the run's state (staging, assembler,
- * trace body, file) is theirs; after a joined stop it is the caller's. A thread that does not
- * end in time keeps it: nothing here touches it again, and no new threads start on it. */
+/* One owner at every moment: while the threads run, the run's state is theirs (the drain
+ * appends to staging, the format thread owns the assembler, the trace body and the file);
+ * after a joined stop it is the caller's. A thread that does not end in time keeps what it
+ * owns: nothing here touches that again, and no new threads start on it. */
 static void stop_locked(void) {
   if (!g_running) return;
-  int lent = cl_drain_stop(DRAIN_STOP_S) != 0;   /* first the drain (the last records), then the format */
+  if (cl_drain_stop(DRAIN_STOP_S) != 0) {  /* first the drain (the last records), then the format */
+    cl_log(CL_LOG_WARN, "the drain thread did not stop within %d s; events recorded after this may be lost", DRAIN_STOP_S);
+    g_stage_lent = 1;
+  }
   if (cl_format_stop(FORMAT_STOP_S) != 0) {
     cl_log(CL_LOG_WARN, "the writer did not finish its backlog within %d s; the trace ends early", FORMAT_STOP_S);
-    lent = 1;
+    g_lent = 1;
   }
-  if (lent) g_lent = 1;
   g_running = 0;
 }
 
@@ -191,7 +195,7 @@ void cl_writer_finish(void) {
     }
     cl_recorder_close();
     cl_out_close(&g_out);
-    cl_stage_free(g_run.stage);
+    if (!g_stage_lent) cl_stage_free(g_run.stage);
     g_run.stage = NULL;
   }
   pthread_mutex_unlock(&g_wmu);
@@ -202,6 +206,7 @@ void cl_writer_after_fork_child(void) {
   pthread_mutex_init(&g_wmu, NULL);
   g_running = 0;
   g_lent = 0;
+  g_stage_lent = 0;
   g_out_ok = 0;
   g_setup = 0;
   g_finished = 0;
