@@ -495,7 +495,8 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
       int children_open = (c->open_children || (exp && c->kch_done < exp)) && now - c->stop < CHILD_WAIT_NS;
       if (now - last < wait || children_open) {
         maybe_finish(a, c, now, 0);           /* its CUPTI span may have arrived */
-        if (lookup(a, id) == c && !c->awaiting) break;
+        if (lookup(a, id) != c) c = NULL;     /* finished just now (and freed): forget it */
+        else if (!c->awaiting) break;
       }
     }
     a->pend_head++;

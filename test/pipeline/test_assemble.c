@@ -22,6 +22,8 @@
 #include "../../plugin/output/tracks.c"
 #include "../../plugin/pipeline/assemble.c"
 #include <json-c/json.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct {
   cl_ct *ct;
@@ -272,6 +274,41 @@ TL_TEST(stale_stop_and_childless_collective) {
   fclose(m);
   CHECK(strstr(buf, "\"func\":\"AllReduce\"") && strstr(buf, "\"count\":1,\"timed\":0"), "summary %s", buf);
   fx_close(&f);
+}
+
+/* Regression (found by a helper's review): with CUPTI on, a collective whose kernel record
+ * never came and whose KernelCh is still missing is finished by the tick's first check once
+ * the CUPTI wait is over; the tick then finished it a second time from its freed slot and
+ * searched the table for it forever (the format thread hung). Run in a child with an alarm
+ * so a regression fails instead of hanging the suite. */
+TL_TEST(collective_given_up_on_cupti_is_finished_once) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {
+    alarm(10);
+    fixture f;
+    fx_open(&f, 1);                            /* KernelCh expected (full mask) and CUPTI on */
+    cl_gj_start(f.gj, 0);
+    uint32_t comm = add_comm(0x1234123412341234ull, 0);
+    uint64_t grp = ev_id(1, 1), api = ev_id(1, 2), coll = ev_id(1, 3);
+    cl_payload p;
+    memset(&p, 0, sizeof p);
+    t_start(&f, grp, CL_EV_GROUP_API, comm, 0, 1000, &p, 0);
+    p.coll_api = (cl_coll_api){.func = "AllReduce", .datatype = "ncclFloat32", .count = 8};
+    t_start(&f, api, CL_EV_COLL_API, comm, grp, 1100, &p, 0);
+    cl_payload c = coll_payload(3, 1);
+    t_start(&f, coll, CL_EV_COLL, comm, api, 1200, &c, 0);   /* in launch group `grp` */
+    t_stop(&f, coll, 2000);
+    t_stop(&f, api, 2100);
+    t_stop(&f, grp, 2200);
+    cl_asm_tick(f.a, 2000 + CUPTI_WAIT_NS + 1, 0);          /* no kernel record, no KernelCh */
+    cl_asm_stats st;
+    cl_asm_get_stats(f.a, &st);
+    _exit(st.colls_done == 1 ? 0 : 3);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x (a SIGALRM is the old hang; 3: counted twice)", status);
 }
 
 TL_MAIN("pipeline/assemble")
