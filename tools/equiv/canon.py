@@ -18,11 +18,13 @@ each with its reason:
     and "events", which counts track metadata too: how many lanes a channel's KernelCh track
     needs depends on the order the format thread releases KernelCh slices held for clock
     calibration (its timing), not on what is drawn; the slices themselves are compared;
+    and "orphans" (children read before their parent's start), which counts the order in which
+    the drain thread happened to visit the threads' rings;
   - the header: pid, host, clock offset (the replay's start)."""
 import decimal, gzip, json, re, sys
 
 HOST_CATS = {"api", "group", "coll", "p2p", "proxy_op", "proxy_step", "proxy_state", "proxy_ctrl", "net", "ce"}
-STATS_VARY = {"overhead_ns_per_call", "overhead_pct", "elapsed_ns", "calls", "events"}
+STATS_VARY = {"overhead_ns_per_call", "overhead_pct", "elapsed_ns", "calls", "events", "orphans"}
 
 
 def load(path):

@@ -4,6 +4,7 @@
  * process: the plugin reads its configuration at the first init of a process. */
 #include "harness.h"
 #include "replay.h"
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +25,19 @@ static const char *g_lib_name = "libnccl-profiler-commlens.so";
 static _Atomic int64_t g_vbase = -1;      /* -1: off; else the real monotonic ns at the start */
 static _Atomic uint64_t g_vnow;
 
+typedef int (*clock_fn)(clockid_t, struct timespec *);
+static _Atomic(clock_fn) g_libc_clock;      /* libc's (the vDSO read), found on first use */
+
 int clock_gettime(clockid_t id, struct timespec *ts) {
   int64_t base = atomic_load_explicit(&g_vbase, memory_order_relaxed);
-  if (id != CLOCK_MONOTONIC || base < 0) return (int)syscall(SYS_clock_gettime, id, ts);
+  if (id != CLOCK_MONOTONIC || base < 0) {
+    clock_fn f = atomic_load_explicit(&g_libc_clock, memory_order_relaxed);
+    if (!f) {
+      f = (clock_fn)dlsym(RTLD_NEXT, "clock_gettime");
+      atomic_store_explicit(&g_libc_clock, f, memory_order_relaxed);
+    }
+    return f ? f(id, ts) : (int)syscall(SYS_clock_gettime, id, ts);
+  }
   uint64_t v = (uint64_t)base + atomic_load_explicit(&g_vnow, memory_order_relaxed);
   ts->tv_sec = (time_t)(v / 1000000000u);
   ts->tv_nsec = (long)(v % 1000000000u);
