@@ -1,7 +1,6 @@
 /* rank_output.c: see rank_output.h. File names, the header, the stats tail and the summary
  * text of one rank; nothing here decides what to do about a failure. */
 #include "plugin/output/rank_output.h"
-#include "common/clock.h"
 #include "common/config.h"
 #include "plugin/process.h"
 #include <errno.h>
@@ -126,14 +125,13 @@ void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_sum
   FILE *f = o->file ? fopen(path, "wx") : NULL;
   char prefix[64];
   snprintf(prefix, sizeof prefix, "commlens[rank %d] ", cl_proc.rank);
-  uint64_t wall = cl_now() - cl_proc.start_ns + 1;
   for (int pass = 0; pass < 2; pass++) {
     FILE *out = pass == 0 ? f : (print ? stderr : NULL);
     if (!out) continue;
     const char *pre = pass == 0 ? "" : prefix;
     fprintf(out, "%scommlens %s, ABI v%d, %llu events, %llu dropped, hot path %llu ns/call (%.3f%% of wall time)\n",
             pre, COMMLENS_VERSION, cl_proc.abi, (unsigned long long)s->records, (unsigned long long)s->dropped,
-            (unsigned long long)s->per_call_ns, 100.0 * (double)s->calls * (double)s->per_call_ns / (double)wall);
+            (unsigned long long)s->per_call_ns, overhead_pct(s));
     cl_summary_print(sum, out, pre);
     if (exposure) fprintf(out, "%sexposure (JSON): %s\n", pre, exposure);
     if (o->file) fprintf(out, "%strace: %s\n", pre, o->path);
