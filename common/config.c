@@ -131,6 +131,12 @@ static int p_job(const char *v) {
   snprintf(cl_cfg.job, sizeof cl_cfg.job, "%s", v);
   return 0;
 }
+static int p_rank(const char *v) {
+  uint64_t r;
+  if (parse_u64(v, &r, 0, 1 << 24)) return -1;
+  cl_cfg.rank = (int)r;
+  return 0;
+}
 static int p_record(const char *v) {
   if (strlen(v) >= sizeof cl_cfg.record) return -1;
   snprintf(cl_cfg.record, sizeof cl_cfg.record, "%s", v);
@@ -161,6 +167,10 @@ static const cl_var g_vars[] = {
   {"COMMLENS_JOB", "(from the launcher)",
    "job id for the default directory and the trace header, when SLURM_JOB_ID, "
    "TORCHELASTIC_RUN_ID, LSB_JOBID or PBS_JOBID is not set", p_job},
+  {"COMMLENS_RANK", "(from the launcher or NCCL)",
+   "world rank of this process's GPU (of its first GPU when it drives several: the others count "
+   "up from it, in device order); default: RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMIX_RANK "
+   "for a process of one GPU, else the GPU's rank in its largest communicator", p_rank},
   {"COMMLENS_RECORD", "(off)",
    "directory: also record the raw profiler ABI call stream there (for replay in tests)", p_record},
 };
@@ -175,6 +185,7 @@ static void set_defaults(void) {
   cl_cfg.flush_ms = 250;
   cl_cfg.summary = CL_SUMMARY_PRINT;
   cl_cfg.cupti = 0;
+  cl_cfg.rank = -1;
 }
 
 /* The job id: the launcher's, else COMMLENS_JOB; it names the default output directory, so

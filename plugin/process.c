@@ -1,5 +1,5 @@
 /* process.c: the plugin's process lifecycle. The first communicator init sets the process up
- * (configuration, clock offset, global rank, device, exit and fork handlers); each init
+ * (configuration, clock offset, the launcher's rank, exit and fork handlers); each init
  * registers a context (capture/contexts.c) and the first one starts the writer
  * (pipeline/writer.c); the last finalize stops it; exit finishes the output; a fork child
  * starts over at its next init. */
@@ -35,6 +35,7 @@ static void fork_child(void) {
 }
 
 static void detect_rank(int comm_rank) {
+  cl_proc.env_rank = -1;
   static const char *vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMIX_RANK",
                                "PMI_RANK"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
@@ -43,7 +44,7 @@ static void detect_rank(int comm_rank) {
     if (!v || !*v) continue;
     long r = strtol(v, &end, 10);
     if (*end || r < 0 || r > 1 << 24) continue;
-    cl_proc.rank = (int)r;
+    cl_proc.rank = cl_proc.env_rank = (int)r;
     snprintf(cl_proc.rank_source, sizeof cl_proc.rank_source, "%s", vars[i]);
     return;
   }
@@ -56,8 +57,9 @@ static void detect_rank(int comm_rank) {
   }
 }
 
-/* The device current on this thread at init, from the CUDA driver NCCL already loaded. */
-static int current_cuda_device(void) {
+/* The device current on this thread, from the CUDA driver NCCL already loaded (-1 without
+ * one: the plugin never loads CUDA itself). */
+int cl_cuda_device(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!h) return -1;
   int (*get)(int *) = (int (*)(int *))dlsym(h, "cuCtxGetDevice");
@@ -78,7 +80,6 @@ static void process_setup(const cl_comm_desc *d) {
   cl_proc.abi = d->abi;
   cl_proc.realtime_offset_ns = cl_clock_measure_offset(&cl_proc.offset_err_ns);
   cl_proc.start_ns = cl_now();
-  cl_proc.cuda_dev = current_cuda_device();
   cl_gate_setup();
   if (!atexit_done) { atexit(on_exit_handler); atexit_done = 1; }
   if (!atfork_done) { pthread_atfork(NULL, NULL, fork_child); atfork_done = 1; }
@@ -103,7 +104,7 @@ int cl_comm_init(void **ctx, int *mask, const cl_comm_desc *d) {
   if (!g_proc_ready) process_setup(d);
   uint32_t serial;
   int first;
-  int rc = cl_contexts_add(d, current_cuda_device(), ctx, &serial, &first);
+  int rc = cl_contexts_add(d, cl_cuda_device(), ctx, &serial, &first);
   if (rc == 0) cl_gate_attach_mask(mask);
   pthread_mutex_unlock(&g_mu);
   if (rc != 0) return -1;

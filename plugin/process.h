@@ -1,5 +1,5 @@
 /* process.h: facts about the profiled process, fixed at the first communicator init (rank,
- * host, job, clock offset, device), and the process lifecycle: first init, exit, fork. */
+ * host, job, clock offset), and the process lifecycle: first init, exit, fork. */
 #ifndef COMMLENS_PROCESS_H
 #define COMMLENS_PROCESS_H
 #include <stdint.h>
@@ -8,13 +8,14 @@
 typedef struct {
   pid_t pid;
   char host[128];
-  int rank;                 /* global rank */
+  int rank;                 /* the process's rank (names its ABI recording; each GPU's world
+                               rank is its participant's: plugin/output/participants.h) */
   char rank_source[32];
+  int env_rank;             /* the launcher's rank for this process, -1 if none */
   char job[128];
   int abi;                  /* first ABI version seen */
   int64_t realtime_offset_ns, offset_err_ns;
   uint64_t start_ns;        /* monotonic time of the first init */
-  int cuda_dev;
 } cl_process_info;
 
 extern cl_process_info cl_proc;

@@ -98,7 +98,7 @@ void cl_recorder_init(int abi, void *ctx, const cl_comm_desc *d, int mask) {
     gzprintf(g_gz, " %p %d %llx %d %d %d ", ctx, mask, (unsigned long long)d->hash, d->nnodes,
              d->nranks, d->rank);
     put_hex(d->name, (unsigned)strlen(d->name));
-    gzprintf(g_gz, "\n");
+    gzprintf(g_gz, " %d\n", cl_cuda_device());   /* the communicator's GPU (format 1 lines end at the name) */
   });
 }
 

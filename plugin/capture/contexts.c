@@ -73,6 +73,13 @@ int cl_comm_lookup(uint32_t serial, cl_comm_info *out) {
   return rc;
 }
 
+uint32_t cl_comm_count(void) {
+  pthread_mutex_lock(&g_mu);
+  uint32_t n = g_ninfos;
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
 void cl_comm_learn(uint32_t serial, uint64_t hash, int rank) {
   pthread_mutex_lock(&g_mu);
   if (serial >= 1 && serial <= g_ninfos) {

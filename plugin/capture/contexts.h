@@ -37,6 +37,8 @@ int cl_contexts_add(const cl_comm_desc *d, int cuda_dev, void **ctx, uint32_t *s
 int cl_contexts_remove(void *ctx);
 /* A copy of a communicator's facts; 0 on success, -1 for an unknown serial. */
 int cl_comm_lookup(uint32_t serial, cl_comm_info *out);
+/* How many serials have been handed out (serials are 1..count, never reused). */
+uint32_t cl_comm_count(void);
 /* v1..v3 learn commHash/rank from events: the assembler records them here. */
 void cl_comm_learn(uint32_t serial, uint64_t hash, int rank);
 /* Fork child: no communicator of the parent's exists here. */

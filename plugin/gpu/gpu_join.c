@@ -28,8 +28,20 @@ typedef struct { uint32_t corr; uint8_t cls; uint64_t group; uint32_t comm; } co
 typedef struct { uint64_t group; uint32_t comm, dev; uint64_t s, e; } span_ent;
 typedef struct { uint64_t s, e; const char *name; uint32_t dev; uint8_t claimed; } gk_ent;
 
+/* What the join keeps per participant (one GPU's trace): its exposure totals, windows and
+ * steps, and its kernel counts. */
+typedef struct {
+  cl_gj *g;
+  cl_part *p;                            /* NULL until first used */
+  cl_expo_agg *agg;
+  uint64_t nccl_kernels, compute_kernels, by_name, graph_kernels, graph_claimed;
+  uint64_t steps, step_exposed_sum, step_comm_sum, worst_step_id, worst_step_exposed;
+} gj_part;
+
+#define NSTEPKEEP 256                  /* recent NVTX steps, for participants that come late */
+
 struct cl_gj {
-  cl_ct *ct;
+  cl_parts *parts;
   cl_gj_exposed_fn fn;
   void *arg;
   kl_win win[NWIN];
@@ -40,14 +52,15 @@ struct cl_gj {
   uint32_t nhold;
   uint64_t hold_since[NHOLD];
   cl_expo *expo;
-  cl_expo_agg *agg;
-  uint64_t nccl_kernels, compute_kernels, by_name, launches_matched, launches_other;
+  gj_part part[CL_MAX_PARTS];
+  uint64_t launches_matched, launches_other;
   gk_ent gk[NGK];                        /* replayed NCCL kernels, in arrival order */
   uint64_t ngk, gk_next;                 /* added; the oldest not yet released */
   uint64_t graph_devs;                   /* devices with replayed NCCL kernels (bit per device) */
-  uint64_t graph_kernels, graph_claimed;
+  uint64_t graph_kernels;
   struct { uint32_t id; uint64_t s; const char *name; } marks[NMARK];   /* open NVTX ranges */
-  uint64_t steps, step_exposed_sum, step_comm_sum, worst_step_id, worst_step_exposed;
+  struct { uint64_t s, e, id; } stepkeep[NSTEPKEEP];
+  uint64_t nsteps_seen;
   uint64_t next_step_id;
   struct { uint64_t s, e; } cover[NCOVER];   /* CUPTI recorded for us in [s, e) (e 0: open) */
   uint32_t ncover;
@@ -105,25 +118,51 @@ int cl_gj_launches_lost(cl_gj *g, uint64_t now, uint64_t *last_ok) {
   return 0;
 }
 
+static void on_window(void *arg, const cl_expo_window *w);
+
+/* The join's state of a participant; its aggregator is made on first use (NULL when out of
+ * memory: that participant then reports no exposure). */
+static gj_part *part_state(cl_gj *g, cl_part *p) {
+  gj_part *q = &g->part[p->index];
+  if (q->agg) return q;
+  q->g = g;
+  q->p = p;
+  q->agg = cl_expo_agg_new(100000000ull, 2000000000ull, on_window, q);
+  if (!q->agg) return NULL;
+  uint64_t first = g->nsteps_seen > NSTEPKEEP ? g->nsteps_seen - NSTEPKEEP : 0;
+  for (uint64_t i = first; i < g->nsteps_seen; i++) {     /* the steps it missed */
+    const __typeof__(g->stepkeep[0]) *k = &g->stepkeep[i % NSTEPKEEP];
+    cl_expo_add_step(q->agg, k->s, k->e, k->id);
+  }
+  return q;
+}
+static gj_part *dev_state(cl_gj *g, int dev) {
+  cl_part *p = cl_parts_of_dev(g->parts, dev);
+  return p ? part_state(g, p) : NULL;
+}
+
 static void on_result(void *arg, const cl_expo_result *r) {
   cl_gj *g = arg;
-  cl_expo_agg_add(g->agg, r);
-  cl_draw_exposed(g->ct, r);
+  gj_part *q = dev_state(g, (int)r->span.device);
+  if (q) {
+    cl_expo_agg_add(q->agg, r);
+    cl_draw_exposed(q->p->ct, r);
+  }
   if (g->fn) g->fn(g->arg, r);
 }
 
 static void on_window(void *arg, const cl_expo_window *w) {
-  cl_gj *g = arg;
+  gj_part *q = arg;
   if (w->kind == CL_EXPO_WIN_STEP) {       /* one slice per NVTX step with its exposure */
-    cl_draw_step(g->ct, w);
-    g->steps++;
-    g->step_exposed_sum += w->exposed_ns;
-    g->step_comm_sum += w->comm_ns;
-    if (w->exposed_ns >= g->worst_step_exposed) { g->worst_step_exposed = w->exposed_ns; g->worst_step_id = w->id; }
+    cl_draw_step(q->p->ct, w);
+    q->steps++;
+    q->step_exposed_sum += w->exposed_ns;
+    q->step_comm_sum += w->comm_ns;
+    if (w->exposed_ns >= q->worst_step_exposed) { q->worst_step_exposed = w->exposed_ns; q->worst_step_id = w->id; }
     return;
   }
   if (w->kind != CL_EXPO_WIN_BUCKET) return;
-  cl_draw_window_counters(g->ct, w);      /* exposed communication per 100 ms bucket */
+  cl_draw_window_counters(q->p->ct, w);   /* exposed communication per 100 ms bucket */
 }
 
 void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg) {
@@ -131,21 +170,20 @@ void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg) {
   g->arg = arg;
 }
 
-cl_gj *cl_gj_new(cl_ct *ct) {
+cl_gj *cl_gj_new(cl_parts *parts) {
   cl_gj *g = calloc(1, sizeof *g);
   if (!g) return NULL;
-  g->ct = ct;
+  g->parts = parts;
   g->hold = malloc(NHOLD * sizeof *g->hold);
   g->expo = cl_expo_new(NULL, on_result, g);
-  g->agg = cl_expo_agg_new(100000000ull, 2000000000ull, on_window, g);
-  if (!g->hold || !g->expo || !g->agg) { cl_gj_free(g); return NULL; }
+  if (!g->hold || !g->expo) { cl_gj_free(g); return NULL; }
   return g;
 }
 
 void cl_gj_free(cl_gj *g) {
   if (!g) return;
   cl_expo_free(g->expo);
-  cl_expo_agg_free(g->agg);
+  for (int i = 0; i < CL_MAX_PARTS; i++) cl_expo_agg_free(g->part[i].agg);
   free(g->hold);
   free(g);
 }
@@ -192,6 +230,8 @@ static void add_graph_kernel(cl_gj *g, const cl_gpu_activity *k) {
   if (g->ngk - g->gk_next == NGK) release_graph(g, &g->gk[g->gk_next++ % NGK]);   /* pool full */
   g->gk[g->ngk++ % NGK] = (gk_ent){k->start_ns, k->end_ns, k->name, k->device, 0};
   g->graph_kernels++;
+  gj_part *q = dev_state(g, (int)k->device);
+  if (q) q->graph_kernels++;
   if (k->device < 64) g->graph_devs |= 1ull << k->device;
 }
 
@@ -215,7 +255,11 @@ int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_
     }
   }
   if (!best) return 0;
-  if (!best->claimed) { best->claimed = 1; g->graph_claimed++; }
+  if (!best->claimed) {
+    best->claimed = 1;
+    gj_part *q = dev_state(g, (int)device);
+    if (q) q->graph_claimed++;
+  }
   *ks = best->s;
   *ke = best->e;
   return 1;
@@ -235,16 +279,18 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
     /* no launch record of its own (a graph replay carries the graph launch's correlation id;
      * a runtime launch; no KernelLaunch events): by name */
     nccl = is_nccl_name(k->name);
-    g->by_name += nccl;
   }
   else return 0;
-  cl_draw_gpu_kernel(g->ct, k, nccl);
+  gj_part *q = dev_state(g, (int)k->device);   /* the kernel's GPU's trace */
+  if (!q) return 1;
+  if (nccl && !known) q->by_name++;
+  cl_draw_gpu_kernel(q->p->ct, k, nccl);
   if (!nccl) {
-    g->compute_kernels++;
+    q->compute_kernels++;
     cl_expo_add_compute(g->expo, k->device, k->start_ns, k->end_ns);
     return 1;
   }
-  g->nccl_kernels++;
+  q->nccl_kernels++;
   if (k->graph_node) { add_graph_kernel(g, k); return 1; }
   if (known) {
     span_ent *s = span_slot(g, c->group, c->comm);
@@ -274,8 +320,12 @@ static void on_mark(cl_gj *g, const cl_gpu_activity *a) {
   }
   if (g->marks[slot].id != a->correlation || !g->marks[slot].name) return;
   uint64_t id;
-  if (step_name(g->marks[slot].name, &id, &g->next_step_id) && a->start_ns > g->marks[slot].s)
-    cl_expo_add_step(g->agg, g->marks[slot].s, a->start_ns, id);
+  if (step_name(g->marks[slot].name, &id, &g->next_step_id) && a->start_ns > g->marks[slot].s) {
+    /* a step is the process's (its threads mark it): every GPU's exposure is cut by it */
+    g->stepkeep[g->nsteps_seen++ % NSTEPKEEP] = (__typeof__(g->stepkeep[0])){g->marks[slot].s, a->start_ns, id};
+    for (int i = 0; i < CL_MAX_PARTS; i++)
+      if (g->part[i].agg) cl_expo_add_step(g->part[i].agg, g->marks[slot].s, a->start_ns, id);
+  }
   g->marks[slot].name = NULL;
 }
 
@@ -287,7 +337,10 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
     corr_ent *c = &g->corr[a->correlation % NCORR];
     *c = w ? (corr_ent){a->correlation, 1, w->group, w->comm} : (corr_ent){a->correlation, 2, 0, 0};
     if (w) g->launches_matched++; else g->launches_other++;
-    cl_draw_cuda_launch(g->ct, a, w != NULL);   /* under the thread that made it */
+    /* under the thread that made it, in NCCL's launch's GPU's trace (a launch record names no
+     * device: the application's go to the process's first GPU) */
+    cl_part *p = w ? cl_parts_of_comm(g->parts, w->comm) : cl_parts_of_dev(g->parts, -1);
+    if (p) cl_draw_cuda_launch(p->ct, a, w != NULL);
     return;
   }
   if (a->kind != CL_GPU_KERNEL) return;      /* memcpy/memset: not compute (exposure.h) */
@@ -326,36 +379,42 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
     release_graph(g, &g->gk[g->gk_next++ % NGK]);
   if (final) {
     cl_expo_finish(g->expo);
-    cl_expo_agg_finish(g->agg);
+    for (int i = 0; i < CL_MAX_PARTS; i++) if (g->part[i].agg) cl_expo_agg_finish(g->part[i].agg);
     return;
   }
   if (now > EXPO_LAG_NS) {
     uint64_t wm = now - EXPO_LAG_NS;          /* not past a replayed kernel still in the pool */
     if (g->gk_next < g->ngk && g->gk[g->gk_next % NGK].s < wm) wm = g->gk[g->gk_next % NGK].s;
     cl_expo_advance(g->expo, wm);
-    cl_expo_agg_advance(g->agg, cl_expo_reported_upto(g->expo));
+    uint64_t upto = cl_expo_reported_upto(g->expo);
+    for (int i = 0; i < CL_MAX_PARTS; i++) if (g->part[i].agg) cl_expo_agg_advance(g->part[i].agg, upto);
   }
 }
 
-void cl_gj_steps(cl_gj *g, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum, uint64_t *worst_id,
-                 uint64_t *worst_exposed) {
-  *n = g->steps;
-  *exposed_sum = g->step_exposed_sum;
-  *comm_sum = g->step_comm_sum;
-  *worst_id = g->worst_step_id;
-  *worst_exposed = g->worst_step_exposed;
+void cl_gj_steps(cl_gj *g, cl_part *p, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum,
+                 uint64_t *worst_id, uint64_t *worst_exposed) {
+  const gj_part *q = &g->part[p->index];
+  *n = q->steps;
+  *exposed_sum = q->step_exposed_sum;
+  *comm_sum = q->step_comm_sum;
+  *worst_id = q->worst_step_id;
+  *worst_exposed = q->worst_step_exposed;
 }
 
-void cl_gj_totals(cl_gj *g, cl_gj_counts *c) {
+void cl_gj_totals(cl_gj *g, cl_part *p, cl_gj_counts *c) {
+  const gj_part *q = &g->part[p->index];
   memset(c, 0, sizeof *c);
-  cl_expo_agg_totals(g->agg, &c->t);
+  if (q->agg) cl_expo_agg_totals(q->agg, &c->t);
   c->launches_nccl = g->launches_matched;
   c->launches_other = g->launches_other;
-  c->nccl_kernels = g->nccl_kernels;
-  c->compute_kernels = g->compute_kernels;
-  c->by_name = g->by_name;
-  c->graph_kernels = g->graph_kernels;
-  c->graph_claimed = g->graph_claimed;
+  c->nccl_kernels = q->nccl_kernels;
+  c->compute_kernels = q->compute_kernels;
+  c->by_name = q->by_name;
+  c->graph_kernels = q->graph_kernels;
+  c->graph_claimed = q->graph_claimed;
 }
 
-size_t cl_gj_comms(cl_gj *g, cl_expo_comm_totals *out, size_t max) { return cl_expo_agg_comms(g->agg, out, max); }
+size_t cl_gj_comms(cl_gj *g, cl_part *p, cl_expo_comm_totals *out, size_t max) {
+  const gj_part *q = &g->part[p->index];
+  return q->agg ? cl_expo_agg_comms(q->agg, out, max) : 0;
+}

@@ -17,6 +17,7 @@
 #include "plugin/gpu/cupti.h"
 #include "exporters/chrome_trace.h"
 #include "plugin/gpu/exposure.h"
+#include "plugin/output/participants.h"
 #include <stdint.h>
 
 typedef struct cl_gj cl_gj;
@@ -24,7 +25,9 @@ typedef struct cl_gj cl_gj;
  * only); r->span.tag is what cl_gj_expose was given (or CL_GJ_TAG_GRAPH...). */
 typedef void (*cl_gj_exposed_fn)(void *arg, const cl_expo_result *r);
 
-cl_gj *cl_gj_new(cl_ct *ct);
+/* Draws each GPU's kernels, launches, exposure and steps into that GPU's participant of
+ * `parts` (borrowed) and keeps their totals per participant. */
+cl_gj *cl_gj_new(cl_parts *parts);
 /* Who hears about each reported span (the assembler; set once, before any span is queued). */
 void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg);
 void cl_gj_free(cl_gj *g);
@@ -63,19 +66,22 @@ uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now);
 int cl_gj_launches_lost(cl_gj *g, uint64_t now, uint64_t *last_ok);
 /* Launch records can sit in a partly filled CUPTI buffer until a forced flush: check again
  * after one before believing it. */
-/* NVTX steps seen (ranges named "step..."): count, sums, and the most exposed one. */
-void cl_gj_steps(cl_gj *g, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum, uint64_t *worst_id,
-                 uint64_t *worst_exposed);
+/* A participant's NVTX steps (ranges named "step..." on any thread of the process, cut on
+ * its GPU): count, sums, and the most exposed one. */
+void cl_gj_steps(cl_gj *g, cl_part *p, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum,
+                 uint64_t *worst_id, uint64_t *worst_exposed);
 typedef struct {
   cl_expo_totals t;           /* communication and exposed time (unions) */
   uint64_t nccl_kernels, compute_kernels;
   uint64_t by_name;           /* NCCL kernels recognised by name (no launch record to go by) */
-  uint64_t launches_nccl, launches_other;   /* launch API records inside / outside KernelLaunch */
+  uint64_t launches_nccl, launches_other;   /* launch API records inside / outside KernelLaunch
+                                               (the process's: a launch record names no GPU) */
   uint64_t graph_kernels;     /* replayed NCCL kernels (CUDA graphs) */
   uint64_t graph_claimed;     /* ... joined to a replayed collective's events */
 } cl_gj_counts;
-/* Totals for the summary and the trace tail. */
-void cl_gj_totals(cl_gj *g, cl_gj_counts *c);
-/* Per-communicator totals (cl_expo_agg_comms): up to max copied, the count returned. */
-size_t cl_gj_comms(cl_gj *g, cl_expo_comm_totals *out, size_t max);
+/* A participant's totals for its summary and trace tail (its own GPU's kernels only). */
+void cl_gj_totals(cl_gj *g, cl_part *p, cl_gj_counts *c);
+/* A participant's per-communicator totals (cl_expo_agg_comms): up to max copied, the count
+ * returned. */
+size_t cl_gj_comms(cl_gj *g, cl_part *p, cl_expo_comm_totals *out, size_t max);
 #endif

@@ -31,11 +31,21 @@ static void safe_name(char *out, size_t n, const char *in) {
   out[k] = 0;
 }
 
-void cl_out_name(cl_rank_output *o, const char *dir, int gzip) {
+void cl_out_name(cl_rank_output *o, const char *dir, int gzip, const cl_out_who *w) {
+  char host[128], gpu[24] = "";
+  safe_name(host, sizeof host, cl_proc.host);
+  if (w->dev >= 0) snprintf(gpu, sizeof gpu, "-g%d", w->dev);
+  o->who = *w;
+  snprintf(o->base, sizeof o->base, "%s/commlens-r%d-%s-%d%s", dir, w->rank, host, (int)cl_proc.pid, gpu);
+  snprintf(o->path, sizeof o->path, "%s.trace.json%s", o->base, gzip ? ".gz" : "");
+}
+
+int cl_out_prepare(const char *dir, char *spill, size_t n, const char **what) {
   char host[128];
   safe_name(host, sizeof host, cl_proc.host);
-  snprintf(o->base, sizeof o->base, "%s/commlens-r%d-%s-%d", dir, cl_proc.rank, host, (int)cl_proc.pid);
-  snprintf(o->path, sizeof o->path, "%s.trace.json%s", o->base, gzip ? ".gz" : "");
+  snprintf(spill, n, "%s/commlens-%s-%d.spill", dir, host, (int)cl_proc.pid);
+  *what = "cannot create the output directory";
+  return mkdir_p(dir);
 }
 
 int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **what, const char **where) {
@@ -51,29 +61,30 @@ int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **wha
   return 0;
 }
 
-static void header(cl_sb *b) {
+static void header(cl_sb *b, const cl_out_who *w) {
   sb_puts(b, "{\"displayTimeUnit\":\"ns\",\"commlens\":{\"format\":1,\"version\":");
   sb_jstr(b, COMMLENS_VERSION);
   sb_printf(b, ",\"abi\":%d,\"host\":", cl_proc.abi);
   sb_jstr(b, cl_proc.host);
-  sb_printf(b, ",\"os_pid\":%d,\"rank\":%d,\"rank_source\":", (int)cl_proc.pid, cl_proc.rank);
-  sb_jstr(b, cl_proc.rank_source);
+  sb_printf(b, ",\"os_pid\":%d,\"rank\":%d,\"rank_source\":", (int)cl_proc.pid, w->rank);
+  sb_jstr(b, w->rank_source);
   sb_puts(b, ",\"job\":");
   sb_jstr(b, cl_proc.job);
   sb_printf(b, ",\"cuda_device\":%d,\"clock\":{\"realtime_offset_ns\":%lld,\"offset_error_ns\":%lld},"
-            "\"mask\":%u,\"events\":", cl_proc.cuda_dev, (long long)cl_proc.realtime_offset_ns,
+            "\"mask\":%u,\"events\":", w->dev, (long long)cl_proc.realtime_offset_ns,
             (long long)cl_proc.offset_err_ns, cl_cfg.mask);
   sb_jstr(b, cl_cfg.events_name);
   sb_puts(b, "},\"traceEvents\":[");
 }
 
-void cl_out_header(cl_ct *ct) {
+void cl_out_header(const cl_rank_output *o, cl_ct *ct) {
+  const cl_out_who *w = &o->who;
   cl_sb hdr = {0};
-  header(&hdr);
+  header(&hdr, w);
   char pname[256];
-  if (cl_proc.cuda_dev >= 0) snprintf(pname, sizeof pname, "rank %d (%s, GPU %d)", cl_proc.rank, cl_proc.host, cl_proc.cuda_dev);
-  else snprintf(pname, sizeof pname, "rank %d (%s)", cl_proc.rank, cl_proc.host);
-  ct_process_meta(ct, pname, cl_proc.rank);
+  if (w->dev >= 0) snprintf(pname, sizeof pname, "rank %d (%s, GPU %d)", w->rank, cl_proc.host, w->dev);
+  else snprintf(pname, sizeof pname, "rank %d (%s)", w->rank, cl_proc.host);
+  ct_process_meta(ct, pname, w->rank);
   cl_sb *body = ct_body(ct);
   sb_put(&hdr, body->p, body->len);
   sb_reset(body);
@@ -91,7 +102,7 @@ void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_off
   sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
             "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
             "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
-            "\"overhead_ns_per_call\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"gpu_offsets\":",
+            "\"overhead_ns_per_call\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
             final ? "true" : "false", (unsigned long long)s->events, (unsigned long long)s->records,
             (unsigned long long)s->dropped, (unsigned long long)s->stale,
             (unsigned long long)s->foreign, (unsigned long long)s->orphans, (unsigned long long)s->open_now,
@@ -99,7 +110,7 @@ void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_off
             (unsigned long long)s->dropped_staging, (unsigned long long)s->spilled,
             (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
             (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
-            (unsigned long long)s->per_call_ns, overhead_pct(s), (unsigned long long)s->elapsed_ns);
+            (unsigned long long)s->per_call_ns, overhead_pct(s), (unsigned long long)s->elapsed_ns, s->process_gpus);
   sb_puts(b, gpu_offsets);
   sb_puts(b, ",\"cupti\":");
   sb_puts(b, cupti);
@@ -124,7 +135,7 @@ void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_sum
   snprintf(path, sizeof path, "%s.summary.txt", o->base);
   FILE *f = o->file ? fopen(path, "wx") : NULL;
   char prefix[64];
-  snprintf(prefix, sizeof prefix, "commlens[rank %d] ", cl_proc.rank);
+  snprintf(prefix, sizeof prefix, "commlens[rank %d] ", o->who.rank);
   for (int pass = 0; pass < 2; pass++) {
     FILE *out = pass == 0 ? f : (print ? stderr : NULL);
     if (!out) continue;
@@ -140,7 +151,7 @@ void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_sum
   snprintf(path, sizeof path, "%s.summary.json", o->base);
   f = o->file ? fopen(path, "wx") : NULL;
   if (f) {
-    fprintf(f, "{\"rank\":%d,\"abi\":%d,\"events\":%llu,\"dropped\":%llu,\"collectives\":", cl_proc.rank,
+    fprintf(f, "{\"rank\":%d,\"abi\":%d,\"events\":%llu,\"dropped\":%llu,\"collectives\":", o->who.rank,
             cl_proc.abi, (unsigned long long)s->records, (unsigned long long)s->dropped);
     cl_summary_json(sum, f);
     fprintf(f, "}\n");

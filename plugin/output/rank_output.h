@@ -1,4 +1,4 @@
-/* rank_output.h: one rank's output files. The trace file gets the header first, then the
+/* rank_output.h: one participant's (one GPU's) output files. The trace file gets the header first, then the
  * slices the formatter accumulates in the Chrome-trace body, each flush ending with the
  * stats tail (so the file is valid JSON after every flush); at exit the summary files. The
  * callers decide what a failure means (rank_output only reports it). Writer threads only. */
@@ -14,21 +14,30 @@ typedef struct {
   uint64_t events, records, dropped, stale, foreign, orphans, open_now;
   uint64_t dropped_ring, dropped_no_ring, dropped_staging, spilled;
   uint64_t colls_done, colls_timed, implausible_gpu, calls, per_call_ns, elapsed_ns;
+  unsigned process_gpus;    /* participants of this process (files it writes) */
 } cl_run_stats;
+
+/* Whose files these are: the participant's world rank, where it came from, its CUDA device. */
+typedef struct { int rank; char rank_source[48]; int dev; } cl_out_who;
 
 typedef struct {
   cl_tfile *file;           /* NULL until created, and after close */
-  char base[1200];          /* <dir>/commlens-r<rank>-<host>-<pid> */
+  char base[1200];          /* <dir>/commlens-r<rank>-<host>-<pid>[-g<dev>] */
   char path[1400];          /* the trace file */
+  cl_out_who who;
 } cl_rank_output;
 
-/* Names the files after this process (rank, host, pid) under `dir`. */
-void cl_out_name(cl_rank_output *o, const char *dir, int gzip);
+/* Names the files after the participant and this process (rank, host, pid, GPU when known)
+ * under `dir`. */
+void cl_out_name(cl_rank_output *o, const char *dir, int gzip, const cl_out_who *w);
+/* Creates the directory (0, or -1 with errno and *what) and names the process's staging
+ * spill file in it. */
+int cl_out_prepare(const char *dir, char *spill, size_t n, const char **what);
 /* Creates the directory and the trace file (exclusively, never through a symlink). 0, or -1
  * with errno, *what (what failed) and *where (the path it failed on). */
 int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **what, const char **where);
 /* Puts the trace header and the process metadata in front of ct's body. */
-void cl_out_header(cl_ct *ct);
+void cl_out_header(const cl_rank_output *o, cl_ct *ct);
 /* The stats tail: closes traceEvents and writes commlensStats; `gpu_offsets`, `cupti` and
  * `exposure` are JSON texts placed as they are. */
 void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_offsets,

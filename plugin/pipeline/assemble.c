@@ -20,18 +20,16 @@
 #define MAX_DEV 65
 #define CUPTI_WAIT_NS 2500000000ull /* a collective waits this long for its kernel's CUPTI record */
 #define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered */
-#define NTOP 10
 #define CHILD_WAIT_NS 10000000000ull   /* a collective waits this long for open children */
 
 typedef struct { uint64_t api, group; } api_link;
-typedef struct { const char *func; uint64_t seq, comm, exposed, dur; } top_ent;
 
 typedef struct { int loaded; cl_comm_info info; cl_comm_facts f; } comm_cache;
 struct cl_asm {
-  cl_ct *ct;
-  cl_summary *sum;
+  cl_parts *parts;          /* whose trace, summary and totals each event goes to */
   cl_asm_deps deps;
-  cl_draw draw;             /* what drawing gets: ct and read-only lookups into this state */
+  cl_draw draw;             /* what drawing gets: the participant's ct (draw_for) and
+                               read-only lookups into this state */
   cl_ev **tab;                 /* open addressing by id */
   uint32_t cap, n;
   cl_ev *free_list;
@@ -47,7 +45,6 @@ struct cl_asm {
   api_link links[NAPI];     /* direct-mapped by API event id */
   int *tids;                /* OS thread id by thread serial (0 = not looked up) */
   size_t ntids;
-  top_ent top[NTOP];
   uint32_t nheld;
   size_t cap_held;
   uint32_t pend_head, pend_tail, pend_cap;
@@ -130,12 +127,12 @@ static uint32_t comm_dev(cl_asm *a, uint32_t comm) {
 }
 
 /* ---- totals, then drawing: what happens to a finished event ---- */
-/* Keeps the NTOP most exposed collectives (func is static or interned). */
-static void top_add(cl_asm *a, const char *func, uint64_t seq, uint64_t comm, uint64_t exposed, uint64_t dur) {
-  int k = NTOP - 1;
-  if (!exposed || exposed <= a->top[k].exposed) return;
-  while (k > 0 && a->top[k - 1].exposed < exposed) { a->top[k] = a->top[k - 1]; k--; }
-  a->top[k] = (top_ent){func, seq, comm, exposed, dur};
+/* Drawing goes to the trace of the communicator's GPU (the first participant's when it has
+ * none, or when out of memory). */
+static const cl_draw *draw_for(cl_asm *a, uint32_t comm) {
+  cl_part *p = cl_parts_of_comm(a->parts, comm);
+  if (p) a->draw.ct = p->ct;
+  return &a->draw;
 }
 
 /* A collective or p2p operation is finished with GPU span [s, e] from `src` (NULL: none);
@@ -147,13 +144,15 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
   uint64_t bytes = c->etype == CL_EV_COLL
                    ? cl_coll_bytes(func, c->p.coll.count, c->p.coll.datatype, nranks)
                    : (uint64_t)c->p.p2p.count * (uint64_t)cl_datatype_size(c->p.p2p.datatype);
+  cl_part *p = cl_parts_of_comm(a->parts, c->comm);
   a->stats.colls_done++;
-  cl_summary_add(a->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0);
+  if (p) { p->colls_done++; cl_summary_add(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0); }
   if (!src) return;
   a->stats.colls_timed++;
-  cl_draw_coll_gpu(&a->draw, c, s, e, src, exposed_ns, bytes);
-  if (exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
-    top_add(a, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
+  if (p) p->colls_timed++;
+  cl_draw_coll_gpu(draw_for(a, c->comm), c, s, e, src, exposed_ns, bytes);
+  if (p && exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
+    cl_part_top_add(p, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
 }
 
 /* A KernelCh's stop timer and when the host saw it (the KernelChStop state, else the stop). */
@@ -178,7 +177,7 @@ static void kch_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
     if (!parent->gmin || s < parent->gmin) parent->gmin = s;
     if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = e->p.kernel_ch.channel; }
   }
-  cl_draw_kernel_ch(&a->draw, e, parent, s, t, stop_pt, implausible);
+  cl_draw_kernel_ch(draw_for(a, e->comm), e, parent, s, t, stop_pt, implausible);
 }
 
 /* A proxy op: its span widens its collective's proxy span. */
@@ -187,7 +186,7 @@ static void proxy_op_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
     if (!parent->pmin || e->start < parent->pmin) parent->pmin = e->start;
     if (e->stop > parent->pmax) parent->pmax = e->stop;
   }
-  cl_draw_proxy_op(&a->draw, e, parent);
+  cl_draw_proxy_op(draw_for(a, e->comm), e, parent);
 }
 
 /* A proxy step: the bytes its wait states report (the last plausible size) count for its op. */
@@ -198,7 +197,7 @@ static void proxy_step_done(cl_asm *a, const cl_ev *e, cl_ev *op) {
         e->st[i].st == CL_ST_STEP_RECV_WAIT)
       if (e->st[i].arg && e->st[i].arg < (1ull << 40)) bytes = e->st[i].arg;
   if (op) op->bytes += bytes;
-  cl_draw_proxy_step(&a->draw, e, op, bytes);
+  cl_draw_proxy_step(draw_for(a, e->comm), e, op, bytes);
 }
 
 /* The collective's own span from its children: KernelCh (GPU timer), else proxy ops. */
@@ -251,8 +250,9 @@ static void on_exposed(void *arg, const cl_expo_result *r) {
   cl_asm *a = arg;
   uint64_t tag = r->span.tag;
   if (tag & CL_GJ_TAG_GRAPH) {   /* a replayed NCCL kernel no collective claimed */
-    if (!r->incomplete)
-      top_add(a, cl_gj_graph_name(tag), 0, 0, r->exposed_ns, r->span.end_ns - r->span.start_ns);
+    cl_part *p = cl_parts_of_dev(a->parts, (int)r->span.device);
+    if (p && !r->incomplete)
+      cl_part_top_add(p, cl_gj_graph_name(tag), 0, 0, r->exposed_ns, r->span.end_ns - r->span.start_ns);
     return;
   }
   cl_ev *c = lookup(a, tag);
@@ -377,7 +377,7 @@ static void finish_child(cl_asm *a, cl_ev *e, cl_ev *parent) {
   }
   case CL_EV_PROXY_OP: proxy_op_done(a, e, parent); break;
   case CL_EV_PROXY_STEP: proxy_step_done(a, e, parent); break;
-  default: cl_draw_other(&a->draw, e); break;
+  default: cl_draw_other(draw_for(a, e->comm), e); break;
   }
   if (parent) {
     if (e->registered && parent->open_children) parent->open_children--;
@@ -395,12 +395,12 @@ static void feed_stop(cl_asm *a, cl_ev *e, uint64_t ts) {
   switch (e->etype) {
   case CL_EV_KERNEL_LAUNCH:
     if (a->gj && e->parent) cl_gj_kernel_launch(a->gj, os_tid(a, e->thread), e->start, e->stop, e->parent, e->comm);
-    cl_draw_api(&a->draw, e); break;
+    cl_draw_api(draw_for(a, e->comm), e); break;
   case CL_EV_GROUP_API: case CL_EV_COLL_API: case CL_EV_P2P_API:
-    cl_draw_api(&a->draw, e); break;
-  case CL_EV_GROUP: cl_draw_enqueue(&a->draw, e); break;
+    cl_draw_api(draw_for(a, e->comm), e); break;
+  case CL_EV_GROUP: cl_draw_enqueue(draw_for(a, e->comm), e); break;
   case CL_EV_COLL: case CL_EV_P2P:
-    e->enq_tid = cl_draw_enqueue(&a->draw, e);
+    e->enq_tid = cl_draw_enqueue(draw_for(a, e->comm), e);
     e->enq_ts = e->start;
     if (a->pend_tail - a->pend_head == a->pend_cap) {      /* grow the FIFO */
       uint32_t nc = a->pend_cap ? a->pend_cap * 2 : 1024;
@@ -513,13 +513,12 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
 
 static int draw_os_tid(void *arg, uint32_t serial) { return os_tid(arg, serial); }
 
-cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, cl_gj *gj, const cl_asm_deps *deps) {
+cl_asm *cl_asm_new(cl_parts *parts, cl_gj *gj, const cl_asm_deps *deps) {
   cl_asm *a = calloc(1, sizeof *a);
   if (!a) return NULL;
-  a->ct = ct;
-  a->sum = sum;
+  a->parts = parts;
   a->deps = *deps;
-  a->draw = (cl_draw){.ct = ct, .comm = draw_comm, .os_tid = draw_os_tid, .arg = a};
+  a->draw = (cl_draw){.ct = NULL, .comm = draw_comm, .os_tid = draw_os_tid, .arg = a};
   a->gj = gj;
   if (gj) cl_gj_on_exposed(gj, on_exposed, a);
   a->cap = 1 << 12;
@@ -538,12 +537,13 @@ void cl_asm_free(cl_asm *a) {
 
 void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s) { *s = a->stats; s->open_now = a->n; }
 
-void cl_asm_offsets_json(const cl_asm *a, cl_sb *b) {
+void cl_asm_offsets_json(const cl_asm *a, const cl_part *p, cl_sb *b) {
   sb_puts(b, "[");
   int first = 1;
+  int mine = p->dev >= 0 && p->dev < MAX_DEV - 1 ? p->dev : MAX_DEV - 1;
   for (int d = 0; d < MAX_DEV; d++) {
     const cl_gpu_clock *o = &a->off[d];
-    if (!o->samples && !o->implausible) continue;
+    if ((!o->samples && !o->implausible) || d != mine) continue;
     sb_puts(b, first ? "{" : ",{");
     first = 0;
     sb_puts(b, "\"device\":"); sb_i64(b, d == MAX_DEV - 1 ? -1 : d);
@@ -555,10 +555,10 @@ void cl_asm_offsets_json(const cl_asm *a, cl_sb *b) {
   sb_puts(b, "]");
 }
 
-void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {
+void cl_asm_exposure_json(cl_asm *a, cl_part *p, cl_sb *b) {
   if (!a->gj) { sb_puts(b, "null"); return; }
   cl_gj_counts n;
-  cl_gj_totals(a->gj, &n);
+  cl_gj_totals(a->gj, p, &n);
   sb_printf(b, "{\"comm_ns\":%llu,\"exposed_ns\":%llu,\"overlap_ppm\":%u,\"spans\":%llu,"
             "\"nccl_kernels\":%llu,\"compute_kernels\":%llu,\"classified_by_name\":%llu,"
             "\"launches_nccl\":%llu,\"launches_other\":%llu,\"graph_kernels\":%llu,"
@@ -570,7 +570,7 @@ void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {
             (unsigned long long)n.graph_kernels, (unsigned long long)n.graph_claimed,
             (unsigned long long)cl_gj_covered_ns(a->gj, cl_now()));
   cl_expo_comm_totals ct[CL_EXPO_MAX_COMMS + 1];
-  size_t nct = cl_gj_comms(a->gj, ct, sizeof ct / sizeof ct[0]);
+  size_t nct = cl_gj_comms(a->gj, p, ct, sizeof ct / sizeof ct[0]);
   for (size_t i = 0; i < nct && i < sizeof ct / sizeof ct[0]; i++) {
     /* per communicator; comm 0: replayed graph kernels no collective claimed, and the
      * communicators past the table's cap */
@@ -581,16 +581,16 @@ void cl_asm_exposure_json(cl_asm *a, cl_sb *b) {
               cl_expo_overlap_ppm(&ct[i].t), (unsigned long long)ct[i].t.spans);
   }
   sb_puts(b, "],\"top\":[");
-  for (int i = 0; i < NTOP && a->top[i].exposed; i++) {
+  for (int i = 0; i < CL_NTOP && p->top[i].exposed; i++) {
     sb_printf(b, "%s{\"func\":", i ? "," : "");
-    sb_jstr(b, a->top[i].func);
-    sb_printf(b, ",\"seq\":%llu,\"comm\":\"", (unsigned long long)a->top[i].seq);
-    sb_hex(b, a->top[i].comm);
-    sb_printf(b, "\",\"exposed_ns\":%llu,\"dur_ns\":%llu}", (unsigned long long)a->top[i].exposed,
-              (unsigned long long)a->top[i].dur);
+    sb_jstr(b, p->top[i].func);
+    sb_printf(b, ",\"seq\":%llu,\"comm\":\"", (unsigned long long)p->top[i].seq);
+    sb_hex(b, p->top[i].comm);
+    sb_printf(b, "\",\"exposed_ns\":%llu,\"dur_ns\":%llu}", (unsigned long long)p->top[i].exposed,
+              (unsigned long long)p->top[i].dur);
   }
   uint64_t sn, sx, sc, wid, wx;
-  cl_gj_steps(a->gj, &sn, &sx, &sc, &wid, &wx);
+  cl_gj_steps(a->gj, p, &sn, &sx, &sc, &wid, &wx);
   sb_printf(b, "],\"steps\":{\"count\":%llu,\"exposed_ns_mean\":%llu,\"comm_ns_mean\":%llu,"
             "\"worst_step\":%llu,\"worst_exposed_ns\":%llu}}",
             (unsigned long long)sn, (unsigned long long)(sn ? sx / sn : 0), (unsigned long long)(sn ? sc / sn : 0),

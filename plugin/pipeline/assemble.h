@@ -12,6 +12,7 @@
 #include "exporters/strbuf.h"
 #include "plugin/capture/contexts.h"   /* cl_comm_info, the type the lookup fills */
 #include "plugin/gpu/gpu_join.h"
+#include "plugin/output/participants.h"
 #include <stdint.h>
 
 typedef struct cl_asm cl_asm;
@@ -30,10 +31,12 @@ typedef struct {
   int (*os_tid)(uint32_t thread_serial);
 } cl_asm_deps;
 
-/* Draws into `ct`, totals into `sum`; gj: the CUPTI join (borrowed; NULL without CUPTI):
- * collectives take their kernel's span from it and wait for their exposure. */
-cl_asm *cl_asm_new(cl_ct *ct, cl_summary *sum, cl_gj *gj, const cl_asm_deps *deps);
-/* Frees the assembler and every event still open (not the ct, summary or join it was lent). */
+/* Draws each event into its communicator's participant (one GPU's trace) of `parts`, with
+ * that participant's summary, counts and most exposed collectives; gj: the CUPTI join
+ * (borrowed; NULL without CUPTI): collectives take their kernel's span from it and wait for
+ * their exposure. */
+cl_asm *cl_asm_new(cl_parts *parts, cl_gj *gj, const cl_asm_deps *deps);
+/* Frees the assembler and every event still open (not the participants or join it was lent). */
 void cl_asm_free(cl_asm *a);
 /* Feeds one record (header + payload slots). Records of one thread arrive in order; across
  * threads, a child may arrive before its parent (tolerated). */
@@ -41,8 +44,9 @@ void cl_asm_feed(cl_asm *a, const cl_rec *r);
 /* Finishes collectives whose children are done or who waited longer than the grace time. */
 void cl_asm_tick(cl_asm *a, uint64_t now, int final);
 void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s);
-/* Per-device GPU clock offsets as a JSON array (for the trace tail). */
-void cl_asm_offsets_json(const cl_asm *a, cl_sb *b);
-/* Exposure totals and the most exposed collectives, as JSON ("null" without CUPTI). */
-void cl_asm_exposure_json(cl_asm *a, cl_sb *b);
+/* The participant's GPU clock offset as a JSON array (for its trace tail). */
+void cl_asm_offsets_json(const cl_asm *a, const cl_part *p, cl_sb *b);
+/* A participant's exposure totals and most exposed collectives, as JSON ("null" without
+ * CUPTI). */
+void cl_asm_exposure_json(cl_asm *a, cl_part *p, cl_sb *b);
 #endif

@@ -29,7 +29,7 @@ static uint64_t format_some(const cl_format_deps *d, uint64_t budget_ns) {
   if (!d->stage) return 0;
   while ((got = cl_stage_take(d->stage, 256, feed, d->asm_)) > 0) {
     done += got;
-    if (ct_body(d->ct)->len > BODY_FLUSH_BYTES) d->flush(0);
+    if (cl_parts_pending_bytes(d->parts) > BODY_FLUSH_BYTES) d->flush(0);
     if (budget_ns && cl_now() - t0 > budget_ns) break;
   }
   return done;

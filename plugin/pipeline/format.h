@@ -10,7 +10,7 @@
 typedef struct {
   cl_stage *stage;
   cl_asm *asm_;
-  cl_ct *ct;
+  cl_parts *parts;                  /* each GPU's trace body (plugin/output/participants.h) */
   cl_gj *gj;                        /* NULL without CUPTI */
   void (*flush)(int final);         /* writes the body and the stats tail (writer.c) */
   int cupti_rec;                    /* the format thread's: the join knows CUPTI records now */

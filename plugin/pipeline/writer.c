@@ -28,27 +28,27 @@ static pthread_mutex_t g_wmu = PTHREAD_MUTEX_INITIALIZER;
 static int g_running, g_setup, g_finished, g_out_ok;
 static int g_lent;          /* the format thread outlived its stop: the run's state is still its */
 static int g_stage_lent;    /* the drain thread did: staging is still its (never freed) */
-static cl_summary *g_sum;
-static cl_rank_output g_out;
-static cl_format_deps g_run;       /* stage, assembler, trace body, GPU join: lent to the threads */
+static int g_wrote;         /* some participant's trace file was written */
+static cl_format_deps g_run;       /* stage, assembler, participants, GPU join: lent to the threads */
 static cl_sb g_tail;
 
 static void disable_output(const char *what, const char *path, int err) {
   cl_log_once("output", CL_LOG_WARN, "%s %s: %s; profiling is off for the rest of this process "
               "(the job is not affected%s)", what, path, strerror(err),
-              g_out.file ? "; the trace ends at its last complete flush" : "");
+              g_wrote ? "; the traces end at their last complete flush" : "");
   cl_disable();
 }
 
 /* ---- stats and flushes ---- */
-static void gather(cl_run_stats *s) {
+/* The tail's numbers: the participant's own (events, collectives) and the process's. */
+static void gather(cl_run_stats *s, const cl_part *p) {
   cl_ring_totals rt;
   cl_rings_totals(&rt);
   cl_asm_stats as;
   cl_asm_get_stats(g_run.asm_, &as);
   uint64_t staging_dropped = g_run.stage ? cl_stage_dropped(g_run.stage) : 0;
   memset(s, 0, sizeof *s);
-  s->events = ct_events(g_run.ct);
+  s->events = ct_events(p->ct);
   s->records = as.records;
   s->dropped_ring = rt.dropped;
   s->dropped_no_ring = rt.unclaimed;
@@ -59,19 +59,20 @@ static void gather(cl_run_stats *s) {
   s->orphans = as.orphans;
   s->open_now = as.open_now;
   s->spilled = g_run.stage ? cl_stage_spilled(g_run.stage) : 0;
-  s->colls_done = as.colls_done;
-  s->colls_timed = as.colls_timed;
+  s->colls_done = p->colls_done;
+  s->colls_timed = p->colls_timed;
   s->implausible_gpu = as.implausible_gpu;
   s->calls = rt.calls;
   s->per_call_ns = rt.nsampled ? rt.sampled_ns / rt.nsampled : 0;
   s->elapsed_ns = cl_now() - cl_proc.start_ns;
+  s->process_gpus = (unsigned)cl_parts_count(g_run.parts);
 }
 
-static void build_tail(int final) {
+static void build_tail(cl_part *p, int final) {
   cl_run_stats s;
-  gather(&s);
+  gather(&s, p);
   cl_sb offsets = {0}, cupti = {0}, expo = {0};
-  cl_asm_offsets_json(g_run.asm_, &offsets);
+  cl_asm_offsets_json(g_run.asm_, p, &offsets);
   cl_cupti_stats cs;
   cl_cupti_get_stats(&cs);
   int cupti_on = g_run.gj != NULL;
@@ -80,48 +81,82 @@ static void build_tail(int final) {
   sb_jstr(&cupti, cupti_on ? (cs.active ? "recording" : cs.status)
                            : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=on enables it)"));
   sb_puts(&cupti, "}");
-  cl_asm_exposure_json(g_run.asm_, &expo);
+  cl_asm_exposure_json(g_run.asm_, p, &expo);
   cl_out_tail(&g_tail, &s, final, offsets.p ? offsets.p : "[]", cupti.p ? cupti.p : "null", expo.p ? expo.p : "null");
   sb_free(&offsets); sb_free(&cupti); sb_free(&expo);
 }
 
+/* A participant's file is made at the first flush that has it, so that its world rank is
+ * settled from every communicator registered by then (a process driving several GPUs
+ * registers them together). 0, or -1 when output is off (told once). */
+static int open_file(cl_part *p) {
+  if (p->out_state) return p->out_state > 0 ? 0 : -1;
+  cl_parts_settle_rank(g_run.parts, p);
+  cl_out_who w = {.rank = p->rank, .dev = p->dev};
+  snprintf(w.rank_source, sizeof w.rank_source, "%s", p->rank_source);
+  cl_out_name(&p->out, cl_cfg.dir, cl_cfg.gzip, &w);
+  const char *what, *where;
+  if (cl_out_create(&p->out, cl_cfg.dir, cl_cfg.gzip, &what, &where) != 0) {
+    p->out_state = -1;
+    disable_output(what, where, errno);
+    return -1;
+  }
+  p->out_state = 1;
+  cl_out_header(&p->out, p->ct);
+  if (p->dev >= 0) cl_log(CL_LOG_INFO, "writing the trace of rank %d (GPU %d, rank from %s) to %s", p->rank, p->dev, p->rank_source, p->out.path);
+  else cl_log(CL_LOG_INFO, "writing the trace of rank %d (rank from %s) to %s", p->rank, p->rank_source, p->out.path);
+  return 0;
+}
+
 static void flush_file(int final) {
-  if (g_out.file && !cl_tfile_failed(g_out.file)) build_tail(final);
-  int err = cl_out_flush(&g_out, g_run.ct, &g_tail);
-  if (err && !final) disable_output("writing the trace failed:", g_out.path, err);
-  if (err && final) cl_log(CL_LOG_WARN, "writing the end of the trace %s failed: %s", g_out.path, strerror(err));
+  if (!g_out_ok || !g_run.parts) return;
+  cl_parts_discover(g_run.parts);
+  for (size_t i = 0; i < cl_parts_count(g_run.parts); i++) {
+    cl_part *p = cl_parts_at(g_run.parts, i);
+    if (open_file(p) != 0) {
+      if (p->out_state < 0) sb_reset(ct_body(p->ct));   /* never written: keep no backlog */
+      continue;
+    }
+    if (!cl_tfile_failed(p->out.file)) build_tail(p, final);
+    int err = cl_out_flush(&p->out, p->ct, &g_tail);
+    if (!err) g_wrote = 1;
+    if (err && !final) disable_output("writing the trace failed:", p->out.path, err);
+    if (err && final) cl_log(CL_LOG_WARN, "writing the end of the trace %s failed: %s", p->out.path, strerror(err));
+  }
 }
 
 /* ---- setup ---- */
 static int setup(void) {
-  g_sum = cl_summary_new();
-  g_run.ct = ct_new(cl_proc.rank, cl_proc.realtime_offset_ns);
+  cl_parts_deps pd = {.comm_count = cl_comm_count, .comm_lookup = cl_comm_lookup,
+                      .env_rank = cl_proc.env_rank, .env_source = cl_proc.rank_source,
+                      .forced_rank = cl_cfg.rank, .os_pid = (int)cl_proc.pid,
+                      .epoch_offset_ns = cl_proc.realtime_offset_ns};
+  g_run.parts = cl_parts_new(&pd);
   g_run.flush = flush_file;
+  if (!g_run.parts) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   int cupti = cl_cfg.cupti && cl_cupti_start() == 0;
   /* libcupti was just loaded: its static destructors run at exit before any handler that was
    * registered earlier (atexit runs last-in first-out), and calling CUPTI after them crashes
    * (seen on CUPTI 13: cuptiActivityDisable from the exit path). Registering the (idempotent)
    * finish again here makes it run while CUPTI is still whole. */
   if (cupti) atexit(cl_writer_finish);
-  if (cupti && g_run.ct) g_run.gj = cl_gj_new(g_run.ct);
+  if (cupti) g_run.gj = cl_gj_new(g_run.parts);
   if (cupti && !g_run.gj) cl_cupti_stop();
   static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
-  g_run.asm_ = g_run.ct && g_sum ? cl_asm_new(g_run.ct, g_sum, g_run.gj, &deps) : NULL;
-  if (!g_run.asm_) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
+  g_run.asm_ = cl_asm_new(g_run.parts, g_run.gj, &deps);
+  cl_parts_discover(g_run.parts);
+  if (!g_run.asm_ || !cl_parts_count(g_run.parts)) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (g_run.gj) { cl_gj_start(g_run.gj, cl_now()); g_run.cupti_rec = 1; }
   if (cl_cfg.record[0]) cl_recorder_open(cl_cfg.record, cl_proc.rank);
-  cl_out_name(&g_out, cl_cfg.dir, cl_cfg.gzip);
+  /* a directory that cannot be made is said at once; the files come at the first flush */
   char spill[1500];
-  snprintf(spill, sizeof spill, "%s.spill", g_out.base);
-  const char *what, *where;
-  if (cl_out_create(&g_out, cl_cfg.dir, cl_cfg.gzip, &what, &where) != 0) {
-    disable_output(what, where, errno);
+  const char *what;
+  if (cl_out_prepare(cl_cfg.dir, spill, sizeof spill, &what) != 0) {
+    disable_output(what, cl_cfg.dir, errno);
     return 0;
   }
   g_run.stage = cl_stage_new(cl_cfg.buffer_bytes / 4, spill);   /* the rest of the budget is rings */
   if (!g_run.stage) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
-  cl_out_header(g_run.ct);
-  cl_log(CL_LOG_INFO, "writing the trace of rank %d to %s", cl_proc.rank, g_out.path);
   g_out_ok = 1;
   return 0;
 }
@@ -175,26 +210,28 @@ void cl_writer_finish(void) {
     stop_locked();
     g_finished = 1;
     if (g_lent) {   /* a writer thread still holds the run: the trace ends at its last flush */
-      cl_log_once("writer-lent", CL_LOG_WARN, "a writer thread did not stop in time; the trace %s "
-                  "ends at its last complete flush and no summary is written", g_out.path);
+      cl_log_once("writer-lent", CL_LOG_WARN, "a writer thread did not stop in time; the traces in %s "
+                  "end at their last complete flush and no summary is written", cl_cfg.dir);
       pthread_mutex_unlock(&g_wmu);
       return;
     }
     if (g_run.asm_) cl_format_final(&g_run);   /* the last GPU records, then every exposure result */
     if (g_run.gj) cl_cupti_stop();
-    if (g_run.ct) {
+    if (g_run.asm_) {
       flush_file(1);
-      if (cl_cfg.summary != CL_SUMMARY_OFF && g_sum) {
+      for (size_t i = 0; cl_cfg.summary != CL_SUMMARY_OFF && i < cl_parts_count(g_run.parts); i++) {
+        cl_part *p = cl_parts_at(g_run.parts, i);
+        if (p->out_state == 0) continue;      /* output was off before its file was made */
         cl_run_stats s;
-        gather(&s);
+        gather(&s, p);
         cl_sb ex = {0};
-        if (g_run.gj) cl_asm_exposure_json(g_run.asm_, &ex);
-        cl_out_summary(&g_out, &s, g_sum, g_run.gj ? (ex.p ? ex.p : "null") : NULL, cl_cfg.summary == CL_SUMMARY_PRINT);
+        if (g_run.gj) cl_asm_exposure_json(g_run.asm_, p, &ex);
+        cl_out_summary(&p->out, &s, p->sum, g_run.gj ? (ex.p ? ex.p : "null") : NULL, cl_cfg.summary == CL_SUMMARY_PRINT);
         sb_free(&ex);
       }
     }
     cl_recorder_close();
-    cl_out_close(&g_out);
+    for (size_t i = 0; i < cl_parts_count(g_run.parts); i++) cl_out_close(&cl_parts_at(g_run.parts, i)->out);
     if (!g_stage_lent) cl_stage_free(g_run.stage);
     g_run.stage = NULL;
   }
@@ -210,8 +247,8 @@ void cl_writer_after_fork_child(void) {
   g_out_ok = 0;
   g_setup = 0;
   g_finished = 0;
-  g_out.file = NULL;   /* the inherited descriptor stays open, unused (closing could race the parent) */
+  g_wrote = 0;
+  /* the inherited descriptors stay open, unused (closing could race the parent) */
   memset(&g_run, 0, sizeof g_run);
-  g_sum = NULL;
   memset(&g_tail, 0, sizeof g_tail);
 }

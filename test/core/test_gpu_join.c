@@ -3,6 +3,9 @@
  * NCCL's (by correlation, not by name); compute kernels hide part of a collective's span. */
 #include "tl.h"
 #include "../../plugin/gpu/gpu_join.c"
+#include "../../plugin/output/participants.c"
+#include "../../exporters/summary.c"
+#include "../../common/nccl.c"
 #include "../../plugin/output/gpu_slices.c"
 #include "../../plugin/output/tracks.c"
 #include "../../plugin/gpu/exposure.c"
@@ -10,6 +13,15 @@
 #include "../../exporters/chrome_trace.c"
 #include "../../exporters/strbuf.c"
 #include "../../common/clock.c"
+
+/* No communicator registered: everything goes to one participant (the process's GPU). */
+static uint32_t no_comms(void) { return 0; }
+static int no_lookup(uint32_t serial, cl_comm_info *out) { (void)serial; (void)out; return -1; }
+static cl_parts *one_gpu(void) {
+  static const cl_parts_deps d = {.comm_count = no_comms, .comm_lookup = no_lookup, .env_rank = -1,
+                                  .env_source = "", .forced_rank = -1};
+  return cl_parts_new(&d);
+}
 
 static uint64_t g_tag, g_exposed;
 static int g_reports;
@@ -26,8 +38,9 @@ static cl_gpu_activity act(int kind, uint64_t s, uint64_t e, uint32_t corr, cons
 }
 
 TL_TEST(steps_launch_correlation_and_exposure) {
-  cl_ct *ct = ct_new(0, 0);
-  cl_gj *g = cl_gj_new(ct);
+  cl_parts *ps = one_gpu();
+  cl_ct *ct = cl_parts_of_dev(ps, -1)->ct;
+  cl_gj *g = cl_gj_new(ps);
   cl_gj_on_exposed(g, on_exp, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;                         /* 10 s */
@@ -57,47 +70,48 @@ TL_TEST(steps_launch_correlation_and_exposure) {
   CHECK(g_reports == 1 && g_tag == 1234, "reports %d tag %llu", g_reports, (unsigned long long)g_tag);
   CHECK(g_exposed == 400, "exposed %llu, want 400 (1000 ns span, 600 hidden)", (unsigned long long)g_exposed);
   cl_gj_counts n;
-  cl_gj_totals(g, &n);
+  cl_gj_totals(g, cl_parts_at(ps, 0), &n);
   CHECK(n.nccl_kernels == 1 && n.compute_kernels == 1 && n.by_name == 0, "nccl %llu compute %llu by-name %llu",
         (unsigned long long)n.nccl_kernels, (unsigned long long)n.compute_kernels, (unsigned long long)n.by_name);
   CHECK(n.launches_nccl == 1 && n.launches_other == 1, "launches matched %llu other %llu",
         (unsigned long long)n.launches_nccl, (unsigned long long)n.launches_other);
   cl_expo_comm_totals pc[4];
-  size_t npc = cl_gj_comms(g, pc, 4);
+  size_t npc = cl_gj_comms(g, cl_parts_at(ps, 0), pc, 4);
   CHECK(npc == 1 && pc[0].comm == 0xabc && pc[0].t.comm_ns == 1000 && pc[0].t.exposed_ns == 400,
         "per communicator: %zu entries, first 0x%llx %llu/%llu", npc, (unsigned long long)pc[0].comm,
         (unsigned long long)pc[0].t.exposed_ns, (unsigned long long)pc[0].t.comm_ns);
   uint64_t sn, sx, sc, wid, wx;
-  cl_gj_steps(g, &sn, &sx, &sc, &wid, &wx);
+  cl_gj_steps(g, cl_parts_at(ps, 0), &sn, &sx, &sc, &wid, &wx);
   CHECK(sn == 1 && wid == 5 && sx == 400 && sc == 1000, "steps %llu id %llu exposed %llu comm %llu",
         (unsigned long long)sn, (unsigned long long)wid, (unsigned long long)sx, (unsigned long long)sc);
   CHECK(strstr(ct_body(ct)->p, "\"cat\":\"step\",\"name\":\"step 5\""), "no step slice in the trace");
   cl_gj_free(g);
-  ct_free(ct);
+  cl_parts_free(ps);
 }
 
 TL_TEST(without_launch_events_names_decide) {
-  cl_ct *ct = ct_new(0, 0);
-  cl_gj *g = cl_gj_new(ct);
+  cl_parts *ps = one_gpu();
+  cl_gj *g = cl_gj_new(ps);
   cl_gj_on_exposed(g, on_exp, NULL);
   cl_gpu_activity k = act(CL_GPU_KERNEL, 100, 200, 1, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL");
   cl_gj_activity(g, &k);                                /* mangled, as PyTorch's arrive */
   cl_gpu_activity c = act(CL_GPU_KERNEL, 100, 200, 2, "gemm");
   cl_gj_activity(g, &c);
   cl_gj_counts n;
-  cl_gj_totals(g, &n);
+  cl_gj_totals(g, cl_parts_at(ps, 0), &n);
   CHECK(n.nccl_kernels == 1 && n.compute_kernels == 1 && n.by_name == 1, "nccl %llu compute %llu by-name %llu",
         (unsigned long long)n.nccl_kernels, (unsigned long long)n.compute_kernels, (unsigned long long)n.by_name);
   cl_gj_free(g);
-  ct_free(ct);
+  cl_parts_free(ps);
 }
 
 /* Coverage and displacement: NCCL's launches keep coming but their launch records stop (another
  * CUPTI client took the records): detected after 8 misses in a row, 2 s old; coverage then ends
  * at the last launch that did get its record, and collectives after it do not wait for CUPTI. */
 TL_TEST(lost_launch_records_end_coverage) {
-  cl_ct *ct = ct_new(0, 0);
-  cl_gj *g = cl_gj_new(ct);
+  cl_parts *ps = one_gpu();
+  cl_ct *ct = cl_parts_of_dev(ps, -1)->ct;
+  cl_gj *g = cl_gj_new(ps);
   cl_gj_on_exposed(g, on_exp, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull, ms = 1000000ull, last = 0;
@@ -134,14 +148,14 @@ TL_TEST(lost_launch_records_end_coverage) {
   CHECK(cl_gj_covered(g, T + 10001 * ms) && !cl_gj_covered(g, T + 9999 * ms), "second interval");
   CHECK(cl_gj_covered_ns(g, T + 11000 * ms) == cov + 1000 * ms, "covered after resume");
   /* without any launch record (the driver API kind refused): launches say nothing */
-  cl_gj *g2 = cl_gj_new(ct);
+  cl_gj *g2 = cl_gj_new(ps);
   cl_gj_on_exposed(g2, on_exp, NULL);
   cl_gj_start(g2, T);
   for (uint32_t i = 0; i < 20; i++) cl_gj_kernel_launch(g2, 42, T + i * ms, T + i * ms + 100, 1 + i, 1);
   CHECK(!cl_gj_launches_lost(g2, T + 9000 * ms, &ok), "lost without ever a launch record");
   cl_gj_free(g2);
   cl_gj_free(g);
-  ct_free(ct);
+  cl_parts_free(ps);
 }
 
 /* CUDA-graph replays: the launch was recorded at capture (its launch record inside KernelLaunch
@@ -163,9 +177,10 @@ static cl_gpu_activity graph_kernel(uint64_t s, uint64_t e, uint32_t corr, const
 }
 
 TL_TEST(graph_replays_without_coll_events_count_on_their_own) {
-  cl_ct *ct = ct_new(0, 0);
+  cl_parts *ps = one_gpu();
+  cl_ct *ct = cl_parts_of_dev(ps, -1)->ct;
   g_reports = 0; g_top_exposed = 0; g_top_name = NULL;
-  cl_gj *g = cl_gj_new(ct);
+  cl_gj *g = cl_gj_new(ps);
   cl_gj_on_exposed(g, on_exp_graph, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;
@@ -193,7 +208,7 @@ TL_TEST(graph_replays_without_coll_events_count_on_their_own) {
   CHECK(g_top_exposed == 1200, "exposed %llu, want 3 x 400", (unsigned long long)g_top_exposed);
   CHECK(g_top_name == k_ar, "the replayed kernel's name names the collective");
   cl_gj_counts n;
-  cl_gj_totals(g, &n);
+  cl_gj_totals(g, cl_parts_at(ps, 0), &n);
   CHECK(n.nccl_kernels == 3 && n.graph_kernels == 3 && n.graph_claimed == 0 && n.compute_kernels == 3,
         "nccl %llu graph %llu claimed %llu compute %llu", (unsigned long long)n.nccl_kernels,
         (unsigned long long)n.graph_kernels, (unsigned long long)n.graph_claimed, (unsigned long long)n.compute_kernels);
@@ -201,16 +216,17 @@ TL_TEST(graph_replays_without_coll_events_count_on_their_own) {
         (unsigned long long)n.t.exposed_ns);
   CHECK(strstr(ct_body(ct)->p, "\"graph_node\":17"), "graph kernel slice lacks graph_node");
   cl_gj_free(g);
-  ct_free(ct);
+  cl_parts_free(ps);
 }
 
 /* A replayed collective whose events NCCL fires (KernelCh on, or proxy work) claims the
  * replayed kernel its own span overlaps, on its device only; a claimed kernel is not counted a
  * second time on its own. */
 TL_TEST(replayed_collective_claims_its_kernel) {
-  cl_ct *ct = ct_new(0, 0);
+  cl_parts *ps = one_gpu();
+  cl_ct *ct = cl_parts_of_dev(ps, -1)->ct;
   g_reports = 0; g_top_exposed = 0;
-  cl_gj *g = cl_gj_new(ct);
+  cl_gj *g = cl_gj_new(ps);
   cl_gj_on_exposed(g, on_exp_graph, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;
@@ -235,7 +251,7 @@ TL_TEST(replayed_collective_claims_its_kernel) {
   cl_gj_expose(g, 5, 0, 0xabc, T + 1000, T + 2000);    /* the collective, as the assembler queues it */
   cl_gj_advance(g, T + 6000000000ull, 1);
   cl_gj_counts n;
-  cl_gj_totals(g, &n);
+  cl_gj_totals(g, cl_parts_at(ps, 0), &n);
   CHECK(n.graph_kernels == 3 && n.graph_claimed == 1, "graph %llu claimed %llu", (unsigned long long)n.graph_kernels,
         (unsigned long long)n.graph_claimed);
   CHECK(g_reports == 3, "%d reports, want 3 (the collective, two unclaimed kernels)", g_reports);
@@ -243,7 +259,73 @@ TL_TEST(replayed_collective_claims_its_kernel) {
   CHECK(n.t.comm_ns == 1000 + 4000, "comm %llu", (unsigned long long)n.t.comm_ns);
   CHECK(n.t.spans == 3, "spans %llu, want 3 (the collective, k2, k3: k1 is claimed)", (unsigned long long)n.t.spans);
   cl_gj_free(g);
-  ct_free(ct);
+  cl_parts_free(ps);
+}
+
+/* One process, two GPUs (one thread launches for both, as nccl-tests -g 2 and JAX do): each
+ * GPU's NCCL kernel is exposed only by that GPU's compute, and each GPU's kernels, exposure and
+ * totals go to its own participant. Before participants, compute on GPU 1 hid nothing of GPU
+ * 0's collective but both were summed into one rank, and the union of both spans counted once. */
+static uint32_t two_comms(void) { return 2; }
+static int two_gpus(uint32_t serial, cl_comm_info *out) {
+  if (serial < 1 || serial > 2) return -1;
+  memset(out, 0, sizeof *out);
+  out->serial = serial;
+  out->cuda_dev = (int)serial - 1;   /* comm 1 on GPU 0, comm 2 on GPU 1 */
+  out->d.rank = (int)serial - 1;
+  out->d.nranks = 2;
+  return 0;
+}
+
+TL_TEST(two_gpus_of_one_process_are_kept_apart) {
+  static const cl_parts_deps d = {.comm_count = two_comms, .comm_lookup = two_gpus, .env_rank = -1,
+                                  .env_source = "", .forced_rank = -1};
+  cl_parts *ps = cl_parts_new(&d);
+  cl_gj *g = cl_gj_new(ps);
+  REQUIRE(ps && g, "alloc");
+  g_reports = 0;
+  cl_gj_on_exposed(g, on_exp, NULL);
+  uint64_t T = 10000000000ull;
+  cl_gj_start(g, T);
+  cl_gj_kernel_launch(g, 42, T + 100, T + 200, 10, 1);   /* GPU 0's launch, then GPU 1's */
+  cl_gj_kernel_launch(g, 42, T + 300, T + 400, 11, 2);
+  cl_gpu_activity l0 = act(CL_GPU_LAUNCH, T + 120, T + 180, 1, NULL);
+  cl_gpu_activity l1 = act(CL_GPU_LAUNCH, T + 320, T + 380, 2, NULL);
+  cl_gpu_activity lc = act(CL_GPU_LAUNCH, T + 500, T + 510, 3, NULL);   /* the app's, GPU 1 */
+  cl_gj_activity(g, &l0); cl_gj_activity(g, &l1); cl_gj_activity(g, &lc);
+  cl_gpu_activity k0 = act(CL_GPU_KERNEL, T + 1000, T + 2000, 1, "nccl0");
+  cl_gpu_activity k1 = act(CL_GPU_KERNEL, T + 1000, T + 2000, 2, "nccl1");
+  cl_gpu_activity c1 = act(CL_GPU_KERNEL, T + 900, T + 2100, 3, "gemm");
+  k1.device = 1; c1.device = 1;
+  cl_gj_activity(g, &k0); cl_gj_activity(g, &k1); cl_gj_activity(g, &c1);
+  for (uint32_t comm = 1; comm <= 2; comm++) {
+    uint64_t s, e; uint32_t dev;
+    REQUIRE(cl_gj_span(g, 9 + comm, comm, &s, &e, &dev), "no span for comm %u", comm);
+    CHECK(dev == comm - 1, "comm %u's kernel on GPU %u", comm, dev);
+    cl_gj_expose(g, comm, dev, 0xab00 + comm, s, e);
+  }
+  cl_gj_advance(g, T + 5000, 1);
+  CHECK(g_reports == 2, "%d exposure reports", g_reports);
+  REQUIRE(cl_parts_count(ps) == 2, "%zu participants, want one per GPU", cl_parts_count(ps));
+  for (int gpu = 0; gpu < 2; gpu++) {
+    cl_part *p = cl_parts_of_dev(ps, gpu);
+    cl_gj_counts n;
+    cl_gj_totals(g, p, &n);
+    uint64_t want_exposed = gpu == 0 ? 1000 : 0;
+    CHECK(p->dev == gpu && p->rank == gpu, "participant of GPU %d: dev %d rank %d", gpu, p->dev, p->rank);
+    CHECK(n.t.comm_ns == 1000 && n.t.exposed_ns == want_exposed, "GPU %d: comm %llu exposed %llu, want 1000/%llu",
+          gpu, (unsigned long long)n.t.comm_ns, (unsigned long long)n.t.exposed_ns, (unsigned long long)want_exposed);
+    CHECK(n.nccl_kernels == 1 && n.compute_kernels == (uint64_t)gpu, "GPU %d: nccl %llu compute %llu", gpu,
+          (unsigned long long)n.nccl_kernels, (unsigned long long)n.compute_kernels);
+    const char *body = ct_body(p->ct)->p;
+    char mine[32], other[32];
+    snprintf(mine, sizeof mine, "\"GPU %d stream", gpu);
+    snprintf(other, sizeof other, "\"GPU %d stream", 1 - gpu);
+    CHECK(body && strstr(body, mine) && !strstr(body, other), "GPU %d's trace: own kernels %s, other GPU's %s", gpu,
+          body && strstr(body, mine) ? "yes" : "no", body && strstr(body, other) ? "yes" : "no");
+  }
+  cl_gj_free(g);
+  cl_parts_free(ps);
 }
 
 TL_MAIN("core/gpu_join")

@@ -24,6 +24,24 @@ const char *h_lib_path(void) {
   return p && *p ? p : "build/libnccl-profiler-commlens.so";
 }
 
+int h_cuda_set_device(const char *lib, int dev) {
+  static void (*set)(int);
+  if (!set) {
+    char path[1200];
+    const char *env = getenv("COMMLENS_FAKE_CUDA");
+    if (env && *env) snprintf(path, sizeof path, "%s", env);
+    else {
+      const char *l = lib ? lib : h_lib_path(), *slash = strrchr(l, '/');
+      snprintf(path, sizeof path, "%.*s%slibcommlens-fakecuda.so", slash ? (int)(slash - l) : 0, l, slash ? "/" : "");
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);   /* global: found by its soname, libcuda.so.1 */
+    if (h) *(void **)&set = dlsym(h, "commlens_fake_cuda_set_device");
+    if (!set) { fprintf(stderr, "  h_cuda_set_device: cannot load %s: %s\n", path, dlerror()); return -1; }
+  }
+  set(dev);
+  return 0;
+}
+
 int h_open(h_plugin *p, const char *lib, int abi) {
   memset(p, 0, sizeof *p);
   p->dl = dlopen(lib ? lib : h_lib_path(), RTLD_NOW | RTLD_LOCAL);
@@ -832,4 +850,39 @@ int h_main(const char *suite, int argc, char **argv) {
     return 2;
   }
   return tl_main(suite, argc, argv);
+}
+
+char *h_run_cli(const char *args, int *status) {
+  const char *cli = getenv("COMMLENS_CLI");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s %s", cli && *cli ? cli : "build/commlens", args);
+  FILE *f = popen(cmd, "r");
+  if (!f) { *status = -1; return NULL; }
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  for (size_t got; (got = fread(buf + len, 1, cap - len - 1, f)) > 0;) {
+    len += got;
+    if (cap - len < 4096) buf = realloc(buf, cap *= 2);
+  }
+  buf[len] = 0;
+  int st = pclose(f);
+  *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return buf;
+}
+
+json_object *h_report_json(const char *dir) {
+  char args[600];
+  int st;
+  snprintf(args, sizeof args, "report '%s' --json", dir);
+  char *out = h_run_cli(args, &st);
+  CHECK(st == 0, "commlens report exited %d", st);
+  json_object *j = out ? json_tokener_parse(out) : NULL;
+  CHECK(j != NULL, "report --json output does not parse: %.300s", out ? out : "(none)");
+  free(out);
+  return j;
+}
+
+json_object *h_json_get(json_object *o, const char *k) {
+  json_object *v = NULL;
+  return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
 }

@@ -29,6 +29,12 @@ int h_open(h_plugin *p, const char *lib, int abi);
 /* dlclose, as NCCL does after the last finalize. */
 void h_close(h_plugin *p);
 
+/* Makes CUDA device `dev` current on the calling thread, as a job driving several GPUs does
+ * before each communicator's init: through the stand-in libcuda (test/fakes/fake_cuda.c,
+ * $COMMLENS_FAKE_CUDA, else libcommlens-fakecuda.so next to `lib` or the library under test),
+ * loaded on first use. 0, or -1 (message on stderr) when the stand-in cannot be loaded. */
+int h_cuda_set_device(const char *lib, int dev);
+
 /* ---- the logger NCCL would pass (v4+): captures every message ----------------------- */
 void h_logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
 void h_log_reset(void);
@@ -166,6 +172,15 @@ void h_short_job(int ncoll, const h_opts *o);
 /* Finds files in dir whose name ends with suffix; same contract as h_find_traces. */
 int h_find_files(const char *dir, const char *suffix, char **paths, int max);
 void h_rm_rf(const char *dir);
+
+/* ---- the CLI ---------------------------------------------------------------------- */
+/* Runs `$COMMLENS_CLI args` (else build/commlens); returns its stdout (malloc'd) and exit
+ * status (-1 if it could not run). */
+char *h_run_cli(const char *args, int *status);
+/* `commlens report DIR --json`, parsed (owned by the caller); NULL after a failed CHECK. */
+json_object *h_report_json(const char *dir);
+/* o[k], NULL if o is NULL or has no k. */
+json_object *h_json_get(json_object *o, const char *k);
 
 /* ---- fresh-process cases ------------------------------------------------------------ */
 /* A child case runs in a process of its own (fork + exec of this program). It reports

@@ -23,6 +23,7 @@ typedef struct {
   uint64_t a, b;              /* I: ctx; S: ctx, handle; E/T: handle; F: ctx */
   /* I */
   int mask, nnodes, nranks, rank;
+  int dev;               /* the communicator's CUDA device, -1 not recorded */
   uint64_t hash;
   char *name;
   /* S */
@@ -119,6 +120,7 @@ static int parse_line(char *line, rp_call *c, char *err, size_t errn) {
     c->hash = strtoull(tok[7], NULL, 16);
     c->nnodes = atoi(tok[8]); c->nranks = atoi(tok[9]); c->rank = atoi(tok[10]);
     { unsigned l; c->name = (char *)unhex(tok[11], strlen(tok[11]), &l); if (!c->name) goto bad; }
+    c->dev = n > 12 ? atoi(tok[12]) : -1;   /* recordings before the device was kept end at the name */
     return 0;
   case 'S': {
     if (n < 9 || parse_ptr(tok[5], &c->a) || parse_ptr(tok[6], &c->b)) goto bad;
@@ -178,6 +180,7 @@ typedef struct {
   rp_map ctx, handle;
   rp_stats *st;
   int rec_pid;                /* the recorded process: its proxy ops carry this pid */
+  const char *lib;            /* the plugin (the stand-in libcuda is looked for beside it) */
   double speed;               /* > 0: paced at this multiple of the recorded time */
   struct timespec t0;         /* CLOCK_MONOTONIC when the replay started */
 } rp_run;
@@ -231,6 +234,9 @@ static void do_call(rp_run *r, rp_call *c) {
   case 'I': {
     h_comm_info info = {c->hash, c->name, c->nnodes, c->nranks, c->rank};
     void *ctx = NULL;
+    /* the recorded communicator's GPU is current on this thread, as it was in the job (a
+     * process driving several GPUs); without the stand-in, every communicator is GPU-less */
+    if (c->dev >= 0) h_cuda_set_device(r->lib, c->dev);
     h_init(p, &ctx, &info);
     map_put(&r->ctx, c->a, (uint64_t)(uintptr_t)ctx);
     r->st->inits++;
@@ -314,6 +320,7 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
   memset(&r, 0, sizeof r);
   r.st = st;
   r.speed = speed;
+  r.lib = lib;
   size_t cap = 1024, linecap = 1 << 20;
   r.calls = malloc(cap * sizeof *r.calls);
   char *line = malloc(linecap);

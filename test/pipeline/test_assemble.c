@@ -18,6 +18,7 @@
 #include "../../plugin/gpu/gpu_join.c"
 #include "../../plugin/output/names.c"
 #include "../../plugin/output/nccl_slices.c"
+#include "../../plugin/output/participants.c"
 #include "../../plugin/output/gpu_slices.c"
 #include "../../plugin/output/tracks.c"
 #include "../../plugin/pipeline/assemble.c"
@@ -26,7 +27,8 @@
 #include <unistd.h>
 
 typedef struct {
-  cl_ct *ct;
+  cl_parts *ps;                 /* the communicators' GPU is not known: one participant */
+  cl_ct *ct;                    /* ... its trace body and summary */
   cl_summary *sum;
   cl_gj *gj;
   cl_asm *a;
@@ -37,17 +39,20 @@ static void fx_open(fixture *f, int with_gpu) {
   memset(f, 0, sizeof *f);
   cl_config_load();
   cl_cfg.mask = CL_MASK_FULL;
-  f->ct = ct_new(0, 0);
-  f->sum = cl_summary_new();
-  f->gj = with_gpu ? cl_gj_new(f->ct) : NULL;
+  static const cl_parts_deps pd = {.comm_count = cl_comm_count, .comm_lookup = cl_comm_lookup,
+                                   .env_rank = -1, .env_source = "", .forced_rank = -1};
+  f->ps = cl_parts_new(&pd);
+  cl_part *p = cl_parts_of_dev(f->ps, -1);
+  f->ct = p->ct;
+  f->sum = p->sum;
+  f->gj = with_gpu ? cl_gj_new(f->ps) : NULL;
   static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
-  f->a = cl_asm_new(f->ct, f->sum, f->gj, &deps);
+  f->a = cl_asm_new(f->ps, f->gj, &deps);
 }
 static void fx_close(fixture *f) {
   cl_asm_free(f->a);
   cl_gj_free(f->gj);
-  cl_summary_free(f->sum);
-  ct_free(f->ct);
+  cl_parts_free(f->ps);
 }
 
 /* Registers a 2-rank communicator in the registry; returns its serial. */
@@ -56,7 +61,7 @@ static uint32_t add_comm(uint64_t hash, int rank) {
   void *ctx;
   uint32_t serial;
   int first;
-  return cl_contexts_add(&d, 0, &ctx, &serial, &first) == 0 ? serial : 0;
+  return cl_contexts_add(&d, -1, &ctx, &serial, &first) == 0 ? serial : 0;
 }
 
 static cl_payload coll_payload(uint64_t seq, uint8_t nchannels) {

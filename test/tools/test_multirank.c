@@ -206,41 +206,8 @@ static pid_t spawn_rank(int r, const char *dir, int *ready_rd, int *go_wr) {
   return pid;
 }
 
-/* Runs `$COMMLENS_CLI args`, returns its stdout (malloc'd) and exit status. */
-static char *run_cli(const char *args, int *status) {
-  const char *cli = getenv("COMMLENS_CLI");
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s %s", cli && *cli ? cli : "build/commlens", args);
-  FILE *f = popen(cmd, "r");
-  if (!f) { *status = -1; return NULL; }
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap);
-  for (size_t got; (got = fread(buf + len, 1, cap - len - 1, f)) > 0;) {
-    len += got;
-    if (cap - len < 4096) buf = realloc(buf, cap *= 2);
-  }
-  buf[len] = 0;
-  int st = pclose(f);
-  *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return buf;
-}
-
-static json_object *report_json(const char *dir) {
-  char args[600];
-  int st;
-  snprintf(args, sizeof args, "report '%s' --json", dir);
-  char *out = run_cli(args, &st);
-  CHECK(st == 0, "commlens report exited %d", st);
-  json_object *j = out ? json_tokener_parse(out) : NULL;
-  CHECK(j != NULL, "report --json output does not parse: %.300s", out ? out : "(none)");
-  free(out);
-  return j;
-}
-
-static json_object *get(json_object *o, const char *k) {
-  json_object *v = NULL;
-  return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
+static json_object *report_json(const char *dir) { return h_report_json(dir); }
+static json_object *get(json_object *o, const char *k) { return h_json_get(o, k); }
 static int64_t get_i64(json_object *o, const char *k) { json_object *v = get(o, k); return v ? json_object_get_int64(v) : INT64_MIN; }
 static double get_dbl(json_object *o, const char *k) { json_object *v = get(o, k); return v ? json_object_get_double(v) : NAN; }
 
@@ -398,7 +365,7 @@ static void check_merge(const char *dir) {
   snprintf(out, sizeof out, "%s/merged.json", dir);
   snprintf(args, sizeof args, "merge '%s' -o '%s'", dir, out);
   int st;
-  free(run_cli(args, &st));
+  free(h_run_cli(args, &st));
   CHECK(st == 0, "commlens merge exited %d", st);
   json_object *m = json_object_from_file(out);
   REQUIRE(m != NULL, "merged trace %s does not parse", out);
