@@ -176,6 +176,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     r->exposed_evs += ev->dur_ns; r->has_exposed_evs = 1;
     break;
   case CAT_GPU_KERNEL:
+    if (r->device < 0 && r->info.cuda_dev >= 0) r->device = r->info.cuda_dev;   /* the header's */
     if (r->device < 0 && ev->has_device) r->device = ev->device;
     break;
   case CAT_PROXY_STATE: case CAT_PROXY_OP: case CAT_PROXY_CTRL: case CAT_NET:

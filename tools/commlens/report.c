@@ -169,7 +169,15 @@ static void analyze(cl_job *job, analysis *an) {
   qsort(an->ch, an->nch, sizeof(chan_row), cmp_chan);
 }
 
-static const char *host_of(const cl_rank *r) { return r->info.host ? r->info.host : "?"; }
+/* "host" or "host:GPU" (a process may drive several GPUs: each is a rank of its own). */
+static const char *host_of(const cl_rank *r) {
+  static _Thread_local char buf[4][160];
+  static _Thread_local int k;
+  char *b = buf[k++ % 4];
+  if (r->device >= 0) snprintf(b, sizeof buf[0], "%s:%d", r->info.host ? r->info.host : "?", r->device);
+  else snprintf(b, sizeof buf[0], "%s", r->info.host ? r->info.host : "?");
+  return b;
+}
 static void inst_label(cl_job *job, uint32_t id, char *buf, size_t n) {
   cl_inst *in = &job->inst.a[id];
   snprintf(buf, n, "%s #%lld", cl_func_name(in->func), (long long)in->seq);
@@ -358,7 +366,8 @@ static void print_json(cl_job *job, analysis *an, FILE *o) {
     cl_rank *r = job->r[i]; rank_an *ra = &an->ra[i]; json_object *x = json_object_new_object();
     double ex; const char *src = exposed_str(r, &ex);
     json_object_object_add(x, "rank", ji(r->rank));
-    json_object_object_add(x, "host", js(host_of(r)));
+    json_object_object_add(x, "host", js(r->info.host));
+    json_object_object_add(x, "gpu", ji(r->device));
     json_object_object_add(x, "file", js(r->path));
     json_object_object_add(x, "comm_ns", jd(ra->comm_union));
     json_object_object_add(x, "exposed_ns", src ? jd(ex) : NULL);

@@ -357,6 +357,7 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   in->abi = (int)get_i64(o, "abi", 0);
   in->rank = (int)get_i64(o, "rank", -1);
   in->os_pid = (int)get_i64(o, "os_pid", 0);
+  in->cuda_dev = (int)get_i64(o, "cuda_device", -1);
   in->version = dup_json_str(o, "version");
   in->host = dup_json_str(o, "host");
   in->job = dup_json_str(o, "job");
@@ -390,6 +391,7 @@ enum { K_OTHER, K_HEADER, K_STATS, K_EVENTS };
 
 int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int header_only) {
   memset(info, 0, sizeof *info);
+  info->cuda_dev = -1;
   info->rank = -1; info->format = -1;
   cl_reader r = {0};
   r.gz = gzopen(path, "rb");

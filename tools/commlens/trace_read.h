@@ -34,6 +34,7 @@ typedef struct {
 /* What the header and stats objects said; strings owned by the struct (cl_info_free). */
 typedef struct {
   int has_header, format, abi, rank, os_pid, has_stats, final;
+  int cuda_dev;             /* the participant's GPU from the header, -1 if not said */
   char *version, *host, *job, *rank_source;
   int64_t realtime_offset_ns, offset_error_ns;
   int64_t st_events, st_dropped, st_calls, st_overhead_ns;
