@@ -176,8 +176,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     r->exposed_evs += ev->dur_ns; r->has_exposed_evs = 1;
     break;
   case CAT_GPU_KERNEL:
-    if (r->device < 0 && r->info.cuda_dev >= 0) r->device = r->info.cuda_dev;   /* the header's */
-    if (r->device < 0 && ev->has_device) r->device = ev->device;
+    if (r->device < 0 && ev->has_device) r->device = ev->device;   /* traces before the header said it */
     break;
   case CAT_PROXY_STATE: case CAT_PROXY_OP: case CAT_PROXY_CTRL: case CAT_NET:
     break;
@@ -271,6 +270,7 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
       cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
     }
     r->rank = r->info.rank;
+    r->device = r->info.cuda_dev;        /* the participant's GPU (-1: not said) */
     CL_PUSH(cand, r);
   }
   free(files.a);
