@@ -283,7 +283,7 @@ static int run_devices(const struct options *o) {
                                       : "one thread, ncclGroupStart + ncclCommInitRank per GPU");
   unsigned long long wrong = 0;
   if (!o->threads) {
-    struct team t = {jobs, n, 0, NULL, NULL, cudaStreamCaptureModeGlobal};
+    struct team t = {jobs, n, 0, NULL, NULL, cudaStreamCaptureModeThreadLocal};
     wrong = run_team(&t, setup_one_thread);
   } else {
     ncclUniqueId id;

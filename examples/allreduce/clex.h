@@ -122,7 +122,8 @@ struct team {
   long step;                          /* NVTX step number */
   pthread_barrier_t *barrier;         /* --threads 1: the threads meet here before every step */
   const ncclUniqueId *id;             /* --threads 1: the one id every thread's rank joins */
-  cudaStreamCaptureMode capture_mode; /* thread-local when several threads capture at once */
+  cudaStreamCaptureMode capture_mode; /* --graph: global for one process per GPU (as it always
+                                         was), thread-local with --devices, as nccl-tests does */
 };
 
 #define FOR_EACH_RANK(t, j) for (struct job *j = (t)->j; j < (t)->j + (t)->n; j++)
