@@ -131,6 +131,11 @@ static int p_job(const char *v) {
   snprintf(cl_cfg.job, sizeof cl_cfg.job, "%s", v);
   return 0;
 }
+static int p_prom(const char *v) {
+  if (strlen(v) >= sizeof cl_cfg.prom) return -1;
+  snprintf(cl_cfg.prom, sizeof cl_cfg.prom, "%s", v);
+  return 0;
+}
 static int p_rank(const char *v) {
   uint64_t r;
   if (parse_u64(v, &r, 0, 1 << 24)) return -1;
@@ -167,6 +172,9 @@ static const cl_var g_vars[] = {
   {"COMMLENS_JOB", "(from the launcher)",
    "job id for the default directory and the trace header, when SLURM_JOB_ID, "
    "TORCHELASTIC_RUN_ID, LSB_JOBID or PBS_JOBID is not set", p_job},
+  {"COMMLENS_PROM", "(off)",
+   "directory: every 5 s (and at exit) each rank replaces <dir>/commlens-r<rank>-<host>-<pid>[-g<gpu>].prom "
+   "with its live metrics in the Prometheus text format (for node-exporter's textfile collector)", p_prom},
   {"COMMLENS_RANK", "(from the launcher or NCCL)",
    "world rank of this process's GPU (of its first GPU when it drives several: the others count "
    "up from it, in device order); default: RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMIX_RANK "

@@ -28,6 +28,7 @@ typedef struct {
   char record[1024];         /* record the ABI call stream to this file ("" = off) */
   char cupti_lib[1024];      /* libcupti to load ("" = search) */
   char job[128];             /* COMMLENS_JOB: job id when the launcher sets none */
+  char prom[1024];           /* COMMLENS_PROM: directory for live Prometheus metrics ("" = off) */
   int rank;                  /* COMMLENS_RANK: world rank of the process's first GPU, -1 unset */
 } cl_config;
 

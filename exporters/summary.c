@@ -93,3 +93,13 @@ void cl_summary_json(const cl_summary *s, FILE *f) {
   }
   fprintf(f, "]");
 }
+
+void cl_summary_each(const cl_summary *s, void (*fn)(void *arg, const cl_summary_row *r), void *arg) {
+  for (int i = 0; s && i < s->n; i++) {
+    const row *r = &s->rows[i];
+    double alg = r->gpu_ns ? (double)r->bytes_timed / (double)r->gpu_ns * 1e9 : 0;
+    cl_summary_row o = {r->func, r->bucket ? 1ull << r->bucket : 0, r->nranks, r->n, r->n_timed, r->bytes,
+                        r->gpu_ns, alg, alg * cl_busbw_factor(r->func, r->nranks)};
+    fn(arg, &o);
+  }
+}

@@ -15,4 +15,14 @@ void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks,
 void cl_summary_print(const cl_summary *s, FILE *f, const char *prefix);
 /* JSON array of the same rows. */
 void cl_summary_json(const cl_summary *s, FILE *f);
+/* One row as the other exporters see it (algbw/busbw in bytes per second, 0 when untimed). */
+typedef struct {
+  const char *func;
+  uint64_t size_min;          /* the size bucket's lower bound, bytes */
+  int nranks;
+  uint64_t count, timed, bytes, gpu_ns;
+  double algbw_bps, busbw_bps;
+} cl_summary_row;
+/* Calls fn for each row (in no particular order). */
+void cl_summary_each(const cl_summary *s, void (*fn)(void *arg, const cl_summary_row *r), void *arg);
 #endif

@@ -12,12 +12,14 @@
 #include "plugin/capture/ring.h"
 #include "plugin/gpu/cupti.h"
 #include "plugin/output/rank_output.h"
+#include "exporters/prom.h"
 #include "plugin/pipeline/drain.h"
 #include "plugin/pipeline/format.h"
 #include "plugin/process.h"
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +33,10 @@ static int g_stage_lent;    /* the drain thread did: staging is still its (never
 static int g_wrote;         /* some participant's trace file was written */
 static cl_format_deps g_run;       /* stage, assembler, participants, GPU join: lent to the threads */
 static cl_sb g_tail;
+static uint64_t g_prom_last;  /* when the live metrics were last written */
+static int g_prom_off;        /* writing them failed once: not tried again */
+
+#define PROM_EVERY_NS 5000000000ull
 
 static void disable_output(const char *what, const char *path, int err) {
   cl_log_once("output", CL_LOG_WARN, "%s %s: %s; profiling is off for the rest of this process "
@@ -108,6 +114,46 @@ static int open_file(cl_part *p) {
   return 0;
 }
 
+/* COMMLENS_PROM: each participant's live metrics, every PROM_EVERY_NS and at the end. A
+ * failure is said once and ends the metrics, never the trace. */
+static void write_prom(int final) {
+  uint64_t now = cl_now();
+  if (!cl_cfg.prom[0] || g_prom_off || (!final && now - g_prom_last < PROM_EVERY_NS)) return;
+  g_prom_last = now;
+  if (mkdir(cl_cfg.prom, 0755) != 0 && errno != EEXIST) {
+    g_prom_off = 1;
+    cl_log(CL_LOG_WARN, "COMMLENS_PROM: cannot create %s: %s; no live metrics", cl_cfg.prom, strerror(errno));
+    return;
+  }
+  for (size_t i = 0; i < cl_parts_count(g_run.parts); i++) {
+    cl_part *p = cl_parts_at(g_run.parts, i);
+    if (p->out_state != 1) continue;
+    cl_run_stats s;
+    gather(&s, p);
+    cl_prom_rank r = {.rank = p->rank, .gpu = p->dev, .host = cl_proc.host, .job = cl_proc.job,
+                      .version = COMMLENS_VERSION, .abi = cl_proc.abi, .events = s.events,
+                      .records = s.records, .dropped = s.dropped, .calls = s.calls,
+                      .per_call_ns = s.per_call_ns, .colls = s.colls_done, .colls_timed = s.colls_timed,
+                      .overhead_ratio = s.elapsed_ns ? (double)s.calls * (double)s.per_call_ns / (double)s.elapsed_ns : 0};
+    if (g_run.gj) {
+      cl_gj_counts n;
+      cl_gj_totals(g_run.gj, p, &n);
+      r.has_exposure = 1;
+      r.comm_ns = n.t.comm_ns;
+      r.exposed_ns = n.t.exposed_ns;
+    }
+    const char *base = strrchr(p->out.base, '/');
+    char path[2400];
+    snprintf(path, sizeof path, "%s/%s.prom", cl_cfg.prom, base ? base + 1 : p->out.base);
+    int err = cl_prom_write(path, &r, p->sum);
+    if (err) {
+      g_prom_off = 1;
+      cl_log(CL_LOG_WARN, "COMMLENS_PROM: cannot write %s: %s; no live metrics", path, strerror(err));
+      return;
+    }
+  }
+}
+
 static void flush_file(int final) {
   if (!g_out_ok || !g_run.parts) return;
   cl_parts_discover(g_run.parts);
@@ -123,6 +169,7 @@ static void flush_file(int final) {
     if (err && !final) disable_output("writing the trace failed:", p->out.path, err);
     if (err && final) cl_log(CL_LOG_WARN, "writing the end of the trace %s failed: %s", p->out.path, strerror(err));
   }
+  write_prom(final);
 }
 
 /* ---- setup ---- */
@@ -248,6 +295,8 @@ void cl_writer_after_fork_child(void) {
   g_setup = 0;
   g_finished = 0;
   g_wrote = 0;
+  g_prom_off = 0;
+  g_prom_last = 0;
   /* the inherited descriptors stay open, unused (closing could race the parent) */
   memset(&g_run, 0, sizeof g_run);
   memset(&g_tail, 0, sizeof g_tail);
