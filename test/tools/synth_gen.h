@@ -1,6 +1,6 @@
 /* synth_gen.h: writes synthetic per-rank commlens traces in exactly the documented format
  * (docs/trace-format.md) with known injected behaviour: one rank late by a known amount on
- * every collective, one (rank, channel) slow by a known factor, known clock offsets.
+ * every (or every Nth) collective, one rank's one-off wait at start-up, one (rank, channel) slow by a known factor, known clock offsets.
  * Shared by test/tools/test_cli.c and bench/gen_traces.c (static functions only). */
 #ifndef COMMLENS_SYNTH_GEN_H
 #define COMMLENS_SYNTH_GEN_H
@@ -14,6 +14,8 @@ typedef struct {
   const char *dir, *job, *host_fmt;   /* host_fmt: e.g. "node%d" with rank/8 */
   int nranks, ncoll, nch, nsteps;     /* collectives per rank, channels, proxy steps/channel */
   int late_rank; int64_t late_ns;     /* -1: none */
+  int late_every;                     /* the late rank is late on every Nth collective only (0: all) */
+  int warmup_rank; int64_t warmup_ns; /* one rank's first collective is this late (-1: none) */
   int slow_rank, slow_ch; double slow_factor;
   int gz, nvtx_every, format;         /* nvtx_every: a "step K" slice every N collectives */
   int64_t period_ns, transfer_ns;
@@ -23,7 +25,7 @@ typedef struct {
 static void synth_defaults(synth_cfg *c) {
   memset(c, 0, sizeof *c);
   c->job = "job42"; c->host_fmt = "node%d"; c->nranks = 8; c->ncoll = 200; c->nch = 4; c->nsteps = 2;
-  c->late_rank = -1; c->slow_rank = -1; c->slow_ch = -1; c->slow_factor = 1; c->format = 1;
+  c->late_rank = -1; c->warmup_rank = -1; c->slow_rank = -1; c->slow_ch = -1; c->slow_factor = 1; c->format = 1;
   c->period_ns = 2000000; c->transfer_ns = 400000; c->comm = 0x5eedc0de12345678ull;
 }
 
@@ -41,7 +43,8 @@ static uint64_t synth_h(uint64_t a, uint64_t b) {
 /* True (un-offset) arrival of rank r at collective i. */
 static int64_t synth_arrival(const synth_cfg *c, int i, int r) {
   int64_t t = 1763799170000000000LL + (int64_t)i * c->period_ns + (int64_t)(synth_h((uint64_t)i, (uint64_t)r) % 5000);
-  if (r == c->late_rank) t += c->late_ns;
+  if (r == c->late_rank && (!c->late_every || i % c->late_every == 0)) t += c->late_ns;
+  if (r == c->warmup_rank && i == 0) t += c->warmup_ns;
   return t;
 }
 

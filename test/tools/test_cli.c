@@ -64,6 +64,50 @@ static void expect_report(const char *d, int64_t want, int64_t want_off, const c
 }
 static int near(double got, double want, double rel, double abs_tol) { return fabs(got - want) <= fmax(rel * fabs(want), abs_tol); }
 
+/* A one-off wait at start-up (rank 1: 100 ms on the first collective, as connection set-up
+ * makes) must not outrank a rank late again and again (rank 2: 3 ms every 5th collective):
+ * the total wait each caused put rank 1 first (300 ms against 180 ms). The first instance is
+ * detected as warm-up, rank 2 is persistent and first, and its late steps lead the steps. */
+TL_TEST(report_ranks_persistent_straggler_over_warmup) {
+  char *d = mkdir_tmp(); synth_cfg c; synth_defaults(&c);
+  c.nranks = 4; c.ncoll = 100; c.nch = 2; c.late_rank = 2; c.late_ns = 3000000; c.late_every = 5;
+  c.warmup_rank = 1; c.warmup_ns = 100000000; c.nvtx_every = 5; c.period_ns = 4000000;
+  gen(&c, d);
+  char a[800], *out, *err;
+  snprintf(a, sizeof a, "report %s --json", d);
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0, "rc %d: %s", rc, err);
+  json_object *rep = json_tokener_parse(out);
+  REQUIRE(rep, "not JSON: %s", err);
+  json_object *sl = get(rep, "slow_ranks"), *at = get(rep, "attribution");
+  REQUIRE(sl && json_object_array_length(sl) >= 2 && at, "no slow ranks / attribution");
+  json_object *top = json_object_array_get_idx(sl, 0);
+  CHECK(geti(top, "rank") == 2, "first slow rank %lld, want the persistent rank 2", (long long)geti(top, "rank"));
+  CHECK(json_object_get_boolean(get(top, "persistent")) && geti(top, "late_significant") == 19,
+        "rank 2: persistent %d, significantly last %lld times, want 19 (every 5th of 99 after warm-up)",
+        json_object_get_boolean(get(top, "persistent")), (long long)geti(top, "late_significant"));
+  CHECK(near(getd(top, "median_margin_ns"), 3000000, 0.01, 10000), "rank 2 median margin %.0f", getd(top, "median_margin_ns"));
+  json_object *second = json_object_array_get_idx(sl, 1);
+  CHECK(geti(second, "rank") == 1 && !json_object_get_boolean(get(second, "persistent")) &&
+        geti(second, "last_in_warmup") == 1, "second: rank %lld persistent %d warm-up lasts %lld",
+        (long long)geti(second, "rank"), json_object_get_boolean(get(second, "persistent")), (long long)geti(second, "last_in_warmup"));
+  CHECK(geti(at, "warmup_instances") == 1, "warm-up instances %lld, want 1", (long long)geti(at, "warmup_instances"));
+  json_object *steps = get(at, "steps");
+  REQUIRE(steps && json_object_array_length(steps) > 0, "no steps");
+  json_object *s0 = json_object_array_get_idx(steps, 0), *s1 = json_object_array_get_idx(steps, 1);
+  CHECK(geti(s0, "step") == 0 && geti(s0, "culprit") == 1, "worst step %lld by rank %lld, want step 0 by rank 1 (warm-up)",
+        (long long)geti(s0, "step"), (long long)geti(s0, "culprit"));
+  CHECK(s1 && geti(s1, "culprit") == 2, "second worst step by rank %lld, want 2", (long long)geti(s1, "culprit"));
+  json_object_put(rep);
+  free(out); free(err);
+  snprintf(a, sizeof a, "report %s", d);
+  rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && strstr(out, "Steps that lost the most time"), "text report: %s", out);
+  free(out); free(err);
+  if (!tl_cur_failed) rm_rf(d);
+  free(d);
+}
+
 TL_TEST(report_names_late_rank_slow_channel_and_offsets) {
   char *d = mkdir_tmp(); synth_cfg c; synth_defaults(&c);
   c.nranks = 8; c.ncoll = 300; c.late_rank = 3; c.late_ns = 400000; c.slow_rank = 6; c.slow_ch = 1; c.slow_factor = 2.5;

@@ -3,6 +3,7 @@
  * health. Works only from the aggregates of load.h; every figure names the events it came
  * from (seq numbers, counts). Text is short (top N per table); --json has every row. */
 #include "report.h"
+#include "blame.h"
 #include "common/nccl.h"
 #include <json-c/json.h>
 #include <math.h>
@@ -25,6 +26,7 @@ typedef struct {
   uint32_t *lowbw; size_t nlow;
   double tot_coll, tot_wait, tot_transfer;
   int64_t n_multi;
+  cl_blame bl;               /* the slow-rank ranking: persistence over one-off waits */
 } analysis;
 
 static int cmp_i64pair(const void *a, const void *b) {
@@ -49,10 +51,6 @@ static double comm_union(const cl_rank *r) {
 }
 
 static const analysis *g_an;
-static int cmp_blame(const void *a, const void *b) {
-  const rank_an *x = &g_an->ra[*(const int *)a], *y = &g_an->ra[*(const int *)b];
-  return x->blame < y->blame ? 1 : x->blame > y->blame ? -1 : *(const int *)a - *(const int *)b;
-}
 static int cmp_chan(const void *a, const void *b) {
   const chan_row *x = a, *y = b;
   double fx = x->c->n ? (double)x->c->tail / (double)x->c->n : 0, fy = y->c->n ? (double)y->c->tail / (double)y->c->n : 0;
@@ -167,6 +165,7 @@ static void analyze(cl_job *job, analysis *an) {
   }
   free(m);
   qsort(an->ch, an->nch, sizeof(chan_row), cmp_chan);
+  cl_blame_compute(job, &an->bl);
 }
 
 /* "host" or "host:GPU" (a process may drive several GPUs: each is a rank of its own). */
@@ -242,27 +241,51 @@ static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
   }
   if (job->n > shown) fprintf(o, "  ... %d more rank(s) (--top N)\n", job->n - shown);
 
-  /* slow ranks */
-  fprintf(o, "\nSlow ranks (per collective instance the last rank to arrive is blamed for everyone's wait)\n");
-  fprintf(o, "  %5s  %-16s %12s %14s %12s  %s\n", "rank", "host", "others waited", "last arrival", "late by", "worst instances (wait caused)");
-  for (int i = 0; i < job->n; i++) ord[i] = i;
-  qsort(ord, (size_t)job->n, sizeof(int), cmp_blame);
-  for (int k = 0; k < job->n && k < top; k++) {
-    rank_an *ra = &an->ra[ord[k]];
-    if (ra->n_last == 0) break;
-    char last[32], worst[160] = ""; size_t wl = 0;
-    snprintf(last, sizeof last, "%lld/%lld", (long long)ra->n_last, (long long)ra->n_inst);
-    for (int w = 0; w < 3 && w < ra->n_last; w++) {
-      char lab[64]; inst_label(job, ra->worst[w], lab, sizeof lab);
-      wl += (size_t)snprintf(worst + wl, sizeof worst - wl, "%s%s (%s)", w ? ", " : "", lab, cl_fmt_time(b4, sizeof b4, ra->worst_w[w]));
+  /* slow ranks: persistent stragglers first (blame.h) */
+  const cl_blame *bl = &an->bl;
+  fprintf(o, "\nSlow ranks (last to arrive by a clear margin, again and again, first; warm-up apart)\n");
+  fprintf(o, "  %5s  %-16s %11s %11s %12s %12s %12s  %s\n", "rank", "host", "late (sig)", "median by", "wait caused",
+          "all waits", "in warm-up", "worst instances (wait caused)");
+  int shown_sr = 0;
+  for (int k = 0; k < job->n && shown_sr < top; k++) {
+    int ri = bl->order[k];
+    const cl_blame_rank *br = &bl->rank[ri];
+    if (!br->n_sig && !an->ra[ri].n_last) continue;
+    shown_sr++;
+    char late[32], worst[160] = ""; size_t wl = 0;
+    snprintf(late, sizeof late, "%lld/%lld%s", (long long)br->n_sig, (long long)br->n_eligible, br->persistent ? "" : " *");
+    for (int w = 0; w < 3 && w < br->n_sig; w++) {
+      char lab[64]; inst_label(job, br->worst[w], lab, sizeof lab);
+      wl += (size_t)snprintf(worst + wl, sizeof worst - wl, "%s%s (%s)", w ? ", " : "", lab, cl_fmt_time(b4, sizeof b4, br->worst_w[w]));
       if (wl >= sizeof worst) break;
     }
-    fprintf(o, "  %5d  %-16.16s %12s %14s %12s  %s\n", job->r[ord[k]]->rank, host_of(job->r[ord[k]]),
-            cl_fmt_time(b1, sizeof b1, ra->blame), last, cl_fmt_time(b2, sizeof b2, ra->late_sum / (double)ra->n_last), worst);
+    fprintf(o, "  %5d  %-16.16s %11s %11s %12s %12s %12s  %s\n", job->r[ri]->rank, host_of(job->r[ri]), late,
+            br->n_sig ? cl_fmt_time(b1, sizeof b1, br->median_margin) : "-", cl_fmt_time(b2, sizeof b2, br->wait_sig),
+            cl_fmt_time(b3, sizeof b3, br->wait_all), cl_fmt_time(b5, sizeof b5, br->wait_warmup), worst);
+  }
+  if (!shown_sr) fprintf(o, "  (no rank was last on any instance matched on 2+ ranks)\n");
+  else {
+    fprintf(o, "  (late (sig) = instances it was last by > max(50 us, 1/4 of the transfer) over the next-latest rank, of the\n"
+            "   instances outside warm-up it took part in; * = fewer than 2: a one-off, ranked after the persistent ones)\n");
+    fprintf(o, "  warm-up: %lld instance(s) (the leading outliers of each collective and size)", (long long)bl->n_warmup);
+    if (job->n >= 2 && bl->confidence > 0) {
+      if (isinf(bl->confidence)) fprintf(o, "; the top rank is the only one to blame\n");
+      else fprintf(o, "; the top rank's figure is %.1fx the next one's\n", bl->confidence);
+    } else fputc('\n', o);
+  }
+  if (bl->nsteps) {
+    fprintf(o, "\nSteps that lost the most time (NVTX steps; lost = waits for the last arrival within the step)\n");
+    fprintf(o, "  %8s %12s %8s %12s %6s\n", "step", "lost", "by rank", "its share", "colls");
+    for (size_t k = 0; k < bl->nsteps && (int)k < top; k++) {
+      const cl_blame_step *st = &bl->steps[k];
+      fprintf(o, "  %8ld %12s %8d %11.0f%% %6lld\n", st->step, cl_fmt_time(b1, sizeof b1, st->lost),
+              st->culprit >= 0 ? job->r[st->culprit]->rank : -1, st->lost > 0 ? 100 * st->culprit_wait / st->lost : 0,
+              (long long)st->n_inst);
+    }
   }
   if (an->tot_coll > 0)
     fprintf(o, "  collective time, all ranks: %s = waiting for the last arrival %s (%.1f%%) + transfer ~%s (%.1f%%) + other %.1f%%\n"
-            "  (transfer = shortest coll_gpu duration of the instance; \"late by\" = mean of last arrival - median arrival)\n",
+            "  (transfer = shortest coll_gpu duration of the instance)\n",
             cl_fmt_time(b1, sizeof b1, an->tot_coll), cl_fmt_time(b2, sizeof b2, an->tot_wait), 100 * an->tot_wait / an->tot_coll,
             cl_fmt_time(b3, sizeof b3, an->tot_transfer), 100 * an->tot_transfer / an->tot_coll,
             fabs(100 * (an->tot_coll - an->tot_wait - an->tot_transfer) / an->tot_coll) < 0.05 ? 0.0 : 100 * (an->tot_coll - an->tot_wait - an->tot_transfer) / an->tot_coll);
@@ -407,20 +430,57 @@ static void print_json(cl_job *job, analysis *an, FILE *o) {
   }
   json_object_object_add(root, "ranks", ranks);
   int *ord = cl_xmalloc(((size_t)job->n + 1) * sizeof(int));
-  for (int i = 0; i < job->n; i++) ord[i] = i;
-  qsort(ord, (size_t)job->n, sizeof(int), cmp_blame);
+  const cl_blame *bl = &an->bl;
   json_object *sl = json_object_new_array();
   for (int k = 0; k < job->n; k++) {
-    rank_an *ra = &an->ra[ord[k]];
+    int ri = bl->order[k];
+    rank_an *ra = &an->ra[ri];
+    const cl_blame_rank *br = &bl->rank[ri];
     if (!ra->n_last) continue;
     json_object *x = json_object_new_object();
-    json_object_object_add(x, "rank", ji(job->r[ord[k]]->rank));
+    json_object_object_add(x, "rank", ji(job->r[ri]->rank));
+    json_object_object_add(x, "persistent", json_object_new_boolean(br->persistent));
+    json_object_object_add(x, "late_significant", ji(br->n_sig));
+    json_object_object_add(x, "instances_outside_warmup", ji(br->n_eligible));
+    json_object_object_add(x, "median_margin_ns", jd(br->median_margin));
+    json_object_object_add(x, "wait_caused_ns", jd(br->wait_sig));
+    json_object_object_add(x, "wait_warmup_ns", jd(br->wait_warmup));
+    json_object_object_add(x, "last_in_warmup", ji(br->n_last_warmup));
     json_object_object_add(x, "blame_ns", jd(ra->blame));
     json_object_object_add(x, "last_arrivals", ji(ra->n_last));
     json_object_object_add(x, "instances", ji(ra->n_inst));
     json_object_object_add(x, "late_mean_ns", jd(ra->late_sum / (double)ra->n_last));
+    json_object *w = json_object_new_array();
+    for (int k2 = 0; k2 < 3 && k2 < br->n_sig; k2++) {
+      cl_inst *in = &job->inst.a[br->worst[k2]]; json_object *e = json_object_new_object();
+      json_object_object_add(e, "func", js(cl_func_name(in->func)));
+      json_object_object_add(e, "seq", ji(in->seq));
+      json_object_object_add(e, "comm", jcomm(in->comm));
+      json_object_object_add(e, "wait_ns", jd(br->worst_w[k2]));
+      json_object_object_add(e, "margin_ns", jd(bl->inst[br->worst[k2]].margin));
+      json_object_object_add(e, "step", bl->inst[br->worst[k2]].step >= 0 ? ji(bl->inst[br->worst[k2]].step) : NULL);
+      json_object_array_add(w, e);
+    }
+    json_object_object_add(x, "worst_significant", w);
     json_object_array_add(sl, x);
   }
+  json_object *at = json_object_new_object();
+  json_object_object_add(at, "warmup_instances", ji(bl->n_warmup));
+  json_object_object_add(at, "instances_outside_warmup", ji(bl->n_eligible));
+  json_object_object_add(at, "confidence", isinf(bl->confidence) ? NULL : jd(bl->confidence));
+  json_object_object_add(at, "top_is_alone", json_object_new_boolean(isinf(bl->confidence)));
+  json_object *sj = json_object_new_array();
+  for (size_t k = 0; k < bl->nsteps; k++) {
+    const cl_blame_step *st = &bl->steps[k]; json_object *e = json_object_new_object();
+    json_object_object_add(e, "step", ji(st->step));
+    json_object_object_add(e, "lost_ns", jd(st->lost));
+    json_object_object_add(e, "culprit", st->culprit >= 0 ? ji(job->r[st->culprit]->rank) : NULL);
+    json_object_object_add(e, "culprit_wait_ns", jd(st->culprit_wait));
+    json_object_object_add(e, "instances", ji(st->n_inst));
+    json_object_array_add(sj, e);
+  }
+  json_object_object_add(at, "steps", sj);
+  json_object_object_add(root, "attribution", at);
   json_object_object_add(root, "slow_ranks", sl);
   json_object *tot = json_object_new_object();
   json_object_object_add(tot, "coll_ns", jd(an->tot_coll));
@@ -473,5 +533,6 @@ int cl_report(cl_job *job, int json, int top, FILE *out) {
   analyze(job, &an);
   if (json) print_json(job, &an, out); else print_text(job, &an, top, out);
   free(an.ra); free(an.ia); free(an.ch); free(an.lowbw);
+  cl_blame_free(&an.bl);
   return 0;
 }
