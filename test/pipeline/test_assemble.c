@@ -3,6 +3,7 @@
  * threads, out of order), CUPTI records go to the GPU join, and the Chrome-trace body is read
  * back as JSON. Communicators are registered in the real registry (capture/contexts.c). */
 #include "tl.h"
+#include "trace_read.h"
 #include "../../common/clock.c"
 #include "../../common/config.c"
 #include "../../common/grow.c"
@@ -99,7 +100,8 @@ static void t_small(fixture *f, unsigned kind, uint64_t id, uint64_t ts, uint32_
 }
 static void t_stop(fixture *f, uint64_t id, uint64_t ts) { t_small(f, CL_REC_STOP, id, ts, 0, 0); }
 
-/* The trace body as a JSON array, and the names of its tracks. */
+/* The trace body as a JSON array, held to the track rules like every trace the tests load
+ * (trace_read.h: its slices nest on their tracks); and the names of its tracks. */
 static json_object *body_json(fixture *f) {
   cl_sb *b = ct_body(f->ct);
   cl_sb t = {0};
@@ -109,6 +111,9 @@ static json_object *body_json(fixture *f) {
   json_object *j = json_tokener_parse(t.p);
   if (!j) fprintf(stderr, "body: %.*s\n", (int)t.len, t.p);
   sb_free(&t);
+  char msg[512];
+  int bad = j ? tr_check_events(j, msg, sizeof msg) : 0;
+  CHECK(bad == 0, "%d slices of the body break the track rules; first: %s", bad, msg);
   return j;
 }
 static const char *track_name(json_object *arr, int tid) {
@@ -244,6 +249,33 @@ TL_TEST(collective_timed_by_kernel_channels) {
   CHECK(count_cat(arr, "kernel_ch") == 2, "channel slices %d", count_cat(arr, "kernel_ch"));
   json_object_put(arr);
   fx_close(&f);
+}
+
+/* The track check every test runs on every trace it loads (tr_load) and body (body_json) works
+ * in exact ns: at today's epoch a double holds microseconds only to 0.25 us, which both hides
+ * partial overlaps of 1 ns and makes touching or nested slices look partially overlapping. */
+TL_TEST(track_check_is_exact_to_the_ns) {
+  char path[] = "/tmp/commlens-nest-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0, "mkstemp");
+  FILE *fp = fdopen(fd, "w");
+  REQUIRE(fp, "fdopen");
+  fputs("{\"traceEvents\":[\n"   /* track 1 nests; in doubles "inner" ends 0.25 us after "outer" */
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":1795451710109491.516,\"dur\":1.000,\"cat\":\"a\",\"name\":\"outer\"},\n"
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":1795451710109491.640,\"dur\":0.876,\"cat\":\"a\",\"name\":\"inner\"},\n"
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":1795451710109492.516,\"dur\":0.001,\"cat\":\"a\",\"name\":\"next\"},\n"
+        /* track 2: "second" ends 1 ns after "first" (in doubles both start and end together) */
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":2,\"ts\":1795451710109491.516,\"dur\":1.000,\"cat\":\"b\",\"name\":\"first\"},\n"
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":2,\"ts\":1795451710109491.517,\"dur\":1.000,\"cat\":\"b\",\"name\":\"second\"}\n"
+        "]}\n", fp);
+  fclose(fp);
+  tr_trace t;
+  char err[1024];
+  int rc = tr_load(&t, path, err, sizeof err);
+  unlink(path);
+  CHECK(rc == -1 && strstr(err, "1 X slices") && strstr(err, "\"second\" [1795451710109491517, 1795451710109492517)") &&
+        strstr(err, "\"first\""), "tr_load: %d, %s", rc, err);
+  if (rc == 0) tr_free(&t);
 }
 
 /* A stop for an id never started (or stopped twice) is counted, not drawn; a collective with
