@@ -278,6 +278,80 @@ TL_TEST(track_check_is_exact_to_the_ns) {
   if (rc == 0) tr_free(&t);
 }
 
+/* A proxy step's phases are drawn on its lane inside it, one after another, whatever their
+ * times say: a state read on another thread can be timed before the step's start or after its
+ * stop (that thread's ring drained before the stop's), and states can arrive out of time order.
+ * Regression: the phases were drawn as timed, partly outside their step or with a negative
+ * duration, and the per-phase args summed to more than the step. */
+TL_TEST(proxy_step_phases_nest_in_their_step) {
+  fixture f;
+  fx_open(&f, 0);
+  uint32_t comm = add_comm(0x2222333344445555ull, 0);
+  uint64_t op = ev_id(1, 1), step = ev_id(1, 2), late = ev_id(1, 3);
+  cl_payload p;
+  memset(&p, 0, sizeof p);
+  p.proxy_op = (cl_proxy_op){.pid = 1, .peer = 1, .nsteps = 2, .chunk_size = 64, .channel = 0, .is_send = 1};
+  t_start(&f, op, CL_EV_PROXY_OP, comm, 0, 1000, &p, 0);
+  memset(&p, 0, sizeof p);
+  t_start(&f, step, CL_EV_PROXY_STEP, comm, op, 2000, &p, 0);          /* step 0: [2000, 3000] */
+  t_small(&f, CL_REC_STATE, step, 1900, CL_ST_STEP_SEND_GPU_WAIT, 0);  /* before the start */
+  t_small(&f, CL_REC_STATE, step, 2600, CL_ST_STEP_SEND_WAIT, 4096);
+  t_small(&f, CL_REC_STATE, step, 2400, CL_ST_STEP_SEND_PEER_WAIT, 0); /* out of order */
+  t_small(&f, CL_REC_STATE, step, 3500, CL_ST_STEP_SEND_WAIT, 4096);   /* after the stop */
+  p.proxy_step.step = 1;                                               /* in flight at once */
+  t_start(&f, late, CL_EV_PROXY_STEP, comm, op, 2500, &p, 0);
+  t_small(&f, CL_REC_STATE, late, 2500, CL_ST_STEP_SEND_GPU_WAIT, 0);
+  t_small(&f, CL_REC_STATE, late, 2700, CL_ST_STEP_SEND_WAIT, 4096);
+  t_stop(&f, step, 3000);
+  t_stop(&f, late, 3900);
+  t_stop(&f, op, 4000);
+  cl_asm_tick(f.a, 5000, 1);
+  json_object *arr = body_json(&f);                    /* checks that every slice nests */
+  REQUIRE(arr, "body is not JSON");
+  CHECK(count_cat(arr, "proxy_step") == 2 && count_cat(arr, "proxy_state") == 6, "steps %d states %d",
+        count_cat(arr, "proxy_step"), count_cat(arr, "proxy_state"));
+  json_object *s0 = find_slice(arr, "proxy_step", "step 0"), *s1 = find_slice(arr, "proxy_step", "step 1");
+  REQUIRE(s0 && s1, "steps not drawn");
+  CHECK(slice_tid(s0) != slice_tid(s1), "concurrent steps share lane %d", slice_tid(s0));
+  int64_t sum = 0, v;
+  static const char *args[] = {"gpu_wait_ns", "peer_wait_ns", "send_wait_ns"};
+  for (int i = 0; i < 3; i++) if (tr_arg_i64(s0, args[i], &v) == 0) sum += v;
+  CHECK(sum == 1000, "step 0's phases add up to %lld ns, the step lasts 1000", (long long)sum);
+  int on[2] = {0, 0};
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {     /* each phase inside its step */
+    json_object *e = json_object_array_get_idx(arr, i);
+    int64_t ts, dur, ss, sd;
+    if (!tr_cat(e) || strcmp(tr_cat(e), "proxy_state") || tr_ts_ns(e, &ts) || tr_dur_ns(e, &dur)) continue;
+    int k = slice_tid(e) == slice_tid(s0) ? 0 : slice_tid(e) == slice_tid(s1) ? 1 : -1;
+    REQUIRE(k >= 0, "%s drawn on track %d, not on a step's", tr_name(e), slice_tid(e));
+    on[k]++;
+    REQUIRE(tr_ts_ns(k ? s1 : s0, &ss) == 0 && tr_dur_ns(k ? s1 : s0, &sd) == 0, "step times");
+    CHECK(ts >= ss && ts + dur <= ss + sd, "%s [%lld, %lld] outside step %d [%lld, %lld]", tr_name(e), (long long)ts,
+          (long long)(ts + dur), k, (long long)ss, (long long)(ss + sd));
+  }
+  CHECK(on[0] == 4 && on[1] == 2, "phases on step 0's lane %d, on step 1's %d", on[0], on[1]);
+  json_object_put(arr);
+  fx_close(&f);
+}
+
+/* A CUPTI kernel record whose end is before its start is drawn as an instant at its start, on a
+ * lane of its stream. Regression: it was drawn with a negative duration. */
+TL_TEST(kernel_ending_before_it_starts_is_an_instant) {
+  fixture f;
+  fx_open(&f, 1);
+  cl_gpu_activity k = {.start_ns = 2000000, .end_ns = 1000000, .correlation = 1, .device = 0, .stream = 3,
+                       .kind = CL_GPU_KERNEL, .name = "computeKernel"};
+  cl_gj_activity(f.gj, &k);
+  k = (cl_gpu_activity){.start_ns = 1500000, .end_ns = 2500000, .correlation = 2, .device = 0, .stream = 3,
+                        .kind = CL_GPU_KERNEL, .name = "computeKernel"};
+  cl_gj_activity(f.gj, &k);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body is not JSON");
+  CHECK(count_cat(arr, "gpu_kernel") == 2, "kernels %d", count_cat(arr, "gpu_kernel"));
+  json_object_put(arr);
+  fx_close(&f);
+}
+
 /* A stop for an id never started (or stopped twice) is counted, not drawn; a collective with
  * no children is finished after the grace time with no GPU span, and the summary counts it. */
 TL_TEST(stale_stop_and_childless_collective) {
