@@ -83,6 +83,7 @@ static ct_family *family(cl_ct *ct, uint64_t key) {
 }
 
 uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end) {
+  if (end < start) end = start;               /* drawn as an instant (ct_slice_begin) */
   ct_family *f = family(ct, key);
   if (!f) return 0;
   if (!f->cap) {
@@ -120,6 +121,7 @@ uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t s
 }
 
 int ct_slice_begin(cl_ct *ct, uint32_t tid, const char *name, const char *cat, uint64_t start, uint64_t dur) {
+  if ((int64_t)dur < 0) dur = 0;              /* an end before the start, subtracted unsigned */
   ev_open(ct);
   cl_sb *b = &ct->body;
   sb_puts(b, "{\"ph\":\"X\",\"pid\":");

@@ -15,12 +15,15 @@ cl_sb *ct_body(cl_ct *ct);                  /* events since the last take */
 uint64_t ct_events(const cl_ct *ct);        /* events formatted so far */
 void ct_process_meta(cl_ct *ct, const char *name, int sort_index);
 
-/* A lane (tid) of family `key` free for [start, end]; names new lanes "<name> lane k".
- * `sort` orders families in the viewer. */
+/* A lane (tid) of family `key` free for [start, end]: the first lane whose slices all end by
+ * `start`, so slices placed through it never overlap partially; names new lanes
+ * "<name> lane k". `sort` orders families in the viewer. */
 uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end);
 
 /* Opens a complete slice; the caller appends args with sb_key/sb_* on ct_body() using the
- * returned `first` flag, then calls ct_slice_end. Times are monotonic ns. */
+ * returned `first` flag, then calls ct_slice_end. Times are monotonic ns. A slice never runs
+ * backwards: an end before its start (a `dur` that wrapped below zero) is drawn as an instant,
+ * and ct_lane places it so. Slices drawn on a tid without ct_lane must nest in one placed by it. */
 int ct_slice_begin(cl_ct *ct, uint32_t tid, const char *name, const char *cat, uint64_t start,
                    uint64_t dur);
 void ct_slice_end(cl_ct *ct);

@@ -178,14 +178,28 @@ void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent) {
   ct_slice_end(d->ct);
 }
 
+static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Where a step's phases are drawn: phase i runs from its state's time to the next state's (the
+ * last to the step's stop), clipped to the step and to the end of the phase before it. So the
+ * phases nest in their step and follow one another whatever their times say (a state read on
+ * another thread can be timed outside the step, or arrive out of order). */
+static void step_phases(const cl_ev *e, uint64_t s[], uint64_t t[]) {
+  uint64_t at = e->start;
+  for (int i = 0; i < e->nst; i++) {
+    s[i] = clamp(e->st[i].ts, at, e->stop);
+    t[i] = clamp(i + 1 < e->nst ? e->st[i + 1].ts : e->stop, s[i], e->stop);
+    at = t[i];
+  }
+}
+
 void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint64_t bytes) {
   int send = op ? op->p.proxy_op.is_send : 0;
   unsigned ch = op ? op->p.proxy_op.channel : 0;
-  uint64_t ns[CL_ST__MAX + 1] = {0};
-  for (int i = 0; i < e->nst; i++) {          /* time per phase, for the args */
-    uint64_t end = i + 1 < e->nst ? e->st[i + 1].ts : e->stop;
-    if (e->st[i].st <= CL_ST__MAX) ns[e->st[i].st] += end - e->st[i].ts;
-  }
+  uint64_t ns[CL_ST__MAX + 1] = {0}, ps[sizeof e->st / sizeof e->st[0]], pt[sizeof e->st / sizeof e->st[0]];
+  step_phases(e, ps, pt);
+  for (int i = 0; i < e->nst; i++)            /* time per phase, for the args */
+    if (e->st[i].st <= CL_ST__MAX) ns[e->st[i].st] += pt[i] - ps[i];
   char fam[112], name[32];
   snprintf(fam, sizeof fam, "%s: ch %u %s steps", label(d, e->comm), ch, send ? "send" : "recv");
   snprintf(name, sizeof name, "step %d", e->p.proxy_step.step);
@@ -204,10 +218,8 @@ void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint6
   sb_key(b, &first, "flush_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_FLUSH_WAIT]);
   sb_key(b, &first, "recv_gpu_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_GPU_WAIT]);
   ct_slice_end(d->ct);
-  for (int i = 0; i < e->nst; i++) {        /* the phases, nested inside the step */
-    uint64_t end = i + 1 < e->nst ? e->st[i + 1].ts : e->stop;
-    int f2 = ct_slice_begin(d->ct, tid, cl_state_name(e->st[i].st), "proxy_state", e->st[i].ts, end - e->st[i].ts);
-    (void)f2;
+  for (int i = 0; i < e->nst; i++) {        /* the phases, on the step's lane, inside it */
+    ct_slice_begin(d->ct, tid, cl_state_name(e->st[i].st), "proxy_state", ps[i], pt[i] - ps[i]);
     ct_slice_end(d->ct);
   }
 }

@@ -28,9 +28,6 @@ static void check_common(const tr_trace *t, int abi) {
   CHECK(t->stats != NULL, "no commlensStats");
   v = -1;
   CHECK(tr_stats_i64(t, "dropped", &v) == 0 && v == 0, "dropped = %lld", (long long)v);
-  char msg[512];
-  int bad = tr_check_tracks(t, msg, sizeof msg);
-  CHECK(bad == 0, "%d track problems; first: %s", bad, msg);
 }
 
 static void check_counts(const tr_trace *t, int abi, const h_counts *c, int nch) {

@@ -31,7 +31,7 @@ static char *read_all(const char *path, size_t *len) {
   return buf;
 }
 
-int tr_load(tr_trace *t, const char *path, char *err, size_t errn) {
+static int parse(tr_trace *t, const char *path, char *err, size_t errn) {
   memset(t, 0, sizeof *t);
   size_t len = 0;
   char *text = read_all(path, &len);
@@ -67,6 +67,17 @@ int tr_load(tr_trace *t, const char *path, char *err, size_t errn) {
   }
   t->n = json_object_array_length(t->events);
   return 0;
+}
+
+int tr_load(tr_trace *t, const char *path, char *err, size_t errn) {
+  if (parse(t, path, err, errn)) return -1;
+  char first[512];
+  int bad = tr_check_tracks(t, first, sizeof first);
+  if (!bad) return 0;
+  snprintf(err, errn, "%d X slices break the track rules (nesting, exact non-negative times); first: %s (in %s)",
+           bad, first, path);
+  tr_free(t);
+  return -1;
 }
 
 void tr_free(tr_trace *t) {
@@ -165,6 +176,8 @@ size_t tr_count(const tr_trace *t, char ph, const char *cat) {
   return n;
 }
 
+/* ---- nesting: Perfetto stacks the X slices of one (pid, tid); two of them must be disjoint or
+ * one inside the other (touching ends are fine) ---- */
 typedef struct { char key[96]; int64_t ts, end; size_t idx; } slice;
 
 static int by_track_time(const void *a, const void *b) {
@@ -176,14 +189,21 @@ static int by_track_time(const void *a, const void *b) {
   return 0;
 }
 
-int tr_check_tracks(const tr_trace *t, char *msg, size_t n) {
-  slice *s = calloc(t->n + 1, sizeof *s);
-  size_t k = 0;
+static void slice_text(char *buf, size_t n, json_object *ev, const slice *s) {
+  snprintf(buf, n, "%s \"%s\" [%lld, %lld) ns", tr_cat(ev) ? tr_cat(ev) : "?", tr_name(ev) ? tr_name(ev) : "?",
+           (long long)s->ts, (long long)s->end);
+}
+
+int tr_check_events(json_object *events, char *msg, size_t n) {
+  size_t ne = events ? json_object_array_length(events) : 0, k = 0, depth = 0;
+  slice *s = calloc(ne + 1, sizeof *s);
+  size_t *stack = calloc(ne + 1, sizeof *stack);   /* indexes into s, outermost first */
   int bad = 0;
   if (msg && n) msg[0] = 0;
+  if (!s || !stack) { free(s); free(stack); if (msg && n) snprintf(msg, n, "out of memory"); return 1; }
 #define PROBLEM(...) do { if (!bad++ && msg) snprintf(msg, n, __VA_ARGS__); } while (0)
-  for (size_t i = 0; i < t->n; i++) {
-    json_object *ev = tr_event(t, i);
+  for (size_t i = 0; i < ne; i++) {
+    json_object *ev = json_object_array_get_idx(events, i);
     if (tr_ph(ev) != 'X') continue;
     int64_t ts, dur;
     char tid[64];
@@ -197,21 +217,23 @@ int tr_check_tracks(const tr_trace *t, char *msg, size_t n) {
     k++;
   }
   qsort(s, k, sizeof *s, by_track_time);
-  int64_t stack[256];
-  size_t sidx[256];
-  int depth = 0;
   for (size_t i = 0; i < k; i++) {
     if (i == 0 || strcmp(s[i].key, s[i - 1].key)) depth = 0;
-    while (depth > 0 && stack[depth - 1] <= s[i].ts) depth--;
-    if (depth > 0 && s[i].end > stack[depth - 1]) {
-      json_object *a = tr_event(t, sidx[depth - 1]), *b = tr_event(t, s[i].idx);
-      PROBLEM("track %s: \"%s\" [%lld, %lld) partially overlaps \"%s\" ending at %lld", s[i].key,
-              tr_name(b), (long long)s[i].ts, (long long)s[i].end, tr_name(a), (long long)stack[depth - 1]);
+    while (depth > 0 && s[stack[depth - 1]].end <= s[i].ts) depth--;
+    if (depth > 0 && s[i].end > s[stack[depth - 1]].end) {
+      const slice *top = &s[stack[depth - 1]];
+      char a[160], b[160];
+      slice_text(a, sizeof a, json_object_array_get_idx(events, top->idx), top);
+      slice_text(b, sizeof b, json_object_array_get_idx(events, s[i].idx), &s[i]);
+      PROBLEM("track %s: %s starts inside %s and ends after it", s[i].key, b, a);
       continue;
     }
-    if (depth < 256) { stack[depth] = s[i].end; sidx[depth] = s[i].idx; depth++; }
+    stack[depth++] = i;
   }
 #undef PROBLEM
   free(s);
+  free(stack);
   return bad;
 }
+
+int tr_check_tracks(const tr_trace *t, char *msg, size_t n) { return tr_check_events(t->events, msg, n); }

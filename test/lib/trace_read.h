@@ -15,7 +15,9 @@ typedef struct {
   size_t n;              /* number of traceEvents */
 } tr_trace;
 
-/* Parses the whole file. 0 on success; -1 with a reason in err. */
+/* Parses the whole file and checks its tracks (tr_check_tracks): every trace a test loads is
+ * held to the track rules. 0 on success; -1 with a reason in err (for broken rules: how many
+ * slices and the first offending pair). */
 int tr_load(tr_trace *t, const char *path, char *err, size_t errn);
 void tr_free(tr_trace *t);
 
@@ -45,8 +47,11 @@ int tr_stats_i64(const tr_trace *t, const char *key, int64_t *out);
 /* Events with this ph (0 = any) and cat (NULL = any). */
 size_t tr_count(const tr_trace *t, char ph, const char *cat);
 
-/* Track checks over X slices grouped by (pid, tid): every slice has ts >= 0 and dur >= 0,
- * and no two slices on one track overlap partially (nesting is fine). Returns the number
- * of problems and describes the first in msg. */
+/* Track checks over X slices grouped by (pid, tid), in exact integer ns: every slice has
+ * ts >= 0 and dur >= 0, and nests (sorted by (ts, -dur), a slice that starts inside the
+ * enclosing one must not end after it; touching ends are fine). Returns the number of
+ * problems and describes the first (the offending pair) in msg. tr_check_events does the
+ * same over any array of trace events (a trace body). */
 int tr_check_tracks(const tr_trace *t, char *msg, size_t n);
+int tr_check_events(json_object *events, char *msg, size_t n);
 #endif

@@ -3,6 +3,7 @@
  * threads, out of order), CUPTI records go to the GPU join, and the Chrome-trace body is read
  * back as JSON. Communicators are registered in the real registry (capture/contexts.c). */
 #include "tl.h"
+#include "trace_read.h"
 #include "../../common/clock.c"
 #include "../../common/config.c"
 #include "../../common/grow.c"
@@ -104,7 +105,8 @@ static void t_small(fixture *f, unsigned kind, uint64_t id, uint64_t ts, uint32_
 }
 static void t_stop(fixture *f, uint64_t id, uint64_t ts) { t_small(f, CL_REC_STOP, id, ts, 0, 0); }
 
-/* The trace body as a JSON array, and the names of its tracks. */
+/* The trace body as a JSON array, held to the track rules like every trace the tests load
+ * (trace_read.h: its slices nest on their tracks); and the names of its tracks. */
 static json_object *body_json(fixture *f) {
   cl_sb *b = ct_body(f->ct);
   cl_sb t = {0};
@@ -114,6 +116,9 @@ static json_object *body_json(fixture *f) {
   json_object *j = json_tokener_parse(t.p);
   if (!j) fprintf(stderr, "body: %.*s\n", (int)t.len, t.p);
   sb_free(&t);
+  char msg[512];
+  int bad = j ? tr_check_events(j, msg, sizeof msg) : 0;
+  CHECK(bad == 0, "%d slices of the body break the track rules; first: %s", bad, msg);
   return j;
 }
 static const char *track_name(json_object *arr, int tid) {
@@ -247,6 +252,107 @@ TL_TEST(collective_timed_by_kernel_channels) {
   CHECK(!strcmp(slice_arg(g, "source"), "kernel_ch"), "source %s", slice_arg(g, "source"));
   CHECK(!strcmp(slice_arg(g, "tail_channel"), "1"), "tail channel %s", slice_arg(g, "tail_channel"));
   CHECK(count_cat(arr, "kernel_ch") == 2, "channel slices %d", count_cat(arr, "kernel_ch"));
+  json_object_put(arr);
+  fx_close(&f);
+}
+
+/* The track check every test runs on every trace it loads (tr_load) and body (body_json) works
+ * in exact ns: at today's epoch a double holds microseconds only to 0.25 us, which both hides
+ * partial overlaps of 1 ns and makes touching or nested slices look partially overlapping. */
+TL_TEST(track_check_is_exact_to_the_ns) {
+  char path[] = "/tmp/commlens-nest-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0, "mkstemp");
+  FILE *fp = fdopen(fd, "w");
+  REQUIRE(fp, "fdopen");
+  fputs("{\"traceEvents\":[\n"   /* track 1 nests; in doubles "inner" ends 0.25 us after "outer" */
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":1795451710109491.516,\"dur\":1.000,\"cat\":\"a\",\"name\":\"outer\"},\n"
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":1795451710109491.640,\"dur\":0.876,\"cat\":\"a\",\"name\":\"inner\"},\n"
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":1795451710109492.516,\"dur\":0.001,\"cat\":\"a\",\"name\":\"next\"},\n"
+        /* track 2: "second" ends 1 ns after "first" (in doubles both start and end together) */
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":2,\"ts\":1795451710109491.516,\"dur\":1.000,\"cat\":\"b\",\"name\":\"first\"},\n"
+        "{\"ph\":\"X\",\"pid\":0,\"tid\":2,\"ts\":1795451710109491.517,\"dur\":1.000,\"cat\":\"b\",\"name\":\"second\"}\n"
+        "]}\n", fp);
+  fclose(fp);
+  tr_trace t;
+  char err[1024];
+  int rc = tr_load(&t, path, err, sizeof err);
+  unlink(path);
+  CHECK(rc == -1 && strstr(err, "1 X slices") && strstr(err, "\"second\" [1795451710109491517, 1795451710109492517)") &&
+        strstr(err, "\"first\""), "tr_load: %d, %s", rc, err);
+  if (rc == 0) tr_free(&t);
+}
+
+/* A proxy step's phases are drawn on its lane inside it, one after another, whatever their
+ * times say: a state read on another thread can be timed before the step's start or after its
+ * stop (that thread's ring drained before the stop's), and states can arrive out of time order.
+ * Regression: the phases were drawn as timed, partly outside their step or with a negative
+ * duration, and the per-phase args summed to more than the step. */
+TL_TEST(proxy_step_phases_nest_in_their_step) {
+  fixture f;
+  fx_open(&f, 0);
+  uint32_t comm = add_comm(0x2222333344445555ull, 0);
+  uint64_t op = ev_id(1, 1), step = ev_id(1, 2), late = ev_id(1, 3);
+  cl_payload p;
+  memset(&p, 0, sizeof p);
+  p.proxy_op = (cl_proxy_op){.pid = 1, .peer = 1, .nsteps = 2, .chunk_size = 64, .channel = 0, .is_send = 1};
+  t_start(&f, op, CL_EV_PROXY_OP, comm, 0, 1000, &p, 0);
+  memset(&p, 0, sizeof p);
+  t_start(&f, step, CL_EV_PROXY_STEP, comm, op, 2000, &p, 0);          /* step 0: [2000, 3000] */
+  t_small(&f, CL_REC_STATE, step, 1900, CL_ST_STEP_SEND_GPU_WAIT, 0);  /* before the start */
+  t_small(&f, CL_REC_STATE, step, 2600, CL_ST_STEP_SEND_WAIT, 4096);
+  t_small(&f, CL_REC_STATE, step, 2400, CL_ST_STEP_SEND_PEER_WAIT, 0); /* out of order */
+  t_small(&f, CL_REC_STATE, step, 3500, CL_ST_STEP_SEND_WAIT, 4096);   /* after the stop */
+  p.proxy_step.step = 1;                                               /* in flight at once */
+  t_start(&f, late, CL_EV_PROXY_STEP, comm, op, 2500, &p, 0);
+  t_small(&f, CL_REC_STATE, late, 2500, CL_ST_STEP_SEND_GPU_WAIT, 0);
+  t_small(&f, CL_REC_STATE, late, 2700, CL_ST_STEP_SEND_WAIT, 4096);
+  t_stop(&f, step, 3000);
+  t_stop(&f, late, 3900);
+  t_stop(&f, op, 4000);
+  cl_asm_tick(f.a, 5000, 1);
+  json_object *arr = body_json(&f);                    /* checks that every slice nests */
+  REQUIRE(arr, "body is not JSON");
+  CHECK(count_cat(arr, "proxy_step") == 2 && count_cat(arr, "proxy_state") == 6, "steps %d states %d",
+        count_cat(arr, "proxy_step"), count_cat(arr, "proxy_state"));
+  json_object *s0 = find_slice(arr, "proxy_step", "step 0"), *s1 = find_slice(arr, "proxy_step", "step 1");
+  REQUIRE(s0 && s1, "steps not drawn");
+  CHECK(slice_tid(s0) != slice_tid(s1), "concurrent steps share lane %d", slice_tid(s0));
+  int64_t sum = 0, v;
+  static const char *args[] = {"gpu_wait_ns", "peer_wait_ns", "send_wait_ns"};
+  for (int i = 0; i < 3; i++) if (tr_arg_i64(s0, args[i], &v) == 0) sum += v;
+  CHECK(sum == 1000, "step 0's phases add up to %lld ns, the step lasts 1000", (long long)sum);
+  int on[2] = {0, 0};
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {     /* each phase inside its step */
+    json_object *e = json_object_array_get_idx(arr, i);
+    int64_t ts, dur, ss, sd;
+    if (!tr_cat(e) || strcmp(tr_cat(e), "proxy_state") || tr_ts_ns(e, &ts) || tr_dur_ns(e, &dur)) continue;
+    int k = slice_tid(e) == slice_tid(s0) ? 0 : slice_tid(e) == slice_tid(s1) ? 1 : -1;
+    REQUIRE(k >= 0, "%s drawn on track %d, not on a step's", tr_name(e), slice_tid(e));
+    on[k]++;
+    REQUIRE(tr_ts_ns(k ? s1 : s0, &ss) == 0 && tr_dur_ns(k ? s1 : s0, &sd) == 0, "step times");
+    CHECK(ts >= ss && ts + dur <= ss + sd, "%s [%lld, %lld] outside step %d [%lld, %lld]", tr_name(e), (long long)ts,
+          (long long)(ts + dur), k, (long long)ss, (long long)(ss + sd));
+  }
+  CHECK(on[0] == 4 && on[1] == 2, "phases on step 0's lane %d, on step 1's %d", on[0], on[1]);
+  json_object_put(arr);
+  fx_close(&f);
+}
+
+/* A CUPTI kernel record whose end is before its start is drawn as an instant at its start, on a
+ * lane of its stream. Regression: it was drawn with a negative duration. */
+TL_TEST(kernel_ending_before_it_starts_is_an_instant) {
+  fixture f;
+  fx_open(&f, 1);
+  cl_gpu_activity k = {.start_ns = 2000000, .end_ns = 1000000, .correlation = 1, .device = 0, .stream = 3,
+                       .kind = CL_GPU_KERNEL, .name = "computeKernel"};
+  cl_gj_activity(f.gj, &k);
+  k = (cl_gpu_activity){.start_ns = 1500000, .end_ns = 2500000, .correlation = 2, .device = 0, .stream = 3,
+                        .kind = CL_GPU_KERNEL, .name = "computeKernel"};
+  cl_gj_activity(f.gj, &k);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body is not JSON");
+  CHECK(count_cat(arr, "gpu_kernel") == 2, "kernels %d", count_cat(arr, "gpu_kernel"));
   json_object_put(arr);
   fx_close(&f);
 }
