@@ -3,11 +3,12 @@
  * offset, printed as exact microseconds. */
 #include "exporters/chrome_trace.h"
 #include "common/hash.h"
+#include "common/clock.h"
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
-typedef struct { uint64_t key; uint32_t nlanes, cap; uint64_t *last_end; uint32_t *tids;
+typedef struct { uint64_t key; uint32_t nlanes, cap; uint64_t *last_end; int64_t *last_vend; uint32_t *tids;
                  char name[96]; int sort; } ct_family;
 
 struct cl_ct {
@@ -34,7 +35,7 @@ cl_ct *ct_new(int pid, int64_t off) {
 
 void ct_free(cl_ct *ct) {
   if (!ct) return;
-  for (uint32_t i = 0; i < ct->fam_cap; i++) { free(ct->fam[i].last_end); free(ct->fam[i].tids); }
+  for (uint32_t i = 0; i < ct->fam_cap; i++) { free(ct->fam[i].last_end); free(ct->fam[i].last_vend); free(ct->fam[i].tids); }
   free(ct->fam);
   sb_free(&ct->body);
   free(ct);
@@ -90,22 +91,28 @@ uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t s
     f->key = key;
     f->cap = 4;
     f->last_end = calloc(f->cap, sizeof *f->last_end);
+    f->last_vend = calloc(f->cap, sizeof *f->last_vend);
     f->tids = calloc(f->cap, sizeof *f->tids);
     snprintf(f->name, sizeof f->name, "%s", name);
     f->sort = sort;
     ct->fam_n++;
-    if (!f->last_end || !f->tids) return 0;
+    if (!f->last_end || !f->last_vend || !f->tids) return 0;
   }
+  /* a lane is free when the slice starts after its last end both exactly and as a viewer that
+   * reads ts as a double sees it (ct_viewer_ns) */
+  int64_t vstart = ct_viewer_ns(ct, start);
   uint32_t k;
-  for (k = 0; k < f->nlanes && f->last_end[k] > start; k++) {}
+  for (k = 0; k < f->nlanes && (f->last_end[k] > start || f->last_vend[k] > vstart); k++) {}
   if (k == f->nlanes) {
     if (f->nlanes == f->cap) {
       uint32_t nc = f->cap * 2;
       uint64_t *le = realloc(f->last_end, nc * sizeof *le);
       if (le) f->last_end = le;
+      int64_t *lv = realloc(f->last_vend, nc * sizeof *lv);
+      if (lv) f->last_vend = lv;
       uint32_t *td = realloc(f->tids, nc * sizeof *td);
       if (td) f->tids = td;
-      if (!le || !td) return f->tids[0];
+      if (!le || !lv || !td) return f->tids[0];
       f->cap = nc;
     }
     f->nlanes++;
@@ -117,7 +124,23 @@ uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t s
     meta(ct, "thread_sort_index", f->tids[k], "sort_index", NULL, (long)f->sort * 64 + k);
   }
   if (end > f->last_end[k]) f->last_end[k] = end;
+  if (vstart + (int64_t)(end - start) > f->last_vend[k]) f->last_vend[k] = vstart + (int64_t)(end - start);
   return f->tids[k];
+}
+
+int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t) {
+  char buf[40];
+  cl_fmt_us(buf, (int64_t)t + ct->off);       /* the text the trace carries */
+  double v = strtod(buf, NULL) * 1000.0;       /* llround, without libm */
+  return (int64_t)(v < 0 ? v - 0.5 : v + 0.5) - ct->off;
+}
+
+uint64_t ct_fit(const cl_ct *ct, uint64_t start, uint64_t dur, uint64_t end, int64_t vend) {
+  if (end <= start) return 0;
+  if (dur > end - start) dur = end - start;
+  int64_t room = vend - ct_viewer_ns(ct, start);
+  if (room <= 0) return 0;
+  return dur > (uint64_t)room ? (uint64_t)room : dur;
 }
 
 int ct_slice_begin(cl_ct *ct, uint32_t tid, const char *name, const char *cat, uint64_t start, uint64_t dur) {

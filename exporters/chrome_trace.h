@@ -20,6 +20,14 @@ void ct_process_meta(cl_ct *ct, const char *name, int sort_index);
  * "<name> lane k". `sort` orders families in the viewer. */
 uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end);
 
+/* What a viewer reading this trace's ts as a double of microseconds (Perfetto's JSON importer:
+ * llround(ts * 1000.0)) takes monotonic time t for, in the same monotonic ns. At Unix-epoch
+ * magnitudes it is off by up to ~256 ns, so slices that touch exactly can overlap there. */
+int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t);
+/* The longest duration <= dur for a slice at `start` that still ends by `end` exactly and by
+ * `vend` as such a viewer sees it (vend: ct_viewer_ns of the next slice's start, or the
+ * viewer end ct_viewer_ns(parent start) + parent dur of an enclosing slice). */
+uint64_t ct_fit(const cl_ct *ct, uint64_t start, uint64_t dur, uint64_t end, int64_t vend);
 /* Opens a complete slice; the caller appends args with sb_key/sb_* on ct_body() using the
  * returned `first` flag, then calls ct_slice_end. Times are monotonic ns. A slice never runs
  * backwards: an end before its start (a `dur` that wrapped below zero) is drawn as an instant,

@@ -7,7 +7,7 @@ REPLAY_SRC := tools/replay/main.c test/lib/replay.c test/lib/harness.c test/lib/
 replay: $(REPLAY)
 $(REPLAY): $(REPLAY_SRC) $(wildcard test/lib/*.h include/commlens/*.h) | test-deps
 	$(Q)mkdir -p $(BUILD)
-	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $(REPLAY_SRC) -ljson-c $(ZLIB_LIBS) -ldl -lpthread \
+	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $(REPLAY_SRC) -ljson-c $(ZLIB_LIBS) -ldl -lpthread -lm \
 	  -Wl,--export-dynamic-symbol=clock_gettime   # --virtual-clock: the plugin resolves it here
 	@echo "built $@"
 

@@ -218,8 +218,14 @@ void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint6
   sb_key(b, &first, "flush_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_FLUSH_WAIT]);
   sb_key(b, &first, "recv_gpu_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_GPU_WAIT]);
   ct_slice_end(d->ct);
-  for (int i = 0; i < e->nst; i++) {        /* the phases, on the step's lane, inside it */
-    ct_slice_begin(d->ct, tid, cl_state_name(e->st[i].st), "proxy_state", ps[i], pt[i] - ps[i]);
+  /* the phases, on the step's lane, inside it and before the next one, also as a viewer that
+   * reads ts as a double sees them (ct_fit): exact boundaries round differently there */
+  int64_t vstep_end = ct_viewer_ns(d->ct, e->start) + (int64_t)(e->stop - e->start);
+  for (int i = 0; i < e->nst; i++) {
+    int64_t vend = vstep_end;
+    if (i + 1 < e->nst) { int64_t vn = ct_viewer_ns(d->ct, ps[i + 1]); if (vn < vend) vend = vn; }
+    uint64_t dur = ct_fit(d->ct, ps[i], pt[i] - ps[i], i + 1 < e->nst ? ps[i + 1] : e->stop, vend);
+    ct_slice_begin(d->ct, tid, cl_state_name(e->st[i].st), "proxy_state", ps[i], dur);
     ct_slice_end(d->ct);
   }
 }

@@ -1,6 +1,7 @@
 /* trace_read.c (tests): whole-file json-c loader of one per-rank trace and the checks tests
  * share. Owns the parsed tree (tr_free); everything it hands out is borrowed from it. */
 #include "trace_read.h"
+#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,7 +195,24 @@ static void slice_text(char *buf, size_t n, json_object *ev, const slice *s) {
            (long long)s->ts, (long long)s->end);
 }
 
+/* What a viewer that reads ts and dur as doubles of microseconds sees, in ns: Perfetto's JSON
+ * importer computes llround(value * 1000.0); at Unix-epoch magnitudes (~1.8e15 us) a double's
+ * step is 0.25 us and the product's 256 ns, so two exact times can swap sides of a boundary. */
+static int viewer_ns(json_object *v, int64_t *ns) {
+  if (!v) return -1;
+  *ns = llround(strtod(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), NULL) * 1000.0);
+  return 0;
+}
+
+static int check_view(json_object *events, char *msg, size_t n, int viewer);
 int tr_check_events(json_object *events, char *msg, size_t n) {
+  int bad = check_view(events, msg, n, 0);
+  if (!bad) bad = check_view(events, msg, n, 1);
+  return bad;
+}
+
+/* viewer 0: exact ns from the text; 1: as a double-reading viewer (viewer_ns) sees them. */
+static int check_view(json_object *events, char *msg, size_t n, int viewer) {
   size_t ne = events ? json_object_array_length(events) : 0, k = 0, depth = 0;
   slice *s = calloc(ne + 1, sizeof *s);
   size_t *stack = calloc(ne + 1, sizeof *stack);   /* indexes into s, outermost first */
@@ -208,6 +226,7 @@ int tr_check_events(json_object *events, char *msg, size_t n) {
     int64_t ts, dur;
     char tid[64];
     if (tr_ts_ns(ev, &ts) || tr_dur_ns(ev, &dur)) { PROBLEM("event %zu: X without exact ts/dur", i); continue; }
+    if (viewer && (viewer_ns(field(ev, "ts"), &ts) || viewer_ns(field(ev, "dur"), &dur))) continue;
     if (ts < 0 || dur < 0) { PROBLEM("event %zu (%s): negative ts or dur", i, tr_name(ev)); continue; }
     tr_tid_key(ev, tid, sizeof tid);
     snprintf(s[k].key, sizeof s[k].key, "%lld/%s", (long long)tr_pid(ev), tid);
@@ -225,7 +244,8 @@ int tr_check_events(json_object *events, char *msg, size_t n) {
       char a[160], b[160];
       slice_text(a, sizeof a, json_object_array_get_idx(events, top->idx), top);
       slice_text(b, sizeof b, json_object_array_get_idx(events, s[i].idx), &s[i]);
-      PROBLEM("track %s: %s starts inside %s and ends after it", s[i].key, b, a);
+      PROBLEM("track %s: %s starts inside %s and ends after it%s", s[i].key, b, a,
+              viewer ? " (as a viewer reading ts as a double sees it: Perfetto)" : "");
       continue;
     }
     stack[depth++] = i;

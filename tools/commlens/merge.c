@@ -25,6 +25,7 @@ typedef struct {
   rank_q *q; int cur, next;
   pthread_mutex_t mu; pthread_cond_t cv;
   int64_t kept;
+  int64_t base;                       /* aligned ns written as ts 0 (see time_base_unix_ns) */
 } merge_ctx;
 
 typedef struct { merge_ctx *m; int qi; cl_rank *r; chunk *c; int64_t kept; } rank_writer;
@@ -75,7 +76,7 @@ static void on_merge_event(const cl_ev *ev, void *arg) {
   repl rp[3]; int nr = 0;
   if (!cl_json_valid(ev->beg, (size_t)(ev->end - ev->beg))) return;   /* the scanner is lenient: pass through only valid JSON */
   if (ev->pid_v && ev->pid_ve) { rp[nr].v = ev->pid_v; rp[nr].ve = ev->pid_ve; rp[nr].n = sprintf(rp[nr].s, "%d", r->rank); nr++; }
-  if (ev->has_ts && ev->ts_ve) { rp[nr].v = ev->ts_v; rp[nr].ve = ev->ts_ve; rp[nr].n = fmt_us(rp[nr].s, cl_aligned(r, ev->ts_ns)); nr++; }
+  if (ev->has_ts && ev->ts_ve) { rp[nr].v = ev->ts_v; rp[nr].ve = ev->ts_ve; rp[nr].n = fmt_us(rp[nr].s, cl_aligned(r, ev->ts_ns) - m->base); nr++; }
   if (ev->has_id && (ev->ph == 's' || ev->ph == 't' || ev->ph == 'f')) {
     rp[nr].v = ev->id_v; rp[nr].ve = ev->id_ve;
     if (*ev->id_v == '"') {
@@ -208,6 +209,11 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
     if (cl_aligned(r, r->t_max) > t1) t1 = cl_aligned(r, r->t_max);
   }
   if (t0 == INT64_MAX) t0 = t1 = 0;
+  /* Times are written from the whole second before the first event: a viewer that reads ts as
+   * a double of microseconds (Perfetto) keeps every nanosecond of small values, while at
+   * Unix-epoch magnitudes it rounds to ~256 ns and slices that nest exactly would not nest
+   * there after the shift onto one clock. The epoch of ts 0 is in the metadata. */
+  m.base = t0 - (t0 % 1000000000 + 1000000000) % 1000000000;
   m.ws = INT64_MIN; m.we = INT64_MAX;
   if (o->has_window) { m.ws = t0 + (int64_t)(o->w_start_ms * 1e6); m.we = t0 + (int64_t)(o->w_end_ms * 1e6); }
   if (o->has_steps && window_from_steps(&m) != 0) { free(m.sel); free(qi_of); return -1; }
@@ -237,7 +243,8 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
   json_object_object_add(meta, "ref_rank", json_object_new_int(job->ref_rank));
   json_object_object_add(meta, "clock_method", json_object_new_string(
       "offset = median over matched coll_gpu instances (comm, func, seq) of (end on rank - end on reference); "
-      "err_ns = 1.2533*1.4826*MAD/sqrt(samples); ts here = ts in the rank's file - offset_ns"));
+      "err_ns = 1.2533*1.4826*MAD/sqrt(samples); ts here = ts in the rank's file - offset_ns - time_base_unix_ns"));
+  json_object_object_add(meta, "time_base_unix_ns", json_object_new_int64(m.base));
   for (int i = 0; i < m.nsel; i++) {
     cl_rank *r = job->r[m.sel[i]]; json_object *x = json_object_new_object();
     json_object_object_add(x, "rank", json_object_new_int(r->rank));
@@ -327,7 +334,7 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
     for (size_t k = 0; k < n; k++) {
       cl_rank *r = job->r[arr[2 * k + 1] >> 32]; cl_coll *c = &r->colls.a[arr[2 * k + 1] & 0xffffffff];
       int64_t ts = arr[2 * k] + (c->end - c->start >= 2 ? 1 : 0);
-      char t[40]; fmt_us(t, ts);
+      char t[40]; fmt_us(t, ts - m.base);
       int len = snprintf(b, sizeof b, ",\n{\"ph\":\"%c\",\"cat\":\"coll_instance\",\"name\":\"%s #%lld\",\"id\":%llu,\"pid\":%d,\"tid\":%d,\"ts\":%s,\"bp\":\"e\"}",
                          k == 0 ? 's' : k + 1 == n ? 'f' : 't', cl_func_name(in->func), (long long)in->seq,
                          (unsigned long long)(FLOW_ID_BASE + ii), r->rank, c->tid, t);
