@@ -1,5 +1,6 @@
 /* test_real_runs.c: the ABI call streams recorded from real NCCL 2.28.3 runs on 2x H200
- * (test/data/real: nvlink, socket, twonode, multicomm, graphsocket; two ranks each) replayed through the
+ * (test/data/real: nvlink, socket, twonode, multicomm, graphsocket on 2x H200, and sharedgpu: two
+ * ranks on one H200; two ranks each) replayed through the
  * plugin by commlens-replay (the one next to $COMMLENS_LIB, or $COMMLENS_REPLAY), both ranks
  * of a run at once in fresh processes, at the recorded pace: host times, gaps and so the GPU
  * clock calibration are the real run's. Every expectation is derived from the recording itself
@@ -189,9 +190,10 @@ static void check_rank(const char *mode, int rank, const rec_facts *f, const tr_
   }
   int missing = 0, dup = 0;
   for (int j = 0; j < f->ncoll; j++) { if (!seen[j]) missing++; if (seen[j] > 1) dup++; }
-  /* the example issued 4 collectives x 24 (multicomm: AllReduce x 8 on each of 3 comms), numbered
-   * 0..n-1 per (comm, func): the recording must say so, then the trace must match it exactly */
-  int want_colls = strcmp(mode, "multicomm") ? 96 : 24;
+  /* the example issued 4 collectives x 24 (multicomm: AllReduce x 8 on each of 3 comms;
+   * sharedgpu: AllReduce x 24), numbered 0..n-1 per (comm, func): the recording must say so,
+   * then the trace must match it exactly */
+  int want_colls = strcmp(mode, "multicomm") && !strstr(mode, "sharedgpu") ? 96 : 24;
   CHECK(f->ncoll == want_colls && f->seq_gaps == 0,
         "%s r%d: recording has %d collectives (want %d), %d seqNumbers not 0..n-1 per (comm, func)",
         mode, rank, f->ncoll, want_colls, f->seq_gaps);
@@ -226,7 +228,7 @@ static void check_rank(const char *mode, int rank, const rec_facts *f, const tr_
   CHECK(!outside && !bad_dur, "%s r%d: %d coll_gpu slices outside the host window, %d with dur <= 0 or >= 1 s",
         mode, rank, outside, bad_dur);
   /* (d) proxy steps: exactly the recorded ones, each with its per-state breakdown */
-  int network = !strcmp(mode, "socket") || !strcmp(mode, "twonode");
+  int network = !strcmp(mode, "socket") || !strcmp(mode, "twonode") || strstr(mode, "sharedgpu");
   CHECK(network ? f->nproxy_step > 0 : f->nproxy_step == 0, "%s r%d: %d ProxyStep events recorded", mode, rank, f->nproxy_step);
   CHECK(nstep == f->nproxy_step && !step_no_states, "%s r%d: %ld proxy_step slices (%ld without state args), %d recorded",
         mode, rank, nstep, step_no_states, f->nproxy_step);
@@ -312,7 +314,8 @@ static int replay_pair(const char *mode, char base[256], char dir[300], char rec
   snprintf(envdir, sizeof envdir, "COMMLENS_DIR=%s", dir);
   pid_t pid[2];
   for (int r = 0; r < 2; r++) {
-    snprintf(rec[r], 300, DATA "/" PREFIX "%s-r%d.rec.gz", mode, r);
+    /* a mode is a recording's name after PREFIX, or a whole name (another machine's) */
+    snprintf(rec[r], 300, DATA "/%s%s-r%d.rec.gz", strncmp(mode, "nccl", 4) ? PREFIX : "", mode, r);
     if (access(rec[r], R_OK) != 0) { CHECK(0, "missing recording %s", rec[r]); return -1; }
   }
   for (int r = 0; r < 2; r++) {
@@ -362,6 +365,30 @@ TL_TEST(real_nvlink) { run_mode("nvlink", 1); }
 TL_TEST(real_socket) { run_mode("socket", 1); }
 TL_TEST(real_twonode) { run_mode("twonode", 0); }
 TL_TEST(real_multicomm) { run_mode("multicomm", 0); }
+/* Two ranks sharing one H200 as two emulated nodes (sockets), recorded with each
+ * communicator's GPU (examples/gpu_one_gpu.sh): the replay makes that GPU current at init
+ * (test/fakes/fake_cuda.c), so each rank's trace is its GPU's, named -g0. */
+TL_TEST(real_shared_gpu) {
+  run_mode("nccl2.28.3-h200x1-sharedgpu", 1);
+  char base[256], dir[300], rec[2][300];
+  REQUIRE(replay_pair("nccl2.28.3-h200x1-sharedgpu", base, dir, rec) == 0, "replay failed");
+  char *paths[8];
+  int n = h_find_traces(dir, paths, 8);
+  for (int i = 0; i < n; i++) {
+    tr_trace t;
+    char err[512];
+    int64_t dev = -2;
+    CHECK(strstr(paths[i], "-g0.trace.json") != NULL, "%s: not named after its GPU", paths[i]);
+    if (tr_load(&t, paths[i], err, sizeof err) == 0) {
+      tr_header_i64(&t, "cuda_device", &dev);
+      CHECK(dev == 0, "%s: cuda_device %lld, want 0 (recorded)", paths[i], (long long)dev);
+      tr_free(&t);
+    } else CHECK(0, "%s", err);
+    free(paths[i]);
+  }
+  CHECK(n == 2, "%d trace files", n);
+  if (!tl_cur_failed) h_rm_rf(base);
+}
 
 /* CUDA graphs (clex --graph 1 over sockets: 4 sizes of AllReduce and Send/Recv, each step
  * captured once, replayed 1 + 5 times): NCCL fires the API events and KernelLaunch once, at
