@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define CL_BLAME_MIN_MARGIN_NS 50000.0
-#define CL_BLAME_MARGIN_OF_TRANSFER 0.25
+#define CL_BLAME_MARGIN_OF_TRANSFER 0.1
 #define CL_BLAME_WARMUP_FACTOR 3.0
 
 typedef struct {

@@ -265,7 +265,7 @@ static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
   }
   if (!shown_sr) fprintf(o, "  (no rank was last on any instance matched on 2+ ranks)\n");
   else {
-    fprintf(o, "  (late (sig) = instances it was last by > max(50 us, 1/4 of the transfer) over the next-latest rank, of the\n"
+    fprintf(o, "  (late (sig) = instances it was last by > max(50 us, 1/10 of the transfer) over the next-latest rank, of the\n"
             "   instances outside warm-up it took part in; * = fewer than 2: a one-off, ranked after the persistent ones)\n");
     fprintf(o, "  warm-up: %lld instance(s) (the leading outliers of each collective and size)", (long long)bl->n_warmup);
     if (job->n >= 2 && bl->confidence > 0) {
