@@ -158,48 +158,28 @@ static void check_report(const char *dir, int n, int ninst) {
   json_object_put(rep);
 }
 
-TL_TEST(one_thread_drives_two_gpus) {
+/* Case `name` drove `n` GPUs as ranks 0..n-1 of one communicator: one trace per GPU, each
+ * with its own rank, GPU and events only, and a report of n ranks matching every instance. */
+static void check_one_comm(const char *name, const char *const *extra, int n) {
   char dir[256];
-  run("one_thread_2gpu", NULL, dir, sizeof dir);
-  for (int r = 0; r < 2; r++) {
+  run(name, extra, dir, sizeof dir);
+  for (int r = 0; r < n; r++) {
     tr_trace t;
-    if (load_rank(dir, r, &t, 2)) continue;
-    check_header(&t, r, r, "comm", 2);
+    if (load_rank(dir, r, &t, n)) continue;
+    check_header(&t, r, r, "comm", n);
     check_own_events(&t, r, 0, NCOLL);
     tr_free(&t);
   }
-  check_report(dir, 2, NCOLL);
+  check_report(dir, n, NCOLL);
   if (!tl_cur_failed) h_rm_rf(dir);
 }
 
+TL_TEST(one_thread_drives_two_gpus) { check_one_comm("one_thread_2gpu", NULL, 2); }
+/* a launcher's RANK is the process's: with four GPUs each takes its communicator rank */
 TL_TEST(one_thread_drives_four_gpus_launcher_rank_ignored) {
-  /* a launcher's RANK is the process's: with four GPUs each takes its communicator rank */
-  char dir[256];
-  run("one_thread_4gpu", (const char *const[]){"RANK=0", NULL}, dir, sizeof dir);
-  for (int r = 0; r < 4; r++) {
-    tr_trace t;
-    if (load_rank(dir, r, &t, 4)) continue;
-    check_header(&t, r, r, "comm", 4);
-    check_own_events(&t, r, 0, NCOLL);
-    tr_free(&t);
-  }
-  check_report(dir, 4, NCOLL);
-  if (!tl_cur_failed) h_rm_rf(dir);
+  check_one_comm("one_thread_4gpu", (const char *const[]){"RANK=0", NULL}, 4);
 }
-
-TL_TEST(a_thread_per_gpu) {
-  char dir[256];
-  run("thread_per_gpu", NULL, dir, sizeof dir);
-  for (int r = 0; r < 2; r++) {
-    tr_trace t;
-    if (load_rank(dir, r, &t, 2)) continue;
-    check_header(&t, r, r, "comm", 2);
-    check_own_events(&t, r, 0, NCOLL);
-    tr_free(&t);
-  }
-  check_report(dir, 2, NCOLL);
-  if (!tl_cur_failed) h_rm_rf(dir);
-}
+TL_TEST(a_thread_per_gpu) { check_one_comm("thread_per_gpu", NULL, 2); }
 
 TL_TEST(sub_communicators_take_the_largest_ones_rank) {
   char dir[256];
