@@ -1,0 +1,77 @@
+/* cupti_cost.cu: what each way of timing kernels with CUPTI costs the application, per kernel
+ * launch, with no NCCL in the way (one GPU is enough): a loop of tiny kernels launched back to
+ * back, timed on the host, in one of these modes (one per process: CUPTI attaches per process):
+ *   none      no CUPTI at all
+ *   kernel    CONCURRENT_KERNEL activity records only
+ *   driver    CONCURRENT_KERNEL + DRIVER API activity records (what COMMLENS_CUPTI=on uses)
+ *   runtime   CONCURRENT_KERNEL + RUNTIME API activity records
+ *   callback  CONCURRENT_KERNEL + a driver callback on cuLaunchKernel only (no API records)
+ * Prints "mode ns_per_launch" as the median of ROUNDS batches. Part of issue "always-on": which
+ * mechanism can give every collective a GPU span for ~1 us.
+ *   nvcc -O2 -o cupti_cost bench/cupti_cost.cu -I$CUDA/include -L$CUDA/lib64 -lcupti -lcuda
+ *   ./cupti_cost MODE [LAUNCHES_PER_BATCH] [ROUNDS] */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cupti.h>
+#include <algorithm>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <vector>
+
+__global__ void tiny(int *p) { if (threadIdx.x == 0 && p) p[blockIdx.x] += 1; }
+
+static unsigned long long g_records;
+static void CUPTIAPI buf_request(uint8_t **b, size_t *size, size_t *max) {
+  *size = 8 << 20;
+  *b = (uint8_t *)aligned_alloc(8, *size);
+  *max = 0;
+}
+static void CUPTIAPI buf_complete(CUcontext, uint32_t, uint8_t *b, size_t, size_t valid) {
+  CUpti_Activity *r = NULL;
+  while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS) g_records++;
+  free(b);
+}
+static void CUPTIAPI on_callback(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
+
+#define CK(x) do { CUptiResult r_ = (x); if (r_ != CUPTI_SUCCESS) { const char *s; cuptiGetResultString(r_, &s); \
+  fprintf(stderr, "%s: %s\n", #x, s); exit(1); } } while (0)
+
+static double now_ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "none";
+  int n = argc > 2 ? atoi(argv[2]) : 20000, rounds = argc > 3 ? atoi(argv[3]) : 15;
+  cudaFree(0);
+  if (strcmp(mode, "none")) {
+    CK(cuptiActivityRegisterCallbacks(buf_request, buf_complete));
+    CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    if (!strcmp(mode, "driver")) CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
+    else if (!strcmp(mode, "runtime")) CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+    else if (!strcmp(mode, "callback")) {
+      CUpti_SubscriberHandle sub;
+      CK(cuptiSubscribe(&sub, (CUpti_CallbackFunc)on_callback, NULL));
+      CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+    } else if (strcmp(mode, "kernel")) { fprintf(stderr, "unknown mode %s\n", mode); return 2; }
+  }
+  int *p;
+  cudaMalloc(&p, 1024 * sizeof(int));
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  for (int i = 0; i < 2000; i++) tiny<<<1, 32, 0, s>>>(p);   /* warm-up */
+  cudaStreamSynchronize(s);
+  std::vector<double> per;
+  for (int r = 0; r < rounds; r++) {
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) tiny<<<1, 32, 0, s>>>(p);
+    cudaStreamSynchronize(s);
+    per.push_back((now_ns() - t0) / n);
+  }
+  std::sort(per.begin(), per.end());
+  if (strcmp(mode, "none")) cuptiActivityFlushAll(1);
+  cudaError_t e = cudaGetLastError();
+  printf("%-9s %8.1f ns/launch (min %.1f, max %.1f; %d x %d launches; %llu CUPTI records; %s)\n", mode,
+         per[per.size() / 2], per.front(), per.back(), rounds, n, g_records, cudaGetErrorString(e));
+  return e == cudaSuccess ? 0 : 1;
+}
