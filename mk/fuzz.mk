@@ -1,5 +1,5 @@
 # fuzz.mk: libFuzzer targets (fuzz/fuzz_abi.c over the plugin's ABI tables, fuzz/fuzz_cli.c
-# over the CLI's trace reader), built with clang into $(BUILD)/fuzz. `make test` replays
+# over the CLI's trace reader, fuzz/fuzz_join.c over the CUPTI join and the participants), built with clang into $(BUILD)/fuzz. `make test` replays
 # every input kept in fuzz/regress/<target>/ (each once crashed something) and fuzzes each
 # target for FUZZ_TEST_SECONDS from fuzz/corpus/<target>/ with a fixed seed; `make fuzz
 # FUZZ_SECONDS=3600` fuzzes each target longer (new inputs go to $(BUILD)/fuzz/work/,
@@ -15,7 +15,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 $(FUZZ_SAN)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_CLI_OBJ := $(filter-out %/main.o,$(CLI_SRC:%.c=$(FUZZ_DIR)/obj/%.o))
-FUZZ_BINS := $(FUZZ_DIR)/fuzz_abi $(FUZZ_DIR)/fuzz_cli
+FUZZ_BINS := $(FUZZ_DIR)/fuzz_abi $(FUZZ_DIR)/fuzz_cli $(FUZZ_DIR)/fuzz_join
 FUZZ_STAMP := $(FUZZ_DIR)/.clang
 
 .PHONY: fuzz fuzz-build
@@ -40,14 +40,16 @@ $(FUZZ_DIR)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h p
 
 $(FUZZ_DIR)/fuzz_abi: fuzz/fuzz_abi.c $(FUZZ_LIB_OBJ) | $(FUZZ_STAMP)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -ljson-c -lz -ldl -lpthread -lm
+$(FUZZ_DIR)/fuzz_join: fuzz/fuzz_join.c $(FUZZ_LIB_OBJ) | $(FUZZ_STAMP)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -ljson-c -lz -ldl -lpthread -lm
 $(FUZZ_DIR)/fuzz_cli: fuzz/fuzz_cli.c $(FUZZ_CLI_OBJ) | $(FUZZ_STAMP)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools/commlens -fsanitize=fuzzer -o $@ $^ -ljson-c -lz -lpthread -lm
 
 # One bounded run per target inside `make test` (fuzz/run.sh prints the suite line).
 ifeq ($(FUZZ),1)
 test: $(FUZZ_BINS)
-TEST_MORE += --clear $(foreach t,abi cli,--cmd 'sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$(t) $(t) $(FUZZ_TEST_SECONDS) $(FUZZ_DIR)')
+TEST_MORE += --clear $(foreach t,abi cli join,--cmd 'sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$(t) $(t) $(FUZZ_TEST_SECONDS) $(FUZZ_DIR)')
 endif
 
 fuzz: $(FUZZ_BINS)
-	$(Q)for t in abi cli; do sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$$t $$t $(FUZZ_SECONDS) $(FUZZ_DIR) long || exit 1; done
+	$(Q)for t in abi cli join; do sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$$t $$t $(FUZZ_SECONDS) $(FUZZ_DIR) long || exit 1; done
