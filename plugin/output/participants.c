@@ -9,6 +9,8 @@ struct cl_parts {
   cl_parts_deps deps;
   cl_part *p[CL_MAX_PARTS];
   size_t n;
+  uint64_t no_comm;          /* devices (< 64) no communicator used when the registry held... */
+  uint32_t no_comm_at;       /* ...this many: a compute-only GPU's kernels do not rescan it */
 };
 
 cl_parts *cl_parts_new(const cl_parts_deps *deps) {
@@ -135,11 +137,15 @@ void cl_parts_discover(cl_parts *ps) {
 cl_part *cl_parts_of_dev(cl_parts *ps, int dev) {
   cl_part *p = find(ps, dev);
   if (p) return p;
-  if (dev >= 0) {
+  uint32_t nc = ps->deps.comm_count();
+  int known_none = dev >= 0 && dev < 64 && (ps->no_comm >> dev & 1) && ps->no_comm_at == nc;
+  if (dev >= 0 && !known_none) {
     int devs[CL_MAX_PARTS];
     int ndev = comm_devices(ps, devs, CL_MAX_PARTS);
     for (int i = 0; i < ndev; i++)
       if (devs[i] == dev) return create(ps, dev);
+    if (ps->no_comm_at != nc) { ps->no_comm = 0; ps->no_comm_at = nc; }
+    if (dev < 64) ps->no_comm |= 1ull << dev;
   }
   return ps->n ? ps->p[0] : create(ps, -1);
 }
