@@ -754,6 +754,20 @@ void h_rm_rf(const char *dir) {
   if (dir && *dir) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+char *h_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+  if (b) b[n] = 0;
+  if (b && len) *len = (size_t)n;
+  fclose(f);
+  return b;
+}
+
 /* ---- fresh-process cases --------------------------------------------------------------- */
 static struct { const char *name; h_child_fn fn; } g_children[256];
 static int g_nchildren;
