@@ -149,7 +149,7 @@ void hp_chart_lateness(hp_page *p) {
       if (s >= 0) CL_PUSH(seen, s);
     }
   }
-  qsort(seen.a, seen.n, sizeof(long), cmp_long);
+  if (seen.n) qsort(seen.a, seen.n, sizeof(long), cmp_long);   /* seen.a is NULL when none was pushed */
   for (size_t k = 0; k < seen.n; k++) if (!k || seen.a[k] != seen.a[k - 1]) seen.a[nstep++] = seen.a[k];
   stepno = seen.a;
   m.steps = nstep >= 2;
@@ -290,7 +290,7 @@ void hp_chart_channels(hp_page *p) {
     if (!first) first = &an->ch[k];
     CL_PUSH(keys, ((chan_key){an->ch[k].c->comm, an->ch[k].c->channel}));
   }
-  qsort(keys.a, keys.n, sizeof(chan_key), cmp_key);
+  if (keys.n) qsort(keys.a, keys.n, sizeof(chan_key), cmp_key);
   size_t nk = 0;
   for (size_t k = 0; k < keys.n; k++) if (!nk || cmp_key(&keys.a[k], &keys.a[nk - 1])) keys.a[nk++] = keys.a[k];
   rank_rows_init(&m.g, job, first ? first->ri : -1);
