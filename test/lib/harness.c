@@ -25,7 +25,10 @@ const char *h_lib_path(void) {
 }
 
 int h_cuda_set_device(const char *lib, int dev) {
+  /* the threads of one job (a thread per GPU) make their GPUs current at once: one loads */
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   static void (*set)(int);
+  pthread_mutex_lock(&mu);
   if (!set) {
     char path[1200];
     const char *env = getenv("COMMLENS_FAKE_CUDA");
@@ -36,9 +39,12 @@ int h_cuda_set_device(const char *lib, int dev) {
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);   /* global: found by its soname, libcuda.so.1 */
     if (h) *(void **)&set = dlsym(h, "commlens_fake_cuda_set_device");
-    if (!set) { fprintf(stderr, "  h_cuda_set_device: cannot load %s: %s\n", path, dlerror()); return -1; }
+    if (!set) fprintf(stderr, "  h_cuda_set_device: cannot load %s: %s\n", path, dlerror());
   }
-  set(dev);
+  void (*fn)(int) = set;
+  pthread_mutex_unlock(&mu);
+  if (!fn) return -1;
+  fn(dev);
   return 0;
 }
 
