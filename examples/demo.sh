@@ -2,7 +2,8 @@
 # demo.sh: `make demo`. With a GPU (and nvcc): builds the example NCCL job (examples/allreduce)
 # and runs it over NVLink with commlens loaded. Without one: replays the real two-rank NCCL
 # runs recorded on 2x H200 (test/data/real) through the plugin, one process per rank, at the
-# recorded pace. Then, either way: `commlens report` and `commlens merge` on the traces.
+# recorded pace. Then, either way: `commlens report` (text, and the HTML page with its charts,
+# plus a screenshot of it where chromium is installed) and `commlens merge` on the traces.
 #   sh examples/demo.sh BUILD_DIR     (absolute; holds the plugin, commlens, commlens-replay)
 # Everything lands in ./commlens-demo. POSIX sh (dash). Exit status non-zero if a step failed.
 set -u
@@ -19,6 +20,15 @@ fail=0
 modes=
 
 say() { printf '%s\n' "$*"; }
+# screenshot HTML PNG: headless chromium, bounded in time; silent, non-zero if it failed
+screenshot() {
+  ud=$(mktemp -d) || return 1
+  timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync --user-data-dir="$ud" \
+    --hide-scrollbars --window-size=1400,3000 --screenshot="$2" "file://$1" >/dev/null 2>&1
+  rc=$?; rm -rf "$ud"; [ "$rc" -eq 0 ] && [ -s "$2" ]
+}
+chromium=$(command -v chromium || command -v chromium-browser || true)
 die() { say "demo: $*" >&2; exit 1; }
 indent() { sed 's/^/    /'; }
 [ -e "$LIB" ] || die "$LIB is missing (run make demo)"
@@ -26,7 +36,7 @@ have_cli=1
 [ -x "$CLI" ] || { have_cli=0; say "commlens demo: the commlens CLI was not built (it needs json-c: see make's message); showing the per-rank summaries instead of the report"; }
 
 rm -rf "$OUT/traces" "$OUT/nvlink" "$OUT/socket" "$OUT"/merged-*.json "$OUT"/report-*.txt "$OUT"/merge-*.log \
-  "$OUT"/replay-*.log
+  "$OUT"/replay-*.log "$OUT"/report-*.html "$OUT"/report-*.png "$OUT"/report-*.log
 mkdir -p "$OUT" || die "cannot create $OUT"
 
 # ---- a usable GPU: nvidia-smi lists at least one, and nvcc can build the example ----
@@ -81,18 +91,25 @@ for m in $modes; do
   say "== $mode"
   traces=$(ls "$dir"/*.trace.json "$dir"/*.trace.json.gz 2>/dev/null)
   if [ -z "$traces" ]; then say "  no traces in $dir"; fail=1; continue; fi
-  say "  per-rank traces:    $(printf '%s\n' "$traces" | tr '\n' ' ')"
-  say "  per-rank summaries: $(ls "$dir"/*.summary.txt 2>/dev/null | tr '\n' ' ')"
   if [ "$have_cli" -eq 0 ]; then
+    say "  per-rank traces:    $(printf '%s\n' "$traces" | tr '\n' ' ')"
     for s in "$dir"/*.summary.txt; do [ -r "$s" ] && { say "  $s:"; head -n 12 "$s" | indent; }; done
     say "  (commlens report / merge need the CLI: install libjson-c-dev and run make cli)"
     continue
   fi
-  if "$CLI" report "$dir" >"$OUT/report-$mode.txt" 2>&1; then
+  html=$(cd "$OUT" && pwd)/report-$mode.html
+  if "$CLI" report "$dir" --html "$html" >"$OUT/report-$mode.txt" 2>"$OUT/report-$mode.log"; then
+    shot=
+    if [ -z "$chromium" ]; then shot="  (no chromium: no screenshot)"
+    elif screenshot "$html" "${html%.html}.png"; then shot="  screenshot: ${html%.html}.png"
+    else shot="  (chromium could not take a screenshot)"; fi
+    say "  HTML report:        $html$shot"
+    say "  per-rank traces:    $(printf '%s\n' "$traces" | tr '\n' ' ')"
+    say "  per-rank summaries: $(ls "$dir"/*.summary.txt 2>/dev/null | tr '\n' ' ')"
     say "  report:             $OUT/report-$mode.txt  (commlens report $dir), first lines:"
     grep -v '^ *$' "$OUT/report-$mode.txt" | head -n 9 | indent
   else
-    say "  commlens report $dir failed:"; tail -n 5 "$OUT/report-$mode.txt" | indent; fail=1
+    say "  commlens report $dir failed:"; tail -n 5 "$OUT/report-$mode.txt" "$OUT/report-$mode.log" | indent; fail=1
   fi
   if "$CLI" merge "$dir" -o "$merged" >"$OUT/merge-$mode.log" 2>&1 && [ -s "$merged" ]; then
     say "  merged trace:       $merged  ($(sed -n 's/.*wrote [^:]*: //p' "$OUT/merge-$mode.log" | head -n 1))"
@@ -101,6 +118,7 @@ for m in $modes; do
   fi
 done
 say ""
-say "open the .json files at https://ui.perfetto.dev (per-rank traces, or the merged ones for all ranks on one clock)"
+say "open the .html reports in any browser (self-contained, offline), and the .json files at https://ui.perfetto.dev"
+say "(per-rank traces, or the merged ones for all ranks on one clock)"
 [ "$fail" -eq 0 ] || say "demo: some steps failed (see above)" >&2
 exit "$fail"

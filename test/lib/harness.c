@@ -25,8 +25,9 @@ const char *h_lib_path(void) {
 }
 
 int h_cuda_set_device(const char *lib, int dev) {
+  /* the threads of one job (a thread per GPU) make their GPUs current at once: one loads */
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   static void (*set)(int);
-  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;   /* threads of one job race to load it */
   pthread_mutex_lock(&mu);
   if (!set) {
     char path[1200];
@@ -757,6 +758,20 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 }
 void h_rm_rf(const char *dir) {
   if (dir && *dir) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *h_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+  if (b) b[n] = 0;
+  if (b && len) *len = (size_t)n;
+  fclose(f);
+  return b;
 }
 
 /* ---- fresh-process cases --------------------------------------------------------------- */

@@ -172,6 +172,9 @@ void h_short_job(int ncoll, const h_opts *o);
 /* Finds files in dir whose name ends with suffix; same contract as h_find_traces. */
 int h_find_files(const char *dir, const char *suffix, char **paths, int max);
 void h_rm_rf(const char *dir);
+/* The whole file, NUL-terminated (malloc'd, the caller frees); NULL if unreadable. *len, if
+ * given, receives its length. */
+char *h_read_file(const char *path, size_t *len);
 
 /* ---- the CLI ---------------------------------------------------------------------- */
 /* Runs `$COMMLENS_CLI args` (else build/commlens); returns its stdout (malloc'd) and exit

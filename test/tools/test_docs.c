@@ -1,27 +1,14 @@
 /* test_docs.c: README.md documents every COMMLENS_* variable the plugin declares (as printed
  * by `commlens env`), so the one table in common/config.c and the README cannot drift apart. */
-#include "tl.h"
+#include "harness.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-  if (b) b[n] = 0;
-  fclose(f);
-  return b;
-}
-
 TL_TEST(readme_lists_every_variable) {
   const char *cli = getenv("COMMLENS_CLI");
   REQUIRE(cli, "COMMLENS_CLI is not set");
-  char *readme = slurp("README.md");
+  char *readme = h_read_file("README.md", NULL);
   REQUIRE(readme, "README.md not readable from %s", getenv("PWD") ? getenv("PWD") : "?");
   char cmd[1200];
   snprintf(cmd, sizeof cmd, "%s env", cli);

@@ -1,5 +1,6 @@
 /* main.c: the `commlens` command line: argument parsing and dispatch to report/merge.
  * Exit codes: 0 = something useful was produced, 2 = nothing (no usable input, bad usage). */
+#include "html.h"
 #include "report.h"
 #include "common/config.h"
 #include <stdio.h>
@@ -9,7 +10,7 @@
 
 static void usage(FILE *o) {
   fprintf(o,
-    "usage: commlens report DIR... [--json] [--top N] [--threads N]\n"
+    "usage: commlens report DIR... [--json] [--top N] [--threads N] [--html FILE]\n"
     "       commlens merge DIR... -o OUT[.gz] [--ranks 0-3,7] [--comm 0xHASH|NAME]\n"
     "                             [--window START_MS:END_MS | --steps A:B] [--threads N]\n"
     "       commlens env      (the plugin's COMMLENS_* variables: name, default, meaning)\n"
@@ -30,12 +31,13 @@ int main(int argc, char **argv) {
   long nc = sysconf(_SC_NPROCESSORS_ONLN);
   if (nc > 0 && nc < threads) threads = (int)nc;
   cl_merge_opts mo; memset(&mo, 0, sizeof mo);
-  const char *comm_arg = NULL;
+  const char *comm_arg = NULL, *html = NULL;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     int has_next = i + 1 < argc;
 #define NEED() do { if (!has_next) { fprintf(stderr, "commlens: %s needs a value\n", a); return 2; } } while (0)
     if (!strcmp(a, "--json") && is_report) json = 1;
+    else if (!strcmp(a, "--html") && is_report) { NEED(); html = argv[++i]; }
     else if (!strcmp(a, "--top") && is_report) { NEED(); top = atoi(argv[++i]); if (top < 1) top = 1; }
     else if (!strcmp(a, "--threads")) { NEED(); threads = atoi(argv[++i]); if (threads < 1) threads = 1; }
     else if (!strcmp(a, "-o") && is_merge) { NEED(); mo.out = argv[++i]; }
@@ -73,7 +75,7 @@ int main(int argc, char **argv) {
   cl_job_instances(&job);
   cl_job_align(&job);
   int rc;
-  if (is_report) rc = cl_report(&job, json, top, stdout);
+  if (is_report) rc = cl_report(&job, json, top, stdout) || (html && cl_report_html(&job, html));
   else {
     if (comm_arg) {
       char *e; unsigned long long v = strtoull(comm_arg, &e, 0);

@@ -10,25 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-typedef struct {
-  double blame, waited, late_sum, coll_time, transfer, comm_union;
-  int64_t n_last, n_inst;
-  uint32_t worst[3]; double worst_w[3];
-} rank_an;
-
-typedef struct { int32_t culprit; double wait, transfer, late, busbw, ratio; } inst_an;
-typedef struct { int ri; cl_chan *c; double mean, ratio; } chan_row;
-
-typedef struct {
-  rank_an *ra; inst_an *ia;
-  chan_row *ch; size_t nch;
-  uint32_t *lowbw; size_t nlow;
-  double tot_coll, tot_wait, tot_transfer;
-  int64_t n_multi;
-  cl_blame bl;               /* the slow-rank ranking: persistence over one-off waits */
-} analysis;
-
 static int cmp_i64pair(const void *a, const void *b) {
   const int64_t *x = a, *y = b;
   return x[0] < y[0] ? -1 : x[0] > y[0];
@@ -50,9 +31,9 @@ static double comm_union(const cl_rank *r) {
   return tot;
 }
 
-static const analysis *g_an;
+static const cl_analysis *g_an;
 static int cmp_chan(const void *a, const void *b) {
-  const chan_row *x = a, *y = b;
+  const cl_chan_row *x = a, *y = b;
   double fx = x->c->n ? (double)x->c->tail / (double)x->c->n : 0, fy = y->c->n ? (double)y->c->tail / (double)y->c->n : 0;
   if (fx != fy) return fx < fy ? 1 : -1;
   if (x->ratio != y->ratio) return x->ratio < y->ratio ? 1 : -1;
@@ -63,14 +44,22 @@ static int cmp_lowbw(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void analyze(cl_job *job, analysis *an) {
+void cl_analyse(cl_job *job, cl_analysis *an) {
   memset(an, 0, sizeof *an);
-  an->ra = cl_xcalloc((size_t)job->n, sizeof(rank_an));
-  an->ia = cl_xcalloc(job->inst.n ? job->inst.n : 1, sizeof(inst_an));
-  for (int i = 0; i < job->n; i++) an->ra[i].comm_union = comm_union(job->r[i]);
+  an->ra = cl_xcalloc((size_t)job->n, sizeof(cl_rank_an));
+  an->ia = cl_xcalloc(job->inst.n ? job->inst.n : 1, sizeof(cl_inst_an));
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  for (int i = 0; i < job->n; i++) {
+    cl_rank *r = job->r[i];
+    an->ra[i].comm_union = comm_union(r);
+    if (!r->info.n_events) continue;
+    if (cl_aligned(r, r->t_min) < t0) t0 = cl_aligned(r, r->t_min);
+    if (cl_aligned(r, r->t_max) > t1) t1 = cl_aligned(r, r->t_max);
+  }
+  an->span = t1 > t0 ? (double)(t1 - t0) : 0;
   int64_t *tmp = cl_xmalloc(((size_t)job->n + 1) * sizeof(int64_t));
   for (size_t ii = 0; ii < job->inst.n; ii++) {
-    cl_inst *in = &job->inst.a[ii]; inst_an *ia = &an->ia[ii];
+    cl_inst *in = &job->inst.a[ii]; cl_inst_an *ia = &an->ia[ii];
     ia->culprit = -1;
     if (in->count < 2) continue;
     an->n_multi++;
@@ -89,14 +78,15 @@ static void analyze(cl_job *job, analysis *an) {
       cl_rank *r = job->r[mb->rank_idx]; cl_coll *c = &r->colls.a[mb->coll_idx];
       double w = (double)(last - tmp[m]);
       wait += w;
-      rank_an *ra = &an->ra[mb->rank_idx];
+      cl_rank_an *ra = &an->ra[mb->rank_idx];
       ra->waited += w; ra->coll_time += (double)(c->end - c->start); ra->transfer += (double)mind; ra->n_inst++;
       an->tot_coll += (double)(c->end - c->start); an->tot_transfer += (double)mind;
     }
     an->tot_wait += wait;
     int64_t med = cl_median_i64(tmp, in->count);
     ia->culprit = culprit; ia->wait = wait; ia->transfer = (double)mind; ia->late = (double)(last - med);
-    rank_an *ca = &an->ra[culprit];
+    ia->med_arrival = med;
+    cl_rank_an *ca = &an->ra[culprit];
     ca->blame += wait; ca->n_last++; ca->late_sum += ia->late;
     for (int k = 0; k < 3; k++) {
       if (ca->worst_w[k] < wait || (k == 0 && ca->n_last == 1)) {
@@ -129,7 +119,7 @@ static void analyze(cl_job *job, analysis *an) {
       for (size_t k = a; k < b; k++) bw[k - a] = an->ia[keys[2 * k + 1]].busbw;
       double med = cl_median_dbl(bw, b - a);
       for (size_t k = a; k < b; k++) {
-        inst_an *ia = &an->ia[keys[2 * k + 1]];
+        cl_inst_an *ia = &an->ia[keys[2 * k + 1]];
         ia->ratio = med > 0 ? ia->busbw / med : 1;
         if (ia->ratio < 0.999) an->lowbw[an->nlow++] = (uint32_t)keys[2 * k + 1];
       }
@@ -142,11 +132,11 @@ static void analyze(cl_job *job, analysis *an) {
   /* channels */
   size_t nch = 0;
   for (int i = 0; i < job->n; i++) nch += job->r[i]->chans.n;
-  an->ch = cl_xmalloc((nch + 1) * sizeof(chan_row));
+  an->ch = cl_xmalloc((nch + 1) * sizeof(cl_chan_row));
   for (int i = 0; i < job->n; i++)
     for (size_t k = 0; k < job->r[i]->chans.n; k++) {
       cl_chan *c = &job->r[i]->chans.a[k];
-      an->ch[an->nch++] = (chan_row){ i, c, c->n ? (double)c->sum_dur / (double)c->n : 0, 0 };
+      an->ch[an->nch++] = (cl_chan_row){ i, c, c->n ? (double)c->sum_dur / (double)c->n : 0, 0 };
     }
   /* ratio: channel mean duration vs the median channel mean of the same rank and comm. Across
    * ranks the comparison would mix in waiting: every channel of a rank that waits for a late
@@ -164,12 +154,17 @@ static void analyze(cl_job *job, analysis *an) {
 #undef SAME_GROUP
   }
   free(m);
-  qsort(an->ch, an->nch, sizeof(chan_row), cmp_chan);
+  qsort(an->ch, an->nch, sizeof(cl_chan_row), cmp_chan);
   cl_blame_compute(job, &an->bl);
 }
 
+void cl_analysis_free(cl_analysis *an) {
+  free(an->ra); free(an->ia); free(an->ch); free(an->lowbw);
+  cl_blame_free(&an->bl);
+}
+
 /* "host" or "host:GPU" (a process may drive several GPUs: each is a rank of its own). */
-static const char *host_of(const cl_rank *r) {
+const char *cl_rank_host(const cl_rank *r) {
   static _Thread_local char buf[4][160];
   static _Thread_local int k;
   char *b = buf[k++ % 4];
@@ -181,7 +176,7 @@ static void inst_label(cl_job *job, uint32_t id, char *buf, size_t n) {
   cl_inst *in = &job->inst.a[id];
   snprintf(buf, n, "%s #%lld", cl_func_name(in->func), (long long)in->seq);
 }
-static const char *exposed_str(const cl_rank *r, double *out) {
+const char *cl_rank_exposed(const cl_rank *r, double *out) {
   if (r->has_exposed_args) { *out = (double)r->exposed_args; return "exposed_ns"; }
   if (r->has_exposed_evs) { *out = (double)r->exposed_evs; return "exposed events"; }
   *out = -1; return NULL;
@@ -190,22 +185,15 @@ static void peer_top(const cl_chan *c, int *peer, int64_t *w) {
   *peer = -1; *w = 0;
   for (size_t i = 0; i < c->peers.n; i++) if (c->peers.a[i].wait > *w) { *w = c->peers.a[i].wait; *peer = c->peers.a[i].peer; }
 }
-static const char *verdict(const cl_chan *c) {
+const char *cl_chan_verdict(const cl_chan *c) {
   int64_t pw = c->w_peer + c->w_recv, gw = c->w_gpu + c->w_recv_gpu;
   if (!c->nsteps) return "-";
   if (pw == 0 && gw == 0) return "no waits";
   return pw >= gw ? "waited on peer" : "waited on local GPU";
 }
 
-static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
+static void print_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   char b1[32], b2[32], b3[32], b4[32], b5[32];
-  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-  for (int i = 0; i < job->n; i++) {
-    cl_rank *r = job->r[i];
-    if (!r->info.n_events) continue;
-    if (cl_aligned(r, r->t_min) < t0) t0 = cl_aligned(r, r->t_min);
-    if (cl_aligned(r, r->t_max) > t1) t1 = cl_aligned(r, r->t_max);
-  }
   fprintf(o, "commlens report: %d rank(s) of job \"%s\" (ranks %d..%d), %d file(s) read, %d skipped\n",
           job->n, job->job, job->r[0]->rank, job->r[job->n - 1]->rank, job->n_files_seen - job->n_files_skipped,
           job->n_files_skipped);
@@ -213,7 +201,7 @@ static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
   for (int i = 1; i < job->n; i++) gaps += job->r[i]->rank - job->r[i - 1]->rank - 1;
   if (gaps || job->r[0]->rank != 0) fprintf(o, "  missing ranks: %d between 0 and %d\n", gaps + job->r[0]->rank, job->r[job->n - 1]->rank);
   fprintf(o, "  span %s on rank %d's clock; %lld collective instances matched on 2+ ranks\n\n",
-          cl_fmt_time(b1, sizeof b1, t1 > t0 ? (double)(t1 - t0) : 0), job->ref_rank, (long long)an->n_multi);
+          cl_fmt_time(b1, sizeof b1, an->span), job->ref_rank, (long long)an->n_multi);
 
   /* ranks */
   int *ord = cl_xmalloc((size_t)job->n * sizeof(int));
@@ -226,17 +214,17 @@ static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
     int best = -1; double bv = -2;
     for (int j = 0; j < job->n; j++) {
       if (ord[j] < 0) continue;
-      double ex; exposed_str(job->r[j], &ex);
+      double ex; cl_rank_exposed(job->r[j], &ex);
       double v = ex >= 0 ? ex * 1e3 + an->ra[j].comm_union * 1e-9 : an->ra[j].comm_union * 1e-9;
       if (v > bv) { bv = v; best = j; }
     }
     if (best < 0) break;
     ord[best] = -1; shown++;
-    cl_rank *r = job->r[best]; double ex; exposed_str(r, &ex);
+    cl_rank *r = job->r[best]; double ex; cl_rank_exposed(r, &ex);
     char ov[16];
     if (ex >= 0 && an->ra[best].comm_union > 0) snprintf(ov, sizeof ov, "%.1f%%", 100.0 * (1 - ex / an->ra[best].comm_union));
     else snprintf(ov, sizeof ov, "n/a");
-    fprintf(o, "  %5d  %-16.16s %12s %12s %8s %12s %8zu\n", r->rank, host_of(r), cl_fmt_time(b1, sizeof b1, an->ra[best].comm_union),
+    fprintf(o, "  %5d  %-16.16s %12s %12s %8s %12s %8zu\n", r->rank, cl_rank_host(r), cl_fmt_time(b1, sizeof b1, an->ra[best].comm_union),
             ex >= 0 ? cl_fmt_time(b2, sizeof b2, ex) : "n/a", ov, cl_fmt_time(b3, sizeof b3, an->ra[best].waited), r->colls.n);
   }
   if (job->n > shown) fprintf(o, "  ... %d more rank(s) (--top N)\n", job->n - shown);
@@ -259,7 +247,7 @@ static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
       wl += (size_t)snprintf(worst + wl, sizeof worst - wl, "%s%s (%s)", w ? ", " : "", lab, cl_fmt_time(b4, sizeof b4, br->worst_w[w]));
       if (wl >= sizeof worst) break;
     }
-    fprintf(o, "  %5d  %-16.16s %11s %11s %12s %12s %12s  %s\n", job->r[ri]->rank, host_of(job->r[ri]), late,
+    fprintf(o, "  %5d  %-16.16s %11s %11s %12s %12s %12s  %s\n", job->r[ri]->rank, cl_rank_host(job->r[ri]), late,
             br->n_sig ? cl_fmt_time(b1, sizeof b1, br->median_margin) : "-", cl_fmt_time(b2, sizeof b2, br->wait_sig),
             cl_fmt_time(b3, sizeof b3, br->wait_all), cl_fmt_time(b5, sizeof b5, br->wait_warmup), worst);
   }
@@ -295,7 +283,7 @@ static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
   fprintf(o, "  %5s %4s %-10s %13s %11s %7s %18s %20s %11s  %s\n", "rank", "ch", "comm", "tail", "mean dur", "vs rank",
           "longest (seq)", "peer wait [peer]", "gpu wait", "proxy steps say");
   for (size_t k = 0; k < an->nch && (int)k < top; k++) {
-    chan_row *c = &an->ch[k]; int peer; int64_t pw; peer_top(c->c, &peer, &pw);
+    cl_chan_row *c = &an->ch[k]; int peer; int64_t pw; peer_top(c->c, &peer, &pw);
     char tail[32], lng[40], pws[40], cn[11];
     snprintf(tail, sizeof tail, "%lld/%lld", (long long)c->c->tail, (long long)c->c->n);
     snprintf(lng, sizeof lng, "%s (#%lld)", cl_fmt_time(b1, sizeof b1, (double)c->c->max_dur), (long long)c->c->max_seq);
@@ -304,7 +292,7 @@ static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
     if (nm[0]) snprintf(cn, sizeof cn, "%.10s", nm); else snprintf(cn, sizeof cn, "%08llx", (unsigned long long)(c->c->comm & 0xffffffffull));
     fprintf(o, "  %5d %4d %-10s %13s %11s %6.2fx %18s %20s %11s  %s\n", job->r[c->ri]->rank, c->c->channel, cn, tail,
             c->c->n ? cl_fmt_time(b3, sizeof b3, c->mean) : "-", c->ratio, c->c->n ? lng : "-", pws,
-            cl_fmt_time(b4, sizeof b4, (double)(c->c->w_gpu + c->c->w_recv_gpu)), verdict(c->c));
+            cl_fmt_time(b4, sizeof b4, (double)(c->c->w_gpu + c->c->w_recv_gpu)), cl_chan_verdict(c->c));
   }
   if (!an->nch) fprintf(o, "  (no kernel_ch or proxy_step events)\n");
 
@@ -312,7 +300,7 @@ static void print_text(cl_job *job, analysis *an, int top, FILE *o) {
   fprintf(o, "\nLowest bus bandwidth (nccl-tests factors; time = shortest duration across ranks; vs median of same func+size)\n");
   fprintf(o, "  %-16s %-10s %12s %11s %11s %7s %8s\n", "collective", "comm", "bytes", "busbw", "median", "ratio", "last in");
   for (size_t k = 0; k < an->nlow && (int)k < top; k++) {
-    uint32_t id = an->lowbw[k]; inst_an *ia = &an->ia[id]; cl_inst *in = &job->inst.a[id];
+    uint32_t id = an->lowbw[k]; cl_inst_an *ia = &an->ia[id]; cl_inst *in = &job->inst.a[id];
     char lab[64], cn[11]; inst_label(job, id, lab, sizeof lab);
     const char *nm = cl_comm_name(in->comm);
     if (nm[0]) snprintf(cn, sizeof cn, "%.10s", nm); else snprintf(cn, sizeof cn, "%08llx", (unsigned long long)(in->comm & 0xffffffffull));
@@ -379,15 +367,15 @@ static json_object *ji(int64_t v) { return json_object_new_int64(v); }
 static json_object *js(const char *s) { return json_object_new_string(s ? s : ""); }
 static json_object *jcomm(uint64_t c) { char b[24]; snprintf(b, sizeof b, "0x%llx", (unsigned long long)c); return js(b); }
 
-static void print_json(cl_job *job, analysis *an, FILE *o) {
+static void print_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object *root = json_object_new_object(), *ranks = json_object_new_array();
   json_object_object_add(root, "job", js(job->job));
   json_object_object_add(root, "ref_rank", ji(job->ref_rank));
   json_object_object_add(root, "instances_matched", ji(an->n_multi));
   json_object_object_add(root, "files_skipped", ji(job->n_files_skipped));
   for (int i = 0; i < job->n; i++) {
-    cl_rank *r = job->r[i]; rank_an *ra = &an->ra[i]; json_object *x = json_object_new_object();
-    double ex; const char *src = exposed_str(r, &ex);
+    cl_rank *r = job->r[i]; cl_rank_an *ra = &an->ra[i]; json_object *x = json_object_new_object();
+    double ex; const char *src = cl_rank_exposed(r, &ex);
     json_object_object_add(x, "rank", ji(r->rank));
     json_object_object_add(x, "host", js(r->info.host));
     json_object_object_add(x, "gpu", ji(r->device));
@@ -434,7 +422,7 @@ static void print_json(cl_job *job, analysis *an, FILE *o) {
   json_object *sl = json_object_new_array();
   for (int k = 0; k < job->n; k++) {
     int ri = bl->order[k];
-    rank_an *ra = &an->ra[ri];
+    cl_rank_an *ra = &an->ra[ri];
     const cl_blame_rank *br = &bl->rank[ri];
     if (!ra->n_last) continue;
     json_object *x = json_object_new_object();
@@ -489,7 +477,7 @@ static void print_json(cl_job *job, analysis *an, FILE *o) {
   json_object_object_add(root, "collective_time", tot);
   json_object *ch = json_object_new_array();
   for (size_t k = 0; k < an->nch; k++) {
-    chan_row *c = &an->ch[k]; json_object *x = json_object_new_object(); int peer; int64_t pw; peer_top(c->c, &peer, &pw);
+    cl_chan_row *c = &an->ch[k]; json_object *x = json_object_new_object(); int peer; int64_t pw; peer_top(c->c, &peer, &pw);
     json_object_object_add(x, "rank", ji(job->r[c->ri]->rank));
     json_object_object_add(x, "comm", jcomm(c->c->comm));
     json_object_object_add(x, "channel", ji(c->c->channel));
@@ -506,13 +494,13 @@ static void print_json(cl_job *job, analysis *an, FILE *o) {
     json_object_object_add(x, "top_peer_wait_ns", ji(pw));
     json_object_object_add(x, "gpu_wait_ns", ji(c->c->w_gpu + c->c->w_recv_gpu));
     json_object_object_add(x, "send_wait_ns", ji(c->c->w_send));
-    json_object_object_add(x, "verdict", js(verdict(c->c)));
+    json_object_object_add(x, "verdict", js(cl_chan_verdict(c->c)));
     json_object_array_add(ch, x);
   }
   json_object_object_add(root, "slow_channels", ch);
   json_object *bw = json_object_new_array();
   for (size_t k = 0; k < an->nlow; k++) {
-    uint32_t id = an->lowbw[k]; inst_an *ia = &an->ia[id]; cl_inst *in = &job->inst.a[id];
+    uint32_t id = an->lowbw[k]; cl_inst_an *ia = &an->ia[id]; cl_inst *in = &job->inst.a[id];
     json_object *x = json_object_new_object();
     json_object_object_add(x, "comm", jcomm(in->comm)); json_object_object_add(x, "func", js(cl_func_name(in->func)));
     json_object_object_add(x, "seq", ji(in->seq)); json_object_object_add(x, "bytes", ji(in->bytes));
@@ -529,10 +517,9 @@ static void print_json(cl_job *job, analysis *an, FILE *o) {
 }
 
 int cl_report(cl_job *job, int json, int top, FILE *out) {
-  analysis an;
-  analyze(job, &an);
+  cl_analysis an;
+  cl_analyse(job, &an);
   if (json) print_json(job, &an, out); else print_text(job, &an, top, out);
-  free(an.ra); free(an.ia); free(an.ch); free(an.lowbw);
-  cl_blame_free(&an.bl);
+  cl_analysis_free(&an);
   return 0;
 }

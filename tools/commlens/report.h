@@ -2,10 +2,44 @@
 #ifndef COMMLENS_CLI_REPORT_H
 #define COMMLENS_CLI_REPORT_H
 #include "load.h"
+#include "blame.h"
 #include <stdio.h>
 
 /* Writes the report for an aligned job (instances built). Returns 0 on success. */
 int cl_report(cl_job *job, int json, int top, FILE *out);
+
+/* What the report concludes, for every output form (text, JSON, HTML). Times in ns. */
+typedef struct {                   /* per rank, indexed like cl_job.r */
+  double blame;                    /* Σ of the others' waits on the instances it arrived last */
+  double waited, late_sum, coll_time, transfer, comm_union;
+  int64_t n_last, n_inst;          /* instances it arrived last in / took part in */
+  uint32_t worst[3]; double worst_w[3];   /* its instances that made others wait the most */
+} cl_rank_an;
+typedef struct {                   /* per instance, indexed like cl_job.inst */
+  int32_t culprit;                 /* rank index of the last arrival, -1: fewer than 2 ranks */
+  double wait, transfer, late;     /* Σ waits, shortest duration, last - median arrival */
+  double busbw, ratio;             /* GB/s; vs the median of its (func, bytes), 0: no median */
+  int64_t med_arrival;             /* median arrival, on the reference rank's clock */
+} cl_inst_an;
+typedef struct { int ri; cl_chan *c; double mean, ratio; } cl_chan_row;   /* ratio: vs_median */
+typedef struct {
+  cl_rank_an *ra; cl_inst_an *ia;
+  cl_chan_row *ch; size_t nch;     /* every (rank, comm, channel), slowest first */
+  uint32_t *lowbw; size_t nlow;    /* instances below their size's median, lowest first */
+  double tot_coll, tot_wait, tot_transfer;
+  double span;                     /* first to last event of every rank, aligned */
+  int64_t n_multi;                 /* instances matched on 2+ ranks */
+  cl_blame bl;                     /* the slow-rank ranking: persistence before one-off waits */
+} cl_analysis;
+/* Fills *an from an aligned job with instances built; cl_analysis_free releases it. */
+void cl_analyse(cl_job *job, cl_analysis *an);
+void cl_analysis_free(cl_analysis *an);
+/* "host" or "host:GPU" (a thread-local buffer, valid for 4 calls). */
+const char *cl_rank_host(const cl_rank *r);
+/* A rank's exposed communication into *out (-1: none recorded); returns its source or NULL. */
+const char *cl_rank_exposed(const cl_rank *r, double *out);
+/* What a channel's proxy steps say: "waited on peer", "waited on local GPU", "no waits", "-". */
+const char *cl_chan_verdict(const cl_chan *c);
 
 typedef struct {
   const char *out;                 /* output path; .gz -> gzip */
