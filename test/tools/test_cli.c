@@ -313,4 +313,16 @@ TL_TEST(cut_anywhere_keeps_complete_events) {
   free(b); rm_rf(d); free(d);
 }
 
+/* JSON escapes come out as the characters they stand for (\u escapes were '?' before). */
+TL_TEST(unescape_decodes_every_json_escape) {
+  const char *in = "a\\\"b\\\\c\\/d\\n\\t\\r\\b\\f\\u0041\\u00e9\\u20ac\\ud83d\\ude00\\ud800x";
+  const char *want = "a\"b\\c/d\n\t\r\b\fA\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbdx";
+  char buf[64];
+  cl_str_unescape((cl_str_t){ in, (int)strlen(in) }, buf, sizeof buf);
+  CHECK(!strcmp(buf, want), "got '%s'", buf);
+  char small[5];   /* a character that does not fit whole is left out */
+  cl_str_unescape((cl_str_t){ "ab\\u20ac", 8 }, small, sizeof small);
+  CHECK(!strcmp(small, "ab"), "bounded: got '%s'", small);
+}
+
 TL_MAIN("tools/cli")

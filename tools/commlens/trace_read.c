@@ -497,16 +497,58 @@ long cl_step_number(cl_str_t s) {
   return v;
 }
 
+static int hex4(const char *p, const char *e, unsigned *out) {
+  unsigned v = 0;
+  if (e - p < 4) return -1;
+  for (int i = 0; i < 4; i++) {
+    char c = p[i];
+    unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (unsigned)((c | 0x20) - 'a' + 10) : 16;
+    if (d > 15) return -1;
+    v = v * 16 + d;
+  }
+  *out = v;
+  return 0;
+}
+
+/* Every JSON escape, \u too (surrogate pairs joined; a lone half becomes U+FFFD), as UTF-8.
+ * A character that does not fit whole is left out with everything after it. */
 char *cl_str_unescape(cl_str_t s, char *buf, size_t n) {
   size_t o = 0;
-  for (int i = 0; i < s.n && o + 1 < n; i++) {
-    char c = s.p[i];
-    if (c == '\\' && i + 1 < s.n) {
-      c = s.p[++i];
-      if (c == 'n') c = '\n'; else if (c == 't') c = '\t';
-      else if (c == 'u') { c = '?'; i += 4; if (i >= s.n) i = s.n - 1; }
+  const char *p = s.p, *e = s.p + s.n;
+  while (p < e && o + 1 < n) {
+    unsigned cp = (unsigned char)*p++;
+    if (cp == '\\' && p < e) {
+      char c = *p++;
+      switch (c) {
+      case 'n': cp = '\n'; break;
+      case 't': cp = '\t'; break;
+      case 'r': cp = '\r'; break;
+      case 'b': cp = '\b'; break;
+      case 'f': cp = '\f'; break;
+      case 'u': {
+        unsigned lo;
+        if (hex4(p, e, &cp)) { cp = 0xfffd; break; }
+        p += 4;
+        if (cp >= 0xd800 && cp < 0xdc00 && e - p >= 6 && p[0] == '\\' && p[1] == 'u' && !hex4(p + 2, e, &lo) &&
+            lo >= 0xdc00 && lo < 0xe000) {
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+          p += 6;
+        } else if (cp >= 0xd800 && cp < 0xe000) cp = 0xfffd;
+        break;
+      }
+      default: cp = (unsigned char)c;   /* \" \\ \/ */
+      }
+      if (cp >= 0x80) {
+        int k = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+        if (o + (size_t)k + 1 > n) break;
+        if (k == 2) buf[o++] = (char)(0xc0 | cp >> 6);
+        else if (k == 3) { buf[o++] = (char)(0xe0 | cp >> 12); buf[o++] = (char)(0x80 | (cp >> 6 & 0x3f)); }
+        else { buf[o++] = (char)(0xf0 | cp >> 18); buf[o++] = (char)(0x80 | (cp >> 12 & 0x3f)); buf[o++] = (char)(0x80 | (cp >> 6 & 0x3f)); }
+        buf[o++] = (char)(0x80 | (cp & 0x3f));
+        continue;
+      }
     }
-    buf[o++] = c;
+    buf[o++] = (char)cp;
   }
   buf[o] = 0;
   return buf;

@@ -56,7 +56,7 @@ void cl_info_free(cl_info *info);
 int cl_str_eq(cl_str_t s, const char *lit);
 /* "step 12" / "ProfilerStep#12" -> 12; -1 if the name is not a step marker. */
 long cl_step_number(cl_str_t name);
-/* Unescapes a JSON string slice into buf (bounded); returns buf. */
+/* Unescapes a JSON string slice into buf (bounded, n > 0) as UTF-8; returns buf. */
 char *cl_str_unescape(cl_str_t s, char *buf, size_t n);
 /* 1 if [p, p+n) is exactly one well-formed JSON value (strict grammar, UTF-8 not checked).
  * The scanner above is lenient about what it skips; text copied through verbatim (merge)
