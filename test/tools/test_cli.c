@@ -325,4 +325,83 @@ TL_TEST(unescape_decodes_every_json_escape) {
   CHECK(!strcmp(small, "ab"), "bounded: got '%s'", small);
 }
 
+static int contains(const char *hay, const char *needle) { return hay && strstr(hay, needle) != NULL; }
+/* A fresh directory holding a synthetic job of nranks ranks and ncoll collectives (c: the rest
+ * of the job as synth_defaults leaves it, or as the caller set it before). Caller frees. */
+static char *job_dir(synth_cfg *c, int nranks, int ncoll) {
+  char *d = mkdir_tmp();
+  c->nranks = nranks; c->ncoll = ncoll;
+  gen(c, d);
+  return d;
+}
+
+/* --version, --help from the option table, --opt=value, "--", and bad usage (exit 2). */
+TL_TEST(options_follow_the_usual_conventions) {
+  synth_cfg c; synth_defaults(&c);
+  char *d = job_dir(&c, 2, 10);
+  char a[1200], *out, *err, *out2, *err2;
+  int rc = run_cli("--version", &out, &err);
+  CHECK(rc == 0 && !strcmp(out, "commlens " COMMLENS_VERSION "\n"), "--version: rc %d '%s'", rc, out);
+  free(out); free(err);
+  static const char *const cmds[] = { "report", "merge", "env" };
+  static const char *const opts[][9] = {
+    { "--json", "--top N", "--threads N", "--html FILE", "-h, --help", NULL },
+    { "-o, --output OUT", "--ranks LIST", "--comm COMM", "--window START_MS:END_MS", "--steps A:B",
+      "--threads N", "-h, --help", NULL },
+    { "-h, --help", NULL } };
+  for (int i = 0; i < 3; i++)
+    for (int h = 0; h < 2; h++) {
+      snprintf(a, sizeof a, "%s %s", cmds[i], h ? "-h" : "--help");
+      rc = run_cli(a, &out, &err);
+      char head[64]; snprintf(head, sizeof head, "usage: commlens %s ", cmds[i]);
+      CHECK(rc == 0 && !strncmp(out, head, strlen(head)) && !err[0], "%s: rc %d, out '%.80s', err '%s'", a, rc, out, err);
+      for (int k = 0; opts[i][k]; k++) CHECK(contains(out, opts[i][k]), "%s does not list %s:\n%s", a, opts[i][k], out);
+      free(out); free(err);
+    }
+  /* env: a first line naming the version (no tab, so table readers skip it), then the rows */
+  rc = run_cli("env", &out, &err);
+  CHECK(rc == 0 && !strncmp(out, "# commlens " COMMLENS_VERSION, strlen("# commlens " COMMLENS_VERSION)), "env: '%.80s'", out);
+  char *nl = strchr(out, '\n');
+  CHECK(nl && memchr(out, '\t', (size_t)(nl - out)) == NULL && strchr(nl, '\t'), "env: header line then tab-separated rows");
+  free(out); free(err);
+  /* --opt=value, --opt value, options before or after the operands */
+  snprintf(a, sizeof a, "report %s --top=2 --json", d);
+  rc = run_cli(a, &out, &err);
+  snprintf(a, sizeof a, "report --json --top 2 -- %s", d);
+  int rc2 = run_cli(a, &out2, &err2);
+  CHECK(rc == 0 && rc2 == 0 && out[0] == '{' && !strcmp(out, out2), "the two spellings differ: rc %d/%d", rc, rc2);
+  free(out); free(err); free(out2); free(err2);
+  /* after "--" an option-like word is an operand */
+  snprintf(a, sizeof a, "report %s -- --json", d);
+  rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && contains(err, "--json: no such file") && !contains(out, "{\n"), "'--' must end the options: rc %d %s", rc, err);
+  free(out); free(err);
+  static const struct { const char *args, *cmd, *msg; } bad[] = {
+    { "report %s --bogus", "report", "unknown option '--bogus'" },
+    { "report %s --top", "report", "option '--top' needs a value (N)" },
+    { "merge %s -o", "merge", "option '-o' needs a value (OUT)" },
+    { "merge %s --output", "merge", "option '--output' needs a value (OUT)" },
+    { "report %s --json=yes", "report", "option '--json' takes no value" },
+    { "report %s --t 3", "report", "option '--t' is ambiguous: --top, --threads" },
+    { "report %s --top abc", "report", "option '--top' expects an integer" },
+    { "report %s --threads 0", "report", "option '--threads' expects an integer" },
+    { "report %s -x", "report", "unknown option '-x'" },
+    { "merge %s --ranks 3-1 -o /dev/null", "merge", "--ranks '3-1'" },
+    { "merge %s", "merge", "needs -o OUT" },
+    { "report", "report", "no trace directory given" },
+    { "env %s", "env", "takes no operands" },
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(a, sizeof a, bad[i].args, d);
+    rc = run_cli(a, &out, &err);
+    char help[64]; snprintf(help, sizeof help, "Try 'commlens %s --help'", bad[i].cmd);
+    CHECK(rc == 2 && contains(err, bad[i].msg) && contains(err, help) && !out[0], "'%s': rc %d, stderr: %s", a, rc, err);
+    free(out); free(err);
+  }
+  rc = run_cli("--bogus", &out, &err);
+  CHECK(rc == 2 && contains(err, "unknown option '--bogus'") && contains(err, "usage:"), "top-level --bogus: rc %d %s", rc, err);
+  free(out); free(err);
+  rm_rf(d); free(d);
+}
+
 TL_MAIN("tools/cli")
