@@ -404,4 +404,40 @@ TL_TEST(options_follow_the_usual_conventions) {
   rm_rf(d); free(d);
 }
 
+/* Progress goes to stderr only when it is a terminal: pipes and logs get none of it. */
+TL_TEST(progress_only_on_a_terminal) {
+  synth_cfg c; synth_defaults(&c);
+  char *d = job_dir(&c, 4, 40);
+  char a[1200], *out, *err;
+  snprintf(a, sizeof a, "report %s", d);
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && !strchr(err, '\r') && !contains(err, "files,"), "report, stderr piped: progress text in '%s'", err);
+  free(out); free(err);
+  snprintf(a, sizeof a, "merge %s -o %s/m.json", d, d);
+  rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && !strchr(err, '\r') && !contains(err, "files,"), "merge, stderr piped: progress text in '%s'", err);
+  free(out); free(err);
+  if (system("command -v script >/dev/null 2>&1") != 0) {
+    fprintf(stderr, "  skipped the terminal case: script(1) (util-linux) is not installed\n");
+    rm_rf(d); free(d); return;
+  }
+  /* under script(1) stderr is a pseudo-terminal: the line is drawn, then erased */
+  static const char *const runs[][2] = { { "report", "commlens: reading " }, { "merge", "commlens: merging " } };
+  for (int i = 0; i < 2; i++) {
+    char cmd[2400], log[700];
+    snprintf(log, sizeof log, "%s/tty.log", d);
+    snprintf(a, sizeof a, "%s %s %s%s%s >/dev/null", cli(), runs[i][0], d, i ? " -o " : "", i ? "/dev/null" : "");
+    snprintf(cmd, sizeof cmd, "script -qec \"%s\" /dev/null </dev/null >%s 2>&1", a, log);
+    rc = system(cmd);
+    char *t = slurp(log, NULL);
+    const char *line = t ? strstr(t, runs[i][1]) : NULL;
+    CHECK(rc == 0 && line && line > t && line[-1] == '\r' && contains(line, " files, ") && contains(line, "events/s"),
+          "%s on a terminal: no progress line in '%s'", runs[i][0], t ? t : "(none)");
+    const char *erase = line ? strstr(line, "\r ") : NULL;   /* "\r<spaces>\r": the line is erased at the end */
+    CHECK(erase && strspn(erase + 1, " ") > 20 && erase[1 + strspn(erase + 1, " ")] == '\r', "%s: progress line not erased", runs[i][0]);
+    free(t);
+  }
+  rm_rf(d); free(d);
+}
+
 TL_MAIN("tools/cli")

@@ -4,6 +4,7 @@
  * metadata and cross-rank flows come from the instance table. Never holds a rank's
  * events in memory beyond a bounded queue of output chunks. */
 #include "report.h"
+#include "progress.h"
 #include <json-c/json.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ typedef struct {
   int64_t kept;
 } merge_ctx;
 
-typedef struct { merge_ctx *m; int qi; cl_rank *r; chunk *c; int64_t kept; } rank_writer;
+typedef struct { merge_ctx *m; int qi; cl_rank *r; chunk *c; int64_t kept; cl_progress_batch prog; } rank_writer;
 
 static chunk *chunk_new(void) { chunk *c = cl_xmalloc(sizeof *c); c->next = NULL; c->n = 0; return c; }
 
@@ -63,6 +64,7 @@ typedef struct { const char *v, *ve; char s[48]; int n; } repl;
 
 static void on_merge_event(const cl_ev *ev, void *arg) {
   rank_writer *w = arg; merge_ctx *m = w->m; cl_rank *r = w->r;
+  cl_progress_count(&w->prog, ev->end - ev->beg);
   if (ev->ph == 'M') {
     if (cl_str_eq(ev->name, "process_name") || cl_str_eq(ev->name, "process_sort_index")) return;
   } else {
@@ -105,11 +107,13 @@ static void *merge_worker(void *arg) {
     int qi = m->next++;
     pthread_mutex_unlock(&m->mu);
     if (qi >= m->nsel) return NULL;
-    rank_writer w = { m, qi, m->job->r[m->sel[qi]], chunk_new(), 0 };
+    rank_writer w = { .m = m, .qi = qi, .r = m->job->r[m->sel[qi]], .c = chunk_new() };
     out_put(&w, "", 0);
     cl_info info;
     cl_trace_scan(w.r->path, on_merge_event, &w, &info, 0);
     cl_info_free(&info);
+    cl_progress_flush(&w.prog);
+    cl_progress_file_done();
     q_push(m, qi, w.c, 1);
     pthread_mutex_lock(&m->mu); m->kept += w.kept; pthread_mutex_unlock(&m->mu);
   }
@@ -279,6 +283,9 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
   }
 
   /* events, rank by rank */
+  double total = 0;
+  for (int i = 0; i < m.nsel; i++) total += (double)job->r[m.sel[i]]->info.bytes_events;
+  cl_progress_begin("merging", m.nsel, total);
   m.q = cl_xcalloc((size_t)m.nsel, sizeof(rank_q));
   int th = o->threads < 1 ? 1 : o->threads > 8 ? 8 : o->threads;
   if (th > m.nsel) th = m.nsel;
@@ -304,6 +311,7 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
     }
   }
   for (int t = 0; t < th; t++) pthread_join(tids[t], NULL);
+  cl_progress_end();
 
   /* cross-rank flows: one chain per collective instance, in arrival order */
   int64_t nflows = 0;
