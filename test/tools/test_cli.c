@@ -1,6 +1,8 @@
 /* test_cli.c: drives the `commlens` CLI (env COMMLENS_CLI, else build/commlens) on
  * synthetic multi-rank jobs with known injected behaviour (synth_gen.h), and on bad input:
- * truncated files, other jobs, other formats, empty directories, non-trace files. */
+ * truncated files, other jobs, other formats, empty directories, non-trace files; its
+ * command-line conventions, its progress line, and its Perfetto protobuf output (decoded by
+ * protoc with tools/commlens/perfetto_min.proto, independently of our encoder). */
 #include "tl.h"
 #include "synth_gen.h"
 #include <json-c/json.h>
@@ -325,6 +327,39 @@ TL_TEST(unescape_decodes_every_json_escape) {
   CHECK(!strcmp(small, "ab"), "bounded: got '%s'", small);
 }
 
+/* A nested message's length is patched in with as many varint bytes as it needs. */
+#include "../../tools/commlens/pb.c"
+static uint64_t read_varint(const uint8_t **p) {
+  uint64_t v = 0; int sh = 0;
+  while (**p & 0x80) { v |= (uint64_t)(*(*p)++ & 0x7f) << sh; sh += 7; }
+  return v | (uint64_t)(*(*p)++) << sh;
+}
+TL_TEST(pb_patches_nested_lengths) {
+  static char big[20000];
+  memset(big, 'x', sizeof big);
+  cl_pb b = {0};
+  cl_pb_begin(&b, 1);                 /* 1 { 2 { 3: big } 4: -1 } 5: 300 */
+  cl_pb_begin(&b, 2);
+  cl_pb_bytes(&b, 3, big, sizeof big);
+  cl_pb_end(&b);
+  cl_pb_int(&b, 4, -1);
+  cl_pb_end(&b);
+  cl_pb_uint(&b, 5, 300);
+  const uint8_t *p = b.d;
+  CHECK(read_varint(&p) == (1 << 3 | 2), "outer tag");
+  uint64_t outer = read_varint(&p);
+  const uint8_t *body = p;
+  CHECK(read_varint(&p) == (2 << 3 | 2), "inner tag");
+  uint64_t inner = read_varint(&p);
+  CHECK(inner == 1 + 3 + sizeof big, "inner length %llu", (unsigned long long)inner);   /* tag, 3-byte length, data */
+  CHECK(read_varint(&p) == (3 << 3 | 2) && read_varint(&p) == sizeof big && p[0] == 'x' && p[sizeof big - 1] == 'x', "data");
+  p += sizeof big;
+  CHECK(read_varint(&p) == (4 << 3) && read_varint(&p) == UINT64_MAX, "negative int: 10 bytes of two's complement");
+  CHECK((uint64_t)(p - body) == outer, "outer length %llu, body %lld", (unsigned long long)outer, (long long)(p - body));
+  CHECK(read_varint(&p) == (5 << 3) && read_varint(&p) == 300 && p == b.d + b.n, "trailing field");
+  cl_pb_free(&b);
+}
+
 static int contains(const char *hay, const char *needle) { return hay && strstr(hay, needle) != NULL; }
 /* A fresh directory holding a synthetic job of nranks ranks and ncoll collectives (c: the rest
  * of the job as synth_defaults leaves it, or as the caller set it before). Caller frees. */
@@ -346,7 +381,7 @@ TL_TEST(options_follow_the_usual_conventions) {
   static const char *const cmds[] = { "report", "merge", "env" };
   static const char *const opts[][9] = {
     { "--json", "--top N", "--threads N", "--html FILE", "-h, --help", NULL },
-    { "-o, --output OUT", "--ranks LIST", "--comm COMM", "--window START_MS:END_MS", "--steps A:B",
+    { "-o, --output OUT", "--format FMT", "--ranks LIST", "--comm COMM", "--window START_MS:END_MS", "--steps A:B",
       "--threads N", "-h, --help", NULL },
     { "-h, --help", NULL } };
   for (int i = 0; i < 3; i++)
@@ -386,6 +421,7 @@ TL_TEST(options_follow_the_usual_conventions) {
     { "report %s --top abc", "report", "option '--top' expects an integer" },
     { "report %s --threads 0", "report", "option '--threads' expects an integer" },
     { "report %s -x", "report", "unknown option '-x'" },
+    { "merge %s -o /dev/null --format xml", "merge", "--format 'xml': expected json or pftrace" },
     { "merge %s --ranks 3-1 -o /dev/null", "merge", "--ranks '3-1'" },
     { "merge %s", "merge", "needs -o OUT" },
     { "report", "report", "no trace directory given" },
@@ -437,6 +473,122 @@ TL_TEST(progress_only_on_a_terminal) {
     CHECK(erase && strspn(erase + 1, " ") > 20 && erase[1 + strspn(erase + 1, " ")] == '\r', "%s: progress line not erased", runs[i][0]);
     free(t);
   }
+  rm_rf(d); free(d);
+}
+
+/* ---- merge --format pftrace, decoded by protoc ---- */
+/* The integers after each `key` in text (protoc's text format), in order. */
+static int ints_after(const char *text, const char *key, int64_t *v, int max) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, key)) && n < max; p += strlen(key)) v[n++] = strtoll(p + strlen(key), NULL, 10);
+  return n;
+}
+static int count_of(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+TL_TEST(merge_pftrace_decodes_with_protoc) {
+  if (system("command -v protoc >/dev/null 2>&1") != 0) {
+    fprintf(stderr, "  skipped: protoc (Debian protobuf-compiler) is not installed, so the Perfetto protobuf output "
+                    "is not decoded here; make test installs it where a package source answers\n");
+    return;
+  }
+  synth_cfg c; synth_defaults(&c);
+  c.late_rank = 2; c.late_ns = 200000; c.nvtx_every = 5;
+  char *d = job_dir(&c, 4, 20);
+  int want_x = 0;   /* slices in the input files */
+  for (int r = 0; r < c.nranks; r++) {
+    char p[700]; snprintf(p, sizeof p, "%s/commlens-r%d-node0-%d.trace.json", d, r, 1000 + r);
+    char *t = slurp(p, NULL); want_x += count_of(t, "\"ph\":\"X\""); free(t);
+  }
+  char a[2400], *out, *err, pf[700], dec[700];
+  snprintf(pf, sizeof pf, "%s/m.pftrace", d); snprintf(dec, sizeof dec, "%s/m.txt", d);
+  snprintf(a, sizeof a, "merge %s -o %s", d, pf);   /* the format follows the name */
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && contains(err, "20 cross-rank flows") && contains(err, "Perfetto protobuf"), "rc %d: %s", rc, err);
+  free(out); free(err);
+  snprintf(a, sizeof a, "protoc --decode=perfetto.protos.Trace tools/commlens/perfetto_min.proto <%s >%s 2>%s.err", pf, dec, dec);
+  rc = system(a);
+  char *t = slurp(dec, NULL);
+  REQUIRE(rc == 0 && t, "protoc could not decode %s (see %s.err)", pf, dec);
+  /* one process per rank: pid = rank, named "rank R (host, GPU d)" */
+  int64_t pid[16]; int np = ints_after(t, "    process {\n      pid: ", pid, 16);
+  CHECK(np == 4, "%d process tracks", np);
+  for (int r = 0; r < 4; r++) {
+    char nm[80]; snprintf(nm, sizeof nm, "process_name: \"rank %d (node0, GPU %d)\"", r, r);
+    CHECK(r < np && pid[r] == r && contains(t, nm), "rank %d: pid %lld, %s", r, (long long)(r < np ? pid[r] : -1), nm);
+  }
+  /* every slice of the input, as a begin and an end */
+  int nb = count_of(t, "type: TYPE_SLICE_BEGIN"), ne = count_of(t, "type: TYPE_SLICE_END");
+  CHECK(nb == want_x && ne == want_x, "%d begins, %d ends, %d slices in the input", nb, ne, want_x);
+  CHECK(contains(t, "name: \"AllReduce\"") && contains(t, "name: \"step 3\"") && contains(t, "thread_name: \"comm 5eedc0de: GPU\"") &&
+        contains(t, "str: \"0x5eedc0de12345678\"") && contains(t, "name: \"commlens_clock\"") && contains(t, "name: \"commlens_merge\""),
+        "names, interned strings or metadata missing");
+  /* each sequence opens with its incremental state cleared; what it refers to it defined first */
+  int bad_seq = 0, bad_iid = 0, npk = 0, maxname[8] = {0}, maxann[8] = {0}, seen[8] = {0};
+  for (const char *p = strstr(t, "packet {\n"); p; npk++) {
+    const char *q = strstr(p + 1, "\npacket {\n");
+    size_t len = q ? (size_t)(q + 1 - p) : strlen(p);
+    char *pk = strndup(p, len);
+    int64_t seq = -1; ints_after(pk, "\n  trusted_packet_sequence_id: ", &seq, 1);
+    if (seq < 1 || seq > 7) { bad_seq++; free(pk); p = q ? q + 1 : NULL; continue; }
+    if (!seen[seq]++ && !contains(pk, "\n  sequence_flags: 1\n")) bad_seq++;
+    int64_t v[512]; int n;
+    const char *idd = strstr(pk, "\n  interned_data {");
+    if (idd) {
+      n = ints_after(idd, "    event_names {\n      iid: ", v, 512);
+      for (int k = 0; k < n; k++) if (v[k] > maxname[seq]) maxname[seq] = (int)v[k];
+      n = ints_after(idd, "    debug_annotation_names {\n      iid: ", v, 512);
+      for (int k = 0; k < n; k++) if (v[k] > maxann[seq]) maxann[seq] = (int)v[k];
+    }
+    n = ints_after(pk, "\n    name_iid: ", v, 512);
+    for (int k = 0; k < n; k++) bad_iid += v[k] > maxname[seq];
+    n = ints_after(pk, "\n      name_iid: ", v, 512);
+    for (int k = 0; k < n; k++) bad_iid += v[k] > maxann[seq];
+    free(pk);
+    p = q ? q + 1 : NULL;
+  }
+  CHECK(bad_seq == 0 && seen[1] && seen[2] && seen[5], "%d packets out of sequence order (%d packets)", bad_seq, npk);
+  CHECK(bad_iid == 0, "%d references to names not yet interned", bad_iid);
+  /* cross-rank flows: each collective's coll_gpu slice on every rank carries its flow id, and
+   * on the merged clock the four slices start together (the late rank 200 us late; the
+   * recorded clocks are apart by milliseconds) */
+  static int64_t ids[4096], ts[4096];
+  int nf = 0;
+  for (const char *p = strstr(t, "packet {\n"); p && nf < 4096;) {
+    const char *q = strstr(p + 1, "\npacket {\n"), *f = strstr(p, "    flow_ids: ");
+    if (f && (!q || f < q)) { ids[nf] = strtoll(f + 14, NULL, 10); ints_after(p, "\n  timestamp: ", &ts[nf], 1); nf++; }
+    p = q ? q + 1 : NULL;
+  }
+  int groups = 0; int64_t worst = 0;
+  for (int i = 0; i < nf; i++) {
+    int first = 1; int64_t lo = ts[i], hi = ts[i], n = 0;
+    for (int j = 0; j < nf; j++) {
+      if (ids[j] != ids[i]) continue;
+      if (j < i) first = 0;
+      n++; if (ts[j] < lo) lo = ts[j]; if (ts[j] > hi) hi = ts[j];
+    }
+    if (!first) continue;
+    groups++;
+    CHECK(n == 4, "flow %lld joins %lld slices, want 4", (long long)ids[i], (long long)n);
+    if (hi - lo > worst) worst = hi - lo;
+  }
+  CHECK(groups == 20 && nf == 80, "%d flows over %d slices, want 20 over 80", groups, nf);
+  CHECK(worst < 250000, "a collective's aligned starts spread over %lld ns", (long long)worst);
+  free(t);
+  /* gzip output, and --format pftrace whatever the name says */
+  snprintf(a, sizeof a, "merge %s -o %s/m.bin.gz --format pftrace --ranks 1,3", d, d);
+  rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && contains(err, "2 rank(s)"), "rc %d: %s", rc, err);
+  free(out); free(err);
+  snprintf(a, sizeof a, "gzip -dc %s/m.bin.gz | protoc --decode=perfetto.protos.Trace tools/commlens/perfetto_min.proto >%s", d, dec);
+  rc = system(a);
+  t = slurp(dec, NULL);
+  np = ints_after(t ? t : "", "    process {\n      pid: ", pid, 16);
+  CHECK(rc == 0 && np == 2 && pid[0] == 1 && pid[1] == 3, "gzip pftrace of ranks 1,3: rc %d, %d processes", rc, np);
+  free(t);
   rm_rf(d); free(d);
 }
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { O_JSON = CL_OPT_FIRST_FREE, O_TOP, O_THREADS, O_HTML, O_OUT, O_RANKS, O_COMM, O_WINDOW, O_STEPS };
+enum { O_JSON = CL_OPT_FIRST_FREE, O_TOP, O_THREADS, O_HTML, O_OUT, O_FORMAT, O_RANKS, O_COMM, O_WINDOW, O_STEPS };
 
 #define THREADS_HELP "files read at once (default: 2, at most the CPU count)"
 #define DIRS_EPILOG \
@@ -26,6 +26,8 @@ static const cl_opt report_opts[] = {
 };
 static const cl_opt merge_opts[] = {
   { O_OUT, "output", 'o', "OUT", "the merged trace (required); OUT.gz is gzip-compressed" },
+  { O_FORMAT, "format", 0, "FMT", "json (Chrome trace) or pftrace (Perfetto protobuf); default: pftrace "
+                                   "when OUT ends in .pftrace[.gz], else json" },
   { O_RANKS, "ranks", 0, "LIST", "only these ranks, e.g. 0-3,7" },
   { O_COMM, "comm", 0, "COMM", "only this communicator: its hash (0x...) or name" },
   { O_WINDOW, "window", 0, "START_MS:END_MS", "only events overlapping this window (ms after the first event)" },
@@ -87,6 +89,11 @@ static int parse(const cl_cmd *cmd, int argc, char **argv, common_opts *co, repo
     case O_THREADS: if (cl_opts_int(cmd, "--threads", v, 1, 1024, &n)) rc = 2; else co->threads = (int)n; break;
     case O_HTML: ro->html = v; break;
     case O_OUT: mo->out = v; break;
+    case O_FORMAT:
+      if (!strcmp(v, "json")) mo->format = CL_MERGE_JSON;
+      else if (!strcmp(v, "pftrace")) mo->format = CL_MERGE_PFTRACE;
+      else { cl_opts_usage_error(cmd, "--format '%s': expected json or pftrace", v); rc = 2; }
+      break;
     case O_RANKS:
       free(mo->ranks); mo->ranks = NULL;
       if (cl_parse_ranks(v, &mo->ranks)) { cl_opts_usage_error(cmd, "--ranks '%s': expected a list like 0-3,7", v); rc = 2; }
@@ -121,6 +128,13 @@ static int resolve_comm(const char *s, uint64_t *out) {
   return cl_comm_by_name(s, out);
 }
 
+/* The merge format an output name asks for when --format is not given. */
+static int format_of(const char *out) {
+  size_t n = strlen(out);
+  if (n > 3 && !strcmp(out + n - 3, ".gz")) n -= 3;
+  return n >= 8 && !strncmp(out + n - 8, ".pftrace", 8) ? CL_MERGE_PFTRACE : CL_MERGE_JSON;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) { usage(stderr); return 2; }
   const char *cmd = argv[1];
@@ -137,7 +151,7 @@ int main(int argc, char **argv) {
   long nc = sysconf(_SC_NPROCESSORS_ONLN);
   if (nc > 0 && nc < co.threads) co.threads = (int)nc;
   report_opts_t ro = { 0, 5, NULL };
-  cl_merge_opts mo; memset(&mo, 0, sizeof mo);
+  cl_merge_opts mo; memset(&mo, 0, sizeof mo); mo.format = -1;
   const char *comm_arg = NULL;
   int rc = 2, prc = parse(c, argc - 1, argv + 1, &co, &ro, &mo, &comm_arg);
   if (prc) rc = prc == 1 ? 0 : 2;
@@ -166,6 +180,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "commlens: --comm '%s': no communicator with that hash or name in the traces\n", comm_arg);
       } else {
         mo.has_comm = comm_arg != NULL;
+        if (mo.format < 0) mo.format = format_of(mo.out);
         mo.threads = co.threads;
         rc = cl_merge(&job, &mo) == 0 ? 0 : 2;
       }

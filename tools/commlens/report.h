@@ -7,8 +7,10 @@
 /* Writes the report for an aligned job (instances built). Returns 0 on success. */
 int cl_report(cl_job *job, int json, int top, FILE *out);
 
+enum { CL_MERGE_JSON = 0, CL_MERGE_PFTRACE = 1 };
 typedef struct {
   const char *out;                 /* output path; .gz -> gzip */
+  int format;                      /* CL_MERGE_JSON (Chrome trace) or CL_MERGE_PFTRACE (Perfetto protobuf) */
   unsigned char *ranks;            /* selected ranks bitmap or NULL (all) */
   int has_comm; uint64_t comm;     /* --comm */
   int has_window; double w_start_ms, w_end_ms;   /* --window, relative to the first event */

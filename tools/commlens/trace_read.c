@@ -298,6 +298,7 @@ static const char *parse_event(const char *p, const char *e, cl_ev *ev, int *bad
       r = js_skip(p, e, bad); ev->id_v = p; ev->id_ve = r; ev->has_id = r != NULL;
     } else if (kl == 4 && !memcmp(k, "args", 4) && *p == '{') {
       r = parse_args(p, e, ev, bad);
+      if (r) ev->args = (cl_str_t){ p, (int)(r - p) };
     }
     if (!r) {
       if (*bad) { *bad = 0; r = js_skip(p, e, bad); }
@@ -552,6 +553,21 @@ char *cl_str_unescape(cl_str_t s, char *buf, size_t n) {
   }
   buf[o] = 0;
   return buf;
+}
+
+int cl_json_member(const char **pp, const char *e, cl_str_t *key, cl_str_t *val) {
+  const char *p = js_ws(*pp, e), *q;
+  int bad = 0;
+  if (p < e && (*p == '{' || *p == ',')) p = js_ws(p + 1, e);
+  if (p >= e || *p != '"' || !(q = js_str(p, e))) return 0;
+  *key = (cl_str_t){ p + 1, (int)(q - 1 - (p + 1)) };
+  p = js_ws(q, e);
+  if (p >= e || *p != ':') return 0;
+  p = js_ws(p + 1, e);
+  if (!(q = js_skip(p, e, &bad))) return 0;
+  *val = (cl_str_t){ p, (int)(q - p) };
+  *pp = q;
+  return 1;
 }
 
 /* ---- strict validation of one value (for text passed through verbatim) ---- */
