@@ -184,10 +184,10 @@ static void metadata(cl_pft_seq *s, const cl_ev *ev) {
   if (is_name) {
     free(t->name);
     t->name = strdup(unescaped(s, ev->arg_name.p, (size_t)ev->arg_name.n));
-  } else {
+  } else if (ev->args.p) {
     const char *p = ev->args.p, *e = ev->args.p + ev->args.n;
     cl_str_t k, v;
-    while (ev->args.p && cl_json_member(&p, e, &k, &v))
+    while (cl_json_member(&p, e, &k, &v))
       if (cl_str_eq(k, "sort_index")) { t->sort = strtoll(v.p, NULL, 10); t->has_sort = 1; }
   }
   if (t->described) describe(s, t);
@@ -195,12 +195,13 @@ static void metadata(cl_pft_seq *s, const cl_ev *ev) {
 
 /* A counter event: one counter track per (name, series), under the process. */
 static void counters(cl_pft_seq *s, const cl_ev *ev, int64_t ts) {
+  if (!ev->args.p) return;
   const char *p = ev->args.p, *e = ev->args.p + ev->args.n;
   cl_str_t k, v;
   int nseries = 0;
-  while (ev->args.p && cl_json_member(&p, e, &k, &v)) nseries++;
+  while (cl_json_member(&p, e, &k, &v)) nseries++;
   p = ev->args.p;
-  while (ev->args.p && cl_json_member(&p, e, &k, &v)) {
+  while (cl_json_member(&p, e, &k, &v)) {
     if (v.p[0] != '-' && (v.p[0] < '0' || v.p[0] > '9')) continue;
     char key[512];
     int kn = snprintf(key, sizeof key, "%.*s%c%.*s", ev->name.n, ev->name.p ? ev->name.p : "", 0, k.n, k.p);

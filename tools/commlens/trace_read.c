@@ -515,7 +515,7 @@ static int hex4(const char *p, const char *e, unsigned *out) {
  * A character that does not fit whole is left out with everything after it. */
 char *cl_str_unescape(cl_str_t s, char *buf, size_t n) {
   size_t o = 0;
-  const char *p = s.p, *e = s.p + s.n;
+  const char *p = s.p, *e = s.p ? s.p + s.n : NULL;   /* an absent value: {NULL, 0} */
   while (p < e && o + 1 < n) {
     unsigned cp = (unsigned char)*p++;
     if (cp == '\\' && p < e) {
