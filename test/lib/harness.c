@@ -26,6 +26,8 @@ const char *h_lib_path(void) {
 
 int h_cuda_set_device(const char *lib, int dev) {
   static void (*set)(int);
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;   /* threads of one job race to load it */
+  pthread_mutex_lock(&mu);
   if (!set) {
     char path[1200];
     const char *env = getenv("COMMLENS_FAKE_CUDA");
@@ -36,9 +38,12 @@ int h_cuda_set_device(const char *lib, int dev) {
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);   /* global: found by its soname, libcuda.so.1 */
     if (h) *(void **)&set = dlsym(h, "commlens_fake_cuda_set_device");
-    if (!set) { fprintf(stderr, "  h_cuda_set_device: cannot load %s: %s\n", path, dlerror()); return -1; }
+    if (!set) fprintf(stderr, "  h_cuda_set_device: cannot load %s: %s\n", path, dlerror());
   }
-  set(dev);
+  void (*fn)(int) = set;
+  pthread_mutex_unlock(&mu);
+  if (!fn) return -1;
+  fn(dev);
   return 0;
 }
 
