@@ -24,10 +24,10 @@ all: lib cli
 # ---- dependencies ----
 # Each target needs only what it uses. The plugin: a C compiler, libc and CUDA's headers (CUPTI
 # types; libcupti is loaded at run time), and zlib if present (without it: no gzip output and no
-# ABI recording, said once). The CLI and the tests: json-c and zlib. Missing Debian packages are
-# installed once per build directory where a package source answers (we are root on fresh
-# machines); where none does (offline GPU nodes), make builds what it can and says in one line
-# what it could not and why.
+# ABI recording, said once). The CLI and the tests: json-c and zlib (the tests: protoc too, if it
+# can be had). Missing Debian packages are installed once per build directory where a package
+# source answers (we are root on fresh machines); where none does (offline GPU nodes), make
+# builds what it can and says in one line what it could not and why.
 JSONC_INC ?= /usr/include/json-c/json.h
 ZLIB_INC  ?= /usr/include/zlib.h
 CUPTI_INC ?= $(CUDA)/include/cupti.h
@@ -43,6 +43,17 @@ ifeq ($(wildcard $(BUILD)/.apt-tried),)
 $(info installing build dependencies ($(strip $(APT_WANT))))
 APT_RC := $(shell mkdir -p $(BUILD) && touch $(BUILD)/.apt-tried && \
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_WANT)) >$(BUILD)/apt.log 2>&1; echo $$?)
+endif
+endif
+endif
+# protoc (Debian protobuf-compiler) only for `make test`: a test decodes the merge's Perfetto
+# protobuf output with it, independently of our encoder, and says it skipped when it is missing.
+ifneq ($(filter test,$(MAKECMDGOALS)),)
+ifeq ($(shell command -v protoc 2>/dev/null),)
+ifeq ($(wildcard $(BUILD)/.apt-protoc-tried),)
+$(info installing the test dependency protobuf-compiler (protoc))
+PROTOC_RC := $(shell mkdir -p $(BUILD) && touch $(BUILD)/.apt-protoc-tried && \
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler) >>$(BUILD)/apt.log 2>&1; echo $$?)
 endif
 endif
 endif

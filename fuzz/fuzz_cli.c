@@ -2,8 +2,9 @@
  * trace files (split at the line "#RANK#"), written to a temp directory and run through what
  * `commlens report` and `commlens merge` do: load (header checks, the streaming JSON scanner
  * of trace_read.c, per-rank aggregation), cross-rank instances, clock alignment, the report
- * and a merge. Oracle: no sanitizer report; when the merge says it wrote a trace, that trace
- * parses as JSON. The CLI's own messages go to /dev/null. */
+ * and a merge, as JSON or (every other input) as Perfetto protobuf. Oracle: no sanitizer
+ * report; when the JSON merge says it wrote a trace, that trace parses as JSON. The CLI's own
+ * messages go to /dev/null. */
 #include "load.h"
 #include "report.h"
 #include <json-c/json.h>
@@ -49,12 +50,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cl_job_align(&job);
     cl_report(&job, size & 1, 3, g_null);
     char out[400];
-    snprintf(out, sizeof out, "%s/merged.json", g_dir);
     cl_merge_opts mo;
     memset(&mo, 0, sizeof mo);
+    mo.format = size & 2 ? CL_MERGE_PFTRACE : CL_MERGE_JSON;
+    snprintf(out, sizeof out, "%s/merged.%s", g_dir, mo.format == CL_MERGE_JSON ? "json" : "pftrace");
     mo.out = out;
     mo.threads = 1;
-    if (cl_merge(&job, &mo) == 0) {
+    if (cl_merge(&job, &mo) == 0 && mo.format == CL_MERGE_JSON) {
       json_object *o = json_object_from_file(out);
       if (!o) { if (write(2, "merged trace is not JSON\n", 25) < 0) {} abort(); }
       json_object_put(o);

@@ -1,6 +1,8 @@
 /* test_cli.c: drives the `commlens` CLI (env COMMLENS_CLI, else build/commlens) on
  * synthetic multi-rank jobs with known injected behaviour (synth_gen.h), and on bad input:
- * truncated files, other jobs, other formats, empty directories, non-trace files. */
+ * truncated files, other jobs, other formats, empty directories, non-trace files; its
+ * command-line conventions, its progress line, and its Perfetto protobuf output (decoded by
+ * protoc with tools/commlens/perfetto_min.proto, independently of our encoder). */
 #include "tl.h"
 #include "synth_gen.h"
 #include <json-c/json.h>
@@ -355,6 +357,283 @@ TL_TEST(cut_anywhere_keeps_complete_events) {
   }
   CHECK(bad == 0, "%d cut positions gave the wrong event count", bad);
   free(b); rm_rf(d); free(d);
+}
+
+/* JSON escapes come out as the characters they stand for (\u escapes were '?' before). */
+TL_TEST(unescape_decodes_every_json_escape) {
+  const char *in = "a\\\"b\\\\c\\/d\\n\\t\\r\\b\\f\\u0041\\u00e9\\u20ac\\ud83d\\ude00\\ud800x";
+  const char *want = "a\"b\\c/d\n\t\r\b\fA\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbdx";
+  char buf[64];
+  cl_str_unescape((cl_str_t){ in, (int)strlen(in) }, buf, sizeof buf);
+  CHECK(!strcmp(buf, want), "got '%s'", buf);
+  char small[5];   /* a character that does not fit whole is left out */
+  cl_str_unescape((cl_str_t){ "ab\\u20ac", 8 }, small, sizeof small);
+  CHECK(!strcmp(small, "ab"), "bounded: got '%s'", small);
+}
+
+/* A nested message's length is patched in with as many varint bytes as it needs. */
+#include "../../tools/commlens/pb.c"
+static uint64_t read_varint(const uint8_t **p) {
+  uint64_t v = 0; int sh = 0;
+  while (**p & 0x80) { v |= (uint64_t)(*(*p)++ & 0x7f) << sh; sh += 7; }
+  return v | (uint64_t)(*(*p)++) << sh;
+}
+TL_TEST(pb_patches_nested_lengths) {
+  static char big[20000];
+  memset(big, 'x', sizeof big);
+  cl_pb b = {0};
+  cl_pb_begin(&b, 1);                 /* 1 { 2 { 3: big } 4: -1 } 5: 300 */
+  cl_pb_begin(&b, 2);
+  cl_pb_bytes(&b, 3, big, sizeof big);
+  cl_pb_end(&b);
+  cl_pb_int(&b, 4, -1);
+  cl_pb_end(&b);
+  cl_pb_uint(&b, 5, 300);
+  const uint8_t *p = b.d;
+  CHECK(read_varint(&p) == (1 << 3 | 2), "outer tag");
+  uint64_t outer = read_varint(&p);
+  const uint8_t *body = p;
+  CHECK(read_varint(&p) == (2 << 3 | 2), "inner tag");
+  uint64_t inner = read_varint(&p);
+  CHECK(inner == 1 + 3 + sizeof big, "inner length %llu", (unsigned long long)inner);   /* tag, 3-byte length, data */
+  CHECK(read_varint(&p) == (3 << 3 | 2) && read_varint(&p) == sizeof big && p[0] == 'x' && p[sizeof big - 1] == 'x', "data");
+  p += sizeof big;
+  CHECK(read_varint(&p) == (4 << 3) && read_varint(&p) == UINT64_MAX, "negative int: 10 bytes of two's complement");
+  CHECK((uint64_t)(p - body) == outer, "outer length %llu, body %lld", (unsigned long long)outer, (long long)(p - body));
+  CHECK(read_varint(&p) == (5 << 3) && read_varint(&p) == 300 && p == b.d + b.n, "trailing field");
+  cl_pb_free(&b);
+}
+
+static int contains(const char *hay, const char *needle) { return hay && strstr(hay, needle) != NULL; }
+/* A fresh directory holding a synthetic job of nranks ranks and ncoll collectives (c: the rest
+ * of the job as synth_defaults leaves it, or as the caller set it before). Caller frees. */
+static char *job_dir(synth_cfg *c, int nranks, int ncoll) {
+  char *d = mkdir_tmp();
+  c->nranks = nranks; c->ncoll = ncoll;
+  gen(c, d);
+  return d;
+}
+
+/* --version, --help from the option table, --opt=value, "--", and bad usage (exit 2). */
+TL_TEST(options_follow_the_usual_conventions) {
+  synth_cfg c; synth_defaults(&c);
+  char *d = job_dir(&c, 2, 10);
+  char a[1200], *out, *err, *out2, *err2;
+  int rc = run_cli("--version", &out, &err);
+  CHECK(rc == 0 && !strcmp(out, "commlens " COMMLENS_VERSION "\n"), "--version: rc %d '%s'", rc, out);
+  free(out); free(err);
+  static const char *const cmds[] = { "report", "merge", "env" };
+  static const char *const opts[][9] = {
+    { "--json", "--top N", "--threads N", "--html FILE", "-h, --help", NULL },
+    { "-o, --output OUT", "--format FMT", "--ranks LIST", "--comm COMM", "--window START_MS:END_MS", "--steps A:B",
+      "--threads N", "-h, --help", NULL },
+    { "-h, --help", NULL } };
+  for (int i = 0; i < 3; i++)
+    for (int h = 0; h < 2; h++) {
+      snprintf(a, sizeof a, "%s %s", cmds[i], h ? "-h" : "--help");
+      rc = run_cli(a, &out, &err);
+      char head[64]; snprintf(head, sizeof head, "usage: commlens %s ", cmds[i]);
+      CHECK(rc == 0 && !strncmp(out, head, strlen(head)) && !err[0], "%s: rc %d, out '%.80s', err '%s'", a, rc, out, err);
+      for (int k = 0; opts[i][k]; k++) CHECK(contains(out, opts[i][k]), "%s does not list %s:\n%s", a, opts[i][k], out);
+      free(out); free(err);
+    }
+  /* env: a first line naming the version (no tab, so table readers skip it), then the rows */
+  rc = run_cli("env", &out, &err);
+  CHECK(rc == 0 && !strncmp(out, "# commlens " COMMLENS_VERSION, strlen("# commlens " COMMLENS_VERSION)), "env: '%.80s'", out);
+  char *nl = strchr(out, '\n');
+  CHECK(nl && memchr(out, '\t', (size_t)(nl - out)) == NULL && strchr(nl, '\t'), "env: header line then tab-separated rows");
+  free(out); free(err);
+  /* --opt=value, --opt value, options before or after the operands */
+  snprintf(a, sizeof a, "report %s --top=2 --json", d);
+  rc = run_cli(a, &out, &err);
+  snprintf(a, sizeof a, "report --json --top 2 -- %s", d);
+  int rc2 = run_cli(a, &out2, &err2);
+  CHECK(rc == 0 && rc2 == 0 && out[0] == '{' && !strcmp(out, out2), "the two spellings differ: rc %d/%d", rc, rc2);
+  free(out); free(err); free(out2); free(err2);
+  /* after "--" an option-like word is an operand */
+  snprintf(a, sizeof a, "report %s -- --json", d);
+  rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && contains(err, "--json: no such file") && !contains(out, "{\n"), "'--' must end the options: rc %d %s", rc, err);
+  free(out); free(err);
+  static const struct { const char *args, *cmd, *msg; } bad[] = {
+    { "report %s --bogus", "report", "unknown option '--bogus'" },
+    { "report %s --top", "report", "option '--top' needs a value (N)" },
+    { "merge %s -o", "merge", "option '-o' needs a value (OUT)" },
+    { "merge %s --output", "merge", "option '--output' needs a value (OUT)" },
+    { "report %s --json=yes", "report", "option '--json' takes no value" },
+    { "report %s --t 3", "report", "option '--t' is ambiguous: --top, --threads" },
+    { "report %s --top abc", "report", "option '--top' expects an integer" },
+    { "report %s --threads 0", "report", "option '--threads' expects an integer" },
+    { "report %s -x", "report", "unknown option '-x'" },
+    { "merge %s -o /dev/null --format xml", "merge", "--format 'xml': expected json or pftrace" },
+    { "merge %s --ranks 3-1 -o /dev/null", "merge", "--ranks '3-1'" },
+    { "merge %s", "merge", "needs -o OUT" },
+    { "report", "report", "no trace directory given" },
+    { "env %s", "env", "takes no operands" },
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(a, sizeof a, bad[i].args, d);
+    rc = run_cli(a, &out, &err);
+    char help[64]; snprintf(help, sizeof help, "Try 'commlens %s --help'", bad[i].cmd);
+    CHECK(rc == 2 && contains(err, bad[i].msg) && contains(err, help) && !out[0], "'%s': rc %d, stderr: %s", a, rc, err);
+    free(out); free(err);
+  }
+  rc = run_cli("--bogus", &out, &err);
+  CHECK(rc == 2 && contains(err, "unknown option '--bogus'") && contains(err, "usage:"), "top-level --bogus: rc %d %s", rc, err);
+  free(out); free(err);
+  rm_rf(d); free(d);
+}
+
+/* Progress goes to stderr only when it is a terminal: pipes and logs get none of it. */
+TL_TEST(progress_only_on_a_terminal) {
+  synth_cfg c; synth_defaults(&c);
+  char *d = job_dir(&c, 4, 40);
+  char a[1200], *out, *err;
+  snprintf(a, sizeof a, "report %s", d);
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && !strchr(err, '\r') && !contains(err, "files,"), "report, stderr piped: progress text in '%s'", err);
+  free(out); free(err);
+  snprintf(a, sizeof a, "merge %s -o %s/m.json", d, d);
+  rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && !strchr(err, '\r') && !contains(err, "files,"), "merge, stderr piped: progress text in '%s'", err);
+  free(out); free(err);
+  if (system("command -v script >/dev/null 2>&1") != 0) {
+    fprintf(stderr, "  skipped the terminal case: script(1) (util-linux) is not installed\n");
+    rm_rf(d); free(d); return;
+  }
+  /* under script(1) stderr is a pseudo-terminal: the line is drawn, then erased */
+  static const char *const runs[][2] = { { "report", "commlens: reading " }, { "merge", "commlens: merging " } };
+  for (int i = 0; i < 2; i++) {
+    char cmd[2400], log[700];
+    snprintf(log, sizeof log, "%s/tty.log", d);
+    snprintf(a, sizeof a, "%s %s %s%s%s >/dev/null", cli(), runs[i][0], d, i ? " -o " : "", i ? "/dev/null" : "");
+    snprintf(cmd, sizeof cmd, "script -qec \"%s\" /dev/null </dev/null >%s 2>&1", a, log);
+    rc = system(cmd);
+    char *t = slurp(log, NULL);
+    const char *line = t ? strstr(t, runs[i][1]) : NULL;
+    CHECK(rc == 0 && line && line > t && line[-1] == '\r' && contains(line, " files, ") && contains(line, "events/s"),
+          "%s on a terminal: no progress line in '%s'", runs[i][0], t ? t : "(none)");
+    const char *erase = line ? strstr(line, "\r ") : NULL;   /* "\r<spaces>\r": the line is erased at the end */
+    CHECK(erase && strspn(erase + 1, " ") > 20 && erase[1 + strspn(erase + 1, " ")] == '\r', "%s: progress line not erased", runs[i][0]);
+    free(t);
+  }
+  rm_rf(d); free(d);
+}
+
+/* ---- merge --format pftrace, decoded by protoc ---- */
+/* The integers after each `key` in text (protoc's text format), in order. */
+static int ints_after(const char *text, const char *key, int64_t *v, int max) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, key)) && n < max; p += strlen(key)) v[n++] = strtoll(p + strlen(key), NULL, 10);
+  return n;
+}
+static int count_of(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+TL_TEST(merge_pftrace_decodes_with_protoc) {
+  if (system("command -v protoc >/dev/null 2>&1") != 0) {
+    fprintf(stderr, "  skipped: protoc (Debian protobuf-compiler) is not installed, so the Perfetto protobuf output "
+                    "is not decoded here; make test installs it where a package source answers\n");
+    return;
+  }
+  synth_cfg c; synth_defaults(&c);
+  c.late_rank = 2; c.late_ns = 200000; c.nvtx_every = 5;
+  char *d = job_dir(&c, 4, 20);
+  int want_x = 0;   /* slices in the input files */
+  for (int r = 0; r < c.nranks; r++) {
+    char p[700]; snprintf(p, sizeof p, "%s/commlens-r%d-node0-%d.trace.json", d, r, 1000 + r);
+    char *t = slurp(p, NULL); want_x += count_of(t, "\"ph\":\"X\""); free(t);
+  }
+  char a[2400], *out, *err, pf[700], dec[700];
+  snprintf(pf, sizeof pf, "%s/m.pftrace", d); snprintf(dec, sizeof dec, "%s/m.txt", d);
+  snprintf(a, sizeof a, "merge %s -o %s", d, pf);   /* the format follows the name */
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && contains(err, "20 cross-rank flows") && contains(err, "Perfetto protobuf"), "rc %d: %s", rc, err);
+  free(out); free(err);
+  snprintf(a, sizeof a, "protoc --decode=perfetto.protos.Trace tools/commlens/perfetto_min.proto <%s >%s 2>%s.err", pf, dec, dec);
+  rc = system(a);
+  char *t = slurp(dec, NULL);
+  REQUIRE(rc == 0 && t, "protoc could not decode %s (see %s.err)", pf, dec);
+  /* one process per rank: pid = rank, named "rank R (host, GPU d)" */
+  int64_t pid[16]; int np = ints_after(t, "    process {\n      pid: ", pid, 16);
+  CHECK(np == 4, "%d process tracks", np);
+  for (int r = 0; r < 4; r++) {
+    char nm[80]; snprintf(nm, sizeof nm, "process_name: \"rank %d (node0, GPU %d)\"", r, r);
+    CHECK(r < np && pid[r] == r && contains(t, nm), "rank %d: pid %lld, %s", r, (long long)(r < np ? pid[r] : -1), nm);
+  }
+  /* every slice of the input, as a begin and an end */
+  int nb = count_of(t, "type: TYPE_SLICE_BEGIN"), ne = count_of(t, "type: TYPE_SLICE_END");
+  CHECK(nb == want_x && ne == want_x, "%d begins, %d ends, %d slices in the input", nb, ne, want_x);
+  CHECK(contains(t, "name: \"AllReduce\"") && contains(t, "name: \"step 3\"") && contains(t, "thread_name: \"comm 5eedc0de: GPU\"") &&
+        contains(t, "str: \"0x5eedc0de12345678\"") && contains(t, "name: \"commlens_clock\"") && contains(t, "name: \"commlens_merge\""),
+        "names, interned strings or metadata missing");
+  /* each sequence opens with its incremental state cleared; what it refers to it defined first */
+  int bad_seq = 0, bad_iid = 0, npk = 0, maxname[8] = {0}, maxann[8] = {0}, seen[8] = {0};
+  for (const char *p = strstr(t, "packet {\n"); p; npk++) {
+    const char *q = strstr(p + 1, "\npacket {\n");
+    size_t len = q ? (size_t)(q + 1 - p) : strlen(p);
+    char *pk = strndup(p, len);
+    int64_t seq = -1; ints_after(pk, "\n  trusted_packet_sequence_id: ", &seq, 1);
+    if (seq < 1 || seq > 7) { bad_seq++; free(pk); p = q ? q + 1 : NULL; continue; }
+    if (!seen[seq]++ && !contains(pk, "\n  sequence_flags: 1\n")) bad_seq++;
+    int64_t v[512]; int n;
+    const char *idd = strstr(pk, "\n  interned_data {");
+    if (idd) {
+      n = ints_after(idd, "    event_names {\n      iid: ", v, 512);
+      for (int k = 0; k < n; k++) if (v[k] > maxname[seq]) maxname[seq] = (int)v[k];
+      n = ints_after(idd, "    debug_annotation_names {\n      iid: ", v, 512);
+      for (int k = 0; k < n; k++) if (v[k] > maxann[seq]) maxann[seq] = (int)v[k];
+    }
+    n = ints_after(pk, "\n    name_iid: ", v, 512);
+    for (int k = 0; k < n; k++) bad_iid += v[k] > maxname[seq];
+    n = ints_after(pk, "\n      name_iid: ", v, 512);
+    for (int k = 0; k < n; k++) bad_iid += v[k] > maxann[seq];
+    free(pk);
+    p = q ? q + 1 : NULL;
+  }
+  CHECK(bad_seq == 0 && seen[1] && seen[2] && seen[5], "%d packets out of sequence order (%d packets)", bad_seq, npk);
+  CHECK(bad_iid == 0, "%d references to names not yet interned", bad_iid);
+  /* cross-rank flows: each collective's coll_gpu slice on every rank carries its flow id, and
+   * on the merged clock the four slices start together (the late rank 200 us late; the
+   * recorded clocks are apart by milliseconds) */
+  static int64_t ids[4096], ts[4096];
+  int nf = 0;
+  for (const char *p = strstr(t, "packet {\n"); p && nf < 4096;) {
+    const char *q = strstr(p + 1, "\npacket {\n"), *f = strstr(p, "    flow_ids: ");
+    if (f && (!q || f < q)) { ids[nf] = strtoll(f + 14, NULL, 10); ints_after(p, "\n  timestamp: ", &ts[nf], 1); nf++; }
+    p = q ? q + 1 : NULL;
+  }
+  int groups = 0; int64_t worst = 0;
+  for (int i = 0; i < nf; i++) {
+    int first = 1; int64_t lo = ts[i], hi = ts[i], n = 0;
+    for (int j = 0; j < nf; j++) {
+      if (ids[j] != ids[i]) continue;
+      if (j < i) first = 0;
+      n++; if (ts[j] < lo) lo = ts[j]; if (ts[j] > hi) hi = ts[j];
+    }
+    if (!first) continue;
+    groups++;
+    CHECK(n == 4, "flow %lld joins %lld slices, want 4", (long long)ids[i], (long long)n);
+    if (hi - lo > worst) worst = hi - lo;
+  }
+  CHECK(groups == 20 && nf == 80, "%d flows over %d slices, want 20 over 80", groups, nf);
+  CHECK(worst < 250000, "a collective's aligned starts spread over %lld ns", (long long)worst);
+  free(t);
+  /* gzip output, and --format pftrace whatever the name says */
+  snprintf(a, sizeof a, "merge %s -o %s/m.bin.gz --format pftrace --ranks 1,3", d, d);
+  rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && contains(err, "2 rank(s)"), "rc %d: %s", rc, err);
+  free(out); free(err);
+  snprintf(a, sizeof a, "gzip -dc %s/m.bin.gz | protoc --decode=perfetto.protos.Trace tools/commlens/perfetto_min.proto >%s", d, dec);
+  rc = system(a);
+  t = slurp(dec, NULL);
+  np = ints_after(t ? t : "", "    process {\n      pid: ", pid, 16);
+  CHECK(rc == 0 && np == 2 && pid[0] == 1 && pid[1] == 3, "gzip pftrace of ranks 1,3: rc %d, %d processes", rc, np);
+  free(t);
+  rm_rf(d); free(d);
 }
 
 TL_MAIN("tools/cli")

@@ -281,7 +281,7 @@ TL_TEST(bad_html_target_exits_2) {
   free(out);
   snprintf(a, sizeof a, "report '%s' --html 2>&1", d);
   out = h_run_cli(a, &st);
-  CHECK(st == 2 && out && strstr(out, "--html needs a value"), "exit %d: %.300s", st, out ? out : "");
+  CHECK(st == 2 && out && strstr(out, "option '--html' needs a value"), "exit %d: %.300s", st, out ? out : "");
   free(out);
   h_rm_rf(d);
 }

@@ -1,7 +1,9 @@
 /* load.c: finds and validates per-rank traces and reduces each to the compact per-rank
- * model of load.h in one streaming pass (two threads, one file each at a time).
+ * model of load.h in one streaming pass (two threads, one file each at a time), counting
+ * the pass's progress (progress.h).
  * Must never keep events themselves: only the aggregates the analyses need. */
 #include "load.h"
+#include "progress.h"
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -105,7 +107,10 @@ static cl_chan *chan_get(cl_rank *r, uint64_t comm, int ch) {
   return c;
 }
 
-typedef struct { cl_rank *r; const char *last_f; int last_fn, last_id; uint64_t last_comm; int comm_seen; } scan_ctx;
+typedef struct {
+  cl_rank *r; const char *last_f; int last_fn, last_id; uint64_t last_comm; int comm_seen;
+  cl_progress_batch prog;
+} scan_ctx;
 
 static int func_of(scan_ctx *c, cl_str_t s) {
   if (!s.p) s = (cl_str_t){"", 0};   /* an event without the field: memcmp(NULL) is undefined */
@@ -118,6 +123,7 @@ static int func_of(scan_ctx *c, cl_str_t s) {
 
 static void on_event(const cl_ev *ev, void *arg) {
   scan_ctx *c = arg; cl_rank *r = c->r;
+  cl_progress_count(&c->prog, ev->end - ev->beg);
   if (ev->ph == 'M') {
     if (!r->pname && cl_str_eq(ev->name, "process_name") && ev->arg_name.n) {
       char buf[512]; r->pname = strdup(cl_str_unescape(ev->arg_name, buf, sizeof buf));
@@ -192,6 +198,8 @@ static void rank_scan(cl_rank *r) {
   cl_info_free(&r->info);
   r->t_min = INT64_MAX; r->t_max = INT64_MIN;
   cl_trace_scan(r->path, on_event, &c, &r->info, 0);
+  cl_progress_flush(&c.prog);
+  cl_progress_file_done();
   if (r->tail_map) {
     tail_map *m = r->tail_map;
     for (size_t i = 0; i < m->cap; i++)
@@ -307,6 +315,9 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   }
   free(cand.a);
 
+  double total = 0;
+  for (size_t i = 0; i < use.n; i++) total += cl_progress_estimate(use.a[i]->path);
+  cl_progress_begin("reading", (int)use.n, total);
   work_q q = { use.a, (int)use.n, 0, PTHREAD_MUTEX_INITIALIZER };
   if (threads < 1) threads = 1;
   if (threads > (int)use.n) threads = (int)use.n;
@@ -314,6 +325,7 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   for (int t = 1; t < threads && t < 16; t++) pthread_create(&th[t], NULL, scan_worker, &q);
   scan_worker(&q);
   for (int t = 1; t < threads && t < 16; t++) pthread_join(th[t], NULL);
+  cl_progress_end();
 
   job->r = use.a; job->n = (int)use.n;
   for (int i = 0; i < job->n; i++) {

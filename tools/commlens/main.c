@@ -1,6 +1,8 @@
-/* main.c: the `commlens` command line: argument parsing and dispatch to report/merge.
+/* main.c: the `commlens` command line: each subcommand's option table (opts.h: the parser
+ * and --help read the same table), option checks, and dispatch to report/merge/env.
  * Exit codes: 0 = something useful was produced, 2 = nothing (no usable input, bad usage). */
 #include "html.h"
+#include "opts.h"
 #include "report.h"
 #include "common/config.h"
 #include <stdio.h>
@@ -8,87 +10,184 @@
 #include <string.h>
 #include <unistd.h>
 
+enum { O_JSON = CL_OPT_FIRST_FREE, O_TOP, O_THREADS, O_HTML, O_OUT, O_FORMAT, O_RANKS, O_COMM, O_WINDOW, O_STEPS };
+
+#define THREADS_HELP "files read at once (default: 2, at most the CPU count)"
+#define DIRS_EPILOG \
+  "DIR is a directory of per-rank commlens traces (*.trace.json[.gz]) or a trace file.\n" \
+  "Exit status: 0 when output was produced, 2 when nothing usable was found or on bad usage.\n"
+
+static const cl_opt report_opts[] = {
+  { O_JSON, "json", 0, NULL, "print every row as one JSON object instead of the text tables" },
+  { O_TOP, "top", 0, "N", "rows per text table (default 5)" },
+  { O_THREADS, "threads", 0, "N", THREADS_HELP },
+  { O_HTML, "html", 0, "FILE", "also write the report as one self-contained HTML page" },
+  CL_OPT_HELP_ENTRY,
+  { 0, NULL, 0, NULL, NULL }
+};
+static const cl_opt merge_opts[] = {
+  { O_OUT, "output", 'o', "OUT", "the merged trace (required); OUT.gz is gzip-compressed" },
+  { O_FORMAT, "format", 0, "FMT", "json (Chrome trace) or pftrace (Perfetto protobuf); default: pftrace "
+                                   "when OUT ends in .pftrace[.gz], else json" },
+  { O_RANKS, "ranks", 0, "LIST", "only these ranks, e.g. 0-3,7" },
+  { O_COMM, "comm", 0, "COMM", "only this communicator: its hash (0x...) or name" },
+  { O_WINDOW, "window", 0, "START_MS:END_MS", "only events overlapping this window (ms after the first event)" },
+  { O_STEPS, "steps", 0, "A:B", "only steps A to B (NVTX 'step N' ranges, else collective seq numbers)" },
+  { O_THREADS, "threads", 0, "N", THREADS_HELP },
+  CL_OPT_HELP_ENTRY,
+  { 0, NULL, 0, NULL, NULL }
+};
+static const cl_opt env_opts[] = { CL_OPT_HELP_ENTRY, { 0, NULL, 0, NULL, NULL } };
+
+static const cl_cmd cmd_report = {
+  "report", "DIR...", "who made the others wait: slow ranks and channels, exposure, bandwidth, clocks",
+  report_opts, DIRS_EPILOG };
+static const cl_cmd cmd_merge = {
+  "merge", "DIR... -o OUT", "one Perfetto trace of every rank on one clock, collectives linked across ranks",
+  merge_opts, DIRS_EPILOG };
+static const cl_cmd cmd_env = {
+  "env", "", "the plugin's COMMLENS_* variables: a line naming the version, then name, default and meaning",
+  env_opts, NULL };
+static const cl_cmd *const cmds[] = { &cmd_report, &cmd_merge, &cmd_env };
+#define NCMDS (int)(sizeof cmds / sizeof cmds[0])
+
 static void usage(FILE *o) {
-  fprintf(o,
-    "usage: commlens report DIR... [--json] [--top N] [--threads N] [--html FILE]\n"
-    "       commlens merge DIR... -o OUT[.gz] [--ranks 0-3,7] [--comm 0xHASH|NAME]\n"
-    "                             [--window START_MS:END_MS | --steps A:B] [--threads N]\n"
-    "       commlens env      (the plugin's COMMLENS_* variables: name, default, meaning)\n"
-    "DIR is a directory of per-rank commlens traces (*.trace.json[.gz]) or trace files.\n"
-    "Exit status: 0 when output was produced, 2 when nothing usable was found.\n");
+  char b[NCMDS + 1][80]; int w = 0;
+  for (int i = 0; i <= NCMDS; i++) {
+    int l = i < NCMDS ? snprintf(b[i], sizeof b[i], "commlens %s [OPTIONS]%s%s", cmds[i]->name,
+                                 cmds[i]->operands[0] ? " " : "", cmds[i]->operands)
+                      : snprintf(b[i], sizeof b[i], "commlens --version");
+    if (l > w) w = l;
+  }
+  fprintf(o, "usage:\n");
+  for (int i = 0; i <= NCMDS; i++)
+    fprintf(o, "  %-*s  %s\n", w, b[i], i < NCMDS ? cmds[i]->summary : "the version of commlens and of its plugin");
+  fprintf(o, "'commlens COMMAND --help' lists a command's options.\n" DIRS_EPILOG);
 }
 
 static void print_line(const char *line, void *arg) { fprintf((FILE *)arg, "%s\n", line); }
 
-int main(int argc, char **argv) {
-  if (argc >= 2 && !strcmp(argv[1], "env")) { cl_config_print_table(print_line, stdout); return 0; }
-  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) { usage(argc < 2 ? stderr : stdout); return argc < 2 ? 2 : 0; }
-  const char *cmd = argv[1];
-  int is_report = !strcmp(cmd, "report"), is_merge = !strcmp(cmd, "merge");
-  if (!is_report && !is_merge) { fprintf(stderr, "commlens: unknown command '%s'\n", cmd); usage(stderr); return 2; }
-  char **paths = calloc((size_t)argc, sizeof(char *)); int np = 0;
-  int json = 0, top = 5, threads = 2;
-  long nc = sysconf(_SC_NPROCESSORS_ONLN);
-  if (nc > 0 && nc < threads) threads = (int)nc;
-  cl_merge_opts mo; memset(&mo, 0, sizeof mo);
-  const char *comm_arg = NULL, *html = NULL;
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    int has_next = i + 1 < argc;
-#define NEED() do { if (!has_next) { fprintf(stderr, "commlens: %s needs a value\n", a); return 2; } } while (0)
-    if (!strcmp(a, "--json") && is_report) json = 1;
-    else if (!strcmp(a, "--html") && is_report) { NEED(); html = argv[++i]; }
-    else if (!strcmp(a, "--top") && is_report) { NEED(); top = atoi(argv[++i]); if (top < 1) top = 1; }
-    else if (!strcmp(a, "--threads")) { NEED(); threads = atoi(argv[++i]); if (threads < 1) threads = 1; }
-    else if (!strcmp(a, "-o") && is_merge) { NEED(); mo.out = argv[++i]; }
-    else if (!strcmp(a, "--ranks") && is_merge) {
-      NEED();
-      if (cl_parse_ranks(argv[++i], &mo.ranks)) { fprintf(stderr, "commlens: --ranks '%s': expected a list like 0-3,7\n", argv[i]); return 2; }
-    } else if (!strcmp(a, "--comm") && is_merge) { NEED(); comm_arg = argv[++i]; }
-    else if (!strcmp(a, "--window") && is_merge) {
-      NEED(); char *e;
-      mo.w_start_ms = strtod(argv[++i], &e);
-      if (*e != ':') { fprintf(stderr, "commlens: --window '%s': expected START_MS:END_MS\n", argv[i]); return 2; }
-      mo.w_end_ms = strtod(e + 1, &e);
-      if (*e || mo.w_end_ms < mo.w_start_ms) { fprintf(stderr, "commlens: --window '%s': expected START_MS:END_MS with START <= END\n", argv[i]); return 2; }
-      mo.has_window = 1;
-    } else if (!strcmp(a, "--steps") && is_merge) {
-      NEED(); char *e;
-      mo.step_a = strtol(argv[++i], &e, 10);
-      if (*e != ':') { fprintf(stderr, "commlens: --steps '%s': expected A:B\n", argv[i]); return 2; }
-      mo.step_b = strtol(e + 1, &e, 10);
-      if (*e || mo.step_b < mo.step_a) { fprintf(stderr, "commlens: --steps '%s': expected A:B with A <= B\n", argv[i]); return 2; }
-      mo.has_steps = 1;
-    } else if (a[0] == '-' && a[1]) { fprintf(stderr, "commlens: unknown option '%s' for %s\n", a, cmd); usage(stderr); return 2; }
-    else paths[np++] = argv[i];
-  }
-  if (!np) { fprintf(stderr, "commlens: %s: no trace directory given\n", cmd); usage(stderr); return 2; }
-  if (is_merge && !mo.out) { fprintf(stderr, "commlens: merge needs -o OUT\n"); return 2; }
-  if (mo.has_window && mo.has_steps) { fprintf(stderr, "commlens: give --window or --steps, not both\n"); return 2; }
+/* What `report` was asked for. */
+typedef struct {
+  int json, top;
+  const char *html;   /* --html FILE: where the HTML writer puts its page, from the same analysed job as the text */
+} report_opts_t;
 
-  cl_job job;
-  if (cl_job_load(&job, paths, np, threads) == 0) {
-    fprintf(stderr, "commlens: nothing to %s: no usable per-rank trace found\n", cmd);
-    cl_job_free(&job); free(paths); free(mo.ranks);
+typedef struct { int threads; CL_VEC(char *) dirs; } common_opts;
+
+/* Parses one subcommand's argv. Returns 0, 1 after --help (exit 0), or 2 on bad usage. */
+static int parse(const cl_cmd *cmd, int argc, char **argv, common_opts *co, report_opts_t *ro, cl_merge_opts *mo,
+                 const char **comm_arg) {
+  cl_opts p; cl_opts_init(&p, cmd, argc, argv);
+  int rc = 0; const char *v; long n;
+  for (int id; rc == 0 && (id = cl_opts_next(&p, &v)) != CL_OPTS_END;) {
+    switch (id) {
+    case CL_OPTS_BAD: rc = 2; break;
+    case CL_OPTS_OPERAND: CL_PUSH(co->dirs, (char *)v); break;
+    case CL_OPT_HELP: cl_opts_help(cmd, stdout); rc = 1; break;
+    case O_JSON: ro->json = 1; break;
+    case O_TOP: if (cl_opts_int(cmd, "--top", v, 1, 1000000, &n)) rc = 2; else ro->top = (int)n; break;
+    case O_THREADS: if (cl_opts_int(cmd, "--threads", v, 1, 1024, &n)) rc = 2; else co->threads = (int)n; break;
+    case O_HTML: ro->html = v; break;
+    case O_OUT: mo->out = v; break;
+    case O_FORMAT:
+      if (!strcmp(v, "json")) mo->format = CL_MERGE_JSON;
+      else if (!strcmp(v, "pftrace")) mo->format = CL_MERGE_PFTRACE;
+      else { cl_opts_usage_error(cmd, "--format '%s': expected json or pftrace", v); rc = 2; }
+      break;
+    case O_RANKS:
+      free(mo->ranks); mo->ranks = NULL;
+      if (cl_parse_ranks(v, &mo->ranks)) { cl_opts_usage_error(cmd, "--ranks '%s': expected a list like 0-3,7", v); rc = 2; }
+      break;
+    case O_COMM: *comm_arg = v; break;
+    case O_WINDOW: {   /* START_MS:END_MS */
+      char *e, *e2;
+      mo->w_start_ms = strtod(v, &e);
+      int ok = e != v && *e == ':' && (mo->w_end_ms = strtod(e + 1, &e2), e2 != e + 1 && !*e2) && mo->w_end_ms >= mo->w_start_ms;
+      if (!ok) { cl_opts_usage_error(cmd, "--window '%s': expected START_MS:END_MS with START <= END", v); rc = 2; }
+      mo->has_window = 1;
+      break;
+    }
+    case O_STEPS: {   /* A:B */
+      char *e, *e2;
+      mo->step_a = strtol(v, &e, 10);
+      int ok = e != v && *e == ':' && (mo->step_b = strtol(e + 1, &e2, 10), e2 != e + 1 && !*e2) && mo->step_b >= mo->step_a;
+      if (!ok) { cl_opts_usage_error(cmd, "--steps '%s': expected A:B with A <= B", v); rc = 2; }
+      mo->has_steps = 1;
+      break;
+    }
+    }
+  }
+  cl_opts_free(&p);
+  return rc;
+}
+
+/* --comm: a number (0x... hash) or a communicator name seen in the traces. */
+static int resolve_comm(const char *s, uint64_t *out) {
+  char *e; unsigned long long v = strtoull(s, &e, 0);
+  if (*e == 0 && e != s) { *out = v; return 0; }
+  return cl_comm_by_name(s, out);
+}
+
+/* The merge format an output name asks for when --format is not given. */
+static int format_of(const char *out) {
+  size_t n = strlen(out);
+  if (n > 3 && !strcmp(out + n - 3, ".gz")) n -= 3;
+  return n >= 8 && !strncmp(out + n - 8, ".pftrace", 8) ? CL_MERGE_PFTRACE : CL_MERGE_JSON;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) { usage(stderr); return 2; }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) { usage(stdout); return 0; }
+  if (!strcmp(cmd, "--version")) { printf("commlens %s\n", COMMLENS_VERSION); return 0; }
+  const cl_cmd *c = NULL;
+  for (int i = 0; i < NCMDS; i++) if (!strcmp(cmd, cmds[i]->name)) c = cmds[i];
+  if (!c) {
+    fprintf(stderr, cmd[0] == '-' ? "commlens: unknown option '%s'\n" : "commlens: unknown command '%s'\n", cmd);
+    usage(stderr);
     return 2;
   }
-  cl_job_instances(&job);
-  cl_job_align(&job);
-  int rc;
-  if (is_report) rc = cl_report(&job, json, top, stdout) || (html && cl_report_html(&job, html));
-  else {
-    if (comm_arg) {
-      char *e; unsigned long long v = strtoull(comm_arg, &e, 0);
-      if (*e == 0 && e != comm_arg) mo.comm = v;
-      else if (cl_comm_by_name(comm_arg, &mo.comm)) {
-        fprintf(stderr, "commlens: --comm '%s': no communicator with that hash or name in the traces\n", comm_arg);
-        cl_job_free(&job); free(paths); free(mo.ranks); return 2;
-      }
-      mo.has_comm = 1;
+  common_opts co = { 2, {0} };
+  long nc = sysconf(_SC_NPROCESSORS_ONLN);
+  if (nc > 0 && nc < co.threads) co.threads = (int)nc;
+  report_opts_t ro = { 0, 5, NULL };
+  cl_merge_opts mo; memset(&mo, 0, sizeof mo); mo.format = -1;
+  const char *comm_arg = NULL;
+  int rc = 2, prc = parse(c, argc - 1, argv + 1, &co, &ro, &mo, &comm_arg);
+  if (prc) rc = prc == 1 ? 0 : 2;
+  else if (c == &cmd_env) {
+    if (co.dirs.n) cl_opts_usage_error(c, "takes no operands ('%s')", co.dirs.a[0]);
+    else {
+      printf("# commlens %s: COMMLENS_* variables of this plugin version, one per line: name, default, meaning\n",
+             COMMLENS_VERSION);
+      cl_config_print_table(print_line, stdout);
+      rc = 0;
     }
-    mo.threads = threads;
-    rc = cl_merge(&job, &mo);
+  } else if (!co.dirs.n) cl_opts_usage_error(c, "no trace directory given");
+  else if (c == &cmd_merge && !mo.out) cl_opts_usage_error(c, "needs -o OUT");
+  else if (mo.has_window && mo.has_steps) cl_opts_usage_error(c, "give --window or --steps, not both");
+  else {
+    cl_job job;
+    if (cl_job_load(&job, co.dirs.a, (int)co.dirs.n, co.threads) == 0)
+      fprintf(stderr, "commlens: nothing to %s: no usable per-rank trace found\n", c->name);
+    else {
+      cl_job_instances(&job);
+      cl_job_align(&job);
+      if (c == &cmd_report) {
+        rc = cl_report(&job, ro.json, ro.top, stdout) == 0 ? 0 : 2;
+        if (rc == 0 && ro.html && cl_report_html(&job, ro.html) != 0) rc = 2;   /* the page, from the same job */
+      } else if (comm_arg && resolve_comm(comm_arg, &mo.comm) != 0) {
+        fprintf(stderr, "commlens: --comm '%s': no communicator with that hash or name in the traces\n", comm_arg);
+      } else {
+        mo.has_comm = comm_arg != NULL;
+        if (mo.format < 0) mo.format = format_of(mo.out);
+        mo.threads = co.threads;
+        rc = cl_merge(&job, &mo) == 0 ? 0 : 2;
+      }
+    }
+    cl_job_free(&job);
   }
-  cl_job_free(&job); free(paths); free(mo.ranks);
-  return rc == 0 ? 0 : 2;
+  free(co.dirs.a); free(mo.ranks);
+  return rc;
 }

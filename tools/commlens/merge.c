@@ -1,9 +1,12 @@
-/* merge.c: `commlens merge`: one Perfetto trace from the per-rank traces. Streams each
- * rank's events to the output (pid = rank, ts shifted onto the reference rank's clock,
- * flow ids made unique), in rank order, with two threads rewriting and one writing;
- * metadata and cross-rank flows come from the instance table. Never holds a rank's
- * events in memory beyond a bounded queue of output chunks. */
+/* merge.c: `commlens merge`: one Perfetto trace from the per-rank traces, as Chrome-trace
+ * JSON or as Perfetto's protobuf (pftrace.c). Streams each rank's events to the output
+ * (pid = rank, ts shifted onto the reference rank's clock, flow ids made unique), in rank
+ * order, with two threads rewriting and one writing; metadata and cross-rank flows come
+ * from the instance table. Never holds a rank's events in memory beyond a bounded queue of
+ * output chunks. */
 #include "report.h"
+#include "pftrace.h"
+#include "progress.h"
 #include <json-c/json.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -12,7 +15,9 @@
 
 #define CHUNK (4u << 20)
 #define QUEUE_MAX (64u << 20)
-#define WARN_BYTES 1500000000.0
+#define WARN_BYTES 1e9       /* JSON past this fails in Perfetto's web UI (docs/cli.md says why) */
+#define WARN_SIZE "1 GB"
+#define WARN_HOW "write --format pftrace (-o OUT.pftrace) instead, or narrow it with --ranks/--comm/--window/--steps"
 #define FLOW_ID_BASE (1ull << 52)
 
 typedef struct chunk { struct chunk *next; size_t n; char d[CHUNK]; } chunk;
@@ -21,14 +26,22 @@ typedef struct { chunk *head, *tail; size_t bytes; int done; } rank_q;
 typedef struct {
   cl_job *job; const cl_merge_opts *o;
   int *sel; int nsel;                 /* selected rank indices, in rank order */
+  int *qi_of;                         /* rank index -> its place in sel, -1 if not selected */
   int64_t ws, we;                     /* window, aligned ns (inclusive) */
+  int64_t t0, t1;                     /* first and last aligned event of the selected ranks */
   rank_q *q; int cur, next;
   pthread_mutex_t mu; pthread_cond_t cv;
-  int64_t kept;
-  int64_t base;                       /* aligned ns written as ts 0 (see time_base_unix_ns) */
+  int64_t kept, not_carried;
+  uint8_t *flow_ok;                   /* pftrace: per instance, 1 if its slices carry a cross-rank flow */
+  int64_t base;                       /* aligned ns written as ts 0 in JSON (time_base_unix_ns) */
 } merge_ctx;
 
-typedef struct { merge_ctx *m; int qi; cl_rank *r; chunk *c; int64_t kept; } rank_writer;
+typedef struct {
+  merge_ctx *m; int qi; cl_rank *r; chunk *c; int64_t kept;
+  size_t ncoll;                       /* coll_gpu slices seen: the next one is r->colls.a[ncoll] */
+  cl_pft_seq *pft;                    /* pftrace: the rank's packet sequence; NULL for JSON */
+  cl_progress_batch prog;
+} rank_writer;
 
 static chunk *chunk_new(void) { chunk *c = cl_xmalloc(sizeof *c); c->next = NULL; c->n = 0; return c; }
 
@@ -64,6 +77,9 @@ typedef struct { const char *v, *ve; char s[48]; int n; } repl;
 
 static void on_merge_event(const cl_ev *ev, void *arg) {
   rank_writer *w = arg; merge_ctx *m = w->m; cl_rank *r = w->r;
+  cl_progress_count(&w->prog, ev->end - ev->beg);
+  size_t coll = SIZE_MAX;   /* the loader's order: every timed X coll_gpu, kept or not */
+  if (ev->ph == 'X' && ev->has_ts && ev->cat == CAT_COLL_GPU) coll = w->ncoll++;
   if (ev->ph == 'M') {
     if (cl_str_eq(ev->name, "process_name") || cl_str_eq(ev->name, "process_sort_index")) return;
   } else {
@@ -75,6 +91,16 @@ static void on_merge_event(const cl_ev *ev, void *arg) {
   }
   repl rp[3]; int nr = 0;
   if (!cl_json_valid(ev->beg, (size_t)(ev->end - ev->beg))) return;   /* the scanner is lenient: pass through only valid JSON */
+  if (w->pft) {
+    uint64_t flow = 0;
+    if (coll < r->colls.n && r->colls.a[coll].inst != UINT32_MAX && m->flow_ok[r->colls.a[coll].inst])
+      flow = FLOW_ID_BASE + r->colls.a[coll].inst;
+    cl_pft_event(w->pft, ev, cl_aligned(r, ev->ts_ns), flow);
+    size_t n; const uint8_t *b = cl_pft_take(w->pft, &n);
+    out_put(w, (const char *)b, n);
+    w->kept++;
+    return;
+  }
   if (ev->pid_v && ev->pid_ve) { rp[nr].v = ev->pid_v; rp[nr].ve = ev->pid_ve; rp[nr].n = sprintf(rp[nr].s, "%d", r->rank); nr++; }
   if (ev->has_ts && ev->ts_ve) { rp[nr].v = ev->ts_v; rp[nr].ve = ev->ts_ve; rp[nr].n = fmt_us(rp[nr].s, cl_aligned(r, ev->ts_ns) - m->base); nr++; }
   if (ev->has_id && (ev->ph == 's' || ev->ph == 't' || ev->ph == 'f')) {
@@ -99,6 +125,9 @@ static void on_merge_event(const cl_ev *ev, void *arg) {
   w->kept++;
 }
 
+static json_object *rank_meta(const cl_rank *r);
+static void process_name(const cl_rank *r, char *nm, size_t n);
+
 static void *merge_worker(void *arg) {
   merge_ctx *m = arg;
   for (;;) {
@@ -106,13 +135,25 @@ static void *merge_worker(void *arg) {
     int qi = m->next++;
     pthread_mutex_unlock(&m->mu);
     if (qi >= m->nsel) return NULL;
-    rank_writer w = { m, qi, m->job->r[m->sel[qi]], chunk_new(), 0 };
+    rank_writer w = { .m = m, .qi = qi, .r = m->job->r[m->sel[qi]], .c = chunk_new() };
     out_put(&w, "", 0);
+    if (m->o->format == CL_MERGE_PFTRACE) {   /* the sequence opens with the process track and its clock */
+      char nm[512]; process_name(w.r, nm, sizeof nm);
+      json_object *meta = rank_meta(w.r);
+      json_object_object_add(meta, "ref_rank", json_object_new_int(m->job->ref_rank));
+      w.pft = cl_pft_seq_new(w.r->rank, nm, m->ws == INT64_MIN ? m->t0 : m->ws, meta);
+      json_object_put(meta);
+      size_t n; const uint8_t *b = cl_pft_take(w.pft, &n);
+      out_put(&w, (const char *)b, n);
+    }
     cl_info info;
     cl_trace_scan(w.r->path, on_merge_event, &w, &info, 0);
     cl_info_free(&info);
+    cl_progress_flush(&w.prog);
+    cl_progress_file_done();
+    int64_t not_carried = w.pft ? cl_pft_seq_free(w.pft) : 0;
     q_push(m, qi, w.c, 1);
-    pthread_mutex_lock(&m->mu); m->kept += w.kept; pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&m->mu); m->kept += w.kept; m->not_carried += not_carried; pthread_mutex_unlock(&m->mu);
   }
 }
 
@@ -124,8 +165,8 @@ static void ow(out_t *o, const char *s, size_t n) {
   o->bytes += (double)n;
   if (!o->warned && o->bytes > WARN_BYTES) {
     o->warned = 1;
-    fprintf(stderr, "commlens: merged trace passed 1.5 GB of JSON; Perfetto's in-browser limit is about 2 GB: "
-            "narrow it with --ranks/--comm/--window/--steps or open it with trace_processor --httpd\n");
+    fprintf(stderr, "commlens: merge: the merged trace passed %s of JSON, past what Perfetto's web UI loads: "
+            WARN_HOW "\n", WARN_SIZE);
   }
 }
 static void ows(out_t *o, const char *s) { ow(o, s, strlen(s)); }
@@ -188,93 +229,82 @@ static int window_from_steps(merge_ctx *m) {
 
 static int cmp_i64(const void *a, const void *b) { const int64_t *x = a, *y = b; return x[0] < y[0] ? -1 : x[0] > y[0]; }
 
-int cl_merge(cl_job *job, const cl_merge_opts *o) {
-  merge_ctx m; memset(&m, 0, sizeof m);
-  m.job = job; m.o = o;
-  pthread_mutex_init(&m.mu, NULL); pthread_cond_init(&m.cv, NULL);
-  m.sel = cl_xmalloc(((size_t)job->n + 1) * sizeof(int));
-  int *qi_of = cl_xmalloc(((size_t)job->n + 1) * sizeof(int));
-  for (int i = 0; i < job->n; i++) {
-    qi_of[i] = -1;
-    if (o->ranks && (job->r[i]->rank > 65535 || !o->ranks[job->r[i]->rank])) continue;
-    qi_of[i] = m.nsel; m.sel[m.nsel++] = i;
+/* The members of instance ii that the output keeps (selected rank, its slice in the window,
+ * a numeric tid), as (aligned start, rank index << 32 | coll index) pairs in arr, in arrival
+ * order; returns how many. Both formats link an instance across ranks when it keeps two. */
+static size_t kept_members(const merge_ctx *m, size_t ii, int64_t *arr) {
+  const cl_job *job = m->job; const cl_inst *in = &job->inst.a[ii];
+  if (in->count < 2 || (m->o->has_comm && in->comm != m->o->comm)) return 0;
+  size_t n = 0;
+  for (uint32_t k = 0; k < in->count; k++) {
+    const cl_member *mb = &job->mem.a[in->first + k];
+    if (m->qi_of[mb->rank_idx] < 0) continue;
+    const cl_rank *r = job->r[mb->rank_idx]; const cl_coll *c = &r->colls.a[mb->coll_idx];
+    if (!c->tid_ok) continue;
+    int64_t s = cl_aligned(r, c->start), e = cl_aligned(r, c->end);
+    if (e < m->ws || s > m->we) continue;
+    arr[2 * n] = s; arr[2 * n + 1] = ((int64_t)mb->rank_idx << 32) | mb->coll_idx; n++;
   }
-  if (!m.nsel) { fprintf(stderr, "commlens: merge: --ranks selects none of the ranks present\n"); free(m.sel); free(qi_of); return -1; }
-  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-  double est = 0;
-  for (int i = 0; i < m.nsel; i++) {
-    cl_rank *r = job->r[m.sel[i]];
-    if (!r->info.n_events) continue;
-    if (cl_aligned(r, r->t_min) < t0) t0 = cl_aligned(r, r->t_min);
-    if (cl_aligned(r, r->t_max) > t1) t1 = cl_aligned(r, r->t_max);
-  }
-  if (t0 == INT64_MAX) t0 = t1 = 0;
-  /* Times are written from the whole second before the first event: a viewer that reads ts as
-   * a double of microseconds (Perfetto) keeps every nanosecond of small values, while at
-   * Unix-epoch magnitudes it rounds to ~256 ns and slices that nest exactly would not nest
-   * there after the shift onto one clock. The epoch of ts 0 is in the metadata. */
-  m.base = t0 - (t0 % 1000000000 + 1000000000) % 1000000000;
-  m.ws = INT64_MIN; m.we = INT64_MAX;
-  if (o->has_window) { m.ws = t0 + (int64_t)(o->w_start_ms * 1e6); m.we = t0 + (int64_t)(o->w_end_ms * 1e6); }
-  if (o->has_steps && window_from_steps(&m) != 0) { free(m.sel); free(qi_of); return -1; }
-  for (int i = 0; i < m.nsel; i++) {
-    cl_rank *r = job->r[m.sel[i]];
-    double span = (double)(r->t_max - r->t_min), a = (double)cl_aligned(r, r->t_min), b = (double)cl_aligned(r, r->t_max);
-    double lo = a > (double)m.ws ? a : (double)m.ws, hi = b < (double)m.we ? b : (double)m.we;
-    double frac = span > 0 ? (hi > lo ? (hi - lo) / span : 0) : 1;
-    est += (double)r->info.bytes_events * frac;
-  }
-  if (est > WARN_BYTES)
-    fprintf(stderr, "commlens: merge: the merged trace will be about %.1f GB of JSON%s; Perfetto's in-browser limit is about 2 GB: "
-            "narrow it with --ranks/--comm/--window/--steps or open it with trace_processor --httpd\n",
-            est / 1e9, o->has_comm ? " before the --comm filter" : "");
+  if (n > 1) qsort(arr, n, 2 * sizeof(int64_t), cmp_i64);
+  return n;
+}
 
-  out_t out = {0};
-  size_t ol = strlen(o->out);
-  if (ol > 3 && !strcmp(o->out + ol - 3, ".gz")) out.gz = gzopen(o->out, "wb3");
-  else { out.f = fopen(o->out, "wb"); if (out.f) setvbuf(out.f, NULL, _IOFBF, 1u << 22); }
-  if (!out.f && !out.gz) { fprintf(stderr, "commlens: merge: cannot write %s\n", o->out); free(m.sel); free(qi_of); return -1; }
-  if (out.gz) out.warned = 0;
+/* What the merge says about one rank (JSON: commlens_merge.ranks[]; pftrace: its clock instant). */
+static json_object *rank_meta(const cl_rank *r) {
+  json_object *x = json_object_new_object();
+  json_object_object_add(x, "rank", json_object_new_int(r->rank));
+  json_object_object_add(x, "host", json_object_new_string(r->info.host ? r->info.host : ""));
+  json_object_object_add(x, "file", json_object_new_string(r->path));
+  cl_clock_json(x, r);
+  json_object_object_add(x, "abi", json_object_new_int(r->info.abi));
+  json_object_object_add(x, "version", json_object_new_string(r->info.version ? r->info.version : ""));
+  json_object_object_add(x, "dropped", json_object_new_int64(r->info.st_dropped));
+  json_object_object_add(x, "overhead_pct", json_object_new_double(r->info.st_overhead_pct));
+  json_object_object_add(x, "truncated", json_object_new_boolean(r->info.truncated || r->info.bad));
+  return x;
+}
 
-  /* metadata object */
-  json_object *meta = json_object_new_object(), *ra = json_object_new_array();
+/* The file's own process name when it has one, else "rank R (host, GPU d)". */
+static void process_name(const cl_rank *r, char *nm, size_t n) {
+  if (r->pname) snprintf(nm, n, "%s", r->pname);
+  else if (r->device >= 0) snprintf(nm, n, "rank %d (%s, GPU %d)", r->rank, r->info.host ? r->info.host : "?", r->device);
+  else snprintf(nm, n, "rank %d (%s)", r->rank, r->info.host ? r->info.host : "?");
+}
+
+/* The merge's metadata: job, reference rank, clock method, window, communicator. */
+static json_object *merge_meta(const merge_ctx *m) {
+  const cl_job *job = m->job; const cl_merge_opts *o = m->o;
+  json_object *meta = json_object_new_object();
   json_object_object_add(meta, "tool", json_object_new_string("commlens merge"));
   json_object_object_add(meta, "job", json_object_new_string(job->job));
   json_object_object_add(meta, "ref_rank", json_object_new_int(job->ref_rank));
   json_object_object_add(meta, "clock_method", json_object_new_string(
       "offset = median over matched coll_gpu instances (comm, func, seq) of (end on rank - end on reference); "
       "err_ns = 1.2533*1.4826*MAD/sqrt(samples); ts here = ts in the rank's file - offset_ns - time_base_unix_ns"));
-  json_object_object_add(meta, "time_base_unix_ns", json_object_new_int64(m.base));
-  for (int i = 0; i < m.nsel; i++) {
-    cl_rank *r = job->r[m.sel[i]]; json_object *x = json_object_new_object();
-    json_object_object_add(x, "rank", json_object_new_int(r->rank));
-    json_object_object_add(x, "host", json_object_new_string(r->info.host ? r->info.host : ""));
-    json_object_object_add(x, "file", json_object_new_string(r->path));
-    cl_clock_json(x, r);
-    json_object_object_add(x, "abi", json_object_new_int(r->info.abi));
-    json_object_object_add(x, "version", json_object_new_string(r->info.version ? r->info.version : ""));
-    json_object_object_add(x, "dropped", json_object_new_int64(r->info.st_dropped));
-    json_object_object_add(x, "overhead_pct", json_object_new_double(r->info.st_overhead_pct));
-    json_object_object_add(x, "truncated", json_object_new_boolean(r->info.truncated || r->info.bad));
-    json_object_array_add(ra, x);
-  }
-  json_object_object_add(meta, "ranks", ra);
+  json_object_object_add(meta, "time_base_unix_ns", json_object_new_int64(m->base));
   json_object *win = json_object_new_array();
-  json_object_array_add(win, json_object_new_int64(m.ws == INT64_MIN ? t0 : m.ws));
-  json_object_array_add(win, json_object_new_int64(m.we == INT64_MAX ? t1 : m.we));
+  json_object_array_add(win, json_object_new_int64(m->ws == INT64_MIN ? m->t0 : m->ws));
+  json_object_array_add(win, json_object_new_int64(m->we == INT64_MAX ? m->t1 : m->we));
   json_object_object_add(meta, "window_ns", win);
   if (o->has_comm) { char b[24]; snprintf(b, sizeof b, "0x%llx", (unsigned long long)o->comm); json_object_object_add(meta, "comm", json_object_new_string(b)); }
-  ows(&out, "{\"displayTimeUnit\":\"ns\",\"commlens_merge\":");
-  ows(&out, json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return meta;
+}
+
+/* JSON: everything before the ranks' events: metadata, then each rank's process name,
+ * order and clock as M events. */
+static void json_head(merge_ctx *m, out_t *out) {
+  cl_job *job = m->job;
+  json_object *meta = merge_meta(m), *ra = json_object_new_array();
+  for (int i = 0; i < m->nsel; i++) json_object_array_add(ra, rank_meta(job->r[m->sel[i]]));
+  json_object_object_add(meta, "ranks", ra);
+  ows(out, "{\"displayTimeUnit\":\"ns\",\"commlens_merge\":");
+  ows(out, json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put(meta);
-  ows(&out, ",\"traceEvents\":[");
+  ows(out, ",\"traceEvents\":[");
   char b[1024];
-  for (int i = 0; i < m.nsel; i++) {
-    cl_rank *r = job->r[m.sel[i]];
-    char nm[512];
-    if (r->pname) snprintf(nm, sizeof nm, "%s", r->pname);
-    else if (r->device >= 0) snprintf(nm, sizeof nm, "rank %d (%s, GPU %d)", r->rank, r->info.host ? r->info.host : "?", r->device);
-    else snprintf(nm, sizeof nm, "rank %d (%s)", r->rank, r->info.host ? r->info.host : "?");
+  for (int i = 0; i < m->nsel; i++) {
+    cl_rank *r = job->r[m->sel[i]];
+    char nm[512]; process_name(r, nm, sizeof nm);
     json_object *s = json_object_new_string(nm);
     snprintf(b, sizeof b, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":%s}},\n"
              "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n"
@@ -282,74 +312,162 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
              i ? "," : "", r->rank, json_object_to_json_string(s), r->rank, r->rank, r->rank, (long long)r->offset_ns,
              (long long)r->off_err_ns, (long long)r->off_mad_ns, r->off_samples, r->aligned ? "true" : "false", job->ref_rank);
     json_object_put(s);
-    ows(&out, b);
+    ows(out, b);
   }
+}
 
-  /* events, rank by rank */
-  m.q = cl_xcalloc((size_t)m.nsel, sizeof(rank_q));
-  int th = o->threads < 1 ? 1 : o->threads > 8 ? 8 : o->threads;
-  if (th > m.nsel) th = m.nsel;
-  pthread_t tids[8];
-  for (int t = 0; t < th; t++) pthread_create(&tids[t], NULL, merge_worker, &m);
-  for (int qi = 0; qi < m.nsel; qi++) {
-    int first = 1;
-    for (;;) {
-      pthread_mutex_lock(&m.mu);
-      while (!m.q[qi].head && !m.q[qi].done) pthread_cond_wait(&m.cv, &m.mu);
-      chunk *c = m.q[qi].head;
-      if (c) { m.q[qi].head = c->next; if (!c->next) m.q[qi].tail = NULL; m.q[qi].bytes -= c->n; }
-      int done = !c && m.q[qi].done;
-      if (done) { m.cur = qi + 1; pthread_cond_broadcast(&m.cv); }
-      else pthread_cond_broadcast(&m.cv);
-      pthread_mutex_unlock(&m.mu);
-      if (done) break;
-      /* each rank's text starts "\n{..." and continues ",\n{...}": join ranks with a comma */
-      if (first && c->n && c->d[0] == '\n') ow(&out, ",", 1);
-      if (c->n) first = 0;
-      ow(&out, c->d, c->n);
-      free(c);
-    }
-  }
-  for (int t = 0; t < th; t++) pthread_join(tids[t], NULL);
-
-  /* cross-rank flows: one chain per collective instance, in arrival order */
+/* JSON: cross-rank flows (one chain per collective instance, in arrival order) and the end. */
+static int64_t json_tail(merge_ctx *m, out_t *out) {
+  cl_job *job = m->job;
   int64_t nflows = 0;
   int64_t *arr = cl_xmalloc(((size_t)job->n + 1) * 2 * sizeof(int64_t));
+  char b[1024];
   for (size_t ii = 0; ii < job->inst.n; ii++) {
-    cl_inst *in = &job->inst.a[ii];
-    if (in->count < 2) continue;
-    if (o->has_comm && in->comm != o->comm) continue;
-    size_t n = 0;
-    for (uint32_t k = 0; k < in->count; k++) {
-      cl_member *mb = &job->mem.a[in->first + k];
-      if (qi_of[mb->rank_idx] < 0) continue;
-      cl_rank *r = job->r[mb->rank_idx]; cl_coll *c = &r->colls.a[mb->coll_idx];
-      if (!c->tid_ok) continue;
-      int64_t s = cl_aligned(r, c->start), e = cl_aligned(r, c->end);
-      if (e < m.ws || s > m.we) continue;
-      arr[2 * n] = s; arr[2 * n + 1] = ((int64_t)mb->rank_idx << 32) | mb->coll_idx; n++;
-    }
+    size_t n = kept_members(m, ii, arr);
     if (n < 2) continue;
-    qsort(arr, n, 2 * sizeof(int64_t), cmp_i64);
+    cl_inst *in = &job->inst.a[ii];
     for (size_t k = 0; k < n; k++) {
       cl_rank *r = job->r[arr[2 * k + 1] >> 32]; cl_coll *c = &r->colls.a[arr[2 * k + 1] & 0xffffffff];
       int64_t ts = arr[2 * k] + (c->end - c->start >= 2 ? 1 : 0);
-      char t[40]; fmt_us(t, ts - m.base);
+      char t[40]; fmt_us(t, ts - m->base);
       int len = snprintf(b, sizeof b, ",\n{\"ph\":\"%c\",\"cat\":\"coll_instance\",\"name\":\"%s #%lld\",\"id\":%llu,\"pid\":%d,\"tid\":%d,\"ts\":%s,\"bp\":\"e\"}",
                          k == 0 ? 's' : k + 1 == n ? 'f' : 't', cl_func_name(in->func), (long long)in->seq,
                          (unsigned long long)(FLOW_ID_BASE + ii), r->rank, c->tid, t);
-      ow(&out, b, (size_t)len);
+      ow(out, b, (size_t)len);
     }
     nflows++;
   }
   free(arr);
-  ows(&out, "\n]}\n");
+  ows(out, "\n]}\n");
+  return nflows;
+}
+
+/* pftrace: which instances the ranks' slices link (kept_members), and the merge's own
+ * sequence. Returns how many instances are linked. */
+static int64_t pftrace_head(merge_ctx *m, out_t *out) {
+  cl_job *job = m->job;
+  int64_t nflows = 0;
+  int64_t *arr = cl_xmalloc(((size_t)job->n + 1) * 2 * sizeof(int64_t));
+  m->flow_ok = cl_xcalloc(job->inst.n + 1, 1);
+  for (size_t ii = 0; ii < job->inst.n; ii++) nflows += m->flow_ok[ii] = kept_members(m, ii, arr) >= 2;
+  free(arr);
+  json_object *meta = merge_meta(m);
+  size_t n; uint8_t *b = cl_pft_merge_header(m->ws == INT64_MIN ? m->t0 : m->ws, meta, &n);
+  json_object_put(meta);
+  ow(out, (const char *)b, n);
+  free(b);
+  return nflows;
+}
+
+/* The ranks' events: workers rewrite ranks ahead into bounded queues; this thread writes
+ * them in rank order. */
+static void write_ranks(merge_ctx *m, out_t *out) {
+  double total = 0;
+  for (int i = 0; i < m->nsel; i++) total += (double)m->job->r[m->sel[i]]->info.bytes_events;
+  cl_progress_begin("merging", m->nsel, total);
+  m->q = cl_xcalloc((size_t)m->nsel, sizeof(rank_q));
+  int th = m->o->threads < 1 ? 1 : m->o->threads > 8 ? 8 : m->o->threads;
+  if (th > m->nsel) th = m->nsel;
+  pthread_t tids[8];
+  for (int t = 0; t < th; t++) pthread_create(&tids[t], NULL, merge_worker, m);
+  for (int qi = 0; qi < m->nsel; qi++) {
+    int first = 1;
+    for (;;) {
+      pthread_mutex_lock(&m->mu);
+      while (!m->q[qi].head && !m->q[qi].done) pthread_cond_wait(&m->cv, &m->mu);
+      chunk *c = m->q[qi].head;
+      if (c) { m->q[qi].head = c->next; if (!c->next) m->q[qi].tail = NULL; m->q[qi].bytes -= c->n; }
+      int done = !c && m->q[qi].done;
+      if (done) m->cur = qi + 1;
+      pthread_cond_broadcast(&m->cv);
+      pthread_mutex_unlock(&m->mu);
+      if (done) break;
+      /* JSON: each rank's text starts "\n{..." and continues ",\n{...}": join ranks with a comma */
+      if (m->o->format == CL_MERGE_JSON && first && c->n && c->d[0] == '\n') ow(out, ",", 1);
+      if (c->n) first = 0;
+      ow(out, c->d, c->n);
+      free(c);
+    }
+  }
+  for (int t = 0; t < th; t++) pthread_join(tids[t], NULL);
+  cl_progress_end();
+  free(m->q);
+}
+
+/* Selects the ranks and sets the time window. Returns 0, or -1 after saying why not. */
+static int merge_select(merge_ctx *m) {
+  cl_job *job = m->job; const cl_merge_opts *o = m->o;
+  m->sel = cl_xmalloc(((size_t)job->n + 1) * sizeof(int));
+  m->qi_of = cl_xmalloc(((size_t)job->n + 1) * sizeof(int));
+  for (int i = 0; i < job->n; i++) {
+    m->qi_of[i] = -1;
+    if (o->ranks && (job->r[i]->rank > 65535 || !o->ranks[job->r[i]->rank])) continue;
+    m->qi_of[i] = m->nsel; m->sel[m->nsel++] = i;
+  }
+  if (!m->nsel) { fprintf(stderr, "commlens: merge: --ranks selects none of the ranks present\n"); return -1; }
+  m->t0 = INT64_MAX; m->t1 = INT64_MIN;
+  for (int i = 0; i < m->nsel; i++) {
+    cl_rank *r = job->r[m->sel[i]];
+    if (!r->info.n_events) continue;
+    if (cl_aligned(r, r->t_min) < m->t0) m->t0 = cl_aligned(r, r->t_min);
+    if (cl_aligned(r, r->t_max) > m->t1) m->t1 = cl_aligned(r, r->t_max);
+  }
+  if (m->t0 == INT64_MAX) m->t0 = m->t1 = 0;
+  /* JSON times are written from the whole second before the first event: a viewer that reads
+   * ts as a double of microseconds (Perfetto) keeps every nanosecond of small values, while at
+   * Unix-epoch magnitudes it rounds to ~256 ns and slices that nest exactly would not nest there
+   * after the shift onto one clock. The epoch of ts 0 is in the metadata. The protobuf carries
+   * exact integer nanoseconds: its base stays the epoch (0). */
+  m->base = o->format == CL_MERGE_JSON ? m->t0 - (m->t0 % 1000000000 + 1000000000) % 1000000000 : 0;
+  m->ws = INT64_MIN; m->we = INT64_MAX;
+  if (o->has_window) { m->ws = m->t0 + (int64_t)(o->w_start_ms * 1e6); m->we = m->t0 + (int64_t)(o->w_end_ms * 1e6); }
+  if (o->has_steps && window_from_steps(m) != 0) return -1;
+  return 0;
+}
+
+/* JSON: says before writing when the output will pass WARN_BYTES; 1 if it said so. */
+static int json_size_warning(const merge_ctx *m) {
+  double est = 0;
+  for (int i = 0; i < m->nsel; i++) {
+    cl_rank *r = m->job->r[m->sel[i]];
+    double span = (double)(r->t_max - r->t_min), a = (double)cl_aligned(r, r->t_min), b = (double)cl_aligned(r, r->t_max);
+    double lo = a > (double)m->ws ? a : (double)m->ws, hi = b < (double)m->we ? b : (double)m->we;
+    double frac = span > 0 ? (hi > lo ? (hi - lo) / span : 0) : 1;
+    est += (double)r->info.bytes_events * frac;
+  }
+  if (est <= WARN_BYTES) return 0;
+  fprintf(stderr, "commlens: merge: the merged trace will be about %.1f GB of JSON%s, past what Perfetto's web UI loads "
+          "(" WARN_SIZE "): " WARN_HOW "\n", est / 1e9, m->o->has_comm ? " before the --comm filter" : "");
+  return 1;
+}
+
+int cl_merge(cl_job *job, const cl_merge_opts *o) {
+  merge_ctx m; memset(&m, 0, sizeof m);
+  m.job = job; m.o = o;
+  pthread_mutex_init(&m.mu, NULL); pthread_cond_init(&m.cv, NULL);
+  int json = o->format == CL_MERGE_JSON;
+  out_t out = {0};
+  if (merge_select(&m) != 0) { free(m.sel); free(m.qi_of); return -1; }
+  out.warned = !json || json_size_warning(&m);   /* one warning at most, and only for JSON */
+  size_t ol = strlen(o->out);
+  if (ol > 3 && !strcmp(o->out + ol - 3, ".gz")) out.gz = gzopen(o->out, "wb3");
+  else { out.f = fopen(o->out, "wb"); if (out.f) setvbuf(out.f, NULL, _IOFBF, 1u << 22); }
+  if (!out.f && !out.gz) { fprintf(stderr, "commlens: merge: cannot write %s\n", o->out); free(m.sel); free(m.qi_of); return -1; }
+
+  int64_t nflows = 0;
+  if (json) json_head(&m, &out); else nflows = pftrace_head(&m, &out);
+  write_ranks(&m, &out);
+  if (json) nflows = json_tail(&m, &out);
+
   int err = 0;
   if (out.gz) err = gzclose(out.gz) != Z_OK;
   else { err = fflush(out.f) != 0 || ferror(out.f); err |= fclose(out.f) != 0; }
   if (err) fprintf(stderr, "commlens: merge: error writing %s (disk full?)\n", o->out);
-  fprintf(stderr, "commlens: merge: wrote %s: %d rank(s), %lld events, %lld cross-rank flows, %.1f MB of JSON\n",
-          o->out, m.nsel, (long long)m.kept, (long long)nflows, out.bytes / 1e6);
-  free(m.q); free(m.sel); free(qi_of);
+  fprintf(stderr, "commlens: merge: wrote %s: %d rank(s), %lld events, %lld cross-rank flows, %.1f MB of %s\n",
+          o->out, m.nsel, (long long)m.kept, (long long)nflows, out.bytes / 1e6, json ? "JSON" : "Perfetto protobuf");
+  if (m.not_carried)
+    fprintf(stderr, "commlens: merge: %lld event(s) of kinds Perfetto's TrackEvent has no form for (async, object) left out\n",
+            (long long)m.not_carried);
+  free(m.sel); free(m.qi_of); free(m.flow_ok);
   return err ? -1 : 0;
 }

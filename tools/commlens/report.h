@@ -41,8 +41,10 @@ const char *cl_rank_exposed(const cl_rank *r, double *out);
 /* What a channel's proxy steps say: "waited on peer", "waited on local GPU", "no waits", "-". */
 const char *cl_chan_verdict(const cl_chan *c);
 
+enum { CL_MERGE_JSON = 0, CL_MERGE_PFTRACE = 1 };
 typedef struct {
   const char *out;                 /* output path; .gz -> gzip */
+  int format;                      /* CL_MERGE_JSON (Chrome trace) or CL_MERGE_PFTRACE (Perfetto protobuf) */
   unsigned char *ranks;            /* selected ranks bitmap or NULL (all) */
   int has_comm; uint64_t comm;     /* --comm */
   int has_window; double w_start_ms, w_end_ms;   /* --window, relative to the first event */

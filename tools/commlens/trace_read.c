@@ -298,6 +298,7 @@ static const char *parse_event(const char *p, const char *e, cl_ev *ev, int *bad
       r = js_skip(p, e, bad); ev->id_v = p; ev->id_ve = r; ev->has_id = r != NULL;
     } else if (kl == 4 && !memcmp(k, "args", 4) && *p == '{') {
       r = parse_args(p, e, ev, bad);
+      if (r) ev->args = (cl_str_t){ p, (int)(r - p) };
     }
     if (!r) {
       if (*bad) { *bad = 0; r = js_skip(p, e, bad); }
@@ -497,19 +498,76 @@ long cl_step_number(cl_str_t s) {
   return v;
 }
 
+static int hex4(const char *p, const char *e, unsigned *out) {
+  unsigned v = 0;
+  if (e - p < 4) return -1;
+  for (int i = 0; i < 4; i++) {
+    char c = p[i];
+    unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (unsigned)((c | 0x20) - 'a' + 10) : 16;
+    if (d > 15) return -1;
+    v = v * 16 + d;
+  }
+  *out = v;
+  return 0;
+}
+
+/* Every JSON escape, \u too (surrogate pairs joined; a lone half becomes U+FFFD), as UTF-8.
+ * A character that does not fit whole is left out with everything after it. */
 char *cl_str_unescape(cl_str_t s, char *buf, size_t n) {
   size_t o = 0;
-  for (int i = 0; i < s.n && o + 1 < n; i++) {
-    char c = s.p[i];
-    if (c == '\\' && i + 1 < s.n) {
-      c = s.p[++i];
-      if (c == 'n') c = '\n'; else if (c == 't') c = '\t';
-      else if (c == 'u') { c = '?'; i += 4; if (i >= s.n) i = s.n - 1; }
+  const char *p = s.p, *e = s.p ? s.p + s.n : NULL;   /* an absent value: {NULL, 0} */
+  while (p < e && o + 1 < n) {
+    unsigned cp = (unsigned char)*p++;
+    if (cp == '\\' && p < e) {
+      char c = *p++;
+      switch (c) {
+      case 'n': cp = '\n'; break;
+      case 't': cp = '\t'; break;
+      case 'r': cp = '\r'; break;
+      case 'b': cp = '\b'; break;
+      case 'f': cp = '\f'; break;
+      case 'u': {
+        unsigned lo;
+        if (hex4(p, e, &cp)) { cp = 0xfffd; break; }
+        p += 4;
+        if (cp >= 0xd800 && cp < 0xdc00 && e - p >= 6 && p[0] == '\\' && p[1] == 'u' && !hex4(p + 2, e, &lo) &&
+            lo >= 0xdc00 && lo < 0xe000) {
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+          p += 6;
+        } else if (cp >= 0xd800 && cp < 0xe000) cp = 0xfffd;
+        break;
+      }
+      default: cp = (unsigned char)c;   /* \" \\ \/ */
+      }
+      if (cp >= 0x80) {
+        int k = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+        if (o + (size_t)k + 1 > n) break;
+        if (k == 2) buf[o++] = (char)(0xc0 | cp >> 6);
+        else if (k == 3) { buf[o++] = (char)(0xe0 | cp >> 12); buf[o++] = (char)(0x80 | (cp >> 6 & 0x3f)); }
+        else { buf[o++] = (char)(0xf0 | cp >> 18); buf[o++] = (char)(0x80 | (cp >> 12 & 0x3f)); buf[o++] = (char)(0x80 | (cp >> 6 & 0x3f)); }
+        buf[o++] = (char)(0x80 | (cp & 0x3f));
+        continue;
+      }
     }
-    buf[o++] = c;
+    buf[o++] = (char)cp;
   }
   buf[o] = 0;
   return buf;
+}
+
+int cl_json_member(const char **pp, const char *e, cl_str_t *key, cl_str_t *val) {
+  const char *p = js_ws(*pp, e), *q;
+  int bad = 0;
+  if (p < e && (*p == '{' || *p == ',')) p = js_ws(p + 1, e);
+  if (p >= e || *p != '"' || !(q = js_str(p, e))) return 0;
+  *key = (cl_str_t){ p + 1, (int)(q - 1 - (p + 1)) };
+  p = js_ws(q, e);
+  if (p >= e || *p != ':') return 0;
+  p = js_ws(p + 1, e);
+  if (!(q = js_skip(p, e, &bad))) return 0;
+  *val = (cl_str_t){ p, (int)(q - p) };
+  *pp = q;
+  return 1;
 }
 
 /* ---- strict validation of one value (for text passed through verbatim) ---- */

@@ -20,6 +20,7 @@ typedef struct {
   const char *beg, *end;            /* the whole object, '{' .. '}' inclusive */
   char ph; int cat;
   cl_str_t name, cat_s;
+  cl_str_t args;                    /* the raw args object, '{' .. '}' ({NULL, 0} if none) */
   int has_ts, has_dur, has_tid, tid_is_num, has_id;
   int64_t ts_ns, dur_ns, tid;
   const char *pid_v, *pid_ve, *ts_v, *ts_ve, *id_v, *id_ve;
@@ -56,8 +57,12 @@ void cl_info_free(cl_info *info);
 int cl_str_eq(cl_str_t s, const char *lit);
 /* "step 12" / "ProfilerStep#12" -> 12; -1 if the name is not a step marker. */
 long cl_step_number(cl_str_t name);
-/* Unescapes a JSON string slice into buf (bounded); returns buf. */
+/* Unescapes a JSON string slice into buf (bounded, n > 0) as UTF-8; returns buf. */
 char *cl_str_unescape(cl_str_t s, char *buf, size_t n);
+/* Walks the members of a JSON object whose text passed cl_json_valid: *p starts at its '{'
+ * and is advanced past each member. Returns 1 with the key (still escaped) and the value's
+ * raw text (a string keeps its quotes), 0 after the last member. */
+int cl_json_member(const char **p, const char *e, cl_str_t *key, cl_str_t *val);
 /* 1 if [p, p+n) is exactly one well-formed JSON value (strict grammar, UTF-8 not checked).
  * The scanner above is lenient about what it skips; text copied through verbatim (merge)
  * is checked with this first. */

@@ -1,4 +1,5 @@
-/* util.c: allocation, selection (median), rank lists and time formatting for the CLI.
+/* util.c: allocation, the interning table, selection (median), rank lists and time
+ * formatting for the CLI.
  * Pure helpers: no I/O besides the out-of-memory message. */
 #include "util.h"
 #include <stdio.h>
@@ -15,6 +16,53 @@ void *cl_xcalloc(size_t n, size_t sz) { void *p = calloc(n ? n : 1, sz ? sz : 1)
 void *cl_xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); if (!p) cl_oom(n); return p; }
 char *cl_xstrndup(const char *s, size_t n) {
   char *d = cl_xmalloc(n + 1); if (n) memcpy(d, s, n); d[n] = 0; return d;   /* s may be NULL when n == 0 */
+}
+
+/* Eight bytes at a time through the one integer hash (a byte-wise hash was a tenth of the
+ * pftrace merge's time). */
+static uint64_t bytes_hash(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = n, w;
+  for (; n >= 8; b += 8, n -= 8) { memcpy(&w, b, 8); h = cl_hash64(h ^ w); }
+  w = 0;
+  if (n) memcpy(&w, b, n);
+  return cl_hash64(h ^ w ^ 0x9e3779b97f4a7c15ULL);
+}
+
+uint32_t cl_strtab_id(cl_strtab *t, const void *p, size_t n, int *added) {
+  if (2 * (t->n + 1) > t->nslot) {   /* rehash at half full */
+    size_t ns = t->nslot ? t->nslot * 2 : 64;
+    free(t->slot); t->slot = cl_xcalloc(ns, sizeof *t->slot); t->nslot = ns;
+    for (size_t k = 0; k < t->n; k++) {
+      size_t i = bytes_hash(t->key[k], t->len[k]) & (ns - 1);
+      while (t->slot[i]) i = (i + 1) & (ns - 1);
+      t->slot[i] = (uint32_t)k + 1;
+    }
+  }
+  size_t i = bytes_hash(p, n) & (t->nslot - 1);
+  for (; t->slot[i]; i = (i + 1) & (t->nslot - 1)) {
+    uint32_t id = t->slot[i];
+    if (t->len[id - 1] == n && !memcmp(t->key[id - 1], p, n)) { *added = 0; return id; }
+  }
+  if (t->n == t->cap) {
+    t->cap = t->cap ? t->cap * 2 : 64;
+    t->key = cl_xrealloc(t->key, t->cap * sizeof *t->key); t->len = cl_xrealloc(t->len, t->cap * sizeof *t->len);
+  }
+  t->key[t->n] = cl_xstrndup(p, n); t->len[t->n] = (uint32_t)n;
+  t->slot[i] = (uint32_t)++t->n;
+  *added = 1;
+  return (uint32_t)t->n;
+}
+
+const char *cl_strtab_key(const cl_strtab *t, uint32_t id, size_t *n) {
+  if (n) *n = t->len[id - 1];
+  return t->key[id - 1];
+}
+
+void cl_strtab_free(cl_strtab *t) {
+  for (size_t k = 0; k < t->n; k++) free(t->key[k]);
+  free(t->key); free(t->len); free(t->slot);
+  memset(t, 0, sizeof *t);
 }
 
 int cl_parse_ranks(const char *s, unsigned char **out) {

@@ -1,5 +1,5 @@
 /* util.h: small helpers shared by the commlens CLI: growable arrays, checked allocation,
- * hashing and rank-list parsing. Nothing here knows the trace format. */
+ * an interning table, hashing and rank-list parsing. Nothing here knows the trace format. */
 #ifndef COMMLENS_CLI_UTIL_H
 #define COMMLENS_CLI_UTIL_H
 #include <stddef.h>
@@ -18,6 +18,14 @@ char *cl_xstrndup(const char *s, size_t n);
     (v).a = cl_xrealloc((v).a, (v).cap * sizeof(*(v).a)); } } while (0)
 #define CL_PUSH(v, x) do { CL_GROW(v); (v).a[(v).n++] = (x); } while (0)
 
+/* An interning table: distinct byte strings get ids 1, 2, 3... in the order first seen.
+ * The table owns copies of its keys (cl_strtab_free). Zero-initialised is empty. */
+typedef struct { char **key; uint32_t *len; uint32_t *slot; size_t n, cap, nslot; } cl_strtab;
+/* The id of [p, p+n); a new key is added and *added set to 1 (else 0). */
+uint32_t cl_strtab_id(cl_strtab *t, const void *p, size_t n, int *added);
+/* Key `id` (1..n) and its length; NUL-terminated. */
+const char *cl_strtab_key(const cl_strtab *t, uint32_t id, size_t *n);
+void cl_strtab_free(cl_strtab *t);
 
 /* Parses "0-3,7" into a sorted bitmap over ranks [0, 65536). Returns 0, or -1 on bad syntax.
  * The caller owns *out (65536 bytes, 1 = selected). */
