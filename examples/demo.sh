@@ -48,14 +48,16 @@ NVCC=
 if [ -x "$CUDA/bin/nvcc" ]; then NVCC=$CUDA/bin/nvcc; elif command -v nvcc >/dev/null 2>&1; then NVCC=$(command -v nvcc); fi
 
 if [ "$ngpu" -ge 1 ] && [ -n "$NVCC" ]; then
-  nranks=2; [ "$ngpu" -lt 2 ] && nranks=1
-  say "commlens demo: $ngpu GPU(s) found; running the example job (examples/allreduce) on $nranks rank(s) over NVLink"
+  # one GPU: two ranks still, sharing it as two emulated nodes over sockets (run_modes.sh twonode)
+  mode=nvlink; how="over NVLink"
+  [ "$ngpu" -lt 2 ] && { mode=twonode; how="sharing GPU 0 as two emulated nodes over sockets"; }
+  say "commlens demo: $ngpu GPU(s) found; running the example job (examples/allreduce) on 2 ranks $how"
   if ! make -s -C "$here/allreduce" OUT="$B/clex" NVCC="$NVCC" CUDA="$CUDA" >"$OUT/build.log" 2>&1; then
     tail -n 15 "$OUT/build.log"; die "building the example failed (log: $OUT/build.log)"
   fi
   export NCCL_NVLS_ENABLE=0
   if NCCL_PROFILER_PLUGIN=$LIB COMMLENS_DIR=$OUT/traces COMMLENS_CUPTI=1 COMMLENS_SUMMARY=file \
-     CLEX=$B/clex NRANKS=$nranks bash "$here/run_modes.sh" nvlink "$OUT/nvlink" \
+     CLEX=$B/clex NRANKS=2 bash "$here/run_modes.sh" $mode "$OUT/nvlink" \
        --ops allreduce,allgather,sendrecv --min-bytes 1K --max-bytes 64M --factor 8 --iters 10 \
        --compute overlap --compute-us 300; then
     say "  job finished; rank logs in $OUT/nvlink/"
@@ -63,7 +65,7 @@ if [ "$ngpu" -ge 1 ] && [ -n "$NVCC" ]; then
     say "  the job failed; last lines of its rank logs:"; tail -n 5 "$OUT"/nvlink/rank*.log 2>/dev/null | indent
     fail=1
   fi
-  modes="nvlink:$OUT/traces"
+  modes="$mode:$OUT/traces"
 else
   if [ "$ngpu" -ge 1 ]; then why="no nvcc"; else why="no usable GPU"; fi
   say "commlens demo: $why; replaying the real 2-rank NCCL 2.28.3 runs recorded on 2x H200"
