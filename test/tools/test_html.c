@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BROWSER_TIMEOUT_S 60
+#define BROWSER_TIMEOUT_S 180   /* a loaded 2-core machine can take a minute to start Chromium */
 
 static void gen(synth_cfg *c, const char *dir) {
   char p[600];
@@ -114,12 +114,12 @@ static int browser_ready(char *bin, size_t n) {
 }
 /* Headless Chromium on file://html with `what` (--dump-dom, --screenshot=...), bounded in time,
  * its stdout into *out and stderr (console messages included) into *err. Returns the exit status. */
-static int browse(const char *bin, const char *html, const char *what, char **out, char **err) {
+static int browse_once(const char *bin, const char *html, const char *what, char **out, char **err) {
   char ud[] = "/tmp/commlens-chromium-XXXXXX", cmd[4096], o[64], e[64];
   if (!mkdtemp(ud)) return -1;
   snprintf(o, sizeof o, "%s.out", ud);
   snprintf(e, sizeof e, "%s.err", ud);
-  snprintf(cmd, sizeof cmd, "timeout %d '%s' --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+  snprintf(cmd, sizeof cmd, "timeout -k 10 %d '%s' --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
            "--disable-background-networking --disable-component-update --disable-sync --user-data-dir='%s' "
            "--enable-logging=stderr --v=0 %s 'file://%s' >'%s' 2>'%s' </dev/null",
            BROWSER_TIMEOUT_S, bin, ud, what, html, o, e);
@@ -128,6 +128,15 @@ static int browse(const char *bin, const char *html, const char *what, char **ou
   *err = h_read_file(e, NULL);
   remove(o); remove(e); h_rm_rf(ud);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+/* browse_once, started again once if it was killed at its bound: the browser never got going
+ * (a start-up stalled by load), which says nothing about the page. */
+static int browse(const char *bin, const char *html, const char *what, char **out, char **err) {
+  int st = browse_once(bin, html, what, out, err);
+  if (st != 124 && st != 137) return st;
+  fprintf(stderr, "  note: chromium %s timed out after %d s; starting it once more\n", what, BROWSER_TIMEOUT_S);
+  free(*out); free(*err);
+  return browse_once(bin, html, what, out, err);
 }
 /* The value of attribute `name` in the dumped DOM (malloc'd), NULL if absent. */
 static char *dom_attr(const char *dom, const char *name) {
