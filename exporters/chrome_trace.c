@@ -129,10 +129,13 @@ uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t s
 }
 
 int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t) {
-  char buf[40];
-  cl_fmt_us(buf, (int64_t)t + ct->off);       /* the text the trace carries */
-  double v = strtod(buf, NULL) * 1000.0;       /* llround, without libm */
-  return (int64_t)(v < 0 ? v - 0.5 : v + 0.5) - ct->off;
+  /* The trace carries ts as the decimal N/1000 us (N = ns); a double-reading viewer holds the
+   * double nearest to it. N/1000 in long double (64-bit mantissa) rounded to double is that
+   * same double: a decimal N/1000 is never within long double's error of a double's halfway
+   * point unless it is one exactly (then both round to even). Then x1000, rounded. */
+  int64_t n = (int64_t)t + ct->off;
+  double us = (double)((long double)n / 1000.0L), v = us * 1000.0;
+  return (int64_t)(v < 0 ? v - 0.5 : v + 0.5) - ct->off;   /* llround, without libm */
 }
 
 uint64_t ct_fit(const cl_ct *ct, uint64_t start, uint64_t dur, uint64_t end, int64_t vend) {
