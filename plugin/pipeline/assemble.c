@@ -24,7 +24,7 @@
 
 typedef struct { uint64_t api, group; } api_link;
 
-typedef struct { int loaded; cl_comm_info info; cl_comm_facts f; } comm_cache;
+typedef struct { int loaded; cl_comm_info info; cl_comm_facts f; cl_part *part; } comm_cache;
 struct cl_asm {
   cl_parts *parts;          /* whose trace, summary and totals each event goes to */
   cl_asm_deps deps;
@@ -127,10 +127,18 @@ static uint32_t comm_dev(cl_asm *a, uint32_t comm) {
 }
 
 /* ---- totals, then drawing: what happens to a finished event ---- */
+/* The participant (GPU) of a communicator, remembered with its facts: every drawn event asks. */
+static cl_part *part_of(cl_asm *a, uint32_t comm) {
+  comm_cache *c = comm_of(a, comm);
+  if (!c) return cl_parts_of_dev(a->parts, -1);
+  if (!c->part) c->part = cl_parts_of_comm(a->parts, comm);
+  return c->part;
+}
+
 /* Drawing goes to the trace of the communicator's GPU (the first participant's when it has
  * none, or when out of memory). */
 static const cl_draw *draw_for(cl_asm *a, uint32_t comm) {
-  cl_part *p = cl_parts_of_comm(a->parts, comm);
+  cl_part *p = part_of(a, comm);
   if (p) a->draw.ct = p->ct;
   return &a->draw;
 }
@@ -144,7 +152,7 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
   uint64_t bytes = c->etype == CL_EV_COLL
                    ? cl_coll_bytes(func, c->p.coll.count, c->p.coll.datatype, nranks)
                    : (uint64_t)c->p.p2p.count * (uint64_t)cl_datatype_size(c->p.p2p.datatype);
-  cl_part *p = cl_parts_of_comm(a->parts, c->comm);
+  cl_part *p = part_of(a, c->comm);
   a->stats.colls_done++;
   if (p) { p->colls_done++; cl_summary_add(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0); }
   if (!src) return;

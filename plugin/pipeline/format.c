@@ -83,12 +83,16 @@ static void *format_main(void *arg) {
     struct timespec ts = {0, idle_us * 1000L};
     nanosleep(&ts, NULL);
   }
-  /* The drain thread has stopped: format the whole backlog. */
+  /* Asked to stop: the backlog is left to the thread that stops us (cl_format_backlog), which
+   * runs at the job's priority; at ours, a loaded machine could starve it past its bound. */
+  return NULL;
+}
+
+void cl_format_backlog(cl_format_deps *d) {
   format_some(d, 0);
   drain_cupti(d, 1);
   cl_asm_tick(d->asm_, cl_now(), 1);
   d->flush(0);
-  return NULL;
 }
 
 int cl_format_start(cl_format_deps *d) {

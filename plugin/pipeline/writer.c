@@ -239,8 +239,10 @@ static void stop_locked(void) {
     g_stage_lent = 1;
   }
   if (cl_format_stop(FORMAT_STOP_S) != 0) {
-    cl_log(CL_LOG_WARN, "the writer did not finish its backlog within %d s; the trace ends early", FORMAT_STOP_S);
+    cl_log(CL_LOG_WARN, "the writer thread did not stop within %d s; the trace ends early", FORMAT_STOP_S);
     g_lent = 1;
+  } else if (g_out_ok) {
+    cl_format_backlog(&g_run);            /* joined: the backlog is ours, at the job's priority */
   }
   g_running = 0;
 }
