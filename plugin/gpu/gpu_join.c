@@ -39,6 +39,7 @@ typedef struct {
 } gj_part;
 
 #define NSTEPKEEP 256                  /* recent NVTX steps, for participants that come late */
+typedef struct { uint64_t s, e, id; } kept_step;
 
 struct cl_gj {
   cl_parts *parts;
@@ -59,7 +60,7 @@ struct cl_gj {
   uint64_t graph_devs;                   /* devices with replayed NCCL kernels (bit per device) */
   uint64_t graph_kernels;
   struct { uint32_t id; uint64_t s; const char *name; } marks[NMARK];   /* open NVTX ranges */
-  struct { uint64_t s, e, id; } stepkeep[NSTEPKEEP];
+  kept_step stepkeep[NSTEPKEEP];
   uint64_t nsteps_seen;
   uint64_t next_step_id;
   struct { uint64_t s, e; } cover[NCOVER];   /* CUPTI recorded for us in [s, e) (e 0: open) */
@@ -131,7 +132,7 @@ static gj_part *part_state(cl_gj *g, cl_part *p) {
   if (!q->agg) return NULL;
   uint64_t first = g->nsteps_seen > NSTEPKEEP ? g->nsteps_seen - NSTEPKEEP : 0;
   for (uint64_t i = first; i < g->nsteps_seen; i++) {     /* the steps it missed */
-    const __typeof__(g->stepkeep[0]) *k = &g->stepkeep[i % NSTEPKEEP];
+    const kept_step *k = &g->stepkeep[i % NSTEPKEEP];
     cl_expo_add_step(q->agg, k->s, k->e, k->id);
   }
   return q;
@@ -322,7 +323,7 @@ static void on_mark(cl_gj *g, const cl_gpu_activity *a) {
   uint64_t id;
   if (step_name(g->marks[slot].name, &id, &g->next_step_id) && a->start_ns > g->marks[slot].s) {
     /* a step is the process's (its threads mark it): every GPU's exposure is cut by it */
-    g->stepkeep[g->nsteps_seen++ % NSTEPKEEP] = (__typeof__(g->stepkeep[0])){g->marks[slot].s, a->start_ns, id};
+    g->stepkeep[g->nsteps_seen++ % NSTEPKEEP] = (kept_step){g->marks[slot].s, a->start_ns, id};
     for (int i = 0; i < CL_MAX_PARTS; i++)
       if (g->part[i].agg) cl_expo_add_step(g->part[i].agg, g->marks[slot].s, a->start_ns, id);
   }

@@ -92,7 +92,7 @@ void cl_out_header(const cl_rank_output *o, cl_ct *ct) {
   sb_free(&hdr);
 }
 
-static double overhead_pct(const cl_run_stats *s) {
+double cl_out_overhead_pct(const cl_run_stats *s) {
   return s->elapsed_ns ? 100.0 * (double)s->calls * (double)s->per_call_ns / (double)s->elapsed_ns : 0.0;
 }
 
@@ -110,7 +110,7 @@ void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_off
             (unsigned long long)s->dropped_staging, (unsigned long long)s->spilled,
             (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
             (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
-            (unsigned long long)s->per_call_ns, overhead_pct(s), (unsigned long long)s->elapsed_ns, s->process_gpus);
+            (unsigned long long)s->per_call_ns, cl_out_overhead_pct(s), (unsigned long long)s->elapsed_ns, s->process_gpus);
   sb_puts(b, gpu_offsets);
   sb_puts(b, ",\"cupti\":");
   sb_puts(b, cupti);
@@ -142,7 +142,7 @@ void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_sum
     const char *pre = pass == 0 ? "" : prefix;
     fprintf(out, "%scommlens %s, ABI v%d, %llu events, %llu dropped, hot path %llu ns/call (%.3f%% of wall time)\n",
             pre, COMMLENS_VERSION, cl_proc.abi, (unsigned long long)s->records, (unsigned long long)s->dropped,
-            (unsigned long long)s->per_call_ns, overhead_pct(s));
+            (unsigned long long)s->per_call_ns, cl_out_overhead_pct(s));
     cl_summary_print(sum, out, pre);
     if (exposure) fprintf(out, "%sexposure (JSON): %s\n", pre, exposure);
     if (o->file) fprintf(out, "%strace: %s\n", pre, o->path);

@@ -38,6 +38,9 @@ int cl_out_prepare(const char *dir, char *spill, size_t n, const char **what);
 int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **what, const char **where);
 /* Puts the trace header and the process metadata in front of ct's body. */
 void cl_out_header(const cl_rank_output *o, cl_ct *ct);
+/* The plugin's share of wall time in percent (calls x mean call time / elapsed), the one
+ * formula the tail, the summary and the live metrics report. */
+double cl_out_overhead_pct(const cl_run_stats *s);
 /* The stats tail: closes traceEvents and writes commlensStats; `gpu_offsets`, `cupti` and
  * `exposure` are JSON texts placed as they are. */
 void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_offsets,

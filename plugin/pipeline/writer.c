@@ -134,7 +134,7 @@ static void write_prom(int final) {
                       .version = COMMLENS_VERSION, .abi = cl_proc.abi, .events = s.events,
                       .records = s.records, .dropped = s.dropped, .calls = s.calls,
                       .per_call_ns = s.per_call_ns, .colls = s.colls_done, .colls_timed = s.colls_timed,
-                      .overhead_ratio = s.elapsed_ns ? (double)s.calls * (double)s.per_call_ns / (double)s.elapsed_ns : 0};
+                      .overhead_ratio = cl_out_overhead_pct(&s) / 100.0};
     if (g_run.gj) {
       cl_gj_counts n;
       cl_gj_totals(g_run.gj, p, &n);
