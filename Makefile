@@ -18,7 +18,7 @@ CLI_SRC := $(wildcard tools/commlens/*.c common/*.c)   # common/: config table, 
 CLI     := $(BUILD)/commlens
 Q       := @
 
-.PHONY: all lib cli test demo clean bench examples
+.PHONY: all lib cli test soak demo clean bench examples
 all: lib cli
 
 # ---- dependencies ----
@@ -123,6 +123,11 @@ test: test-deps lib cli $(TEST_BIN)
 # ---- benchmarks (on demand) ----
 bench: lib
 	$(Q)$(MAKE) -s -C bench BUILD=$(abspath $(BUILD)) LIB=$(abspath $(LIB))
+
+# make test SOAK_RUNS times beside busy loops on every core (issue: a CI that never flakes).
+SOAK_RUNS ?= 30
+soak:
+	$(Q)BUILD=$(BUILD) sh test/soak.sh $(SOAK_RUNS)
 
 demo: lib cli
 	$(Q)sh examples/demo.sh $(abspath $(BUILD))

@@ -1,10 +1,12 @@
 # fuzz.mk: libFuzzer targets (fuzz/fuzz_abi.c over the plugin's ABI tables, fuzz/fuzz_cli.c
-# over the CLI's trace reader, fuzz/fuzz_join.c over the CUPTI join and the participants), built with clang into $(BUILD)/fuzz. `make test` replays
+# over the CLI's trace reader, fuzz/fuzz_join.c over the CUPTI join and the participants,
+# fuzz/fuzz_replay.c over real NCCL call streams mutated record by record), built with clang into $(BUILD)/fuzz. `make test` replays
 # every input kept in fuzz/regress/<target>/ (each once crashed something) and fuzzes each
 # target for FUZZ_TEST_SECONDS from fuzz/corpus/<target>/ with a fixed seed; `make fuzz
 # FUZZ_SECONDS=3600` fuzzes each target longer (new inputs go to $(BUILD)/fuzz/work/,
 # crashes to $(BUILD)/fuzz/crashes/: copy them into fuzz/regress/<target>/ once fixed).
-# `make test FUZZ=0` skips the fuzz runs. Installs clang and its runtime when missing.
+# `make test FUZZ=0` skips the fuzz runs; `make fuzz-coverage` reports the corpora's line
+# coverage. Installs clang and its runtime when missing.
 
 FUZZ ?= 1
 FUZZ_TEST_SECONDS ?= 20
@@ -13,9 +15,8 @@ FUZZ_CC ?= clang
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 $(FUZZ_SAN)
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
-FUZZ_CLI_OBJ := $(filter-out %/main.o,$(CLI_SRC:%.c=$(FUZZ_DIR)/obj/%.o))
-FUZZ_BINS := $(FUZZ_DIR)/fuzz_abi $(FUZZ_DIR)/fuzz_cli $(FUZZ_DIR)/fuzz_join
+FUZZ_TARGETS := abi cli join replay
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_STAMP := $(FUZZ_DIR)/.clang
 
 .PHONY: fuzz fuzz-build
@@ -34,22 +35,38 @@ $(FUZZ_STAMP): | test-deps
 	  $(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe || exit 1; fi
 	$(Q)touch $@
 
-$(FUZZ_DIR)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h tools/commlens/*.h) | $(FUZZ_STAMP)
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Itools/commlens -c $< -o $@
+# The targets, built into $(1) with compile flags $(2): once with the sanitizers (fuzzing,
+# make test) and once with coverage instrumentation (make fuzz-coverage).
+define FUZZ_VARIANT
+$(1)/obj/%.o: %.c $$(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h tools/commlens/*.h) | $$(FUZZ_STAMP)
+	$$(Q)mkdir -p $$(dir $$@)
+	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer-no-link -Itools/commlens -c $$< -o $$@
+$(1)/fuzz_abi: fuzz/fuzz_abi.c fuzz/trace_check.h $$(LIB_SRC:%.c=$(1)/obj/%.o) | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -ldl -lpthread -lm
+$(1)/fuzz_join: fuzz/fuzz_join.c $$(LIB_SRC:%.c=$(1)/obj/%.o) | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -ldl -lpthread -lm
+# The replay target drives the plugin linked into it through test/lib's replayer (-rdynamic:
+# the replayer finds ncclProfiler_vN in the program itself).
+$(1)/fuzz_replay: fuzz/fuzz_replay.c fuzz/trace_check.h $$(TEST_LIB_SRC) $$(LIB_SRC:%.c=$(1)/obj/%.o) | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -Itest/lib -fsanitize=fuzzer -rdynamic -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -ldl -lpthread -lm
+$(1)/fuzz_cli: fuzz/fuzz_cli.c $$(filter-out %/main.o,$$(CLI_SRC:%.c=$(1)/obj/%.o)) | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -Itools/commlens -fsanitize=fuzzer -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -lpthread -lm
+endef
+$(eval $(call FUZZ_VARIANT,$(FUZZ_DIR),$(FUZZ_CFLAGS)))
 
-$(FUZZ_DIR)/fuzz_abi: fuzz/fuzz_abi.c $(FUZZ_LIB_OBJ) | $(FUZZ_STAMP)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -ljson-c -lz -ldl -lpthread -lm
-$(FUZZ_DIR)/fuzz_join: fuzz/fuzz_join.c $(FUZZ_LIB_OBJ) | $(FUZZ_STAMP)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -ljson-c -lz -ldl -lpthread -lm
-$(FUZZ_DIR)/fuzz_cli: fuzz/fuzz_cli.c $(FUZZ_CLI_OBJ) | $(FUZZ_STAMP)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools/commlens -fsanitize=fuzzer -o $@ $^ -ljson-c -lz -lpthread -lm
+# Line coverage of plugin/, common/, exporters/ and tools/commlens/ reached by the kept corpora
+# (fuzz/corpus/<target> and fuzz/regress/<target>), with clang's source-based coverage.
+FCOV_DIR := $(BUILD)/fuzzcov
+$(eval $(call FUZZ_VARIANT,$(FCOV_DIR),$(CFLAGS_BASE) -O1 -fprofile-instr-generate -fcoverage-mapping))
+.PHONY: fuzz-coverage
+fuzz-coverage: $(FUZZ_TARGETS:%=$(FCOV_DIR)/fuzz_%)
+	$(Q)sh fuzz/coverage.sh $(FCOV_DIR) $(FUZZ_TARGETS)
 
 # One bounded run per target inside `make test` (fuzz/run.sh prints the suite line).
 ifeq ($(FUZZ),1)
 test: $(FUZZ_BINS)
-TEST_MORE += --clear $(foreach t,abi cli join,--cmd 'sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$(t) $(t) $(FUZZ_TEST_SECONDS) $(FUZZ_DIR)')
+TEST_MORE += --clear $(foreach t,$(FUZZ_TARGETS),--cmd 'sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$(t) $(t) $(FUZZ_TEST_SECONDS) $(FUZZ_DIR)')
 endif
 
 fuzz: $(FUZZ_BINS)
-	$(Q)for t in abi cli join; do sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$$t $$t $(FUZZ_SECONDS) $(FUZZ_DIR) long || exit 1; done
+	$(Q)for t in $(FUZZ_TARGETS); do sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$$t $$t $(FUZZ_SECONDS) $(FUZZ_DIR) long || exit 1; done

@@ -67,7 +67,9 @@ typedef struct {
 /* ---- ring records ----------------------------------------------------------------------- */
 /* A record is 1..4 slots of 32 bytes: a header slot, then for START the payload. */
 #define CL_SLOT_BYTES 32
-typedef enum { CL_REC_PAD = 0, CL_REC_START = 1, CL_REC_STOP = 2, CL_REC_STATE = 3 } cl_rec_kind;
+/* PAD and MOVED live in rings only (the drain consumes them): MOVED ends a ring whose thread
+ * went on in a larger one (plugin/capture/ring.h). */
+typedef enum { CL_REC_PAD = 0, CL_REC_START = 1, CL_REC_STOP = 2, CL_REC_STATE = 3, CL_REC_MOVED = 4 } cl_rec_kind;
 
 /* flags of a START record */
 enum {

@@ -29,6 +29,13 @@ void cl_recorder_finalize(int abi, void *ctx);
 #define CL_RECORDING() __builtin_expect(atomic_load_explicit(&cl_recording, memory_order_relaxed), 0)
 
 static inline unsigned cl_str_len(const char *s) { return s ? (unsigned)strlen(s) + 1 : 0; }
+/* A `bool` field of NCCL's descriptor, read as the byte it is: a broken or foreign caller may
+ * leave any value there, and loading such a byte as _Bool is undefined (fuzz_abi found it). */
+static inline uint8_t cl_flag(const bool *b) {
+  uint8_t v;
+  memcpy(&v, b, 1);
+  return v != 0;
+}
 
 /* Serial and flags for an event whose context NCCL passed: an unknown context (NULL,
  * foreign under PXN, or stale) gives serial 0 and marks the parent opaque. */

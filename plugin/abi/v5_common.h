@@ -32,7 +32,7 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
     p.coll_api.count = coll ? d->collApi.count : d->p2pApi.count;
     p.coll_api.stream = (uint64_t)(uintptr_t)(coll ? d->collApi.stream : d->p2pApi.stream);
     p.coll_api.root = coll ? d->collApi.root : -1;
-    p.coll_api.graph_captured = coll ? d->collApi.graphCaptured : d->p2pApi.graphCaptured;
+    p.coll_api.graph_captured = cl_flag(coll ? &d->collApi.graphCaptured : &d->p2pApi.graphCaptured);
     refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.func) : offsetof(clabi_descr_v5, p2pApi.func),
                              p.coll_api.func, cl_str_len(p.coll_api.func)};
     refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.datatype) : offsetof(clabi_descr_v5, p2pApi.datatype),

@@ -28,17 +28,17 @@ static void *v6_start_ce(void *ctx, const clabi_descr_v6 *d) {
                              .count = d->ceColl.count, .stream = (uint64_t)(uintptr_t)d->ceColl.stream,
                              .root = d->ceColl.root, .batch_size = d->ceColl.batchSize,
                              .num_batches = d->ceColl.numBatches, .ce_seq = d->ceColl.ceSeqNum,
-                             .intra_batch_sync = d->ceColl.intraBatchSync};
+                             .intra_batch_sync = cl_flag(&d->ceColl.intraBatchSync)};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v6, ceColl.func), d->ceColl.func, cl_str_len(d->ceColl.func)};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v6, ceColl.datatype), d->ceColl.datatype, cl_str_len(d->ceColl.datatype)};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v6, ceColl.syncStrategy), d->ceColl.syncStrategy, cl_str_len(d->ceColl.syncStrategy)};
   } else if (d->type == CLABI_EV_CE_SYNC) {
     et = CL_EV_CE_SYNC; size = CL_PSIZE(ce_sync);
-    p.ce_sync = (cl_ce_sync){.nranks = d->ceCollSync.nRanks, .is_complete = d->ceCollSync.isComplete};
+    p.ce_sync = (cl_ce_sync){.nranks = d->ceCollSync.nRanks, .is_complete = cl_flag(&d->ceCollSync.isComplete)};
   } else {
     et = CL_EV_CE_BATCH; size = CL_PSIZE(ce_batch);
     p.ce_batch = (cl_ce_batch){.total_bytes = d->ceCollBatch.totalBytes, .num_ops = d->ceCollBatch.numOps,
-                               .use_intra_sync = d->ceCollBatch.useIntraSync};
+                               .use_intra_sync = cl_flag(&d->ceCollBatch.useIntraSync)};
   }
   void *h = cl_event_start(serial, et, flags, (uint64_t)(uintptr_t)d->parentObj, &p, size);
   if (CL_RECORDING()) cl_recorder_start(6, ctx, d, sizeof *d, refs, nrefs, h);

@@ -15,6 +15,8 @@ static inline cl_ring *ring_self(void) {
   if (__builtin_expect(r == NULL, 0)) {
     r = cl_ring_claim();      /* once per thread */
     if (!r) atomic_fetch_add_explicit(&cl_rings_unclaimed_drops, 1, memory_order_relaxed);
+  } else if (__builtin_expect(atomic_load_explicit(&r->next, memory_order_relaxed) != NULL, 0)) {
+    r = cl_ring_move(r);      /* the drain prepared a larger ring (rare) */
   }
   return r;
 }

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,18 +28,24 @@ static void ring_thread_exit(void *p) {
 }
 static void make_key(void) { pthread_key_create(&g_ring_key, ring_thread_exit); }
 
+/* Slots of a new thread's ring: COMMLENS_RING_KB rounded down to a power of two. */
+static uint64_t default_cap(void) {
+  uint64_t want = cl_cfg.ring_bytes ? cl_cfg.ring_bytes : (2u << 20);
+  uint64_t cap = 1;
+  while (cap * 2 * CL_SLOT_BYTES <= want) cap *= 2;
+  return cap < 64 ? 64 : cap;
+}
+static uint64_t rings_budget(void) { return cl_cfg.buffer_bytes / 4 * 3; }   /* a quarter is staging */
+
 cl_ring *cl_ring_claim(void) {
   pthread_once(&g_key_once, make_key);
   pthread_mutex_lock(&g_ring_mu);
   cl_ring *r = NULL;
   int n = atomic_load(&g_nrings);
-  uint64_t want = cl_cfg.ring_bytes ? cl_cfg.ring_bytes : (2u << 20);
-  uint64_t cap = 1;
-  while (cap * 2 * CL_SLOT_BYTES <= want) cap *= 2;
-  if (cap < 64) cap = 64;
+  uint64_t cap = default_cap();
   for (int i = 0; i < n && !r; i++)      /* reuse a recycled ring of the right size */
     if (atomic_load(&cl_rings[i].state) == CL_RING_FREE && cl_rings[i].cap == cap) r = &cl_rings[i];
-  if (!r && n < CL_MAX_RINGS && g_bytes + cap * CL_SLOT_BYTES <= cl_cfg.buffer_bytes / 4 * 3)   /* a quarter is staging */ {
+  if (!r && n < CL_MAX_RINGS && g_bytes + cap * CL_SLOT_BYTES <= rings_budget()) {
     cl_rec *mem = aligned_alloc(64, cap * CL_SLOT_BYTES);
     if (mem) {
       memset(mem, 0, cap * CL_SLOT_BYTES);   /* touch the pages now, not on the hot path */
@@ -60,6 +67,8 @@ cl_ring *cl_ring_claim(void) {
     atomic_store(&r->head, 0);
     atomic_store(&r->tail, 0);
     r->tail_cache = 0;
+    atomic_store(&r->next, NULL);
+    atomic_store(&r->waiting, 0);
     atomic_store_explicit(&r->os_tid, (int)syscall(SYS_gettid), memory_order_seq_cst);
     atomic_store_explicit(&r->serial, serial, memory_order_seq_cst);
     atomic_store_explicit(&r->state, CL_RING_LIVE, memory_order_release);
@@ -75,6 +84,65 @@ cl_ring *cl_ring_claim(void) {
   pthread_setspecific(g_ring_key, r);
   cl_t_ring = r;
   return r;
+}
+
+cl_ring *cl_ring_move(cl_ring *r) {
+  cl_ring *nx = atomic_load_explicit(&r->next, memory_order_acquire);
+  nx->id_base = r->id_base;
+  nx->seq = r->seq;
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+  cl_rec *m = &r->slots[head & (r->cap - 1)];   /* the slot cl_ring_reserve always keeps free */
+  m->kind = CL_REC_MOVED;
+  m->nslots = 1;
+  atomic_store_explicit(&r->head, head + 1, memory_order_release);
+  pthread_setspecific(g_ring_key, nx);          /* the exit destructor marks the ring in use */
+  cl_t_ring = nx;
+  return nx;
+}
+
+/* Drain: prepares a successor 4x larger for a ring found a quarter full, if the budget keeps
+ * CL_RING_SPARE default rings for new threads. Pages come on first use (huge pages where the
+ * kernel gives them): touching megabytes here would stall the drain when it is needed most. */
+static void ring_grow(cl_ring *r) {
+  uint64_t cap = r->cap * 4, max = CL_RING_MAX_BYTES / CL_SLOT_BYTES;
+  if (cap > max) cap = max;
+  if (cap <= r->cap || atomic_load_explicit(&r->next, memory_order_relaxed)) return;
+  pthread_mutex_lock(&g_ring_mu);
+  int n = atomic_load(&g_nrings);
+  uint64_t bytes = cap * CL_SLOT_BYTES, spare = CL_RING_SPARE * default_cap() * CL_SLOT_BYTES;
+  void *mem = NULL;
+  if (n < CL_MAX_RINGS && g_bytes + bytes + spare <= rings_budget() &&
+      posix_memalign(&mem, bytes >= (2u << 20) ? (2u << 20) : 64, bytes) != 0)
+    mem = NULL;
+  if (mem) {
+    (void)madvise(mem, bytes, MADV_HUGEPAGE);   /* best effort */
+    cl_ring *nx = &cl_rings[n];
+    nx->slots = mem;
+    nx->cap = cap;
+    nx->tail_cache = 0;
+    atomic_store(&nx->head, 0);
+    atomic_store(&nx->tail, 0);
+    atomic_store(&nx->next, NULL);
+    atomic_store(&nx->waiting, 1);
+    atomic_store(&nx->os_tid, atomic_load(&r->os_tid));
+    atomic_store(&nx->serial, atomic_load(&r->serial));
+    atomic_store(&nx->state, CL_RING_LIVE);
+    g_bytes += bytes;
+    atomic_store(&g_nrings, n + 1);
+    atomic_store_explicit(&r->next, nx, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_ring_mu);
+}
+
+/* Drain: the producer left `r` for r->next (MOVED read, everything before it drained). */
+static void ring_retire(cl_ring *r) {
+  cl_ring *nx = atomic_load_explicit(&r->next, memory_order_acquire);
+  pthread_mutex_lock(&g_ring_mu);
+  atomic_store(&r->serial, 0);
+  atomic_store(&r->next, NULL);
+  atomic_store(&r->state, CL_RING_FREE);
+  pthread_mutex_unlock(&g_ring_mu);
+  if (nx) atomic_store_explicit(&nx->waiting, 0, memory_order_release);
 }
 
 static int ring_count(void) { return atomic_load_explicit(&g_nrings, memory_order_acquire); }
@@ -114,15 +182,23 @@ static void ring_recycle_if_done(cl_ring *r) {
 
 static uint64_t ring_drain(cl_ring *r, cl_ring_sink fn, void *arg) {
   uint64_t total = 0;
+  uint64_t used = atomic_load_explicit(&r->head, memory_order_acquire) - atomic_load_explicit(&r->tail, memory_order_relaxed);
+  if (used > r->cap / 4) ring_grow(r);
   for (;;) {
     const cl_rec *recs;
     size_t run = ring_peek(r, &recs), k = 0;
     if (!run) break;
-    while (k < run && recs[k].kind != CL_REC_PAD && recs[k].nslots && k + recs[k].nslots <= run) {
+    while (k < run && recs[k].kind != CL_REC_PAD && recs[k].kind != CL_REC_MOVED && recs[k].nslots &&
+           k + recs[k].nslots <= run) {
       k += recs[k].nslots;
       total++;
     }
     if (k) fn(arg, recs, k);
+    if (k < run && recs[k].kind == CL_REC_MOVED) {   /* the thread went on in r->next */
+      ring_consume(r, k + 1);
+      ring_retire(r);
+      return total;
+    }
     ring_consume(r, k < run && (recs[k].kind == CL_REC_PAD || !recs[k].nslots) ? run : k);
     if (k == 0 && run) break;
   }
@@ -136,6 +212,7 @@ uint64_t cl_rings_drain(cl_ring_sink fn, void *arg) {
   for (int i = 0; i < n; i++) {
     cl_ring *r = &cl_rings[i];
     if (atomic_load_explicit(&r->state, memory_order_acquire) == CL_RING_FREE) continue;
+    if (atomic_load_explicit(&r->waiting, memory_order_acquire)) continue;   /* its predecessor first */
     total += ring_drain(r, fn, arg);
   }
   return total;
@@ -168,6 +245,8 @@ void cl_rings_reset_after_fork(void) {
   int n = atomic_load(&g_nrings);
   for (int i = 0; i < n; i++) {
     atomic_store(&cl_rings[i].state, CL_RING_FREE);
+    atomic_store(&cl_rings[i].next, NULL);
+    atomic_store(&cl_rings[i].waiting, 0);
     atomic_store(&cl_rings[i].head, 0);
     atomic_store(&cl_rings[i].tail, 0);
   }

@@ -1,7 +1,12 @@
 /* ring.h: per-thread single-producer/single-consumer record rings. The owning thread writes
  * records without locks; the writer thread is the only consumer. A thread claims a ring at
  * its first event (the one slow step of a thread's life); memory for all rings together is
- * bounded by COMMLENS_BUFFER_MB. A full ring drops the record and counts it. */
+ * bounded by COMMLENS_BUFFER_MB. A full ring drops the record and counts it.
+ * A ring the drain finds a quarter full is given a larger successor (4x, up to CL_RING_MAX_BYTES,
+ * while the budget keeps room for CL_RING_SPARE more threads): the drain prepares it, the
+ * producer moves at its next event, leaving a MOVED record, and the drain reads the old ring
+ * to that record before the new one. A busy proxy thread thereby rides out the drain being
+ * descheduled for tens of milliseconds (bench-hotpath; docs/decisions.md). */
 #ifndef COMMLENS_RING_H
 #define COMMLENS_RING_H
 #include "commlens/event.h"
@@ -10,6 +15,8 @@
 #include <stdint.h>
 
 #define CL_MAX_RINGS 1024
+#define CL_RING_MAX_BYTES (16u << 20)
+#define CL_RING_SPARE 8          /* default-size rings the budget keeps for new threads */
 
 enum { CL_RING_FREE = 0, CL_RING_LIVE = 1, CL_RING_DEAD = 2 };
 
@@ -22,6 +29,7 @@ typedef struct cl_ring {
   _Atomic uint64_t dropped;             /* records that did not fit (relaxed, producer-only) */
   _Atomic uint64_t calls;               /* hot-path calls, for the overhead figure */
   _Atomic uint64_t sampled_ns, nsampled;/* timed calls (1 in CL_SAMPLE_EVERY) */
+  struct cl_ring *_Atomic next;         /* a larger ring the drain prepared: move at next event */
   /* consumer's cache line */
   _Alignas(64) _Atomic uint64_t tail;
   /* set at claim, read by both */
@@ -30,6 +38,7 @@ typedef struct cl_ring {
   _Atomic int state;                    /* CL_RING_* */
   _Atomic uint32_t serial;              /* thread serial (ids); 0 while the ring changes hands */
   _Atomic int os_tid;                   /* published before serial (see cl_ring_os_tid) */
+  _Atomic int waiting;                  /* a successor the drain skips until the MOVED record */
 } cl_ring;
 
 #define CL_SAMPLE_EVERY 1024
@@ -52,17 +61,20 @@ void cl_rings_totals(cl_ring_totals *t);
 /* OS thread id of the thread holding serial `serial` (0 if not found, or if its ring has
  * since passed to another thread: never another thread's id). Any thread. */
 int cl_ring_os_tid(uint32_t serial);
+/* Producer: continue in the successor the drain prepared (r->next); returns it. */
+cl_ring *cl_ring_move(cl_ring *r);
 /* Fork child: forget every ring (they belong to the parent's threads). */
 void cl_rings_reset_after_fork(void);
 
-/* Producer: room for n slots, or NULL (counted as a drop). Wraps with a PAD record. */
+/* Producer: room for n slots, or NULL (counted as a drop). Wraps with a PAD record. One slot
+ * always stays free, for the MOVED record. */
 static inline cl_rec *cl_ring_reserve(cl_ring *r, unsigned n, uint64_t *pos_out) {
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   uint64_t idx = head & (r->cap - 1);
   uint64_t need = n + ((idx + n > r->cap) ? r->cap - idx : 0);
-  if (head + need - r->tail_cache > r->cap) {
+  if (head + need - r->tail_cache > r->cap - 1) {
     r->tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
-    if (head + need - r->tail_cache > r->cap) {
+    if (head + need - r->tail_cache > r->cap - 1) {
       atomic_store_explicit(&r->dropped, atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
                             memory_order_relaxed);
       return NULL;

@@ -1,7 +1,12 @@
 /* staging.c: see staging.h. Chunks of CHUNK_SLOTS slots; a queue of chunk descriptors, each in
  * memory or at an offset of the spill file. One producer (the drain thread: append) and one
- * consumer (the format thread: take); a mutex guards the queue at chunk granularity. */
+ * consumer (the format thread: take); a mutex guards the queue at chunk granularity and is
+ * never held across file I/O: the format thread runs at nice 19, and a drain thread blocked
+ * on a lock the starved formatter holds over a read lets the rings overflow (the lossless
+ * rate in bench-hotpath). Spill writes, read-backs and the file's truncation happen with the
+ * lock released, each on a region nobody else touches until the lock is taken again. */
 #include "plugin/pipeline/staging.h"
+#include "plugin/pipeline/spill_codec.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,7 +17,7 @@
 
 #define CHUNK_SLOTS 32768u                 /* 1 MiB */
 
-typedef struct { cl_rec *mem; uint64_t off; uint32_t used, read; } chunk;
+typedef struct { cl_rec *mem; uint64_t off; uint32_t used, read, enc_bytes; } chunk;   /* enc_bytes: in the file */
 
 struct cl_stage {
   pthread_mutex_t mu;
@@ -20,11 +25,15 @@ struct cl_stage {
   uint32_t head, tail, cap;                /* queue of chunks [head, tail) */
   cl_rec *fill;                            /* chunk being filled (in memory) */
   uint32_t fill_used;
-  cl_rec *rbuf;                            /* a spilled chunk read back */
+  cl_rec *rbuf;                            /* a spilled chunk read back (consumer's) */
+  uint8_t *ebuf;                           /* its encoding, as read (consumer's) */
+  uint8_t *wbuf;                           /* a chunk's encoding, to write (drain's) */
   int rbuf_for;                            /* queue index rbuf holds, -1 none */
   uint64_t mem_chunks, mem_budget_chunks, backlog, spilled, dropped;
   uint64_t file_end;
   int fd, spilling;
+  int writing;                             /* the drain writes a chunk, lock released */
+  int resetting;                           /* the consumer truncates the file, lock released */
   char path[1400];
   cl_rec **pool;                           /* free chunk buffers */
   uint32_t npool;
@@ -43,6 +52,16 @@ cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_path) {
   pthread_mutex_init(&s->mu, NULL);
   snprintf(s->path, sizeof s->path, "%s", spill_path ? spill_path : "");
   if (!s->q || !s->pool) { free(s->q); free(s->pool); free(s); return NULL; }
+  s->wbuf = malloc(CL_SPILL_ENC_MAX(CHUNK_SLOTS));
+  if (s->wbuf) memset(s->wbuf, 0, CL_SPILL_ENC_MAX(CHUNK_SLOTS));
+  /* The in-memory chunks are allocated and touched now, not at the first burst: a page
+   * fault per 4 KiB inside the drain is time the rings do not have at millions of events/s. */
+  for (uint64_t i = 0; i < s->mem_budget_chunks && s->npool < 64; i++) {
+    cl_rec *b = malloc(CHUNK_SLOTS * CL_SLOT_BYTES);
+    if (!b) break;
+    memset(b, 0, CHUNK_SLOTS * CL_SLOT_BYTES);
+    s->pool[s->npool++] = b;
+  }
   return s;
 }
 
@@ -60,6 +79,8 @@ void cl_stage_free(cl_stage *s) {
   for (uint32_t i = s->head; i != s->tail; i++) free(s->q[i % s->cap].mem);
   free(s->fill);
   free(s->rbuf);
+  free(s->ebuf);
+  free(s->wbuf);
   for (uint32_t i = 0; i < s->npool; i++) free(s->pool[i]);
   if (s->fd >= 0) { close(s->fd); unlink(s->path); }
   free(s->pool);
@@ -82,33 +103,45 @@ static int push(cl_stage *s, chunk c) {
   return 0;
 }
 
-/* Moves the filled chunk into the queue: in memory within budget, else to the spill file. */
-static void seal(cl_stage *s) {
+/* Moves the filled chunk into the queue: in memory within budget, else to the spill file.
+ * Called with the lock held. The drain (may_unlock) writes a spilled chunk with the lock
+ * released: the chunk is detached first, so the consumer sees nothing to seal meanwhile and
+ * queued chunks keep their order (only the drain pushes while it writes). */
+static void seal(cl_stage *s, int may_unlock) {
   if (!s->fill || !s->fill_used) return;
   chunk c = {.used = s->fill_used};
-  if (!s->spilling && s->mem_chunks < s->mem_budget_chunks) {
-    c.mem = s->fill;
+  cl_rec *buf = s->fill;
+  s->fill = NULL;
+  s->fill_used = 0;
+  if (s->resetting || (!s->spilling && s->mem_chunks < s->mem_budget_chunks)) {
+    c.mem = buf;                 /* (over budget only while a truncation is under way) */
     s->mem_chunks++;
   } else {
     if (s->fd < 0 && s->path[0])
       s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    size_t bytes = (size_t)c.used * CL_SLOT_BYTES;
-    ssize_t w = s->fd >= 0 ? pwrite(s->fd, s->fill, bytes, (off_t)s->file_end) : -1;
+    c.off = s->file_end;
+    s->spilling = 1;
+    ssize_t w = -1;
+    size_t bytes = 0;
+    if (s->fd >= 0 && s->wbuf) {
+      s->writing = 1;
+      if (may_unlock) pthread_mutex_unlock(&s->mu);
+      bytes = cl_spill_encode(buf, c.used, s->wbuf);
+      w = pwrite(s->fd, s->wbuf, bytes, (off_t)c.off);
+      if (may_unlock) pthread_mutex_lock(&s->mu);
+      s->writing = 0;
+    }
+    put_buf(s, buf);
     if (w != (ssize_t)bytes) {                 /* disk full or no file: these records are lost */
       s->dropped += c.used;
       s->backlog -= c.used;
-      s->fill_used = 0;
       return;
     }
-    c.off = s->file_end;
+    c.enc_bytes = (uint32_t)bytes;
     s->file_end += bytes;
     s->spilled += c.used;
-    s->spilling = 1;
-    put_buf(s, s->fill);
   }
   if (push(s, c) != 0) { s->dropped += c.used; s->backlog -= c.used; if (c.mem) { free(c.mem); s->mem_chunks--; } }
-  s->fill = NULL;
-  s->fill_used = 0;
 }
 
 size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t n) {
@@ -130,7 +163,7 @@ size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t n) {
       recs += take;
       n -= take;
     }
-    if (n) seal(s);
+    if (n) seal(s, 1);
   }
   size_t lost = (size_t)(s->dropped - dropped0);
   pthread_mutex_unlock(&s->mu);
@@ -138,27 +171,42 @@ size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t n) {
 }
 
 /* The oldest records not yet consumed (a run of whole records), or 0. A peeked run stays
- * valid until consumed: the drain thread never touches a queued chunk. */
+ * valid until consumed: the drain thread never touches a queued chunk. Called with the lock
+ * held; drops it to read a spilled chunk back or to truncate the file read empty. */
 static size_t peek_locked(cl_stage *s, const cl_rec **out) {
   for (;;) {
     if (s->head == s->tail) {
       if (!s->fill_used) return 0;
-      seal(s);                                  /* the formatter has caught up: take the rest */
+      seal(s, 0);                               /* the formatter has caught up: take the rest */
       if (s->head == s->tail) return 0;
     }
-    chunk *c = &s->q[s->head % s->cap];
+    uint32_t at = s->head % s->cap;
+    chunk *c = &s->q[at];
     if (c->read < c->used) {
       if (c->mem) { *out = c->mem + c->read; return c->used - c->read; }
-      if (s->rbuf_for != (int)(s->head % s->cap)) {
+      if (s->rbuf_for != (int)at) {
+        /* The chunk at the head is the consumer's: the drain only pushes at the tail (which
+         * may move the queue, so keep values, not the pointer) and never rewrites the file
+         * below file_end while chunks there are queued. */
+        uint64_t off = c->off;
+        size_t bytes = c->enc_bytes, used = c->used;
         if (!s->rbuf) s->rbuf = malloc(CHUNK_SLOTS * CL_SLOT_BYTES);
-        size_t bytes = (size_t)c->used * CL_SLOT_BYTES;
-        if (!s->rbuf || pread(s->fd, s->rbuf, bytes, (off_t)c->off) != (ssize_t)bytes) {
+        if (!s->ebuf) s->ebuf = malloc(CL_SPILL_ENC_MAX(CHUNK_SLOTS));
+        int ok = 0;
+        if (s->rbuf && s->ebuf) {
+          pthread_mutex_unlock(&s->mu);
+          ok = pread(s->fd, s->ebuf, bytes, (off_t)off) == (ssize_t)bytes &&
+               cl_spill_decode(s->ebuf, bytes, s->rbuf, CHUNK_SLOTS) == used;
+          pthread_mutex_lock(&s->mu);
+        }
+        c = &s->q[at];
+        if (!ok) {
           s->dropped += c->used - c->read;    /* unreadable: lost */
           s->backlog -= c->used - c->read;
           c->read = c->used;
           continue;
         }
-        s->rbuf_for = (int)(s->head % s->cap);
+        s->rbuf_for = (int)at;
       }
       *out = s->rbuf + c->read;
       return c->used - c->read;
@@ -166,10 +214,16 @@ static size_t peek_locked(cl_stage *s, const cl_rec **out) {
     if (c->mem) { put_buf(s, c->mem); s->mem_chunks--; }
     s->rbuf_for = -1;
     s->head++;
-    if (s->head == s->tail && s->spilling) {  /* the file is read empty: back to memory */
+    if (s->head == s->tail && s->spilling && !s->writing) {  /* the file is read empty: back to memory */
       s->spilling = 0;
       s->file_end = 0;
-      if (s->fd >= 0 && ftruncate(s->fd, 0) != 0) { /* a stale tail is harmless: offsets restart */ }
+      if (s->fd >= 0) {
+        s->resetting = 1;           /* the drain keeps new chunks in memory until this ends */
+        pthread_mutex_unlock(&s->mu);
+        if (ftruncate(s->fd, 0) != 0) { /* a stale tail is harmless: offsets restart */ }
+        pthread_mutex_lock(&s->mu);
+        s->resetting = 0;
+      }
     }
   }
 }

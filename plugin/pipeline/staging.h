@@ -2,7 +2,8 @@
  * ring records here at memory speed, so rings never overflow while JSON formatting catches
  * up; past a memory budget, whole chunks go to a spill file and come back in order. FIFO by
  * construction: once a chunk has been spilled, later chunks are spilled too until the file is
- * read empty. Memory is bounded by the budget; a spill that cannot be written drops (counted). */
+ * read empty, encoded compactly (spill_codec.h). Memory is bounded by the budget; a spill that
+ * cannot be written drops (counted). */
 #ifndef COMMLENS_STAGING_H
 #define COMMLENS_STAGING_H
 #include "commlens/event.h"

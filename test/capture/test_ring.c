@@ -70,4 +70,85 @@ TL_TEST(serial_never_maps_to_another_threads_id) {
   CHECK(claimed == NTHREADS, "only %d of %d threads got a ring", claimed, NTHREADS);
 }
 
+/* ---- growth: a busy thread moves to a larger ring and no record is lost or reordered ---- */
+typedef struct { uint64_t next_id, bad, moved_seen, n; } order_t;
+static void order_sink(void *arg, const cl_rec *recs, size_t n) {
+  order_t *o = arg;
+  for (size_t k = 0; k < n; k += recs[k].nslots ? recs[k].nslots : 1) {
+    if (recs[k].kind == CL_REC_MOVED) o->moved_seen++;
+    else if (recs[k].id != o->next_id++) o->bad++;
+    o->n++;
+  }
+}
+/* As the hot path does: move first if the drain prepared a successor, then reserve. */
+static int put_id(uint64_t id) {
+  cl_ring *r = cl_t_ring;
+  if (atomic_load_explicit(&r->next, memory_order_relaxed)) r = cl_ring_move(r);
+  uint64_t pos;
+  cl_rec *rec = cl_ring_reserve(r, 1, &pos);
+  if (!rec) return 0;
+  memset(rec, 0, sizeof *rec);
+  rec->kind = CL_REC_STOP;
+  rec->nslots = 1;
+  rec->id = id;
+  cl_ring_commit(r, pos, 1);
+  return 1;
+}
+
+TL_TEST(a_quarter_full_ring_grows_and_keeps_order) {
+  cl_config_load();
+  cl_cfg.buffer_bytes = 64u << 20;
+  cl_cfg.ring_bytes = 64u << 10;                /* 2048 slots */
+  cl_ring *r0 = cl_ring_claim();
+  REQUIRE(r0 && r0->cap == 2048, "claim");
+  order_t o = {0};
+  uint64_t id = 0;
+  for (int i = 0; i < 600; i++) CHECK(put_id(id++), "room");        /* more than a quarter */
+  cl_rings_drain(order_sink, &o);
+  REQUIRE(atomic_load(&r0->next) != NULL, "a successor after a quarter-full pass");
+  cl_ring *r1 = atomic_load(&r0->next);
+  CHECK(r1->cap == 4 * r0->cap, "4x: %llu", (unsigned long long)r1->cap);
+  for (int i = 0; i < 3000; i++) CHECK(put_id(id++), "room after the move");  /* > the old cap */
+  CHECK(cl_t_ring == r1, "the thread writes to the successor");
+  CHECK(atomic_load(&r0->state) == CL_RING_LIVE, "the old ring stays until its MOVED is read");
+  cl_rings_drain(order_sink, &o);
+  cl_rings_drain(order_sink, &o);
+  CHECK(o.bad == 0 && o.moved_seen == 0 && o.next_id == id, "in order: %llu bad, %llu MOVED, %llu of %llu",
+        (unsigned long long)o.bad, (unsigned long long)o.moved_seen, (unsigned long long)o.next_id, (unsigned long long)id);
+  CHECK(atomic_load(&r0->state) == CL_RING_FREE && atomic_load(&r0->serial) == 0, "the old ring is back in the pool");
+  CHECK(!atomic_load(&r1->waiting), "the successor is drained now");
+  CHECK(cl_ring_os_tid((uint32_t)(r1->id_base >> CL_ID_SEQ_BITS)) == (int)syscall(SYS_gettid), "same thread");
+}
+
+static _Atomic int g_prod_done;
+static _Atomic uint64_t g_prod_cap;
+static _Atomic int g_full;                      /* the producer found its ring full */
+static void *producer(void *arg) {
+  uint64_t n = *(uint64_t *)arg;
+  if (!cl_ring_claim()) return NULL;
+  for (uint64_t id = 0; id < n;)
+    if (put_id(id)) id++;
+    else atomic_store(&g_full, 1);              /* full: wait for the drain, lose nothing */
+  atomic_store(&g_prod_cap, cl_t_ring->cap);
+  atomic_store(&g_prod_done, 1);
+  return NULL;
+}
+TL_TEST(growth_while_the_drain_runs_loses_and_reorders_nothing) {
+  cl_config_load();
+  cl_cfg.buffer_bytes = 64u << 20;
+  cl_cfg.ring_bytes = 16u << 10;                /* 512 slots: the producer outruns the drain */
+  uint64_t n = 2000000;
+  order_t o = {0};
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, producer, &n) == 0, "producer");
+  while (!atomic_load(&g_prod_done))            /* drain only a full ring: every pass grows it */
+    if (atomic_exchange(&g_full, 0)) cl_rings_drain(order_sink, &o);
+  pthread_join(t, NULL);
+  for (int i = 0; i < 4; i++) cl_rings_drain(order_sink, &o);
+  CHECK(o.bad == 0 && o.next_id == n, "%llu of %llu in order, %llu out of order", (unsigned long long)o.next_id,
+        (unsigned long long)n, (unsigned long long)o.bad);
+  uint64_t cap = atomic_load(&g_prod_cap);
+  CHECK(cap >= 8192 && cap * CL_SLOT_BYTES <= CL_RING_MAX_BYTES, "grew from 512 slots within the cap: %llu", (unsigned long long)cap);
+}
+
 TL_MAIN("capture/ring")

@@ -63,6 +63,33 @@ static int map_get(const rp_map *m, uint64_t k, uint64_t *v) {
   return 0;
 }
 
+/* The strings and blobs descriptors point to, one copy each for the life of the process: the
+ * plugin keeps NCCL's string pointers (NCCL's are static), and a process that replays many
+ * recordings (fuzz/fuzz_replay.c) must not grow with every replay. Takes b (freed if known). */
+static unsigned char *intern(unsigned char *b, unsigned len) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static unsigned char **tab;
+  static unsigned *lens;
+  static size_t n, cap;
+  pthread_mutex_lock(&mu);
+  unsigned char *out = NULL;
+  for (size_t i = 0; i < n && !out; i++)
+    if (lens[i] == len && !memcmp(tab[i], b, len)) out = tab[i];
+  if (out) free(b);
+  else {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 64;
+      tab = realloc(tab, cap * sizeof *tab);
+      lens = realloc(lens, cap * sizeof *lens);
+    }
+    tab[n] = b;
+    lens[n++] = len;
+    out = b;
+  }
+  pthread_mutex_unlock(&mu);
+  return out;
+}
+
 static int hexval(int c) {
   return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
@@ -136,7 +163,8 @@ static int parse_line(char *line, rp_call *c, char *err, size_t errn) {
       c->refs[i].off = (unsigned)strtoul(t, NULL, 10);
       if (c->refs[i].off + 8 > c->dlen) goto bad;
       if (strcmp(colon + 1, "-")) {
-        c->refs[i].data = unhex(colon + 1, strlen(colon + 1), &c->refs[i].len);
+        unsigned char *b = unhex(colon + 1, strlen(colon + 1), &c->refs[i].len);
+        c->refs[i].data = b ? intern(b, c->refs[i].len) : NULL;
         if (!c->refs[i].data) goto bad;
       }
     }
@@ -165,7 +193,7 @@ bad:
 static void free_call(rp_call *c) {
   free(c->name);
   free(c->descr);
-  /* refs[].data are not freed: the plugin may keep those string pointers until exit */
+  /* refs[].data are interned (intern): the plugin may keep those string pointers until exit */
   free(c->refs);
   free(c->args);
 }

@@ -18,7 +18,8 @@ typedef struct {
   char err[256];         /* why rp_replay failed */
 } rp_stats;
 
-/* Replays `rec_path` (.rec.gz) into the library `lib` (NULL: h_lib_path()). Loads
+/* Replays `rec_path` (.rec.gz) into the library `lib` (NULL: h_lib_path(); "": the tables
+ * linked into the running program, as fuzz/fuzz_replay.c does). Loads
  * ncclProfiler_vN for each N the recording uses; dlcloses them at the end. 0 on success,
  * -1 if the recording could not be read or parsed (st->err says why). */
 int rp_replay(const char *rec_path, const char *lib, rp_stats *st);
