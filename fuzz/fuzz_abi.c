@@ -158,10 +158,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       bytes(&r, buf, sizeof buf);
       uint8_t tb = u8(&r);
       uint64_t type = tb < 200 ? g_types[tb % 15] : tb < 230 ? (uint64_t)u8(&r) : u64(&r);
+      if (abi <= 4) type = (uint8_t)type;              /* v1..v4 descriptors carry an 8-bit type */
       uint8_t pb = u8(&r);
       void *parent = pb < 128 && nh ? handles[pb % nh] : pb < 192 ? NULL : (void *)(uintptr_t)u64(&r);
       void *ctx = nc && u8(&r) < 224 ? ctxs[u8(&r) % nc] : (void *)(uintptr_t)(u8(&r) & 1 ? u64(&r) : 0);
-      if (abi <= 4) { ((clabi_descr_v4 *)buf)->type = (uint8_t)type; ((clabi_descr_v4 *)buf)->parentObj = parent; }
+      if (abi <= 4) { ((clabi_descr_v4 *)buf)->type = (uint8_t)type; ((clabi_descr_v4 *)buf)->parentObj = parent; }   /* (v1..v3 alike) */
       else { ((clabi_descr_v6 *)buf)->type = type; ((clabi_descr_v6 *)buf)->parentObj = parent; }
       if (type == CLABI_EV_PROXY_OP && u8(&r) < 200) {  /* mostly our own pid */
         if (abi <= 4) ((clabi_descr_v4 *)buf)->proxyOp.pid = getpid();

@@ -306,10 +306,14 @@ static void json_head(merge_ctx *m, out_t *out) {
     cl_rank *r = job->r[m->sel[i]];
     char nm[512]; process_name(r, nm, sizeof nm);
     json_object *s = json_object_new_string(nm);
-    snprintf(b, sizeof b, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":%s}},\n"
-             "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n"
+    /* the name apart: escaped, a host name can outgrow any fixed buffer (fuzz_cli found one
+     * cut mid-object) */
+    snprintf(b, sizeof b, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", i ? "," : "", r->rank);
+    ows(out, b);
+    ows(out, json_object_to_json_string(s));
+    snprintf(b, sizeof b, "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n"
              "{\"ph\":\"M\",\"name\":\"commlens_clock\",\"pid\":%d,\"args\":{\"offset_ns\":%lld,\"err_ns\":%lld,\"mad_ns\":%lld,\"samples\":%d,\"aligned\":%s,\"ref_rank\":%d}}",
-             i ? "," : "", r->rank, json_object_to_json_string(s), r->rank, r->rank, r->rank, (long long)r->offset_ns,
+             r->rank, r->rank, r->rank, (long long)r->offset_ns,
              (long long)r->off_err_ns, (long long)r->off_mad_ns, r->off_samples, r->aligned ? "true" : "false", job->ref_rank);
     json_object_put(s);
     ows(out, b);

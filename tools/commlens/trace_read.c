@@ -573,11 +573,29 @@ int cl_json_member(const char **pp, const char *e, cl_str_t *key, cl_str_t *val)
 /* ---- strict validation of one value (for text passed through verbatim) ---- */
 static const char *jv_value(const char *p, const char *e, int depth);
 static const char *jv_ws(const char *p, const char *e) { return js_ws(p, e); }
+/* One well-formed UTF-8 sequence at p (lead byte >= 0x80): its last byte, or NULL (overlong
+ * forms, surrogates, beyond U+10FFFF and stray continuation bytes are not UTF-8; a JSON text
+ * must be, and json-c and Perfetto refuse it otherwise: fuzz_cli found a merge passing a
+ * foreign byte through). */
+static const char *jv_utf8(const char *p, const char *e) {
+  const unsigned char *u = (const unsigned char *)p;
+  unsigned c = u[0], n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+  if (!n || c > 0xF4 || c == 0xC0 || c == 0xC1 || e - p <= (long)n) return NULL;
+  for (unsigned i = 1; i <= n; i++) if ((u[i] & 0xC0) != 0x80) return NULL;
+  if ((c == 0xE0 && u[1] < 0xA0) || (c == 0xED && u[1] > 0x9F) ||   /* overlong; surrogates */
+      (c == 0xF0 && u[1] < 0x90) || (c == 0xF4 && u[1] > 0x8F))     /* overlong; > U+10FFFF */
+    return NULL;
+  return p + n;
+}
 static const char *jv_string(const char *p, const char *e) {
   for (p++; p < e; p++) {
     unsigned char c = (unsigned char)*p;
     if (c == '"') return p + 1;
     if (c < 0x20) return NULL;
+    if (c >= 0x80) {
+      if (!(p = jv_utf8(p, e))) return NULL;
+      continue;
+    }
     if (c == '\\') {
       if (++p >= e) return NULL;
       if (*p == 'u') {
