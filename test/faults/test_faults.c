@@ -162,15 +162,7 @@ static void kill_case(int sig, unsigned seed) {
     /* Killed only once the trace has been flushed at least once (a condition, not a guess: on
      * a loaded machine the low-priority writer can take seconds to get there), then after a
      * further "random" but repeatable delay, while events keep flowing. */
-    for (int waited = 0; waited < 60000; waited += 10) {
-      char *cur[2];
-      int nc = h_find_traces(dir, cur, 2);
-      struct stat sb;
-      int flushed = nc > 0 && stat(cur[0], &sb) == 0 && sb.st_size > 0;
-      for (int i = 0; i < nc; i++) free(cur[i]);
-      if (flushed) break;
-      usleep(10000);
-    }
+    h_wait_trace_bytes(dir, 0);
     int delay_ms = 400 + rand() % 900;
     usleep((useconds_t)delay_ms * 1000);
     kill(pid, sig);

@@ -720,6 +720,19 @@ int h_find_files(const char *dir, const char *suffix, char **paths, int max) {
   return n;
 }
 
+int h_wait_trace_bytes(const char *dir, long min_bytes) {
+  for (int waited = 0; waited < 60000; waited += 5) {
+    char *paths[2];
+    int n = h_find_traces(dir, paths, 2);
+    struct stat sb;
+    int big = n > 0 && stat(paths[0], &sb) == 0 && sb.st_size > min_bytes;
+    for (int i = 0; i < n; i++) free(paths[i]);
+    if (big) return 0;
+    usleep(5000);
+  }
+  return -1;
+}
+
 int h_load_one_trace(const char *dir, tr_trace *t, char *path_out, size_t pn) {
   char *paths[8], err[512];
   int n = dir ? h_find_traces(dir, paths, 8) : 0;

@@ -161,6 +161,9 @@ void h_drive_multi(h_multi *m);
 const char *h_fresh_dir(char *buf, size_t n);
 /* Finds the trace file(s) in dir: fills up to max paths (malloc'd), returns the count. */
 int h_find_traces(const char *dir, char **paths, int max);
+/* Waits (up to 60 s, polling) until dir holds a trace of more than min_bytes: a condition to
+ * wait for where a low-priority writer can take seconds under load. 0 once it does, -1 if not. */
+int h_wait_trace_bytes(const char *dir, long min_bytes);
 /* Loads the one trace file of dir into *t (CHECK-fails unless there is exactly one and it parses;
  * path_out, if given, receives its path). Returns 0, or -1 after a failed CHECK. */
 int h_load_one_trace(const char *dir, tr_trace *t, char *path_out, size_t pn);
