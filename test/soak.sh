@@ -12,7 +12,8 @@ while [ $i -lt "$loaders" ]; do
   pids="$pids $!"
   i=$((i+1))
 done
-trap 'kill $pids 2>/dev/null' EXIT INT TERM
+trap 'kill $pids 2>/dev/null' EXIT
+trap 'exit 130' INT TERM      # (the EXIT trap then stops the loaders)
 ok=0; n=0
 while [ $n -lt "$runs" ]; do
   n=$((n+1))
