@@ -74,26 +74,33 @@ static atomic_int g_go;
 static uint64_t g_pace_ns;       /* latency: idle time after each batch (0 = flat out) */
 static double g_target;          /* rate: events/s to hold (0 = flat out) */
 
+/* One proxy step as NCCL reports it: start, two states, stop (four calls); d is a ProxyStep
+ * descriptor under its op, prepared once (step_descr), as NCCL keeps its own. */
+static void step_descr(clabi_descr_v5 *d, void *op) {
+  memset(d, 0, sizeof *d);
+  d->type = CLABI_EV_PROXY_STEP;
+  d->parentObj = op;
+}
+static void one_step(clabi_descr_v5 *d, int step) {
+  static const clabi_state_args_v4 sa = {.proxyStep = {131072}};
+  void *h = NULL;
+  d->proxyStep.step = step;
+  g_tab->startEvent(g_ctx, &h, d);
+  g_tab->recordEventState(h, CLABI_ST_STEP_SEND_GPU_WAIT, (clabi_state_args_v4 *)&sa);
+  g_tab->recordEventState(h, CLABI_ST_STEP_SEND_WAIT, (clabi_state_args_v4 *)&sa);
+  g_tab->stopEvent(h);
+}
+
 static void *lat_thread(void *arg) {
   lat_arg *a = arg;
   void *op = start_op();
   clabi_descr_v5 d;
-  memset(&d, 0, sizeof d);
-  d.type = CLABI_EV_PROXY_STEP;
-  d.parentObj = op;
-  clabi_state_args_v4 sa = {.proxyStep = {131072}};
+  step_descr(&d, op);
   while (!atomic_load(&g_go)) {}
   int step = 0;
   for (int b = 0; b < NBATCH; b++) {
     uint64_t t0 = now_ns();
-    for (int i = 0; i < BATCH / 4; i++) {
-      void *h = NULL;
-      d.proxyStep.step = step++;
-      g_tab->startEvent(g_ctx, &h, &d);
-      g_tab->recordEventState(h, CLABI_ST_STEP_SEND_GPU_WAIT, &sa);
-      g_tab->recordEventState(h, CLABI_ST_STEP_SEND_WAIT, &sa);
-      g_tab->stopEvent(h);
-    }
+    for (int i = 0; i < BATCH / 4; i++) one_step(&d, step++);
     uint64_t t1 = now_ns();
     a->per_call_x100[b] = (t1 - t0) * 100 / BATCH;
     while (g_pace_ns && now_ns() - t1 < g_pace_ns) {}
@@ -169,12 +176,43 @@ static void rm_dir(const char *dir) {
   rmdir(dir);
 }
 
+/* ---- sparse calls: what the plugin's own figure sees in a real job ----------------------
+ * NCCL calls the plugin between stretches of its own work, so each call finds the ring's lines
+ * and the plugin's code colder than a tight loop does. Between calls of a step (start, two
+ * states, stop: timed together), `pollute` bytes are written, as other work would. Prints the
+ * bench's median and p99 per call and the plugin's in-situ figure (commlensStats). */
+#define SPARSE_STEPS 100000
+static int sparse(size_t pollute) {
+  unsigned char *junk = pollute ? malloc(pollute) : NULL;
+  if (pollute && !junk) return 1;
+  if (junk) memset(junk, 1, pollute);
+  uint64_t *per = calloc(SPARSE_STEPS, sizeof *per);
+  void *op = start_op();
+  clabi_descr_v5 d;
+  step_descr(&d, op);
+  for (int i = 0; i < SPARSE_STEPS; i++) {
+    uint64_t t0 = now_ns();
+    one_step(&d, i);
+    per[i] = (now_ns() - t0) * 100 / 4;
+    for (size_t k = 0; k < pollute; k += 64) junk[k]++;
+  }
+  g_tab->stopEvent(op);
+  qsort(per, SPARSE_STEPS, sizeof *per, cmp_u64);
+  g_tab->finalize(g_ctx);
+  printf("RESULT sparse %.1f %.1f %lld\n", per[SPARSE_STEPS / 2] / 100.0, per[SPARSE_STEPS * 99 / 100] / 100.0,
+         trace_stat(getenv("COMMLENS_DIR"), "overhead_ns_per_call"));
+  free(per);
+  free(junk);
+  return 0;
+}
+
 /* Child: one measurement; prints one "RESULT ..." line. */
 static int child(const char *lib, const char *mode, int nthreads, double param) {
   if (load(lib)) return 1;
   g_pace_ns = !strcmp(mode, "lat") ? (uint64_t)param : 0;
   g_target = !strcmp(mode, "rate") ? param / nthreads : 0;
   pthread_t t[64];
+  if (!strcmp(mode, "sparse")) return sparse((size_t)param << 10);
   if (!strcmp(mode, "lat")) {
     lat_arg a[64];
     for (int i = 0; i < nthreads; i++) {
@@ -189,8 +227,9 @@ static int child(const char *lib, const char *mode, int nthreads, double param) 
     qsort(all, n, sizeof *all, cmp_u64);
     double med = all[n / 2] / 100.0, p99 = all[n * 99 / 100] / 100.0;
     g_tab->finalize(g_ctx);
-    printf("RESULT lat %d %.1f %.1f %lld %llu\n", nthreads, med, p99,
-           trace_stat(getenv("COMMLENS_DIR"), "dropped"), (unsigned long long)n * BATCH);
+    printf("RESULT lat %d %.1f %.1f %lld %llu %lld\n", nthreads, med, p99,
+           trace_stat(getenv("COMMLENS_DIR"), "dropped"), (unsigned long long)n * BATCH,
+           trace_stat(getenv("COMMLENS_DIR"), "overhead_ns_per_call"));
   } else {
     rate_arg a[64];
     for (int i = 0; i < nthreads; i++) pthread_create(&t[i], NULL, rate_thread, &a[i]);
@@ -251,23 +290,37 @@ int main(int argc, char **argv) {
   if (l <= 0) return 1;
   self[l] = 0;
   printf("commlens hot path through ncclProfiler_v5 (%s), %ld CPUs\n", lib, sysconf(_SC_NPROCESSORS_ONLN));
-  printf("%-34s %10s %10s %14s %12s\n", "measurement", "median", "p99", "calls", "dropped");
+  printf("%-34s %10s %10s %14s %12s %8s\n", "measurement", "median", "p99", "calls", "dropped", "in-situ");
   char out[4096];
   int lat_threads[] = {1, 8, 1, 8};
   double lat_pace[] = {0, 0, 50000, 400000};   /* paced: ~1.3M calls/s in total, below the writer's rate */
   for (int i = 0; i < 4; i++) {
     int nt = lat_threads[i];
     double med, p99;
-    long long dropped;
+    long long dropped, insitu;
     unsigned long long calls;
     if (run_child(self, lib, "lat", nt, lat_pace[i], out, sizeof out) ||
-        sscanf(strstr(out, "RESULT") ? strstr(out, "RESULT") : "", "RESULT lat %*d %lf %lf %lld %llu", &med, &p99, &dropped, &calls) != 4) {
+        sscanf(strstr(out, "RESULT") ? strstr(out, "RESULT") : "", "RESULT lat %*d %lf %lf %lld %llu %lld", &med, &p99, &dropped, &calls, &insitu) != 5) {
       printf("latency, %d thread(s): failed: %s\n", nt, out);
       continue;
     }
     char label[64];
     snprintf(label, sizeof label, "ns/call, %d thread%s%s", nt, nt > 1 ? "s" : "", lat_pace[i] > 0 ? ", paced" : "");
-    printf("%-34s %10.1f %10.1f %14llu %12lld\n", label, med, p99, calls, dropped);
+    printf("%-34s %10.1f %10.1f %14llu %12lld %8lld\n", label, med, p99, calls, dropped, insitu);
+  }
+  /* The plugin's own figure against the bench's, as calls get sparser and caches colder. */
+  size_t kib[] = {0, 256, 4096};
+  for (int i = 0; i < 3; i++) {
+    double med, p99;
+    long long insitu;
+    if (run_child(self, lib, "sparse", 1, (double)kib[i], out, sizeof out) ||
+        sscanf(strstr(out, "RESULT") ? strstr(out, "RESULT") : "", "RESULT sparse %lf %lf %lld", &med, &p99, &insitu) != 3) {
+      printf("sparse: failed: %s\n", out);
+      continue;
+    }
+    char label[64];
+    snprintf(label, sizeof label, "ns/call, a step, %zu KiB between", kib[i]);
+    printf("%-34s %10.1f %10.1f %14d %12s %8lld\n", label, med, p99, SPARSE_STEPS * 4, "", insitu);
   }
   printf("\n%-34s %14s %14s %12s %10s\n", "sustained, start+stop pairs", "events/s", "written", "dropped", "drain s");
   double targets[] = {0, 0, 10e6, 5e6, 2e6, 1e6, 5e5, 2.5e5};
@@ -288,6 +341,7 @@ int main(int argc, char **argv) {
     printf("%-34s %14.0f %14lld %12lld %10.2f\n", label, rate, events, dropped, fin);
   }
   printf("\n(lossless rate = the highest held rate with 0 dropped; events = start+stop pairs of ProxyStep; written = events in the trace; dropped = records lost, "
-         "from commlensStats; targets: median <= 50 ns/call, >= 10M events/s lossless)\n");
+         "from commlensStats; in-situ = the plugin's own sampled figure, commlensStats.overhead_ns_per_call, which times one call in 1024 "
+         "from inside the call; targets: median <= 50 ns/call, >= 10M events/s lossless)\n");
   return 0;
 }

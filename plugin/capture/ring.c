@@ -226,8 +226,21 @@ void cl_rings_totals(cl_ring_totals *t) {
     t->calls += atomic_load_explicit(&cl_rings[i].calls, memory_order_relaxed);
     t->sampled_ns += atomic_load_explicit(&cl_rings[i].sampled_ns, memory_order_relaxed);
     t->nsampled += atomic_load_explicit(&cl_rings[i].nsampled, memory_order_relaxed);
+    for (int b = 0; b < CL_SAMPLE_BUCKETS; b++)
+      t->hist[b] += atomic_load_explicit(&cl_rings[i].sample_hist[b], memory_order_relaxed);
   }
   t->unclaimed = atomic_load_explicit(&cl_rings_unclaimed_drops, memory_order_relaxed);
+}
+
+uint64_t cl_rings_median_ns(const cl_ring_totals *t) {
+  uint64_t n = 0, seen = 0;
+  for (int b = 0; b < CL_SAMPLE_BUCKETS; b++) n += t->hist[b];
+  for (int b = 0; b < CL_SAMPLE_BUCKETS && n; b++) {
+    seen += t->hist[b];
+    if (2 * seen >= n) return b + 1 < CL_SAMPLE_BUCKETS ? (cl_sample_floor((unsigned)b) + cl_sample_floor((unsigned)b + 1)) / 2
+                                                        : cl_sample_floor((unsigned)b);
+  }
+  return 0;
 }
 
 int cl_ring_os_tid(uint32_t serial) {

@@ -20,6 +20,22 @@
 
 enum { CL_RING_FREE = 0, CL_RING_LIVE = 1, CL_RING_DEAD = 2 };
 
+/* Timed calls are also counted by duration, four buckets an octave (bucket b holds
+ * [cl_sample_floor(b), cl_sample_floor(b + 1)) ns; the last, everything longer), so the writer
+ * can give a median beside the mean: the mean also counts the calls the OS interrupted. */
+#define CL_SAMPLE_BUCKETS 64
+static inline unsigned cl_sample_bucket(uint64_t ns) {
+  if (ns < 4) return (unsigned)ns;
+  unsigned o = 63u - (unsigned)__builtin_clzll(ns);     /* ns in [2^o, 2^(o+1)) */
+  unsigned b = 4 * (o - 1) + (unsigned)((ns >> (o - 2)) & 3);
+  return b < CL_SAMPLE_BUCKETS ? b : CL_SAMPLE_BUCKETS - 1;
+}
+static inline uint64_t cl_sample_floor(unsigned b) {
+  if (b < 4) return b;
+  unsigned o = b / 4 + 1, sub = b % 4;
+  return (uint64_t)(4 + sub) << (o - 2);
+}
+
 typedef struct cl_ring {
   /* producer's cache line */
   _Alignas(64) _Atomic uint64_t head;   /* slots written and committed */
@@ -39,6 +55,7 @@ typedef struct cl_ring {
   _Atomic uint32_t serial;              /* thread serial (ids); 0 while the ring changes hands */
   _Atomic int os_tid;                   /* published before serial (see cl_ring_os_tid) */
   _Atomic int waiting;                  /* a successor the drain skips until the MOVED record */
+  _Atomic uint32_t sample_hist[CL_SAMPLE_BUCKETS];   /* timed calls by duration (cl_sample_bucket) */
 } cl_ring;
 
 #define CL_SAMPLE_EVERY 1024
@@ -56,7 +73,9 @@ cl_ring *cl_ring_claim(void);
 typedef void (*cl_ring_sink)(void *arg, const cl_rec *recs, size_t nslots);
 uint64_t cl_rings_drain(cl_ring_sink fn, void *arg);
 /* Counters of every ring together (relaxed reads; any thread). */
-typedef struct { uint64_t dropped, unclaimed, calls, sampled_ns, nsampled; } cl_ring_totals;
+typedef struct { uint64_t dropped, unclaimed, calls, sampled_ns, nsampled, hist[CL_SAMPLE_BUCKETS]; } cl_ring_totals;
+/* The median timed call from t->hist (the middle of its bucket), 0 if none. */
+uint64_t cl_rings_median_ns(const cl_ring_totals *t);
 void cl_rings_totals(cl_ring_totals *t);
 /* OS thread id of the thread holding serial `serial` (0 if not found, or if its ring has
  * since passed to another thread: never another thread's id). Any thread. */

@@ -102,7 +102,7 @@ void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_off
   sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
             "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
             "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
-            "\"overhead_ns_per_call\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
+            "\"overhead_ns_per_call\":%llu,\"overhead_ns_per_call_median\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
             final ? "true" : "false", (unsigned long long)s->events, (unsigned long long)s->records,
             (unsigned long long)s->dropped, (unsigned long long)s->stale,
             (unsigned long long)s->foreign, (unsigned long long)s->orphans, (unsigned long long)s->open_now,
@@ -110,7 +110,8 @@ void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_off
             (unsigned long long)s->dropped_staging, (unsigned long long)s->spilled,
             (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
             (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
-            (unsigned long long)s->per_call_ns, cl_out_overhead_pct(s), (unsigned long long)s->elapsed_ns, s->process_gpus);
+            (unsigned long long)s->per_call_ns, (unsigned long long)s->per_call_median_ns, cl_out_overhead_pct(s),
+            (unsigned long long)s->elapsed_ns, s->process_gpus);
   sb_puts(b, gpu_offsets);
   sb_puts(b, ",\"cupti\":");
   sb_puts(b, cupti);
@@ -140,9 +141,10 @@ void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_sum
     FILE *out = pass == 0 ? f : (print ? stderr : NULL);
     if (!out) continue;
     const char *pre = pass == 0 ? "" : prefix;
-    fprintf(out, "%scommlens %s, ABI v%d, %llu events, %llu dropped, hot path %llu ns/call (%.3f%% of wall time)\n",
+    fprintf(out, "%scommlens %s, ABI v%d, %llu events, %llu dropped, hot path %llu ns/call median, %llu mean "
+            "(%.3f%% of wall time)\n",
             pre, COMMLENS_VERSION, cl_proc.abi, (unsigned long long)s->records, (unsigned long long)s->dropped,
-            (unsigned long long)s->per_call_ns, cl_out_overhead_pct(s));
+            (unsigned long long)s->per_call_median_ns, (unsigned long long)s->per_call_ns, cl_out_overhead_pct(s));
     cl_summary_print(sum, out, pre);
     if (exposure) fprintf(out, "%sexposure (JSON): %s\n", pre, exposure);
     if (o->file) fprintf(out, "%strace: %s\n", pre, o->path);

@@ -70,6 +70,7 @@ static void gather(cl_run_stats *s, const cl_part *p) {
   s->implausible_gpu = as.implausible_gpu;
   s->calls = rt.calls;
   s->per_call_ns = rt.nsampled ? rt.sampled_ns / rt.nsampled : 0;
+  s->per_call_median_ns = cl_rings_median_ns(&rt);
   s->elapsed_ns = cl_now() - cl_proc.start_ns;
   s->process_gpus = (unsigned)cl_parts_count(g_run.parts);
 }

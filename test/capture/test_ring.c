@@ -151,4 +151,25 @@ TL_TEST(growth_while_the_drain_runs_loses_and_reorders_nothing) {
   CHECK(cap >= 8192 && cap * CL_SLOT_BYTES <= CL_RING_MAX_BYTES, "grew from 512 slots within the cap: %llu", (unsigned long long)cap);
 }
 
+/* The timed calls' histogram: every duration falls in the bucket whose range holds it, and
+ * the median lands in the middle sample's bucket. */
+TL_TEST(sample_buckets_hold_their_durations) {
+  for (uint64_t ns = 0; ns < 40000; ns += 1 + ns / 97) {
+    unsigned b = cl_sample_bucket(ns);
+    CHECK(b < CL_SAMPLE_BUCKETS, "%llu ns: bucket %u", (unsigned long long)ns, b);
+    if (b + 1 < CL_SAMPLE_BUCKETS)
+      CHECK(cl_sample_floor(b) <= ns && ns < cl_sample_floor(b + 1), "%llu ns in [%llu, %llu)", (unsigned long long)ns,
+            (unsigned long long)cl_sample_floor(b), (unsigned long long)cl_sample_floor(b + 1));
+    else CHECK(cl_sample_floor(b) <= ns, "%llu ns past the last floor", (unsigned long long)ns);
+  }
+  cl_ring_totals t;
+  memset(&t, 0, sizeof t);
+  for (int i = 0; i < 60; i++) t.hist[cl_sample_bucket(40)]++;     /* most calls ~40 ns */
+  for (int i = 0; i < 40; i++) t.hist[cl_sample_bucket(2000000)]++; /* some interrupted for ms */
+  uint64_t m = cl_rings_median_ns(&t);
+  CHECK(m >= 36 && m <= 44, "median %llu ns, want about 40", (unsigned long long)m);
+  memset(&t, 0, sizeof t);
+  CHECK(cl_rings_median_ns(&t) == 0, "no samples, no median");
+}
+
 TL_MAIN("capture/ring")

@@ -342,7 +342,7 @@ static void print_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   fprintf(o, "\nPlugin: ABI %s%d, version %s; %lld records dropped; overhead max %.3f%% (rank %d); %d/%d final, %d truncated\n",
           abimix ? "mixed, rank 0: " : "", abi0, job->r[0]->info.version ? job->r[0]->info.version : "?", (long long)drops,
           maxov, maxov_r, nfinal, job->n, ntrunc);
-  fprintf(o, "  %5s %4s %-9s %10s %10s %9s %12s  %s\n", "rank", "abi", "version", "events", "dropped", "overhead", "ns/call", "status");
+  fprintf(o, "  %5s %4s %-9s %10s %10s %9s %12s  %s\n", "rank", "abi", "version", "events", "dropped", "overhead", "ns/call p50", "status");
   for (int i = 0; i < job->n; i++) ord[i] = i;
   for (int k = 0; k < job->n && k < top; k++) {   /* worst first: truncated, dropped, overhead */
     int best = k;
@@ -355,7 +355,8 @@ static void print_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     int t = ord[k]; ord[k] = ord[best]; ord[best] = t;
     cl_info *in = &job->r[ord[k]]->info;
     fprintf(o, "  %5d %4d %-9.9s %10lld %10lld %8.3f%% %12lld  %s\n", job->r[ord[k]]->rank, in->abi, in->version ? in->version : "?",
-            (long long)in->n_events, (long long)in->st_dropped, in->st_overhead_pct, (long long)in->st_overhead_ns,
+            (long long)in->n_events, (long long)in->st_dropped, in->st_overhead_pct,
+            (long long)(in->st_overhead_med_ns ? in->st_overhead_med_ns : in->st_overhead_ns),   /* older traces: the mean */
             in->bad ? "invalid JSON mid-file" : in->truncated ? "truncated" : in->final ? "final" : "not final (no exit flush)");
   }
   (void)b5;
@@ -411,6 +412,7 @@ static void print_json(cl_job *job, cl_analysis *an, FILE *o) {
     json_object_object_add(p, "dropped", ji(r->info.st_dropped));
     json_object_object_add(p, "overhead_pct", json_object_new_double(r->info.st_overhead_pct));
     json_object_object_add(p, "overhead_ns_per_call", ji(r->info.st_overhead_ns));
+    json_object_object_add(p, "overhead_ns_per_call_median", ji(r->info.st_overhead_med_ns));
     json_object_object_add(p, "final", json_object_new_boolean(r->info.final));
     json_object_object_add(p, "truncated", json_object_new_boolean(r->info.truncated || r->info.bad));
     json_object_object_add(x, "plugin", p);

@@ -383,6 +383,7 @@ static void take_stats(cl_info *in, const char *s, size_t n) {
   in->st_dropped = get_i64(o, "dropped", 0);
   in->st_calls = get_i64(o, "calls", 0);
   in->st_overhead_ns = get_i64(o, "overhead_ns_per_call", 0);
+  in->st_overhead_med_ns = get_i64(o, "overhead_ns_per_call_median", 0);
   in->st_overhead_pct = json_object_object_get_ex(o, "overhead_pct", &v) ? json_object_get_double(v) : 0;
   json_object_put(o);
 }

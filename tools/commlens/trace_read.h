@@ -38,7 +38,7 @@ typedef struct {
   int cuda_dev;             /* the participant's GPU from the header, -1 if not said */
   char *version, *host, *job, *rank_source;
   int64_t realtime_offset_ns, offset_error_ns;
-  int64_t st_events, st_dropped, st_calls, st_overhead_ns;
+  int64_t st_events, st_dropped, st_calls, st_overhead_ns, st_overhead_med_ns;   /* mean, median (0: not said) */
   double st_overhead_pct;
   /* scan outcome */
   int64_t n_events, bytes_events;   /* complete events delivered, their raw bytes */
