@@ -24,9 +24,9 @@ static inline cl_ring *ring_self(void) {
 static inline void sample_cost(cl_ring *r, uint64_t t0) {
   uint64_t c = atomic_load_explicit(&r->calls, memory_order_relaxed) + 1;
   atomic_store_explicit(&r->calls, c, memory_order_relaxed);
-  /* the 512th, 1536th, ... call: not a thread's first, which finds everything cold and would
-   * weigh on the mean for a thread that makes few calls */
-  if (__builtin_expect((c & (CL_SAMPLE_EVERY - 1)) == CL_SAMPLE_EVERY / 2, 0)) {
+  /* the 32nd, 1056th, ... call: not a thread's first, which finds everything cold and would
+   * weigh on the mean of a thread that makes few calls; early enough that short runs get one */
+  if (__builtin_expect((c & (CL_SAMPLE_EVERY - 1)) == 32, 0)) {
     uint64_t dt = cl_now() - t0;
     atomic_store_explicit(&r->sampled_ns,
         atomic_load_explicit(&r->sampled_ns, memory_order_relaxed) + dt, memory_order_relaxed);
