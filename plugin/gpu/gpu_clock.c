@@ -8,10 +8,13 @@ int64_t cl_gpu_clock_offset(const cl_gpu_clock *c) {
 
 int cl_gpu_clock_sample(cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
   if (!gpu_ns) { c->implausible++; return 0; }
-  int64_t d = (int64_t)obs - (int64_t)gpu_ns;
+  /* Differences in unsigned arithmetic: NCCL's timer is any 64-bit value (garbage included:
+   * fuzz_abi found a signed overflow here), and wrapping is defined only for unsigned. */
+  int64_t d = (int64_t)(obs - gpu_ns);
   if (c->samples) {
     int64_t est = cl_gpu_clock_offset(c);
-    if (d - est > CL_GPU_CLOCK_IMPLAUSIBLE_NS || est - d > CL_GPU_CLOCK_IMPLAUSIBLE_NS) {
+    uint64_t off = d >= est ? (uint64_t)d - (uint64_t)est : (uint64_t)est - (uint64_t)d;
+    if (off > (uint64_t)CL_GPU_CLOCK_IMPLAUSIBLE_NS) {
       c->implausible++;
       return 0;
     }
@@ -39,7 +42,7 @@ int cl_gpu_clock_ready(const cl_gpu_clock *c) {
 
 uint64_t cl_gpu_clock_to_host(const cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
   if (!gpu_ns || (!c->have_cur && !c->have_prev)) return 0;
-  int64_t h = (int64_t)gpu_ns + cl_gpu_clock_offset(c);
-  if (h > (int64_t)obs + 1000 || (int64_t)obs - h > CL_GPU_CLOCK_IMPLAUSIBLE_NS) return 0;
-  return (uint64_t)h;
+  uint64_t h = gpu_ns + (uint64_t)cl_gpu_clock_offset(c);   /* wraps like the signed sum would */
+  if (h > obs + 1000 || obs - h > (uint64_t)CL_GPU_CLOCK_IMPLAUSIBLE_NS) return 0;
+  return h;
 }
