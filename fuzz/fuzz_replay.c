@@ -52,6 +52,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   }
   if (d) closedir(d);
   if (!g_nrec) { fprintf(stderr, "fuzz_replay: no recordings in %s (run from the repository root)\n", dir); exit(1); }
+  /* recordings that name each communicator's GPU make it current through the stand-in libcuda
+   * (test/fakes/fake_cuda.c; make fuzz-build builds it into build/) */
+  if (!getenv("COMMLENS_FAKE_CUDA")) setenv("COMMLENS_FAKE_CUDA", "build/libcommlens-fakecuda.so", 1);
   snprintf(g_work, sizeof g_work, "%s.rec", g_dir);     /* beside the output directory */
   return 0;
 }

@@ -20,7 +20,7 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_STAMP := $(FUZZ_DIR)/.clang
 
 .PHONY: fuzz fuzz-build
-fuzz-build: $(FUZZ_BINS)
+fuzz-build: $(FUZZ_BINS) $(BUILD)/libcommlens-fakecuda.so
 
 # clang with libFuzzer's runtime (Debian: clang + libclang-rt-<ver>-dev).
 $(FUZZ_STAMP): | test-deps
@@ -59,7 +59,7 @@ $(eval $(call FUZZ_VARIANT,$(FUZZ_DIR),$(FUZZ_CFLAGS)))
 FCOV_DIR := $(BUILD)/fuzzcov
 $(eval $(call FUZZ_VARIANT,$(FCOV_DIR),$(CFLAGS_BASE) -O1 -fprofile-instr-generate -fcoverage-mapping))
 .PHONY: fuzz-coverage
-fuzz-coverage: $(FUZZ_TARGETS:%=$(FCOV_DIR)/fuzz_%)
+fuzz-coverage: $(FUZZ_TARGETS:%=$(FCOV_DIR)/fuzz_%) $(BUILD)/libcommlens-fakecuda.so
 	$(Q)sh fuzz/coverage.sh $(FCOV_DIR) $(FUZZ_TARGETS)
 
 # One bounded run per target inside `make test` (fuzz/run.sh prints the suite line).
@@ -68,5 +68,5 @@ test: $(FUZZ_BINS)
 TEST_MORE += --clear $(foreach t,$(FUZZ_TARGETS),--cmd 'sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$(t) $(t) $(FUZZ_TEST_SECONDS) $(FUZZ_DIR)')
 endif
 
-fuzz: $(FUZZ_BINS)
+fuzz: $(FUZZ_BINS) $(BUILD)/libcommlens-fakecuda.so
 	$(Q)for t in $(FUZZ_TARGETS); do sh fuzz/run.sh $(FUZZ_DIR)/fuzz_$$t $$t $(FUZZ_SECONDS) $(FUZZ_DIR) long || exit 1; done
