@@ -10,6 +10,12 @@
 #   --check-san-logs D  a suite "<prefix>sanitizer": fails if D holds any sanitizer report
 passed=0; failed=0; broken=0
 prefix=; envs=
+times=                       # "seconds name" per program, for the slowest-suites line
+t0_all=$(date +%s)
+timed() {                    # $1 = name, $2 = start second
+  times="$times
+$(( $(date +%s) - $2 )) $prefix$(basename "$1" | cut -c1-40)"
+}
 tally() {   # $1 = output, $2 = exit status, $3 = name for messages
   out=$1; rc=$2
   line=$(printf '%s\n' "$out" | grep -E '^[a-z0-9_/-]+: [0-9]+ passed, [0-9]+ failed' | tail -n 1)
@@ -28,7 +34,7 @@ while [ $# -gt 0 ]; do
   --prefix) prefix=$2; shift 2; continue ;;
   --env) envs="$envs $2"; shift 2; continue ;;
   --clear) prefix=; envs=; shift; continue ;;
-  --cmd) out=$(env $envs sh -c "$2" 2>&1); rc=$?; tally "$out" $rc "$2"; shift 2; continue ;;
+  --cmd) ts=$(date +%s); out=$(env $envs sh -c "$2" 2>&1); rc=$?; tally "$out" $rc "$2"; timed "$(echo "$2" | awk '{print $4}')" $ts; shift 2; continue ;;
   --check-san-logs)
     d=$2; shift 2
     # A ThreadSanitizer runtime that could not map its shadow memory at start-up (seen
@@ -49,9 +55,12 @@ while [ $# -gt 0 ]; do
     continue ;;
   esac
   t=$1; shift
+  ts=$(date +%s)
   out=$(env $envs "$t" 2>&1); rc=$?
   tally "$out" $rc "$t"
+  timed "$t" $ts
 done
 failed=$((failed+broken))
+echo "slowest: $(printf '%s\n' "$times" | sort -rn | head -n 6 | awk 'NF {printf "%s%s %ss", sep, $2, $1; sep=", "}') (all $(( $(date +%s) - t0_all )) s)"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -20,8 +20,9 @@ while [ $n -lt "$runs" ]; do
   t0=$(date +%s)
   if make test >"$out/run-$n.log" 2>&1; then rc=0; else rc=1; fi
   total=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/run-$n.log" | tail -n 1)
+  slow=$(grep -E '^slowest:' "$out/run-$n.log" | tail -n 1)
   if [ $rc -eq 0 ]; then ok=$((ok+1)); rm -f "$out/run-$n.log"; res=pass; else res="FAIL (log: $out/run-$n.log)"; fi
-  echo "soak run $n: $res: ${total:-no total}, $(( $(date +%s) - t0 )) s"
+  echo "soak run $n: $res: ${total:-no total}, $(( $(date +%s) - t0 )) s; $slow"
 done
 echo "soak: $ok of $runs passed with $loaders busy loops beside"
 [ $ok -eq "$runs" ]
