@@ -110,15 +110,20 @@ static void ring_grow(cl_ring *r) {
   pthread_mutex_lock(&g_ring_mu);
   int n = atomic_load(&g_nrings);
   uint64_t bytes = cap * CL_SLOT_BYTES, spare = CL_RING_SPARE * default_cap() * CL_SLOT_BYTES;
+  cl_ring *nx = NULL;
+  for (int i = 0; i < n && !nx; i++)     /* a grown ring whose thread has ended */
+    if (atomic_load(&cl_rings[i].state) == CL_RING_FREE && cl_rings[i].cap == cap) nx = &cl_rings[i];
   void *mem = NULL;
-  if (n < CL_MAX_RINGS && g_bytes + bytes + spare <= rings_budget() &&
-      posix_memalign(&mem, bytes >= (2u << 20) ? (2u << 20) : 64, bytes) != 0)
-    mem = NULL;
-  if (mem) {
+  if (!nx && n < CL_MAX_RINGS && g_bytes + bytes + spare <= rings_budget() &&
+      posix_memalign(&mem, bytes >= (2u << 20) ? (2u << 20) : 64, bytes) == 0) {
     (void)madvise(mem, bytes, MADV_HUGEPAGE);   /* best effort */
-    cl_ring *nx = &cl_rings[n];
+    nx = &cl_rings[n];
     nx->slots = mem;
     nx->cap = cap;
+    g_bytes += bytes;
+    atomic_store(&g_nrings, n + 1);
+  }
+  if (nx) {
     nx->tail_cache = 0;
     atomic_store(&nx->head, 0);
     atomic_store(&nx->tail, 0);
@@ -127,8 +132,6 @@ static void ring_grow(cl_ring *r) {
     atomic_store(&nx->os_tid, atomic_load(&r->os_tid));
     atomic_store(&nx->serial, atomic_load(&r->serial));
     atomic_store(&nx->state, CL_RING_LIVE);
-    g_bytes += bytes;
-    atomic_store(&g_nrings, n + 1);
     atomic_store_explicit(&r->next, nx, memory_order_release);
   }
   pthread_mutex_unlock(&g_ring_mu);
@@ -171,11 +174,19 @@ static void ring_consume(cl_ring *r, size_t nslots) {
                         memory_order_release);
 }
 
-/* A DEAD ring that is empty goes back to the pool (its memory is kept). */
+/* A DEAD ring that is empty goes back to the pool (its memory is kept), and with it a successor
+ * its thread never moved to (it ended first). */
 static void ring_recycle_if_done(cl_ring *r) {
   if (atomic_load_explicit(&r->state, memory_order_acquire) != CL_RING_DEAD) return;
   if (atomic_load(&r->head) != atomic_load(&r->tail)) return;
   pthread_mutex_lock(&g_ring_mu);
+  cl_ring *nx = atomic_load(&r->next);
+  if (nx) {
+    atomic_store(&nx->serial, 0);
+    atomic_store(&nx->waiting, 0);
+    atomic_store(&nx->state, CL_RING_FREE);
+    atomic_store(&r->next, NULL);
+  }
   atomic_store(&r->state, CL_RING_FREE);
   pthread_mutex_unlock(&g_ring_mu);
 }

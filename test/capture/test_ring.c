@@ -151,6 +151,40 @@ TL_TEST(growth_while_the_drain_runs_loses_and_reorders_nothing) {
   CHECK(cap >= 8192 && cap * CL_SLOT_BYTES <= CL_RING_MAX_BYTES, "grew from 512 slots within the cap: %llu", (unsigned long long)cap);
 }
 
+/* A thread that ends before it moves to its prepared successor: both rings go back to the
+ * pool, and the next thread that grows gets that successor instead of new memory. */
+static cl_ring *_Atomic g_filled;                 /* the ring fill_and_exit wrote */
+static void *fill_and_exit(void *arg) {
+  (void)arg;
+  if (!cl_ring_claim()) return NULL;
+  for (uint64_t id = 0; id < 600; id++) put_id(id);   /* more than a quarter of 2048 slots */
+  atomic_store(&g_filled, cl_t_ring);
+  return NULL;
+}
+TL_TEST(a_successor_never_moved_to_is_reused) {
+  cl_config_load();
+  cl_cfg.buffer_bytes = 64u << 20;
+  cl_cfg.ring_bytes = 64u << 10;
+  order_t o = {0};
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, fill_and_exit, NULL) == 0, "thread");
+  pthread_join(t, NULL);                          /* it ended: its ring is DEAD */
+  cl_ring *r = atomic_load(&g_filled);
+  REQUIRE(r && r->cap == 2048, "the thread's ring");
+  o.next_id = 0;
+  cl_rings_drain(order_sink, &o);                 /* drains it, prepares a successor, recycles both */
+  CHECK(atomic_load(&r->state) == CL_RING_FREE && atomic_load(&r->next) == NULL, "the ended thread's ring is free");
+  cl_ring *succ = NULL;
+  for (int i = 0; i < ring_count(); i++)
+    if (cl_rings[i].cap == 8192 && atomic_load(&cl_rings[i].state) == CL_RING_FREE) succ = &cl_rings[i];
+  REQUIRE(succ, "its successor is free too");
+  int after = ring_count();
+  REQUIRE(pthread_create(&t, NULL, fill_and_exit, NULL) == 0, "thread 2");
+  pthread_join(t, NULL);
+  cl_rings_drain(order_sink, &o);
+  CHECK(ring_count() == after, "the second growth reused the free successor: %d rings, %d before", ring_count(), after);
+}
+
 /* The timed calls' histogram: every duration falls in the bucket whose range holds it, and
  * the median lands in the middle sample's bucket. */
 TL_TEST(sample_buckets_hold_their_durations) {
