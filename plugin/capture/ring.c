@@ -37,14 +37,19 @@ static uint64_t default_cap(void) {
 }
 static uint64_t rings_budget(void) { return cl_cfg.buffer_bytes / 4 * 3; }   /* a quarter is staging */
 
+/* A pooled ring of `cap` slots among the first n, or NULL (caller holds g_ring_mu). */
+static cl_ring *free_ring(int n, uint64_t cap) {
+  for (int i = 0; i < n; i++)
+    if (atomic_load(&cl_rings[i].state) == CL_RING_FREE && cl_rings[i].cap == cap) return &cl_rings[i];
+  return NULL;
+}
+
 cl_ring *cl_ring_claim(void) {
   pthread_once(&g_key_once, make_key);
   pthread_mutex_lock(&g_ring_mu);
-  cl_ring *r = NULL;
   int n = atomic_load(&g_nrings);
   uint64_t cap = default_cap();
-  for (int i = 0; i < n && !r; i++)      /* reuse a recycled ring of the right size */
-    if (atomic_load(&cl_rings[i].state) == CL_RING_FREE && cl_rings[i].cap == cap) r = &cl_rings[i];
+  cl_ring *r = free_ring(n, cap);        /* reuse a recycled ring of the right size */
   if (!r && n < CL_MAX_RINGS && g_bytes + cap * CL_SLOT_BYTES <= rings_budget()) {
     cl_rec *mem = aligned_alloc(64, cap * CL_SLOT_BYTES);
     if (mem) {
@@ -110,9 +115,7 @@ static void ring_grow(cl_ring *r) {
   pthread_mutex_lock(&g_ring_mu);
   int n = atomic_load(&g_nrings);
   uint64_t bytes = cap * CL_SLOT_BYTES, spare = CL_RING_SPARE * default_cap() * CL_SLOT_BYTES;
-  cl_ring *nx = NULL;
-  for (int i = 0; i < n && !nx; i++)     /* a grown ring whose thread has ended */
-    if (atomic_load(&cl_rings[i].state) == CL_RING_FREE && cl_rings[i].cap == cap) nx = &cl_rings[i];
+  cl_ring *nx = free_ring(n, cap);       /* a grown ring whose thread has ended */
   void *mem = NULL;
   if (!nx && n < CL_MAX_RINGS && g_bytes + bytes + spare <= rings_budget() &&
       posix_memalign(&mem, bytes >= (2u << 20) ? (2u << 20) : 64, bytes) == 0) {
