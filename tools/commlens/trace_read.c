@@ -385,6 +385,12 @@ static void take_stats(cl_info *in, const char *s, size_t n) {
   in->st_overhead_ns = get_i64(o, "overhead_ns_per_call", 0);
   in->st_overhead_med_ns = get_i64(o, "overhead_ns_per_call_median", 0);
   in->st_overhead_pct = json_object_object_get_ex(o, "overhead_pct", &v) ? json_object_get_double(v) : 0;
+  json_object *x, *xe;
+  if (json_object_object_get_ex(o, "exposure", &x) && json_object_is_type(x, json_type_object) &&
+      json_object_object_get_ex(x, "exposed_ns", &xe) && json_object_is_type(xe, json_type_int)) {
+    in->st_exposed_ns = json_object_get_int64(xe);
+    in->has_st_exposed = in->st_exposed_ns >= 0;
+  }
   json_object_put(o);
 }
 

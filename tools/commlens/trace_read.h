@@ -40,6 +40,8 @@ typedef struct {
   int64_t realtime_offset_ns, offset_error_ns;
   int64_t st_events, st_dropped, st_calls, st_overhead_ns, st_overhead_med_ns;   /* mean, median (0: not said) */
   double st_overhead_pct;
+  int has_st_exposed;               /* the plugin's exposure totals (commlensStats.exposure) */
+  int64_t st_exposed_ns;            /* ... exposed communication: a union, each interval once */
   /* scan outcome */
   int64_t n_events, bytes_events;   /* complete events delivered, their raw bytes */
   int saw_events, events_closed, truncated, bad;
