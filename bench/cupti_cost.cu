@@ -6,6 +6,9 @@
  *   driver    CONCURRENT_KERNEL + DRIVER API activity records (what COMMLENS_CUPTI=on uses)
  *   runtime   CONCURRENT_KERNEL + RUNTIME API activity records
  *   callback  CONCURRENT_KERNEL + a driver callback on cuLaunchKernel only (no API records)
+ *   streamid  CONCURRENT_KERNEL + cuptiGetStreamIdEx before each launch (what the default,
+ *             COMMLENS_CUPTI=kernels, adds at each NCCL launch); it also checks that every
+ *             kernel record carries the stream id the call returned
  * Prints "mode ns_per_launch" as the median of ROUNDS batches. Part of issue "always-on": which
  * mechanism can give every collective a GPU span for ~1 us.
  *   nvcc -O2 -o cupti_cost bench/cupti_cost.cu -I$CUDA/include -L$CUDA/lib64 -lcupti -lcuda
@@ -22,7 +25,8 @@
 
 __global__ void tiny(int *p) { if (threadIdx.x == 0 && p) p[blockIdx.x] += 1; }
 
-static unsigned long long g_records;
+static unsigned long long g_records, g_kernels, g_sid_mismatch;
+static uint32_t g_sid = ~0u;   /* the stream id cuptiGetStreamIdEx gave (streamid mode) */
 static void CUPTIAPI buf_request(uint8_t **b, size_t *size, size_t *max) {
   *size = 8 << 20;
   *b = (uint8_t *)aligned_alloc(8, *size);
@@ -30,7 +34,12 @@ static void CUPTIAPI buf_request(uint8_t **b, size_t *size, size_t *max) {
 }
 static void CUPTIAPI buf_complete(CUcontext, uint32_t, uint8_t *b, size_t, size_t valid) {
   CUpti_Activity *r = NULL;
-  while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS) g_records++;
+  while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS) {
+    g_records++;
+    if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || g_sid == ~0u) continue;
+    g_kernels++;
+    if (((CUpti_ActivityKernel10 *)r)->streamId != g_sid) g_sid_mismatch++;
+  }
   free(b);
 }
 static void CUPTIAPI on_callback(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
@@ -53,18 +62,24 @@ int main(int argc, char **argv) {
       CUpti_SubscriberHandle sub;
       CK(cuptiSubscribe(&sub, (CUpti_CallbackFunc)on_callback, NULL));
       CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
-    } else if (strcmp(mode, "kernel")) { fprintf(stderr, "unknown mode %s\n", mode); return 2; }
+    } else if (strcmp(mode, "kernel") && strcmp(mode, "streamid")) { fprintf(stderr, "unknown mode %s\n", mode); return 2; }
   }
   int *p;
   cudaMalloc(&p, 1024 * sizeof(int));
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  int sid_each = !strcmp(mode, "streamid");
+  if (sid_each) CK(cuptiGetStreamIdEx(NULL, (CUstream)s, 0, &g_sid));
   for (int i = 0; i < 2000; i++) tiny<<<1, 32, 0, s>>>(p);   /* warm-up */
   cudaStreamSynchronize(s);
   std::vector<double> per;
+  uint32_t sid = 0, bad = 0;
   for (int r = 0; r < rounds; r++) {
     double t0 = now_ns();
-    for (int i = 0; i < n; i++) tiny<<<1, 32, 0, s>>>(p);
+    for (int i = 0; i < n; i++) {
+      if (sid_each && (cuptiGetStreamIdEx(NULL, (CUstream)s, 0, &sid) != CUPTI_SUCCESS || sid != g_sid)) bad++;
+      tiny<<<1, 32, 0, s>>>(p);
+    }
     cudaStreamSynchronize(s);
     per.push_back((now_ns() - t0) / n);
   }
@@ -73,5 +88,8 @@ int main(int argc, char **argv) {
   cudaError_t e = cudaGetLastError();
   printf("%-9s %8.1f ns/launch (min %.1f, max %.1f; %d x %d launches; %llu CUPTI records; %s)\n", mode,
          per[per.size() / 2], per.front(), per.back(), rounds, n, g_records, cudaGetErrorString(e));
-  return e == cudaSuccess ? 0 : 1;
+  if (sid_each)
+    printf("streamid: stream id %u; %u lookups failed or differed; %llu of %llu kernel records on another stream id\n",
+           g_sid, bad, g_sid_mismatch, g_kernels);
+  return e == cudaSuccess && !bad && !g_sid_mismatch ? 0 : 1;
 }

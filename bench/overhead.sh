@@ -146,7 +146,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
           cl-default) export NCCL_PROFILER_PLUGIN=$CL_LIB COMMLENS_EVENTS=default COMMLENS_DIR=$tdir ;;
           cl-full) export NCCL_PROFILER_PLUGIN=$CL_LIB COMMLENS_EVENTS=full COMMLENS_DIR=$tdir ;;
           cl-nocupti) export NCCL_PROFILER_PLUGIN=$CL_LIB COMMLENS_EVENTS=default COMMLENS_CUPTI=0 COMMLENS_DIR=$tdir ;;
-          cl-cupti) export NCCL_PROFILER_PLUGIN=$CL_LIB COMMLENS_EVENTS=default COMMLENS_CUPTI=on COMMLENS_DIR=$tdir ;;
+          cl-cupti) export NCCL_PROFILER_PLUGIN=$CL_LIB COMMLENS_EVENTS=default COMMLENS_CUPTI=kernels COMMLENS_DIR=$tdir ;;
+          cl-cupti-full) export NCCL_PROFILER_PLUGIN=$CL_LIB COMMLENS_EVENTS=default COMMLENS_CUPTI=full COMMLENS_DIR=$tdir ;;
         esac
         # shellcheck disable=SC2086 # $args is a list of clex arguments
         CLEX=$CLEX TIMEOUT=$limit exec "$root/examples/run_modes.sh" "$mode" "$dir" $args

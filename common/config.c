@@ -82,7 +82,15 @@ static int p_bool(const char *v, int *out) {
   return -1;
 }
 static int p_gzip(const char *v) { return p_bool(v, &cl_cfg.gzip); }
-static int p_cupti(const char *v) { return p_bool(v, &cl_cfg.cupti); }
+/* off | kernels (the default; on, 1, yes, true say the same) | full */
+static int p_cupti(const char *v) {
+  int on;
+  if (!strcasecmp(v, "kernels")) { cl_cfg.cupti = CL_CUPTI_KERNELS; return 0; }
+  if (!strcasecmp(v, "full")) { cl_cfg.cupti = CL_CUPTI_FULL; return 0; }
+  if (p_bool(v, &on)) return -1;
+  cl_cfg.cupti = on ? CL_CUPTI_KERNELS : CL_CUPTI_OFF;
+  return 0;
+}
 static int p_flush_ms(const char *v) {
   uint64_t m;
   if (parse_u64(v, &m, 10, 250)) return -1;   /* the 250 ms bound is a promise: never looser */
@@ -153,7 +161,7 @@ static const cl_var g_vars[] = {
    "directory for traces and summaries; created if missing", p_dir},
   {"COMMLENS_EVENTS", "default",
    "event set: default (API, group, collective, p2p, proxy-op events; kernel launches too "
-   "with COMMLENS_CUPTI=on), full (everything), a "
+   "unless COMMLENS_CUPTI=off), full (everything), a "
    "mask number, or names joined by '+' (default+kernelch, proxystep, net, ...)", p_events},
   {"COMMLENS_BUFFER_MB", "64", "memory for all per-thread event buffers together (MiB)", p_buffer_mb},
   {"COMMLENS_RING_KB", "2048", "one thread's event buffer (KiB); rings share 3/4 of COMMLENS_BUFFER_MB, staging the rest", p_ring_kb},
@@ -163,9 +171,12 @@ static const cl_var g_vars[] = {
    "capture window: coll:A-B (collectives A..B) or time:A-B (seconds since the first "
    "communicator); B may be left out", p_window},
   {"COMMLENS_SUMMARY", "print", "per-rank summary at exit: print (stderr and file), file, off", p_summary},
-  {"COMMLENS_CUPTI", "off",
-   "on: GPU kernel timing and exposed communication from CUPTI (measured cost: about 6 us per "
-   "kernel launch while CUPTI is attached, so it is off by default); off", p_cupti},
+  {"COMMLENS_CUPTI", "kernels",
+   "GPU timing from CUPTI: kernels (every collective and p2p operation GPU-timed from CUPTI's "
+   "kernel records alone, matched to NCCL's launches by stream and launch order; exposed "
+   "communication per collective, rank, communicator and NVTX step; on says the same), full "
+   "(also CUDA launch calls, memcpy and memset: NCCL's kernels matched by correlation id; "
+   "costs more per launch, see README), off (NCCL's own events only)", p_cupti},
   {"COMMLENS_CUPTI_LIB", "(search)",
    "path of libcupti to load; default: the one already loaded, then libcupti.so(.13/.12) on the "
    "library path, $CUDA_HOME/extras/CUPTI/lib64, /usr/local/cuda/{extras/CUPTI/,}lib64", p_cupti_lib},
@@ -192,7 +203,7 @@ static void set_defaults(void) {
   cl_cfg.ring_bytes = 2ull << 20;
   cl_cfg.flush_ms = 250;
   cl_cfg.summary = CL_SUMMARY_PRINT;
-  cl_cfg.cupti = 0;
+  cl_cfg.cupti = CL_CUPTI_KERNELS;
   cl_cfg.rank = -1;
 }
 

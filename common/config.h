@@ -6,11 +6,16 @@
 #include <stdint.h>
 
 #define CL_MASK_DEFAULT 0x070Fu  /* Group Coll P2p ProxyOp + GroupApi CollApi P2pApi */
-#define CL_MASK_KERNEL_LAUNCH 0x0800u  /* added whenever CUPTI is on: launch correlation needs it */
+#define CL_MASK_KERNEL_LAUNCH 0x0800u  /* added whenever CUPTI is on: the kernel join needs it */
 #define CL_MASK_FULL    0x7FFFu  /* every event NCCL 2.23 .. 2.30 can emit */
 
 typedef enum { CL_WIN_NONE = 0, CL_WIN_COLL, CL_WIN_TIME } cl_window_kind;
 typedef enum { CL_SUMMARY_PRINT = 0, CL_SUMMARY_FILE, CL_SUMMARY_OFF } cl_summary_mode;
+
+/* COMMLENS_CUPTI: what CUPTI records. KERNELS: kernel records only (NCCL's kernels are
+ * matched to their launches by stream and launch order); FULL: also the driver API launch
+ * records (matched by correlation id), memcpy and memset. */
+typedef enum { CL_CUPTI_OFF = 0, CL_CUPTI_KERNELS = 1, CL_CUPTI_FULL = 2 } cl_cupti_level;
 
 typedef struct {
   char dir[1024];            /* output directory */
@@ -24,7 +29,7 @@ typedef struct {
   cl_window_kind window;
   uint64_t win_start, win_stop;  /* collectives (count) or nanoseconds since first init */
   cl_summary_mode summary;
-  int cupti;                 /* 1: correlate with CUPTI (COMMLENS_CUPTI=on) */
+  int cupti;                 /* cl_cupti_level (COMMLENS_CUPTI) */
   char record[1024];         /* record the ABI call stream to this file ("" = off) */
   char cupti_lib[1024];      /* libcupti to load ("" = search) */
   char job[128];             /* COMMLENS_JOB: job id when the launcher sets none */

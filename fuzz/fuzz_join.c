@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const cl_parts_deps deps = {.comm_count = four, .comm_lookup = lookup, .env_rank = -1,
                                      .env_source = "", .forced_rank = -1};
   cl_parts *ps = cl_parts_new(&deps);
-  cl_gj *g = ps ? cl_gj_new(ps) : NULL;
+  cl_gj *g = ps ? cl_gj_new(ps, (int)(size & 1)) : NULL;   /* odd sizes: join by stream */
   if (!g) { cl_parts_free(ps); return 0; }
   cl_gj_on_exposed(g, on_exposed, NULL);
   uint64_t base = 5000000000ull;
@@ -51,7 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cl_gpu_activity a = {.start_ns = t, .end_ns = t + d, .correlation = corr, .device = dev, .stream = o[11] % 4,
                          .thread = 40 + o[12] % 3, .name = g_names[o[13] % 6]};
     switch (o[0] % 11) {
-    case 0: cl_gj_kernel_launch(g, 40 + o[12] % 3, t, t + d, group, comm); break;
+    case 0: {
+      cl_gj_launch l = {.tid = 40 + o[12] % 3, .start = t, .stop = t + d, .group = group, .comm = comm,
+                        .dev = o[9] % 5 - 1, .stream_id = o[14] % 5, .captured = o[15] == 0xff};
+      cl_gj_kernel_launch(g, &l);
+      break;
+    }
     case 1: a.kind = CL_GPU_LAUNCH; cl_gj_activity(g, &a); break;
     case 2: a.kind = CL_GPU_KERNEL; cl_gj_activity(g, &a); break;
     case 3: a.kind = CL_GPU_KERNEL; a.graph_id = 3; a.graph_node = o[14] + 1u; cl_gj_activity(g, &a); break;

@@ -22,6 +22,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from one_gpu import share_gpu0
+
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -31,6 +33,8 @@ def parse_args():
     ap.add_argument("--out", default=".")
     ap.add_argument("--no-profiler", action="store_true", help="phase 2 runs without torch.profiler")
     ap.add_argument("--graph", action="store_true")
+    ap.add_argument("--one-gpu", action="store_true",
+                    help="every rank on GPU 0 as its own emulated node (examples/ddp/one_gpu.py)")
     return ap.parse_args()
 
 
@@ -53,6 +57,8 @@ def probe_slot(tag, rank):
 def main():
     args = parse_args()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.one_gpu:
+        local_rank = share_gpu0(local_rank)
     dev = torch.device("cuda", local_rank)
     torch.cuda.set_device(dev)
     dist.init_process_group("nccl", device_id=dev)

@@ -12,6 +12,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from one_gpu import share_gpu0
+
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -23,12 +25,17 @@ def parse_args():
     ap.add_argument("--straggler-rank", type=int, default=-1,
                     help="this rank sleeps --straggler-ms before each backward pass")
     ap.add_argument("--straggler-ms", type=float, default=0.0)
+    ap.add_argument("--one-gpu", action="store_true",
+                    help="every rank on GPU 0, each its own emulated node (NCCL_HOSTID), talking "
+                         "over sockets: a multi-rank job on a machine with one GPU")
     return ap.parse_args()
 
 
 def main():
     args = parse_args()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.one_gpu:
+        local_rank = share_gpu0(local_rank)
     device = torch.device("cuda", local_rank)
     torch.cuda.set_device(device)
     torch.backends.cuda.matmul.allow_tf32 = True

@@ -36,7 +36,8 @@ typedef const char *cl_str;
 typedef struct { int32_t graph_captured, depth; } cl_group_api;
 typedef struct { cl_str func, datatype; uint64_t count; uint64_t stream; int32_t root;
                  uint8_t graph_captured; } cl_coll_api;   /* also P2pApi (root = -1) */
-typedef struct { uint64_t stream; } cl_kernel_launch;
+/* stream_id: CUPTI's id of the stream plus one, looked up at the launch (0: unknown) */
+typedef struct { uint64_t stream; uint32_t stream_id; } cl_kernel_launch;
 /* comm_hash is set only by v1..v3, whose init does not name the communicator. */
 typedef struct { uint64_t seq; cl_str func, datatype, algo, proto; uint64_t count;
                  uint64_t parent_group, comm_hash; int32_t root; uint8_t nchannels, nwarps;

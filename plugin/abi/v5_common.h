@@ -3,6 +3,7 @@
 #ifndef COMMLENS_V5_COMMON_H
 #define COMMLENS_V5_COMMON_H
 #include "shim.h"
+#include "plugin/gpu/cupti.h"
 #include <stdio.h>
 #include <unistd.h>
 
@@ -42,6 +43,9 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
   case CLABI_EV_KERNEL_LAUNCH:
     et = CL_EV_KERNEL_LAUNCH; size = CL_PSIZE(kernel_launch);
     p.kernel_launch.stream = (uint64_t)(uintptr_t)d->kernelLaunch.stream;
+    /* the stream is alive now (NCCL launches on it): CUPTI's id for it matches this launch
+     * to its kernel record (gpu_join.h) */
+    p.kernel_launch.stream_id = cl_cupti_stream_id(p.kernel_launch.stream);
     break;
   case CLABI_EV_GROUP:
     et = CL_EV_GROUP; size = 0;

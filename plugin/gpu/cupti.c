@@ -1,6 +1,7 @@
-/* cupti.c: the CUPTI bridge. Loads libcupti at run time (never linked), records kernel, memcpy,
- * memset and kernel-launch API activity into bounded buffers with timestamps on our
- * CLOCK_MONOTONIC base, and hands parsed records to the writer thread.
+/* cupti.c: the CUPTI bridge. Loads libcupti at run time (never linked), records kernel activity
+ * (with COMMLENS_CUPTI=full also memcpy, memset and kernel-launch API records) into bounded
+ * buffers with timestamps on our CLOCK_MONOTONIC base, and hands parsed records to the writer
+ * thread. It also tells NCCL's launching threads the CUPTI id of a launch's stream.
  * It must never disturb another CUPTI client (Nsight, Kineto): when one is present it backs
  * off with one message, and it never flushes, disables or finalizes what it did not enable.
  *
@@ -44,6 +45,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,9 +76,11 @@ static struct {
   FN(cuptiActivityGetNumDroppedRecords); FN(cuptiGetTimestamp);
   /* optional */
   FN(cuptiSubscribe_v2); FN(cuptiActivityRegisterTimestampCallback);
-  FN(cuptiSetThreadIdType);
+  FN(cuptiSetThreadIdType); FN(cuptiGetStreamIdEx);
 } api;
 #undef FN
+/* cuptiGetStreamIdEx, set once CUPTI is loaded and bound; read by any thread (NCCL's launching threads). */
+static _Atomic(__typeof__(api.cuptiGetStreamIdEx)) g_stream_id_fn;
 
 typedef struct { uint8_t *buf; size_t valid; } done_buf;
 
@@ -217,7 +221,7 @@ static const char *bind_symbols(void) {
   REQ(cuptiActivityFlushAll); REQ(cuptiActivityGetNextRecord);
   REQ(cuptiActivityGetNumDroppedRecords); REQ(cuptiGetTimestamp);
   OPT(cuptiGetResultString); OPT(cuptiSubscribe_v2); OPT(cuptiActivityRegisterTimestampCallback);
-  OPT(cuptiSetThreadIdType);
+  OPT(cuptiSetThreadIdType); OPT(cuptiGetStreamIdEx);
 #undef REQ
 #undef OPT
   return NULL;
@@ -286,7 +290,8 @@ static int arm(void) {
     cl_log_once("cupti-arm", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
     return -1;
   }
-  for (int i = 0; i < 3; i++) {
+  int full = cl_cfg.cupti == CL_CUPTI_FULL;
+  for (int i = 0; i < (full ? 3 : 1); i++) {   /* memcpy and memset: full only */
     r = api.cuptiActivityEnable(k_kinds[i]);
     if (r == CUPTI_SUCCESS) { g.kinds_on[i] = 1; continue; }
     if (i == 0) {   /* without kernels there is nothing worth keeping */
@@ -297,13 +302,16 @@ static int arm(void) {
       return -1;
     }
   }
-  /* Launch API records: all driver API calls, filtered to launches in convert(). The per-API
+  /* Launch API records (full only: one record per driver call is most of CUPTI's cost per
+   * collective): all driver API calls, filtered to launches in convert(). The per-API
    * switches (cuptiActivityEnableDriverApi) produced no records at all on CUPTI 13.0 with NCCL
    * 2.28 (measured on H200), so they are not used. NCCL launches through the driver API
    * (cuLaunchKernelEx), which is what the correlation needs. */
-  if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) g.kinds_on[3] = 1;
-  else cl_log_once("cupti-driver", CL_LOG_INFO, "CUPTI refused driver API records: NCCL kernels "
-                   "are recognised by name only");
+  if (full) {
+    if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) g.kinds_on[3] = 1;
+    else cl_log_once("cupti-driver", CL_LOG_INFO, "CUPTI refused driver API records: NCCL kernels "
+                     "are matched by stream and launch order");
+  }
   /* NVTX ranges (per-step exposure): CUPTI only sees them when the job was started with
    * NVTX_INJECTION64_PATH=<libcupti>; enabling the kind is harmless otherwise. */
   if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS) g.kinds_on[4] = 1;
@@ -358,6 +366,8 @@ int cl_cupti_start(void) {
     if (cxx) *(void **)&g.demangle = dlsym(cxx, "__cxa_demangle");
   }
   g.state = CUPTI_ACTIVE;
+  if (api.cuptiGetStreamIdEx)   /* the join by stream order (with launch records: its check) */
+    atomic_store_explicit(&g_stream_id_fn, api.cuptiGetStreamIdEx, memory_order_release);
   g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
   snprintf(g.status, sizeof g.status, "active (CUPTI %u%s)", v,
            g.ts_offset ? ", timestamps by offset" : "");
@@ -410,6 +420,16 @@ void cl_cupti_displaced(void) {
 }
 
 int cl_cupti_recording(void) { return g.state == CUPTI_ACTIVE; }
+
+int cl_cupti_launch_records(void) { return g.kinds_on[3]; }
+
+
+uint32_t cl_cupti_stream_id(uint64_t stream) {
+  __typeof__(api.cuptiGetStreamIdEx) fn = atomic_load_explicit(&g_stream_id_fn, memory_order_acquire);
+  uint32_t id = 0;
+  if (!fn || fn(NULL, (CUstream)(uintptr_t)stream, 0, &id) != CUPTI_SUCCESS) return 0;
+  return id + 1;
+}
 
 void cl_cupti_flush(int force) {
   if (g.state != CUPTI_ACTIVE && g.state != CUPTI_SUSPENDED) return;
@@ -564,6 +584,7 @@ void cl_cupti_stop(void) {
     disable_ours();
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
+  atomic_store_explicit(&g_stream_id_fn, NULL, memory_order_release);
   cupti_state was = g.state;
   g.state = CUPTI_UNTRIED;   /* a later start (after a new init) may arm again */
   /* buffers still queued are lost: the writer drains before calling stop */

@@ -1,8 +1,9 @@
 /* cupti.h: the CUPTI bridge. CUPTI is loaded at run time (dlopen), so the plugin works
- * without it. It records CONCURRENT_KERNEL (never KERNEL, which serialises kernels), MEMCPY
- * and MEMSET activity, plus the driver API records of kernel launches (for correlation ids),
- * with timestamps on the plugin's CLOCK_MONOTONIC base. Never adds work to the app's streams.
- * Buffers are bounded; records that do not fit are counted. Only the writer thread drains. */
+ * without it. It records CONCURRENT_KERNEL (never KERNEL, which serialises kernels) and NVTX
+ * ranges; with COMMLENS_CUPTI=full also MEMCPY and MEMSET activity and the driver API records
+ * of kernel launches (for correlation ids). Timestamps are on the plugin's CLOCK_MONOTONIC
+ * base. Never adds work to the app's streams. Buffers are bounded; records that do not fit
+ * are counted. Only the writer thread drains. */
 #ifndef COMMLENS_CUPTI_H
 #define COMMLENS_CUPTI_H
 #include <stdint.h>
@@ -40,6 +41,12 @@ size_t cl_cupti_drain(cl_gpu_activity *out, size_t max);
 void cl_cupti_get_stats(cl_cupti_stats *s);
 /* 1 while CUPTI records for us (not suspended, displaced or failed). */
 int cl_cupti_recording(void);
+/* 1 while the driver API launch records are on (COMMLENS_CUPTI=full): NCCL's kernels are then
+ * known by correlation id; else by stream and launch order (gpu_join.h). */
+int cl_cupti_launch_records(void);
+/* CUPTI's id of a CUDA stream, plus one (0: unknown, or CUPTI not running). Any thread, while
+ * the stream is alive: NCCL's shim asks at each KernelLaunch. */
+uint32_t cl_cupti_stream_id(uint64_t stream);
 /* Another client took CUPTI's records (see gpu_join.h cl_gj_launches_lost): stop for good,
  * touching nothing of CUPTI's, with one message. */
 void cl_cupti_displaced(void);

@@ -2,6 +2,7 @@
  * by count; what falls out of them is counted, never waited for. Writer thread only. */
 #include "plugin/gpu/gpu_join.h"
 #include "plugin/output/gpu_slices.h"
+#include "common/grow.h"
 #include "common/config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +23,35 @@
 #define LOST_AFTER_NS 2000000000ull    /* a KernelLaunch with no launch record this old is missed */
 #define LOST_STREAK 8                  /* ... this many in a row: CUPTI's records go elsewhere */
 #define NCOVER 32                      /* CUPTI coverage intervals kept */
+#define NSQ 64                         /* streams whose NCCL kernels are joined by launch order */
+#define SQ_MAX 65536                   /* NCCL kernels of one stream waiting to be joined */
+#define SETTLE_NS 500000000ull         /* a stream's kernel records are joined this long after its end */
+#define WIN_LAG_NS 300000000ull        /* KernelLaunch events reach the join within this */
+#define NHIST 64                       /* a stream's last joins, redone when a record comes late */
 
-typedef struct { int tid; uint64_t start, stop, group; uint32_t comm; uint8_t matched; } kl_win;
+/* A KernelLaunch event; `matched` once its kernel (or launch record) was found; `joined` once
+ * the join by stream order gave it a kernel, `passed` when it gave up on it. */
+typedef struct { int tid; uint64_t start, stop, group; uint32_t comm; int dev; uint32_t sid;
+                 uint8_t matched, captured, joined, passed; } kl_win;
+/* An NCCL kernel waiting in its stream's queue; `known`: its launch group is already known by
+ * correlation id (COMMLENS_CUPTI=full), and the queue only checks the join by stream order. */
+typedef struct { uint64_t s, e, group; const char *name; uint32_t dev, comm, corr; uint8_t known; } pend_k;
+/* A join made: the launch's group and communicator, and the kernel given to it. */
+typedef struct { uint64_t group; uint32_t comm; pend_k k; } join_ent;
+/* One stream's join by launch order: its NCCL kernels, in launch order (their correlation ids:
+ * CUPTI numbers API calls process-wide in call order), where in the window ring its oldest
+ * waiting launch may be, and its last joins. CUPTI fills a buffer per launching thread and hands
+ * a buffer over only once every record in it is complete, so a stream whose kernels come from
+ * two threads (PyTorch: the main thread and autograd's) gets its records out of order, at times
+ * later than SETTLE_NS: such a record redoes the joins after it (repair()). */
+typedef struct {
+  uint32_t dev, sid;                   /* sid: CUPTI stream id + 1; 0: slot unused */
+  uint64_t wnext;                      /* this stream's windows before it are joined or passed */
+  pend_k *k;
+  size_t head, n, cap;                 /* waiting: k[head..n) */
+  join_ent hist[NHIST];
+  uint64_t nhist;
+} stream_q;
 typedef struct { uint32_t corr; uint8_t cls; uint64_t group; uint32_t comm; } corr_ent; /* cls: 1 nccl 2 other */
 typedef struct { uint64_t group; uint32_t comm, dev; uint64_t s, e; } span_ent;
 typedef struct { uint64_t s, e; const char *name; uint32_t dev; uint8_t claimed; } gk_ent;
@@ -34,7 +62,7 @@ typedef struct {
   cl_gj *g;
   cl_part *p;                            /* NULL until first used */
   cl_expo_agg *agg;
-  uint64_t nccl_kernels, compute_kernels, by_name, graph_kernels, graph_claimed;
+  uint64_t nccl_kernels, compute_kernels, by_name, by_stream, no_launch, graph_kernels, graph_claimed;
   uint64_t steps, step_exposed_sum, step_comm_sum, worst_step_id, worst_step_exposed;
 } gj_part;
 
@@ -45,8 +73,13 @@ struct cl_gj {
   cl_parts *parts;
   cl_gj_exposed_fn fn;
   void *arg;
+  int by_stream;                         /* no launch records: join NCCL kernels by stream order */
   kl_win win[NWIN];
-  uint32_t nwin_total;
+  uint64_t nwin_total;
+  stream_q *sq;                          /* NSQ of them (with launch records: a check only) */
+  uint64_t last_kernel_end;              /* the latest end of any kernel record */
+  uint64_t check_agree, check_differ;    /* launch records on: stream order vs correlation id */
+  uint64_t repaired;                     /* joins redone for a late record */
   corr_ent corr[NCORR];
   span_ent span[NSPAN];
   cl_gpu_activity *hold;
@@ -101,18 +134,23 @@ uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now) {
 
 int cl_gj_launches_lost(cl_gj *g, uint64_t now, uint64_t *last_ok) {
   if (!g->ncover || g->cover[g->ncover - 1].e) return 0;
-  uint64_t since = g->cover[g->ncover - 1].s;
-  uint32_t n = g->nwin_total < NWIN ? g->nwin_total : NWIN, misses = 0;
+  uint64_t since = g->cover[g->ncover - 1].s, oldest_miss = 0;
+  uint32_t n = g->nwin_total < NWIN ? (uint32_t)g->nwin_total : NWIN, misses = 0;
   for (uint32_t k = 0; k < n; k++) {            /* newest first, back to the last matched one */
     const kl_win *w = &g->win[(g->nwin_total - 1 - k) % NWIN];
     if (w->start < since) break;
+    if (w->captured) continue;                  /* its kernel runs at replays */
     if (w->stop + LOST_AFTER_NS > now) continue;  /* its record may still be on its way */
     if (w->matched) {
       if (misses < LOST_STREAK) return 0;
+      /* joined by stream: kernel records that still come mean the launches went unjoined for
+       * another reason (a kernel name we do not know), not that CUPTI's records go elsewhere */
+      if (g->by_stream && g->last_kernel_end >= oldest_miss) return 0;
       *last_ok = w->stop;
       return 1;
     }
     misses++;
+    oldest_miss = w->start;
   }
   /* no launch record at all in this coverage (the driver API kind refused): launches say
    * nothing about where records go */
@@ -171,31 +209,44 @@ void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg) {
   g->arg = arg;
 }
 
-cl_gj *cl_gj_new(cl_parts *parts) {
+cl_gj *cl_gj_new(cl_parts *parts, int by_stream) {
   cl_gj *g = calloc(1, sizeof *g);
   if (!g) return NULL;
   g->parts = parts;
+  g->by_stream = by_stream;
   g->hold = malloc(NHOLD * sizeof *g->hold);
   g->expo = cl_expo_new(NULL, on_result, g);
-  if (!g->hold || !g->expo) { cl_gj_free(g); return NULL; }
+  g->sq = calloc(NSQ, sizeof *g->sq);
+  if (!g->hold || !g->expo || !g->sq) { cl_gj_free(g); return NULL; }
   return g;
 }
+
+int cl_gj_by_stream(const cl_gj *g) { return g->by_stream; }
 
 void cl_gj_free(cl_gj *g) {
   if (!g) return;
   cl_expo_free(g->expo);
   for (int i = 0; i < CL_MAX_PARTS; i++) cl_expo_agg_free(g->part[i].agg);
   free(g->hold);
+  for (int i = 0; g->sq && i < NSQ; i++) free(g->sq[i].k);
+  free(g->sq);
   free(g);
 }
 
-void cl_gj_kernel_launch(cl_gj *g, int tid, uint64_t start, uint64_t stop, uint64_t group, uint32_t comm) {
-  g->win[g->nwin_total++ % NWIN] = (kl_win){tid, start, stop, group, comm, 0};
+void cl_gj_kernel_launch(cl_gj *g, const cl_gj_launch *l) {
+  g->win[g->nwin_total++ % NWIN] = (kl_win){l->tid, l->start, l->stop, l->group, l->comm, l->dev,
+                                             l->stream_id, 0, l->captured != 0, 0, 0};
+}
+
+void cl_gj_join_check(const cl_gj *g, uint64_t *agree, uint64_t *differ, uint64_t *repaired) {
+  *agree = g->check_agree;
+  *differ = g->check_differ;
+  *repaired = g->repaired;
 }
 
 /* The KernelLaunch window holding this launch API record, if any. */
 static kl_win *find_window(cl_gj *g, const cl_gpu_activity *l) {
-  uint32_t n = g->nwin_total < NWIN ? g->nwin_total : NWIN;
+  uint32_t n = g->nwin_total < NWIN ? (uint32_t)g->nwin_total : NWIN;
   for (uint32_t k = 0; k < n; k++) {          /* newest first: launches are recent */
     kl_win *w = &g->win[(g->nwin_total - 1 - k) % NWIN];
     if (l->start_ns > w->stop + LAUNCH_KEEP_NS) break;
@@ -227,13 +278,22 @@ static void release_graph(cl_gj *g, gk_ent *k) {
   cl_expo_add_span(g->expo, &sp);
 }
 
-static void add_graph_kernel(cl_gj *g, const cl_gpu_activity *k) {
+/* Pools an NCCL kernel with no launch to join it by: a graph replay, or one whose launch is
+ * unknown (lost, or before CUPTI started). */
+static void add_graph_kernel(cl_gj *g, const cl_gpu_activity *k, int replay) {
   if (g->ngk - g->gk_next == NGK) release_graph(g, &g->gk[g->gk_next++ % NGK]);   /* pool full */
   g->gk[g->ngk++ % NGK] = (gk_ent){k->start_ns, k->end_ns, k->name, k->device, 0};
-  g->graph_kernels++;
+  if (replay) g->graph_kernels++;
   gj_part *q = dev_state(g, (int)k->device);
-  if (q) q->graph_kernels++;
+  if (q) { if (replay) q->graph_kernels++; else q->no_launch++; }
   if (k->device < 64) g->graph_devs |= 1ull << k->device;
+}
+
+/* A launch group's kernel span: the union of its kernels'. */
+static void set_span(cl_gj *g, uint64_t group, uint32_t comm, const cl_gpu_activity *k) {
+  span_ent *s = span_slot(g, group, comm);
+  if (s->group != group || s->comm != comm) *s = (span_ent){group, comm, k->device, k->start_ns, k->end_ns};
+  else { if (k->start_ns < s->s) s->s = k->start_ns; if (k->end_ns > s->e) s->e = k->end_ns; }
 }
 
 int cl_gj_graph_seen(const cl_gj *g, uint32_t device) {
@@ -270,13 +330,147 @@ const char *cl_gj_graph_name(uint64_t tag) {
   return (tag & CL_GJ_TAG_GRAPH) ? (const char *)(uintptr_t)(tag & ~CL_GJ_TAG_GRAPH) : NULL;
 }
 
+/* ---- the join by stream and launch order ---- */
+static int window_of(const kl_win *w, const stream_q *q) {
+  return !w->joined && !w->captured && !w->passed && (!w->sid || w->sid == q->sid) &&
+         (w->dev < 0 || (uint32_t)w->dev == q->dev);
+}
+
+/* q's waiting launch that started first (KernelLaunch events of one stream can come from
+ * several threads, so not in start order), or nwin_total. Moves q->wnext past what is done. */
+static uint64_t oldest_window(cl_gj *g, stream_q *q) {
+  uint64_t lo = g->nwin_total > NWIN ? g->nwin_total - NWIN : 0;
+  if (q->wnext < lo) q->wnext = lo;
+  while (q->wnext < g->nwin_total && !window_of(&g->win[q->wnext % NWIN], q)) q->wnext++;
+  uint64_t best = g->nwin_total;
+  for (uint64_t i = q->wnext; i < g->nwin_total; i++)
+    if (window_of(&g->win[i % NWIN], q) && (best == g->nwin_total || g->win[i % NWIN].start < g->win[best % NWIN].start))
+      best = i;
+  return best;
+}
+
+/* An NCCL kernel no launch is known for: pooled like a graph replay (gpu_join.h). */
+static void no_launch(cl_gj *g, const pend_k *k) {
+  cl_gpu_activity a = {.start_ns = k->s, .end_ns = k->e, .device = k->dev, .name = k->name, .kind = CL_GPU_KERNEL};
+  add_graph_kernel(g, &a, 0);
+}
+
+/* Correlation ids in call order, across the 2^32 wrap. */
+static int corr_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+/* Counts a join against the correlation's (check mode), +1 or -1. */
+static void check_join(cl_gj *g, const join_ent *j, int sign) {
+  if (!j->k.known) return;
+  uint64_t *c = j->k.group == j->group && j->k.comm == j->comm ? &g->check_agree : &g->check_differ;
+  *c += (uint64_t)(int64_t)sign;
+}
+
+/* A launch group's span from its joins (a group whose work took several launches has several). */
+static void respan(cl_gj *g, stream_q *q, uint64_t group, uint32_t comm) {
+  span_ent *sp = span_slot(g, group, comm);
+  if (sp->group == group && sp->comm == comm) sp->group = 0;
+  uint64_t lo = q->nhist > NHIST ? q->nhist - NHIST : 0;
+  for (uint64_t i = lo; i < q->nhist; i++) {
+    const join_ent *j = &q->hist[i % NHIST];
+    if (j->group != group || j->comm != comm) continue;
+    cl_gpu_activity a = {.start_ns = j->k.s, .end_ns = j->k.e, .device = j->k.dev};
+    set_span(g, group, comm, &a);
+  }
+}
+
+static void join(cl_gj *g, stream_q *q, kl_win *w, const pend_k *k) {
+  w->joined = 1;
+  if (g->by_stream) w->matched = 1;
+  join_ent *j = &q->hist[q->nhist++ % NHIST];
+  *j = (join_ent){w->group, w->comm, *k};
+  if (!g->by_stream) { check_join(g, j, 1); return; }
+  cl_gpu_activity a = {.start_ns = k->s, .end_ns = k->e, .device = k->dev};
+  set_span(g, w->group, w->comm, &a);
+  gj_part *p = dev_state(g, (int)k->dev);
+  if (p) p->by_stream++;
+}
+
+static void queue_pending(stream_q *q, const pend_k *pk, cl_gj *g);
+
+/* A record that comes after a later launch's record was joined: the joins from the first
+ * later one on each took the kernel of the launch before theirs. Each gets its own again, and
+ * the newest joined kernel waits for the next launch. Collectives already drawn keep what they
+ * got (see SETTLE_NS for how rarely). */
+static void repair(cl_gj *g, stream_q *q, const pend_k *late) {
+  uint64_t lo = q->nhist > NHIST ? q->nhist - NHIST : 0, p = q->nhist;
+  while (p > lo && corr_before(late->corr, q->hist[(p - 1) % NHIST].k.corr)) p--;
+  if (p == lo && p > 0) { if (g->by_stream) no_launch(g, late); return; }   /* too far back */
+  pend_k carry = *late;
+  for (uint64_t i = p; i < q->nhist; i++) {
+    join_ent *j = &q->hist[i % NHIST];
+    if (!g->by_stream) check_join(g, j, -1);
+    pend_k old = j->k;
+    j->k = carry;
+    carry = old;
+    if (!g->by_stream) check_join(g, j, 1);
+    else respan(g, q, j->group, j->comm);
+  }
+  g->repaired++;
+  queue_pending(q, &carry, g);   /* the newest kernel, without its launch again */
+}
+
+/* Joins q's settled kernels with its launches, first with first: kernels on one stream run in
+ * launch order. Settled: SETTLE_NS after its end (its stream's earlier records have come, but
+ * see repair()), and every launch before it has reached the join (WIN_LAG_NS). A kernel that
+ * started before the oldest waiting launch is not that launch's (its own is unknown); a launch
+ * whose kernel would have started LAUNCH_KEEP_NS after it never got one (its record was lost).
+ * With launch records on, joins are only compared with the correlation's. */
+static void pump(cl_gj *g, stream_q *q, uint64_t now, int final) {
+  while (q->head < q->n) {
+    const pend_k *k = &q->k[q->head];
+    if (!final && (k->e + SETTLE_NS > now || k->s + WIN_LAG_NS > now)) break;
+    uint64_t i = oldest_window(g, q);
+    kl_win *w = i < g->nwin_total ? &g->win[i % NWIN] : NULL;
+    if (w && k->s > w->stop + LAUNCH_KEEP_NS) { w->passed = 1; continue; }
+    q->head++;
+    if (!w || k->s < w->start) { if (g->by_stream) no_launch(g, k); continue; }
+    join(g, q, w, k);
+  }
+  if (q->head == q->n) q->head = q->n = 0;
+}
+
+/* Into the waiting list, in launch order. */
+static void queue_pending(stream_q *q, const pend_k *pk, cl_gj *g) {
+  if (q->head && q->n == q->cap) {                                       /* reuse the front */
+    memmove(q->k, q->k + q->head, (q->n - q->head) * sizeof *q->k);
+    q->n -= q->head;
+    q->head = 0;
+  }
+  if (q->n - q->head >= SQ_MAX ||
+      cl_grow(&q->k, &q->cap, q->n + 1, sizeof *q->k, 256, SQ_MAX) != 0) {   /* full: not joined */
+    if (g->by_stream) no_launch(g, pk);
+    return;
+  }
+  size_t j = q->n++;
+  while (j > q->head && corr_before(pk->corr, q->k[j - 1].corr)) { q->k[j] = q->k[j - 1]; j--; }
+  q->k[j] = *pk;
+}
+
+/* An NCCL kernel record (not a replay) for its stream's join. */
+static void queue_kernel(cl_gj *g, const cl_gpu_activity *k, const corr_ent *known) {
+  uint32_t sid = k->stream + 1;
+  stream_q *q = g->sq;
+  while (q < g->sq + NSQ && q->sid && !(q->sid == sid && q->dev == k->device)) q++;
+  pend_k pk = {k->start_ns, k->end_ns, known ? known->group : 0, k->name, k->device, known ? known->comm : 0,
+               k->correlation, known != NULL};
+  if (q == g->sq + NSQ) { if (g->by_stream) no_launch(g, &pk); return; }   /* too many streams */
+  if (!q->sid) { q->sid = sid; q->dev = k->device; }
+  if (q->nhist && corr_before(pk.corr, q->hist[(q->nhist - 1) % NHIST].k.corr)) repair(g, q, &pk);
+  else queue_pending(q, &pk, g);
+}
+
 /* Classifies and uses one kernel record; returns 0 if its launch record is not known yet. */
 static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   corr_ent *c = &g->corr[k->correlation % NCORR];
-  int known = !k->graph_node && c->cls && c->corr == k->correlation;
+  int known = !g->by_stream && !k->graph_node && c->cls && c->corr == k->correlation;
   int nccl;
   if (known) nccl = c->cls == 1;
-  else if (k->graph_node || force || !g->nwin_total) {
+  else if (g->by_stream || k->graph_node || force || !g->nwin_total) {
     /* no launch record of its own (a graph replay carries the graph launch's correlation id;
      * a runtime launch; no KernelLaunch events): by name */
     nccl = is_nccl_name(k->name);
@@ -292,12 +486,10 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
     return 1;
   }
   q->nccl_kernels++;
-  if (k->graph_node) { add_graph_kernel(g, k); return 1; }
-  if (known) {
-    span_ent *s = span_slot(g, c->group, c->comm);
-    if (s->group != c->group || s->comm != c->comm) *s = (span_ent){c->group, c->comm, k->device, k->start_ns, k->end_ns};
-    else { if (k->start_ns < s->s) s->s = k->start_ns; if (k->end_ns > s->e) s->e = k->end_ns; }
-  }
+  if (k->graph_node) { add_graph_kernel(g, k, 1); return 1; }
+  if (known) set_span(g, c->group, c->comm, k);
+  else if (!g->by_stream) add_graph_kernel(g, k, 0);   /* its launch record never came */
+  queue_kernel(g, k, known ? c : NULL);                 /* the join, or its check */
   return 1;
 }
 
@@ -345,6 +537,7 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
     return;
   }
   if (a->kind != CL_GPU_KERNEL) return;      /* memcpy/memset: not compute (exposure.h) */
+  if (a->end_ns > g->last_kernel_end) g->last_kernel_end = a->end_ns;
   if (use_kernel(g, a, 0)) return;
   if (g->nhold == NHOLD) { use_kernel(g, a, 1); return; }
   g->hold_since[g->nhold] = a->end_ns;
@@ -375,6 +568,7 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
     if (!use_kernel(g, &g->hold[i], force)) { g->hold_since[k] = g->hold_since[i]; g->hold[k++] = g->hold[i]; }
   }
   g->nhold = k;
+  for (stream_q *q = g->sq; g->sq && q < g->sq + NSQ && q->sid; q++) pump(g, q, now, final);
   /* replayed kernels no collective claimed in time count on their own */
   while (g->gk_next < g->ngk && (final || g->gk[g->gk_next % NGK].e + GRAPH_HOLD_NS < now))
     release_graph(g, &g->gk[g->gk_next++ % NGK]);
@@ -390,6 +584,10 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
     uint64_t upto = cl_expo_reported_upto(g->expo);
     for (int i = 0; i < CL_MAX_PARTS; i++) if (g->part[i].agg) cl_expo_agg_advance(g->part[i].agg, upto);
   }
+}
+
+void cl_gj_join_all(cl_gj *g) {
+  for (stream_q *q = g->sq; q < g->sq + NSQ && q->sid; q++) pump(g, q, 0, 1);
 }
 
 void cl_gj_steps(cl_gj *g, cl_part *p, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum,
@@ -411,6 +609,8 @@ void cl_gj_totals(cl_gj *g, cl_part *p, cl_gj_counts *c) {
   c->nccl_kernels = q->nccl_kernels;
   c->compute_kernels = q->compute_kernels;
   c->by_name = q->by_name;
+  c->by_stream = q->by_stream;
+  c->no_launch = q->no_launch;
   c->graph_kernels = q->graph_kernels;
   c->graph_claimed = q->graph_claimed;
 }

@@ -1,9 +1,22 @@
-/* gpu_join.h: joins NCCL's events with CUPTI's GPU activity, on the writer thread. It learns
- * which CUPTI correlation ids are NCCL's launches (the launch API record lies inside a
- * KernelLaunch event on the same OS thread), so NCCL kernels are told from compute kernels by
- * NCCL's own events, not by kernel names (names serve only where NCCL gives no KernelLaunch:
- * ABI < v5 and CUDA-graph replays). It gives each launch group its kernel's GPU span, draws
- * GPU kernel tracks, and runs the exposure engine over NCCL spans against compute kernels.
+/* gpu_join.h: joins NCCL's events with CUPTI's GPU activity, on the writer thread. It gives
+ * each launch group (GroupApi, communicator) its kernel's GPU span, draws GPU kernel tracks, and
+ * runs the exposure engine over NCCL spans against compute kernels. Which kernel is a launch's:
+ *
+ * - By stream and launch order (COMMLENS_CUPTI=kernels, the default: CUPTI's kernel records
+ *   only). A KernelLaunch event carries CUPTI's id of the launch's stream; kernels on one
+ *   stream run in launch order, so the k-th NCCL kernel of a stream (in correlation-id order:
+ *   CUPTI numbers API calls in call order) is its k-th uncaptured NCCL launch (in start order).
+ *   Joins are made half a second after a kernel ends; a record later than that (CUPTI hands a
+ *   launching thread's buffer over only when all its records are complete) redoes the joins
+ *   after it. NCCL's kernels are told from compute kernels by name here. A kernel that starts
+ *   before the oldest waiting launch of its stream, or that no launch is left for, is NCCL's
+ *   without a known launch: it waits in the pool below like a graph replay (a collective may
+ *   claim it by overlap), else counts as communication on its own. With launch records on, the
+ *   join by stream order runs too, as a check (cl_gj_join_check).
+ * - By correlation id (COMMLENS_CUPTI=full: the driver API launch records too): the launch API
+ *   record lies inside a KernelLaunch event on the same OS thread, so NCCL's kernels are known
+ *   by NCCL's own events, not by names (names serve only where NCCL gives no KernelLaunch: ABI
+ *   < v5 and CUDA-graph replays).
  *
  * CUDA-graph replays: NCCL records the launch once (at capture) and the kernel runs at every
  * replay, under the graph launch's correlation id. Replayed NCCL kernels wait in a pool: a
@@ -27,17 +40,30 @@ typedef void (*cl_gj_exposed_fn)(void *arg, const cl_expo_result *r);
 
 /* Draws each GPU's kernels, launches, exposure and steps into that GPU's participant of
  * `parts` (borrowed) and keeps their totals per participant. */
-cl_gj *cl_gj_new(cl_parts *parts);
+cl_gj *cl_gj_new(cl_parts *parts, int by_stream);
 /* Who hears about each reported span (the assembler; set once, before any span is queued). */
 void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg);
 void cl_gj_free(cl_gj *g);
-/* A KernelLaunch event ended: [start, stop] on OS thread `tid`, in launch group `group`
- * (the GroupApi id) for communicator `comm` (serial). */
-void cl_gj_kernel_launch(cl_gj *g, int tid, uint64_t start, uint64_t stop, uint64_t group, uint32_t comm);
+/* 1 if NCCL's kernels are joined by stream and launch order, 0 by correlation id. */
+int cl_gj_by_stream(const cl_gj *g);
+/* A KernelLaunch event ended. */
+typedef struct {
+  int tid;                    /* OS thread that launched */
+  uint64_t start, stop;       /* the event, host clock */
+  uint64_t group;             /* launch group: the GroupApi id */
+  uint32_t comm;              /* communicator serial */
+  int dev;                    /* its CUDA device, -1 unknown */
+  uint32_t stream_id;         /* CUPTI's stream id + 1 (0: unknown: any stream of dev) */
+  int captured;               /* under CUDA-graph capture: its kernel runs at replays only */
+} cl_gj_launch;
+void cl_gj_kernel_launch(cl_gj *g, const cl_gj_launch *l);
 /* One CUPTI record. */
 void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a);
 /* The NCCL kernel span of (group, comm), if its kernel record has arrived: 1 and *s, *e. */
 int cl_gj_span(cl_gj *g, uint64_t group, uint32_t comm, uint64_t *s, uint64_t *e, uint32_t *dev);
+/* With launch records on (the join by correlation id), the join by stream order runs beside it
+ * as a check: joins that agree and differ; and joins redone because a record came late. */
+void cl_gj_join_check(const cl_gj *g, uint64_t *agree, uint64_t *differ, uint64_t *repaired);
 /* CUDA-graph replays: 1 if replayed NCCL kernels were seen on `device` (a collective with no
  * kernel span yet may be waiting for one). */
 int cl_gj_graph_seen(const cl_gj *g, uint32_t device);
@@ -50,6 +76,9 @@ int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_
 const char *cl_gj_graph_name(uint64_t tag);
 /* Queues a collective's GPU span for exposure; `fn` reports it once compute is known. */
 void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, uint64_t s, uint64_t e);
+/* Makes every join by stream order that can be made now, settled or not (the end of the run:
+ * the assembler's last pass needs the spans). */
+void cl_gj_join_all(cl_gj *g);
 /* Moves the exposure watermark to `now - lag` (everything when final) and resolves held
  * kernel records. */
 void cl_gj_advance(cl_gj *g, uint64_t now, int final);
@@ -74,6 +103,8 @@ typedef struct {
   cl_expo_totals t;           /* communication and exposed time (unions) */
   uint64_t nccl_kernels, compute_kernels;
   uint64_t by_name;           /* NCCL kernels recognised by name (no launch record to go by) */
+  uint64_t by_stream;         /* ... and joined to their launch by stream and launch order */
+  uint64_t no_launch;         /* ... with no launch known (not graph replays) */
   uint64_t launches_nccl, launches_other;   /* launch API records inside / outside KernelLaunch
                                                (the process's: a launch record names no GPU) */
   uint64_t graph_kernels;     /* replayed NCCL kernels (CUDA graphs) */

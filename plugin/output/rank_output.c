@@ -77,10 +77,11 @@ static void header(cl_sb *b, const cl_out_who *w) {
   sb_puts(b, "},\"traceEvents\":[");
 }
 
-void cl_out_header(const cl_rank_output *o, cl_ct *ct) {
+void cl_out_header(cl_rank_output *o, cl_ct *ct) {
   const cl_out_who *w = &o->who;
   cl_sb hdr = {0};
   header(&hdr, w);
+  o->head_len = hdr.len;
   char pname[256];
   if (w->dev >= 0) snprintf(pname, sizeof pname, "rank %d (%s, GPU %d)", w->rank, cl_proc.host, w->dev);
   else snprintf(pname, sizeof pname, "rank %d (%s)", w->rank, cl_proc.host);
@@ -123,15 +124,22 @@ void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_off
 int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail) {
   cl_sb *body = ct_body(ct);
   int err = 0;
+  size_t skip = 0;
+  /* The header first, alone: a first flush that meets a full disk then leaves a valid trace
+   * with no events, not a cut one (trace_file.c puts the last complete flush back). */
+  if (o->head_len && o->head_len < body->len && o->file && !cl_tfile_failed(o->file) &&
+      cl_tfile_flush(o->file, body->p, o->head_len, tail->p, tail->len) == 0)
+    skip = o->head_len;
+  o->head_len = 0;
   if (o->file && !cl_tfile_failed(o->file) &&
-      cl_tfile_flush(o->file, body->p, body->len, tail->p, tail->len) != 0)
+      cl_tfile_flush(o->file, body->p + skip, body->len - skip, tail->p, tail->len) != 0)
     err = cl_tfile_failed(o->file);
   sb_reset(body);
   return err;
 }
 
 void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_summary *sum,
-                    const char *exposure, int print) {
+                    const char *gpu, const char *exposure, int print) {
   char path[1500];
   snprintf(path, sizeof path, "%s.summary.txt", o->base);
   FILE *f = o->file ? fopen(path, "wx") : NULL;
@@ -146,6 +154,7 @@ void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_sum
             pre, COMMLENS_VERSION, cl_proc.abi, (unsigned long long)s->records, (unsigned long long)s->dropped,
             (unsigned long long)s->per_call_median_ns, (unsigned long long)s->per_call_ns, cl_out_overhead_pct(s));
     cl_summary_print(sum, out, pre);
+    if (gpu) fprintf(out, "%s%s\n", pre, gpu);
     if (exposure) fprintf(out, "%sexposure (JSON): %s\n", pre, exposure);
     if (o->file) fprintf(out, "%strace: %s\n", pre, o->path);
   }

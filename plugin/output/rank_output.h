@@ -26,6 +26,7 @@ typedef struct {
   char base[1200];          /* <dir>/commlens-r<rank>-<host>-<pid>[-g<dev>] */
   char path[1400];          /* the trace file */
   cl_out_who who;
+  size_t head_len;          /* the header's bytes at the front of the body, until they are out */
 } cl_rank_output;
 
 /* Names the files after the participant and this process (rank, host, pid, GPU when known)
@@ -38,7 +39,7 @@ int cl_out_prepare(const char *dir, char *spill, size_t n, const char **what);
  * with errno, *what (what failed) and *where (the path it failed on). */
 int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **what, const char **where);
 /* Puts the trace header and the process metadata in front of ct's body. */
-void cl_out_header(const cl_rank_output *o, cl_ct *ct);
+void cl_out_header(cl_rank_output *o, cl_ct *ct);
 /* The plugin's share of wall time in percent (calls x mean call time / elapsed), the one
  * formula the tail, the summary and the live metrics report. */
 double cl_out_overhead_pct(const cl_run_stats *s);
@@ -50,8 +51,9 @@ void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_off
  * of a failed write (the file is then failed for good). */
 int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail);
 /* The summary: <base>.summary.txt and .summary.json (only beside a trace file), and the
- * table on stderr when `print`. `exposure` is JSON or NULL. */
+ * table on stderr when `print`. `gpu` is one line saying what was timed on the GPU and how;
+ * `exposure` is JSON or NULL. */
 void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_summary *sum,
-                    const char *exposure, int print);
+                    const char *gpu, const char *exposure, int print);
 void cl_out_close(cl_rank_output *o);
 #endif

@@ -402,7 +402,15 @@ static void feed_stop(cl_asm *a, cl_ev *e, uint64_t ts) {
   e->stopped = 1;
   switch (e->etype) {
   case CL_EV_KERNEL_LAUNCH:
-    if (a->gj && e->parent) cl_gj_kernel_launch(a->gj, os_tid(a, e->thread), e->start, e->stop, e->parent, e->comm);
+    if (a->gj && e->parent) {
+      comm_cache *cc = comm_of(a, e->comm);
+      const cl_ev *grp = lookup(a, e->parent);   /* its GroupApi, open until the group ends */
+      cl_gj_launch l = {.tid = os_tid(a, e->thread), .start = e->start, .stop = e->stop,
+                        .group = e->parent, .comm = e->comm, .dev = cc ? cc->info.cuda_dev : -1,
+                        .stream_id = e->p.kernel_launch.stream_id,
+                        .captured = grp && grp->etype == CL_EV_GROUP_API && grp->p.group_api.graph_captured};
+      cl_gj_kernel_launch(a->gj, &l);
+    }
     cl_draw_api(draw_for(a, e->comm), e); break;
   case CL_EV_GROUP_API: case CL_EV_COLL_API: case CL_EV_P2P_API:
     cl_draw_api(draw_for(a, e->comm), e); break;
@@ -569,14 +577,22 @@ void cl_asm_exposure_json(cl_asm *a, cl_part *p, cl_sb *b) {
   cl_gj_totals(a->gj, p, &n);
   sb_printf(b, "{\"comm_ns\":%llu,\"exposed_ns\":%llu,\"overlap_ppm\":%u,\"spans\":%llu,"
             "\"nccl_kernels\":%llu,\"compute_kernels\":%llu,\"classified_by_name\":%llu,"
+            "\"joined_by\":\"%s\",\"joined_by_stream\":%llu,\"without_launch\":%llu,"
             "\"launches_nccl\":%llu,\"launches_other\":%llu,\"graph_kernels\":%llu,"
-            "\"graph_kernels_joined\":%llu,\"cupti_covered_ns\":%llu,\"comms\":[",
+            "\"graph_kernels_joined\":%llu,\"cupti_covered_ns\":%llu,",
             (unsigned long long)n.t.comm_ns, (unsigned long long)n.t.exposed_ns, cl_expo_overlap_ppm(&n.t),
             (unsigned long long)n.t.spans, (unsigned long long)n.nccl_kernels,
             (unsigned long long)n.compute_kernels, (unsigned long long)n.by_name,
+            cl_gj_by_stream(a->gj) ? "stream order" : "correlation id",
+            (unsigned long long)n.by_stream, (unsigned long long)n.no_launch,
             (unsigned long long)n.launches_nccl, (unsigned long long)n.launches_other,
             (unsigned long long)n.graph_kernels, (unsigned long long)n.graph_claimed,
             (unsigned long long)cl_gj_covered_ns(a->gj, cl_now()));
+  uint64_t agree, differ, repaired;
+  cl_gj_join_check(a->gj, &agree, &differ, &repaired);
+  sb_printf(b, "\"stream_join\":{\"agree_with_correlation\":%llu,\"differ\":%llu,\"repaired\":%llu},",
+            (unsigned long long)agree, (unsigned long long)differ, (unsigned long long)repaired);
+  sb_puts(b, "\"comms\":[");
   cl_expo_comm_totals ct[CL_EXPO_MAX_COMMS + 1];
   size_t nct = cl_gj_comms(a->gj, p, ct, sizeof ct / sizeof ct[0]);
   for (size_t i = 0; i < nct && i < sizeof ct / sizeof ct[0]; i++) {

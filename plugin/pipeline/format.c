@@ -91,6 +91,7 @@ static void *format_main(void *arg) {
 void cl_format_backlog(cl_format_deps *d) {
   format_some(d, 0);
   drain_cupti(d, 1);
+  if (d->gj) cl_gj_join_all(d->gj);
   cl_asm_tick(d->asm_, cl_now(), 1);
   d->flush(0);
 }
@@ -113,6 +114,7 @@ int cl_format_stop(int timeout_s) {
 void cl_format_final(cl_format_deps *d) {
   drain_cupti(d, 1);
   if (d->gj) {
+    cl_gj_join_all(d->gj);
     cl_asm_tick(d->asm_, cl_now(), 1);   /* every collective gets its span queued first */
     cl_gj_advance(d->gj, cl_now(), 1);
   }

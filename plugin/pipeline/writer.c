@@ -83,14 +83,38 @@ static void build_tail(cl_part *p, int final) {
   cl_cupti_stats cs;
   cl_cupti_get_stats(&cs);
   int cupti_on = g_run.gj != NULL;
-  sb_printf(&cupti, "{\"active\":%s,\"records\":%llu,\"dropped\":%llu,\"status\":",
-            cupti_on && cs.active ? "true" : "false", (unsigned long long)cs.records, (unsigned long long)cs.dropped);
+  sb_printf(&cupti, "{\"active\":%s,\"records\":%llu,\"dropped\":%llu,\"mode\":\"%s\",\"status\":",
+            cupti_on && cs.active ? "true" : "false", (unsigned long long)cs.records, (unsigned long long)cs.dropped,
+            cl_cfg.cupti == CL_CUPTI_OFF ? "off" : cl_cfg.cupti == CL_CUPTI_FULL ? "full" : "kernels");
   sb_jstr(&cupti, cupti_on ? (cs.active ? "recording" : cs.status)
-                           : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=on enables it)"));
+                           : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=off)"));
   sb_puts(&cupti, "}");
   cl_asm_exposure_json(g_run.asm_, p, &expo);
   cl_out_tail(&g_tail, &s, final, offsets.p ? offsets.p : "[]", cupti.p ? cupti.p : "null", expo.p ? expo.p : "null");
   sb_free(&offsets); sb_free(&cupti); sb_free(&expo);
+}
+
+/* The summary's line on GPU timing: how many collectives got a GPU span, from what, and the
+ * exposure, or why there is none. */
+static void gpu_line(cl_part *p, const cl_run_stats *s, char *out, size_t n) {
+  int k = snprintf(out, n, "GPU timing: %llu of %llu collectives; ", (unsigned long long)s->colls_timed,
+                   (unsigned long long)s->colls_done);
+  if (k < 0 || (size_t)k >= n) return;
+  if (!g_run.gj) {
+    cl_cupti_stats cs;
+    cl_cupti_get_stats(&cs);
+    snprintf(out + k, n - (size_t)k, "CUPTI %s: %s (from NCCL's own events only, no exposure)",
+             cl_cfg.cupti ? "unavailable" : "off", cl_cfg.cupti ? cs.status : "COMMLENS_CUPTI=off");
+    return;
+  }
+  cl_gj_counts c;
+  cl_gj_totals(g_run.gj, p, &c);
+  double comm = (double)c.t.comm_ns / 1e6, ex = (double)c.t.exposed_ns / 1e6;
+  snprintf(out + k, n - (size_t)k, "NCCL kernels from CUPTI (%s), %llu of them joined to their "
+           "launches; communication %.3f ms, exposed %.3f ms (%.1f%% hidden by compute)",
+           cl_gj_by_stream(g_run.gj) ? "kernel records, joined by stream order" : "joined by correlation id",
+           (unsigned long long)(cl_gj_by_stream(g_run.gj) ? c.by_stream : c.launches_nccl), comm, ex,
+           comm > 0 ? 100.0 * (1.0 - ex / comm) : 0.0);
 }
 
 /* A participant's file is made at the first flush that has it, so that its world rank is
@@ -188,7 +212,7 @@ static int setup(void) {
    * (seen on CUPTI 13: cuptiActivityDisable from the exit path). Registering the (idempotent)
    * finish again here makes it run while CUPTI is still whole. */
   if (cupti) atexit(cl_writer_finish);
-  if (cupti) g_run.gj = cl_gj_new(g_run.parts);
+  if (cupti) g_run.gj = cl_gj_new(g_run.parts, !cl_cupti_launch_records());
   if (cupti && !g_run.gj) cl_cupti_stop();
   static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
   g_run.asm_ = cl_asm_new(g_run.parts, g_run.gj, &deps);
@@ -276,7 +300,9 @@ void cl_writer_finish(void) {
         gather(&s, p);
         cl_sb ex = {0};
         if (g_run.gj) cl_asm_exposure_json(g_run.asm_, p, &ex);
-        cl_out_summary(&p->out, &s, p->sum, g_run.gj ? (ex.p ? ex.p : "null") : NULL, cl_cfg.summary == CL_SUMMARY_PRINT);
+        char gpu[512];
+        gpu_line(p, &s, gpu, sizeof gpu);
+        cl_out_summary(&p->out, &s, p->sum, gpu, g_run.gj ? (ex.p ? ex.p : "null") : NULL, cl_cfg.summary == CL_SUMMARY_PRINT);
         sb_free(&ex);
       }
     }

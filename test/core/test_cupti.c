@@ -33,6 +33,8 @@ static const char *fake_src =
   "CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) { fake_disabled[k & 63]++; return CUPTI_SUCCESS; }\n"
   "CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }\n"
   "CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }\n"
+  "CUptiResult cuptiGetStreamIdEx(CUcontext c, CUstream s, uint8_t pt, uint32_t *id) {\n"
+  "  (void)c; (void)pt; if (!s) return CUPTI_ERROR_INVALID_STREAM; *id = (uint32_t)((uintptr_t)s >> 4); return CUPTI_SUCCESS; }\n"
   "CUptiResult cuptiGetTimestamp(uint64_t *t) { *t = tsf ? tsf() : 0; return CUPTI_SUCCESS; }\n"
   "CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *d) { (void)c; (void)s; *d = 3; return CUPTI_SUCCESS; }\n"
   /* records: [uint64 size][record], 8-aligned */
@@ -171,10 +173,47 @@ TL_TEST(kernel_activity_refused) {
   CHECK(dis[CUPTI_ACTIVITY_KIND_MEMCPY] == d_memcpy, "memcpy was never enabled here");
 }
 
+/* The default (COMMLENS_CUPTI=kernels): kernel records and NVTX ranges only, no launch, memcpy
+ * or memset records; NCCL's launching threads get CUPTI's id of a stream (+1; 0 when unknown). */
+TL_TEST(default_enables_kernel_records_only) {
+  reset();
+  REQUIRE(build_fake() == 0, "no fake");
+  REQUIRE(dlopen(g_fake, RTLD_NOW), "fake not loadable");   /* counters readable before start */
+  int *en = fake_int("fake_enabled");
+  REQUIRE(en, "fake not loaded");
+  int before[64];
+  memcpy(before, en, sizeof before);
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); unsetenv("COMMLENS_CUPTI"); cl_config_load();
+  REQUIRE(cl_cfg.cupti == CL_CUPTI_KERNELS, "default level %d", cl_cfg.cupti);
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
+  CHECK(en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] > before[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] &&
+        en[CUPTI_ACTIVITY_KIND_MARKER] > before[CUPTI_ACTIVITY_KIND_MARKER], "kernel and marker kinds not enabled");
+  CHECK(en[CUPTI_ACTIVITY_KIND_DRIVER] == before[CUPTI_ACTIVITY_KIND_DRIVER] &&
+        en[CUPTI_ACTIVITY_KIND_MEMCPY] == before[CUPTI_ACTIVITY_KIND_MEMCPY] &&
+        en[CUPTI_ACTIVITY_KIND_MEMSET] == before[CUPTI_ACTIVITY_KIND_MEMSET], "driver, memcpy or memset enabled by default");
+  CHECK(!cl_cupti_launch_records(), "launch records on by default");
+  CHECK(cl_cupti_stream_id(0x1230) == 0x123 + 1 && cl_cupti_stream_id(0) == 0, "stream ids %u %u",
+        cl_cupti_stream_id(0x1230), cl_cupti_stream_id(0));
+  cl_cupti_stop();
+  CHECK(cl_cupti_stream_id(0x1230) == 0, "stream ids asked after stop");
+  /* on, 1: the same; full: launch records too (stream ids still: the join by stream checks) */
+  setenv("COMMLENS_CUPTI", "on", 1); cl_config_load();
+  CHECK(cl_cfg.cupti == CL_CUPTI_KERNELS, "on: level %d", cl_cfg.cupti);
+  setenv("COMMLENS_CUPTI", "full", 1); cl_config_load();
+  CHECK(cl_cfg.cupti == CL_CUPTI_FULL, "full: level %d", cl_cfg.cupti);
+  reset();
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
+  CHECK(cl_cupti_launch_records() && cl_cupti_stream_id(0x1230) == 0x124, "full: launch records %d stream id %u",
+        cl_cupti_launch_records(), cl_cupti_stream_id(0x1230));
+  cl_cupti_stop();
+  unsetenv("COMMLENS_CUPTI");
+}
+
 TL_TEST(delivers_records) {
   reset();
   REQUIRE(build_fake() == 0, "no fake");
-  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); setenv("COMMLENS_CUPTI", "full", 1); cl_config_load();
+  unsetenv("COMMLENS_CUPTI");
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
   CHECK(g_logs == 0, "logged on success: %s", g_last);
   int *en = fake_int("fake_enabled");

@@ -30,6 +30,12 @@ static void on_exp(void *arg, const cl_expo_result *r) {
   g_tag = r->span.tag; g_exposed = r->exposed_ns; g_reports++;
 }
 
+/* A KernelLaunch event as the assembler hands it over (stream unknown, not captured). */
+static void launch(cl_gj *g, int tid, uint64_t s, uint64_t e, uint64_t group, uint32_t comm) {
+  cl_gj_launch l = {.tid = tid, .start = s, .stop = e, .group = group, .comm = comm, .dev = -1};
+  cl_gj_kernel_launch(g, &l);
+}
+
 static cl_gpu_activity act(int kind, uint64_t s, uint64_t e, uint32_t corr, const char *name) {
   cl_gpu_activity a = {0};
   a.kind = (uint8_t)kind; a.start_ns = s; a.end_ns = e; a.correlation = corr; a.name = name;
@@ -40,13 +46,13 @@ static cl_gpu_activity act(int kind, uint64_t s, uint64_t e, uint32_t corr, cons
 TL_TEST(steps_launch_correlation_and_exposure) {
   cl_parts *ps = one_gpu();
   cl_ct *ct = cl_parts_of_dev(ps, -1)->ct;
-  cl_gj *g = cl_gj_new(ps);
+  cl_gj *g = cl_gj_new(ps, 0);
   cl_gj_on_exposed(g, on_exp, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;                         /* 10 s */
   cl_gj_start(g, T);
   /* NCCL's launch: KernelLaunch window [T+100, T+200] on thread 42, group 77, comm 1 */
-  cl_gj_kernel_launch(g, 42, T + 100, T + 200, 77, 1);
+  launch(g, 42, T + 100, T + 200, 77, 1);
   cl_gpu_activity l = act(CL_GPU_LAUNCH, T + 120, T + 180, 501, NULL);
   cl_gj_activity(g, &l);
   cl_gpu_activity l2 = act(CL_GPU_LAUNCH, T + 300, T + 310, 502, NULL);   /* the app's launch */
@@ -91,7 +97,7 @@ TL_TEST(steps_launch_correlation_and_exposure) {
 
 TL_TEST(without_launch_events_names_decide) {
   cl_parts *ps = one_gpu();
-  cl_gj *g = cl_gj_new(ps);
+  cl_gj *g = cl_gj_new(ps, 0);
   cl_gj_on_exposed(g, on_exp, NULL);
   cl_gpu_activity k = act(CL_GPU_KERNEL, 100, 200, 1, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL");
   cl_gj_activity(g, &k);                                /* mangled, as PyTorch's arrive */
@@ -111,7 +117,7 @@ TL_TEST(without_launch_events_names_decide) {
 TL_TEST(lost_launch_records_end_coverage) {
   cl_parts *ps = one_gpu();
   cl_ct *ct = cl_parts_of_dev(ps, -1)->ct;
-  cl_gj *g = cl_gj_new(ps);
+  cl_gj *g = cl_gj_new(ps, 0);
   cl_gj_on_exposed(g, on_exp, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull, ms = 1000000ull, last = 0;
@@ -119,7 +125,7 @@ TL_TEST(lost_launch_records_end_coverage) {
   CHECK(!cl_gj_covered(g, T - 1) && cl_gj_covered(g, T + 1), "coverage start");
   for (uint32_t i = 0; i < 20; i++) {       /* 20 launches 10 ms apart; records for the first 5 */
     uint64_t b = T + (uint64_t)i * 10 * ms;
-    cl_gj_kernel_launch(g, 42, b, b + 100, 100 + i, 1);
+    launch(g, 42, b, b + 100, 100 + i, 1);
     if (i < 5) { cl_gpu_activity l = act(CL_GPU_LAUNCH, b + 20, b + 80, 900 + i, NULL); cl_gj_activity(g, &l); }
   }
   uint64_t ok = 0;
@@ -135,7 +141,7 @@ TL_TEST(lost_launch_records_end_coverage) {
   CHECK(!cl_gj_launches_lost(g, T + 2300 * ms, &ok), "late records (a forced flush) still read as lost");
   for (uint32_t i = 20; i < 30; i++) {      /* then really gone */
     uint64_t b = T + (uint64_t)i * 10 * ms;
-    cl_gj_kernel_launch(g, 42, b, b + 100, 100 + i, 1);
+    launch(g, 42, b, b + 100, 100 + i, 1);
   }
   CHECK(cl_gj_launches_lost(g, T + 2400 * ms, &ok) && ok == T + 190 * ms + 100, "last ok %llu",
         (unsigned long long)(ok - T));
@@ -148,10 +154,10 @@ TL_TEST(lost_launch_records_end_coverage) {
   CHECK(cl_gj_covered(g, T + 10001 * ms) && !cl_gj_covered(g, T + 9999 * ms), "second interval");
   CHECK(cl_gj_covered_ns(g, T + 11000 * ms) == cov + 1000 * ms, "covered after resume");
   /* without any launch record (the driver API kind refused): launches say nothing */
-  cl_gj *g2 = cl_gj_new(ps);
+  cl_gj *g2 = cl_gj_new(ps, 0);
   cl_gj_on_exposed(g2, on_exp, NULL);
   cl_gj_start(g2, T);
-  for (uint32_t i = 0; i < 20; i++) cl_gj_kernel_launch(g2, 42, T + i * ms, T + i * ms + 100, 1 + i, 1);
+  for (uint32_t i = 0; i < 20; i++) launch(g2, 42, T + i * ms, T + i * ms + 100, 1 + i, 1);
   CHECK(!cl_gj_launches_lost(g2, T + 9000 * ms, &ok), "lost without ever a launch record");
   cl_gj_free(g2);
   cl_gj_free(g);
@@ -180,12 +186,12 @@ TL_TEST(graph_replays_without_coll_events_count_on_their_own) {
   cl_parts *ps = one_gpu();
   cl_ct *ct = cl_parts_of_dev(ps, -1)->ct;
   g_reports = 0; g_top_exposed = 0; g_top_name = NULL;
-  cl_gj *g = cl_gj_new(ps);
+  cl_gj *g = cl_gj_new(ps, 0);
   cl_gj_on_exposed(g, on_exp_graph, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;
   cl_gj_start(g, T);
-  cl_gj_kernel_launch(g, 42, T + 100, T + 200, 77, 1);           /* the capture */
+  launch(g, 42, T + 100, T + 200, 77, 1);           /* the capture */
   cl_gpu_activity cap = act(CL_GPU_LAUNCH, T + 120, T + 180, 600, NULL);
   cl_gj_activity(g, &cap);
   for (int i = 0; i < 3; i++) {
@@ -226,7 +232,7 @@ TL_TEST(replayed_collective_claims_its_kernel) {
   cl_parts *ps = one_gpu();
   cl_ct *ct = cl_parts_of_dev(ps, -1)->ct;
   g_reports = 0; g_top_exposed = 0;
-  cl_gj *g = cl_gj_new(ps);
+  cl_gj *g = cl_gj_new(ps, 0);
   cl_gj_on_exposed(g, on_exp_graph, NULL);
   REQUIRE(ct && g, "alloc");
   uint64_t T = 10000000000ull;
@@ -281,14 +287,14 @@ TL_TEST(two_gpus_of_one_process_are_kept_apart) {
   static const cl_parts_deps d = {.comm_count = two_comms, .comm_lookup = two_gpus, .env_rank = -1,
                                   .env_source = "", .forced_rank = -1};
   cl_parts *ps = cl_parts_new(&d);
-  cl_gj *g = cl_gj_new(ps);
+  cl_gj *g = cl_gj_new(ps, 0);
   REQUIRE(ps && g, "alloc");
   g_reports = 0;
   cl_gj_on_exposed(g, on_exp, NULL);
   uint64_t T = 10000000000ull;
   cl_gj_start(g, T);
-  cl_gj_kernel_launch(g, 42, T + 100, T + 200, 10, 1);   /* GPU 0's launch, then GPU 1's */
-  cl_gj_kernel_launch(g, 42, T + 300, T + 400, 11, 2);
+  launch(g, 42, T + 100, T + 200, 10, 1);   /* GPU 0's launch, then GPU 1's */
+  launch(g, 42, T + 300, T + 400, 11, 2);
   cl_gpu_activity l0 = act(CL_GPU_LAUNCH, T + 120, T + 180, 1, NULL);
   cl_gpu_activity l1 = act(CL_GPU_LAUNCH, T + 320, T + 380, 2, NULL);
   cl_gpu_activity lc = act(CL_GPU_LAUNCH, T + 500, T + 510, 3, NULL);   /* the app's, GPU 1 */
@@ -325,6 +331,189 @@ TL_TEST(two_gpus_of_one_process_are_kept_apart) {
           body && strstr(body, mine) ? "yes" : "no", body && strstr(body, other) ? "yes" : "no");
   }
   cl_gj_free(g);
+  cl_parts_free(ps);
+}
+
+/* ---- the join by stream and launch order (COMMLENS_CUPTI=kernels: no launch records) ---- */
+static const char *k_nccl = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+static void launch_on(cl_gj *g, uint64_t s, uint64_t group, uint32_t stream, int captured) {
+  cl_gj_launch l = {.tid = 42, .start = s, .stop = s + 100, .group = group, .comm = 1, .dev = 0,
+                    .stream_id = stream + 1, .captured = captured};
+  cl_gj_kernel_launch(g, &l);
+}
+/* A kernel record; `corr` is CUPTI's correlation id: launch order, process-wide. */
+static cl_gpu_activity kern_on(uint64_t s, uint64_t e, uint32_t stream, const char *name, uint32_t corr) {
+  cl_gpu_activity k = act(CL_GPU_KERNEL, s, e, corr, name);
+  k.stream = stream;
+  return k;
+}
+static int span_is(cl_gj *g, uint64_t group, uint64_t s, uint64_t e) {
+  uint64_t gs, ge; uint32_t dev;
+  return cl_gj_span(g, group, 1, &gs, &ge, &dev) && gs == s && ge == e;
+}
+#define SEC 1000000000ull
+/* A join by stream order, recording from T (COMMLENS_CUPTI=kernels). */
+static cl_gj *stream_join(cl_parts *ps, uint64_t T) {
+  cl_gj *g = cl_gj_new(ps, 1);
+  if (g) cl_gj_start(g, T);
+  return g;
+}
+static void done(cl_gj *g, cl_parts *ps) {
+  cl_gj_free(g);
+  cl_parts_free(ps);
+}
+
+/* Two streams, launches queued ahead of their kernels, a captured launch (its kernel runs at
+ * replays only), a compute kernel between NCCL's, records arriving out of launch order, a kernel
+ * record ahead of its launch event: each launch group gets the k-th NCCL kernel of its stream. */
+TL_TEST(stream_order_joins_each_launch_to_its_kernel) {
+  cl_parts *ps = one_gpu();
+  uint64_t T = 10 * SEC;
+  cl_gj *g = stream_join(ps, T);
+  REQUIRE(g && cl_gj_by_stream(g), "alloc");
+  cl_gj_on_exposed(g, on_exp, NULL);
+  launch_on(g, T + 100, 10, 4, 0);          /* stream 4: groups 10, then captured 13, then 12 */
+  launch_on(g, T + 200, 11, 7, 0);          /* stream 7: group 11 */
+  launch_on(g, T + 250, 13, 4, 1);
+  launch_on(g, T + 300, 12, 4, 0);
+  cl_gpu_activity k10 = kern_on(T + 2000, T + 3000, 4, k_nccl, 1);
+  cl_gpu_activity k11 = kern_on(T + 1000, T + 1500, 7, k_nccl, 2);
+  cl_gpu_activity c4 = kern_on(T + 1600, T + 1700, 4, "gemm", 3);
+  cl_gpu_activity k12 = kern_on(T + 3000, T + 4000, 4, k_nccl, 5);
+  cl_gj_activity(g, &k12); cl_gj_activity(g, &k11); cl_gj_activity(g, &c4); cl_gj_activity(g, &k10);
+  uint64_t s, e; uint32_t dev;
+  CHECK(!cl_gj_span(g, 10, 1, &s, &e, &dev), "joined before its stream's records settled");
+  cl_gj_advance(g, T + SEC, 0);
+  CHECK(span_is(g, 10, T + 2000, T + 3000), "group 10: not the first NCCL kernel of stream 4");
+  CHECK(span_is(g, 11, T + 1000, T + 1500), "group 11: not stream 7's kernel");
+  CHECK(span_is(g, 12, T + 3000, T + 4000), "group 12: not the second NCCL kernel of stream 4");
+  CHECK(!cl_gj_span(g, 13, 1, &s, &e, &dev), "the captured launch took an eager kernel");
+  /* a kernel record ahead of its launch event */
+  cl_gpu_activity k14 = kern_on(T + 6000, T + 6500, 4, k_nccl, 7);
+  cl_gj_activity(g, &k14);
+  launch_on(g, T + 5000, 14, 4, 0);
+  /* a kernel that started before the oldest waiting launch of its stream is not its kernel */
+  launch_on(g, T + 9000, 15, 4, 0);
+  cl_gpu_activity early = kern_on(T + 8000, T + 8500, 4, k_nccl, 8);
+  cl_gpu_activity k15 = kern_on(T + 9500, T + 9900, 4, k_nccl, 9);
+  cl_gj_activity(g, &early); cl_gj_activity(g, &k15);
+  /* a kernel no launch ever comes for */
+  cl_gpu_activity orphan = kern_on(T + 20000, T + 21000, 7, k_nccl, 10);
+  cl_gj_activity(g, &orphan);
+  cl_gj_advance(g, T + 2 * SEC, 0);
+  CHECK(span_is(g, 14, T + 6000, T + 6500), "group 14: the kernel that came first was not joined");
+  CHECK(span_is(g, 15, T + 9500, T + 9900), "group 15 took a kernel that ran before its launch");
+  cl_gj_counts n;
+  cl_gj_totals(g, cl_parts_at(ps, 0), &n);
+  CHECK(n.by_stream == 5 && n.no_launch == 2 && n.nccl_kernels == 7 && n.compute_kernels == 1,
+        "by stream %llu without launch %llu nccl %llu compute %llu, want 5 2 7 1", (unsigned long long)n.by_stream,
+        (unsigned long long)n.no_launch, (unsigned long long)n.nccl_kernels, (unsigned long long)n.compute_kernels);
+  cl_gj_advance(g, T + 5 * SEC, 1);
+  cl_gj_totals(g, cl_parts_at(ps, 0), &n);
+  CHECK(n.t.comm_ns == 500 + 1000, "kernels without a launch counted as communication: %llu ns, want 1500",
+        (unsigned long long)n.t.comm_ns);
+  done(g, ps);
+}
+
+/* A record that comes after later ones were joined (CUPTI's per-thread buffers): the joins are
+ * redone, each launch gets its own kernel, and the next launch is not left one behind. */
+TL_TEST(stream_order_repairs_a_late_record) {
+  cl_parts *ps = one_gpu();
+  uint64_t T = 10 * SEC;
+  cl_gj *g = stream_join(ps, T);
+  REQUIRE(g, "alloc");
+  for (int i = 0; i < 4; i++) launch_on(g, T + (uint64_t)i * 100, 30 + (uint64_t)i, 5, 0);   /* queued */
+  cl_gpu_activity k[4];
+  for (int i = 0; i < 4; i++) k[i] = kern_on(T + 1000 + (uint64_t)i * 1000, T + 1900 + (uint64_t)i * 1000, 5, k_nccl, 20 + (uint32_t)i);
+  cl_gj_activity(g, &k[1]); cl_gj_activity(g, &k[2]);   /* the first one's record is late */
+  cl_gj_advance(g, T + SEC, 0);
+  CHECK(span_is(g, 30, T + 2000, T + 2900), "setup: the first launch took the second kernel");
+  cl_gj_activity(g, &k[0]);
+  CHECK(span_is(g, 30, T + 1000, T + 1900) && span_is(g, 31, T + 2000, T + 2900),
+        "not repaired: the first two launches do not have their own kernels");
+  uint64_t a, d, r;
+  cl_gj_join_check(g, &a, &d, &r);
+  CHECK(r == 1, "repairs %llu", (unsigned long long)r);
+  cl_gj_activity(g, &k[3]);
+  cl_gj_advance(g, T + 2 * SEC, 0);
+  CHECK(span_is(g, 32, T + 3000, T + 3900) && span_is(g, 33, T + 4000, T + 4900), "later launches one behind");
+  cl_gj_counts n;
+  cl_gj_totals(g, cl_parts_at(ps, 0), &n);
+  CHECK(n.no_launch == 0, "%llu kernels lost their launch", (unsigned long long)n.no_launch);
+  /* the end of the run joins what has not settled yet */
+  launch_on(g, T + 3 * SEC, 34, 5, 0);
+  cl_gpu_activity k34 = kern_on(T + 3 * SEC + 500, T + 3 * SEC + 900, 5, k_nccl, 30);
+  cl_gj_activity(g, &k34);
+  cl_gj_join_all(g);
+  CHECK(span_is(g, 34, T + 3 * SEC + 500, T + 3 * SEC + 900), "not joined at the end of the run");
+  done(g, ps);
+}
+
+/* With launch records on (full), the join by stream order runs as a check beside the
+ * correlation's: here they agree on every launch. */
+TL_TEST(stream_order_checked_against_correlation) {
+  cl_parts *ps = one_gpu();
+  cl_gj *g = cl_gj_new(ps, 0);
+  REQUIRE(g && !cl_gj_by_stream(g), "alloc");
+  uint64_t T = 10 * SEC;
+  cl_gj_start(g, T);
+  for (uint32_t i = 0; i < 3; i++) {
+    uint64_t b = T + i * 1000;
+    launch_on(g, b, 40 + i, 6, 0);
+    cl_gpu_activity l = act(CL_GPU_LAUNCH, b + 20, b + 80, 60 + i, NULL);
+    cl_gj_activity(g, &l);
+  }
+  for (uint32_t i = 3; i-- > 0;) {           /* out of order */
+    cl_gpu_activity k = kern_on(T + 5000 + i * 1000, T + 5500 + i * 1000, 6, k_nccl, 60 + i);
+    cl_gj_activity(g, &k);
+  }
+  cl_gj_advance(g, T + SEC, 0);
+  uint64_t a, d, r;
+  cl_gj_join_check(g, &a, &d, &r);
+  CHECK(a == 3 && d == 0, "agree %llu differ %llu", (unsigned long long)a, (unsigned long long)d);
+  CHECK(span_is(g, 41, T + 6000, T + 6500), "the correlation's span");
+  done(g, ps);
+}
+
+/* A launch whose kernel record never came (lost) does not shift every later kernel by one:
+ * once a kernel starts LAUNCH_KEEP_NS after it, the launch is passed. */
+TL_TEST(stream_order_passes_a_launch_whose_kernel_never_came) {
+  cl_parts *ps = one_gpu();
+  uint64_t T = 10 * SEC, s6 = 6 * SEC;
+  cl_gj *g = stream_join(ps, T);
+  REQUIRE(g, "alloc");
+  launch_on(g, T, 20, 2, 0);                 /* its kernel record is lost */
+  launch_on(g, T + s6, 21, 2, 0);
+  cl_gpu_activity k21 = kern_on(T + s6 + 1000, T + s6 + 2000, 2, k_nccl, 5);
+  cl_gj_activity(g, &k21);
+  cl_gj_advance(g, T + s6 + SEC, 0);
+  uint64_t s, e; uint32_t dev;
+  CHECK(span_is(g, 21, T + s6 + 1000, T + s6 + 2000) && !cl_gj_span(g, 20, 1, &s, &e, &dev),
+        "the kernel went to the launch 6 s before it");
+  done(g, ps);
+}
+
+/* Displacement by stream order: launches that stay unjoined while CUPTI still delivers kernel
+ * records (a kernel name we do not know) are not "records gone"; no kernel record at all is. */
+TL_TEST(stream_order_tells_unknown_names_from_lost_records) {
+  cl_parts *ps = one_gpu();
+  uint64_t T = 10 * SEC, ms = 1000000ull, ok = 0;
+  for (int gone = 0; gone < 2; gone++) {
+    cl_gj *g = stream_join(ps, T);
+    REQUIRE(g, "alloc");
+    for (uint32_t i = 0; i < 20; i++) {
+      uint64_t b = T + (uint64_t)i * 10 * ms;
+      launch_on(g, b, 100 + i, 3, 0);
+      const char *name = i < 5 ? k_nccl : "newNcclKernelName";   /* from launch 5 on: unknown */
+      cl_gpu_activity k = kern_on(b + 1000, b + 2000, 3, name, 100 + i);
+      if (i < 5 || !gone) cl_gj_activity(g, &k);
+    }
+    cl_gj_advance(g, T + 2500 * ms, 0);
+    int lost = cl_gj_launches_lost(g, T + 2500 * ms, &ok);
+    CHECK(lost == gone, "%s: lost %d", gone ? "records gone" : "unknown names", lost);
+    if (gone) CHECK(ok == T + 40 * ms + 100, "last ok %llu", (unsigned long long)(ok - T));
+    cl_gj_free(g);
+  }
   cl_parts_free(ps);
 }
 

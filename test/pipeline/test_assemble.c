@@ -46,7 +46,7 @@ static void fx_open(fixture *f, int with_gpu) {
   cl_part *p = cl_parts_of_dev(f->ps, -1);
   f->ct = p->ct;
   f->sum = p->sum;
-  f->gj = with_gpu ? cl_gj_new(f->ps) : NULL;
+  f->gj = with_gpu ? cl_gj_new(f->ps, 0) : NULL;
   static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
   f->a = cl_asm_new(f->ps, f->gj, &deps);
 }
