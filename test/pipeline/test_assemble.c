@@ -46,7 +46,7 @@ static void fx_open(fixture *f, int with_gpu) {
   cl_part *p = cl_parts_of_dev(f->ps, -1);
   f->ct = p->ct;
   f->sum = p->sum;
-  f->gj = with_gpu ? cl_gj_new(f->ps, 0) : NULL;
+  f->gj = with_gpu ? cl_gj_new(f->ps, with_gpu == 2) : NULL;   /* 2: the join by stream order */
   static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
   f->a = cl_asm_new(f->ps, f->gj, &deps);
 }
@@ -420,6 +420,66 @@ TL_TEST(collective_given_up_on_cupti_is_finished_once) {
   int status = 0;
   waitpid(pid, &status, 0);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x (a SIGALRM is the old hang; 3: counted twice)", status);
+}
+
+/* The default (COMMLENS_CUPTI=kernels): a collective's launch carries CUPTI's stream id; the
+ * NCCL kernel on that stream, from kernel records alone (no launch record), gives the collective
+ * its GPU span ("cupti"). A second launch group's kernel on the same stream goes to it, not to
+ * the first. */
+TL_TEST(collective_timed_from_its_kernel_by_stream_order) {
+  fixture f;
+  fx_open(&f, 2);
+  cl_cfg.mask = CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH;
+  cl_gj_start(f.gj, 0);
+  uint32_t comm = add_comm(0x5678567856785678ull, 0);
+  for (uint64_t i = 0; i < 2; i++) {
+    uint64_t b = 1000 + i * 100000, grp = ev_id(1, 10 * i + 1), api = ev_id(1, 10 * i + 2);
+    uint64_t coll = ev_id(1, 10 * i + 3), kl = ev_id(1, 10 * i + 4);
+    cl_payload p;
+    memset(&p, 0, sizeof p);
+    t_start(&f, grp, CL_EV_GROUP_API, comm, 0, b, &p, 0);
+    p.coll_api = (cl_coll_api){.func = "AllReduce", .datatype = "ncclFloat32", .count = 8};
+    t_start(&f, api, CL_EV_COLL_API, comm, grp, b + 100, &p, 0);
+    cl_payload c = coll_payload(i, 1);
+    t_start(&f, coll, CL_EV_COLL, comm, api, b + 200, &c, 0);
+    t_stop(&f, coll, b + 300);
+    t_stop(&f, api, b + 400);
+    memset(&p, 0, sizeof p);
+    p.kernel_launch = (cl_kernel_launch){.stream = 0xabc0, .stream_id = 7 + 1};
+    t_start(&f, kl, CL_EV_KERNEL_LAUNCH, comm, grp, b + 500, &p, 0);
+    t_stop(&f, kl, b + 600);
+    t_stop(&f, grp, b + 700);
+  }
+  for (uint32_t i = 0; i < 2; i++) {   /* their kernels, the second's record first */
+    uint64_t b = 1000 + (1 - i) * 100000;
+    cl_gpu_activity k = {.kind = CL_GPU_KERNEL, .start_ns = b + 5000, .end_ns = b + 9000 + 1000 * (1 - i),
+                         .correlation = 50 + (1 - i), .stream = 7, .name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+    cl_gj_activity(f.gj, &k);
+  }
+  uint64_t now = 2000000000ull;
+  cl_gj_advance(f.gj, now, 0);           /* the joins */
+  cl_asm_tick(f.a, now, 0);              /* the collectives take their spans */
+  cl_gj_advance(f.gj, 2 * now, 0);       /* their exposure, then they are drawn */
+  cl_asm_tick(f.a, 2 * now, 0);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body");
+  int seen = 0;
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    json_object *e = json_object_array_get_idx(arr, i), *v, *a, *sq;
+    if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "coll_gpu")) continue;
+    REQUIRE(json_object_object_get_ex(e, "args", &a) && json_object_object_get_ex(a, "seq", &sq), "seq");
+    int64_t seq = json_object_get_int64(sq);
+    json_object *dur;
+    REQUIRE(json_object_object_get_ex(e, "dur", &dur), "dur");
+    double want = seq == 0 ? 4.0 : 5.0;   /* us: 4000 ns for the first, 5000 for the second */
+    CHECK(!strcmp(slice_arg(e, "source"), "cupti") && json_object_get_double(dur) == want,
+          "collective %lld: source %s, %.3f us, want cupti and %.1f us", (long long)seq, slice_arg(e, "source"),
+          json_object_get_double(dur), want);
+    seen++;
+  }
+  CHECK(seen == 2, "%d collectives timed on the GPU, want 2", seen);
+  json_object_put(arr);
+  fx_close(&f);
 }
 
 TL_MAIN("pipeline/assemble")
