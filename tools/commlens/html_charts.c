@@ -76,7 +76,7 @@ static void chart_exposure(hp_page *p) {
   }
   char *rd = p->reading[HP_EXPOSURE], a[32], b[32], c[32];
   size_t rn = sizeof p->reading[0];
-  if (!have) snprintf(rd, rn, "no exposure data: the traces were recorded without CUPTI (COMMLENS_CUPTI=on)");
+  if (!have) snprintf(rd, rn, "no exposure data: the traces were recorded without CUPTI (COMMLENS_CUPTI=off, or CUPTI unavailable)");
   else {
     double cu = p->an->ra[most].comm_union;
     snprintf(rd, rn, "rank %d (%s) exposes the most communication: %s of %s (%.0f%% hidden); the median rank exposes %s",
@@ -87,7 +87,7 @@ static void chart_exposure(hp_page *p) {
   hp_section(p, HP_EXPOSURE);
   if (!have) {
     hp_placeholder(p, "No exposure data in any trace: exposed communication needs the GPU's kernels from CUPTI. "
-                      "Run the job with COMMLENS_CUPTI=on to see how much communication compute did not hide.");
+                      "It is on by default: check that COMMLENS_CUPTI is not off and the summary's \"GPU timing\" line for why CUPTI was unavailable.");
   } else {
     x.u = hp_unit_for(maxc);
     for (int s = 0; s < 3; s++) for (int i = 0; i < n; i++) x.v[s][i] /= x.u.div;
