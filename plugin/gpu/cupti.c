@@ -390,6 +390,7 @@ static void reprobe(void) {
            "lets go (torch.profiler keeps it until exit); collectives keep NCCL's own timing",
            g.status);
     for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;   /* theirs now: never disable them */
+    atomic_store_explicit(&g_stream_id_fn, NULL, memory_order_release);   /* no join meanwhile */
     /* buffers CUPTI held may now go to the other tool's callbacks: stop counting them */
     pthread_mutex_lock(&g.mu);
     g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
@@ -397,6 +398,7 @@ static void reprobe(void) {
   } else if (g.state == CUPTI_SUSPENDED && r == CUPTI_SUCCESS) {
     if (arm() == 0) {
       g.state = CUPTI_ACTIVE;
+      if (api.cuptiGetStreamIdEx) atomic_store_explicit(&g_stream_id_fn, api.cuptiGetStreamIdEx, memory_order_release);
       snprintf(g.status, sizeof g.status, "active (CUPTI %u, resumed)", g.version);
       cl_log(CL_LOG_INFO, "CUPTI is free again; GPU kernel data resumes");
     }
@@ -409,6 +411,7 @@ void cl_cupti_displaced(void) {
   if (g.state != CUPTI_ACTIVE) return;
   g.state = CUPTI_DISPLACED;
   for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;
+  atomic_store_explicit(&g_stream_id_fn, NULL, memory_order_release);   /* CUPTI is the other client's */
   pthread_mutex_lock(&g.mu);
   g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
   pthread_mutex_unlock(&g.mu);

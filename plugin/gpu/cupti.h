@@ -44,8 +44,9 @@ int cl_cupti_recording(void);
 /* 1 while the driver API launch records are on (COMMLENS_CUPTI=full): NCCL's kernels are then
  * known by correlation id; else by stream and launch order (gpu_join.h). */
 int cl_cupti_launch_records(void);
-/* CUPTI's id of a CUDA stream, plus one (0: unknown, or CUPTI not running). Any thread, while
- * the stream is alive: NCCL's shim asks at each KernelLaunch. */
+/* CUPTI's id of a CUDA stream, plus one (0: unknown, or CUPTI not recording for us: never
+ * asked then, while another tool has it). Any thread, while the stream is alive: NCCL's shim
+ * asks at each KernelLaunch. */
 uint32_t cl_cupti_stream_id(uint64_t stream);
 /* Another client took CUPTI's records (see gpu_join.h cl_gj_launches_lost): stop for good,
  * touching nothing of CUPTI's, with one message. */

@@ -259,12 +259,14 @@ TL_TEST(takeover_suspends_and_resumes) {
   int f0 = *flushes;
   cl_cupti_flush(0);
   CHECK(g.state == CUPTI_SUSPENDED && *flushes == f0, "flushed another tool's session");
+  CHECK(cl_cupti_stream_id(0x1230) == 0, "stream ids asked of CUPTI while another tool has it");
   cl_cupti_stats st; cl_cupti_get_stats(&st);
   CHECK(!st.active && strstr(st.status, "suspended"), "status %s", st.status);
   unsetenv("FAKE_BUSY");                 /* and ends */
   g.next_probe = 0;
   cl_cupti_flush(0);
   CHECK(g.state == CUPTI_ACTIVE && *flushes == f0 + 1, "not resumed");
+  CHECK(cl_cupti_stream_id(0x1230) == 0x124, "no stream ids after resuming");
   cl_cupti_stop();
 }
 
@@ -282,6 +284,7 @@ TL_TEST(displaced_leaves_cupti_alone) {
   int f0 = *flushes, r0 = *reg, d0 = dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];
   cl_cupti_displaced();
   CHECK(!cl_cupti_recording(), "still recording");
+  CHECK(cl_cupti_stream_id(0x1230) == 0, "stream ids asked of CUPTI after displacement");
   CHECK(g_logs == 1 && strstr(g_last, "another client"), "message: %d '%s'", g_logs, g_last);
   cl_cupti_displaced();
   CHECK(g_logs == 1, "said twice");
