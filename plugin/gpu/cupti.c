@@ -63,8 +63,11 @@ _Static_assert(offsetof(CUpti_ActivityMemcpy6, correlationId) == offsetof(CUpti_
 _Static_assert(offsetof(CUpti_ActivityMemset4, correlationId) == offsetof(CUpti_ActivityMemset3, correlationId), "memset layout");
 
 #define CL_CUPTI_MIN_VERSION 19u          /* CUPTI API v19 = CUDA 12.0 */
-#define CL_CUPTI_BUF_BYTES (8u << 20)
-#define CL_CUPTI_MAX_BUFS 8               /* 64 MiB at most, in CUPTI's hands or ours */
+/* CUPTI fills a buffer per launching thread and hands each back (every 100 ms, when its records
+ * are complete) before asking for another: many threads, each with a buffer out, want many
+ * buffers, not big ones (a 2 MiB buffer holds ~10,000 kernel records). */
+#define CL_CUPTI_BUF_BYTES (2u << 20)
+#define CL_CUPTI_MAX_BUFS 32              /* 64 MiB at most, in CUPTI's hands or ours */
 #define CL_CUPTI_NAMES 16384              /* interned kernel names, at most */
 #define CL_CUPTI_REPROBE_NS 1000000000ull
 
