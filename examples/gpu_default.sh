@@ -5,9 +5,10 @@
 #   1. CUPTI's cost per kernel launch by mechanism (bench/cupti_cost.cu: none, kernel records,
 #      + the stream-id lookup the default makes at each NCCL launch, + driver API records as
 #      COMMLENS_CUPTI=full), 3 interleaved rounds;
-#   2. the example job in the default mode: 4 ranks with rank 2 delayed, alternating AllReduce
-#      and SendRecv (a join that slips by one launch shows as a kernel of the other op), hidden
-#      compute (exposure against examples/check_exposure.py), CUDA-graph replays;
+#   2. the example job in the default mode: 4 ranks with rank 2 delayed 10 ms (and the same
+#      with COMMLENS_CUPTI=full, whose join checks the default's), AllReduce and SendRecv (a join
+#      that slips at the switch shows as a kernel of the other op), hidden compute (exposure
+#      against examples/check_exposure.py), CUDA-graph replays;
 #   3. PyTorch DDP (its own NCCL), 2 ranks on the GPU, rank 1 a straggler, default mode;
 #   4. collective latency of the example job, 2 ranks, 8 B .. 256 KiB, interleaved rounds of no
 #      plugin, COMMLENS_CUPTI=off, the default, and full.
@@ -45,7 +46,12 @@ run() {  # name nranks extra-clex-args... (the caller's COMMLENS_* settings, non
 }
 # 2. the example job, default mode
 want job && {
-run def_delay4 4 --ops allreduce,sendrecv --min-bytes 8 --max-bytes 1M --factor 8 --iters 10 --delay-rank 2 --delay-us 3000
+DELAY4="--ops allreduce,sendrecv --min-bytes 8 --max-bytes 1M --factor 8 --iters 10 --delay-rank 2 --delay-us 10000"
+# shellcheck disable=SC2086 # a list of clex arguments
+run def_delay4 4 $DELAY4
+# the same with full: its correlation join checks the stream join on this job too (stream_join)
+# shellcheck disable=SC2086
+COMMLENS_CUPTI=full run full_delay4 4 $DELAY4
 run def_overlap 2 --ops allreduce --min-bytes 64K --max-bytes 4M --factor 4 --iters 8 --compute overlap --compute-us 300
 run def_graph 2 --graph 1 --ops allreduce,sendrecv --min-bytes 64K --max-bytes 4M --factor 4 --iters 5 --warmup 1
 }
