@@ -12,9 +12,10 @@
 #define LAUNCH_KEEP_NS 5000000000ull   /* KernelLaunch windows kept this long */
 #define HOLD_NS 300000000ull           /* a kernel whose launch record is missing waits this long */
 #define EXPO_LAG_NS 1000000000ull      /* compute records can arrive this late (CUPTI buffers) */
-#define NWIN 8192                      /* KernelLaunch windows remembered */
+#define NWIN 65536                     /* KernelLaunch windows remembered (0.5 s at 100k launches/s) */
 #define NCORR (1u << 16)               /* correlation ids classified (direct-mapped) */
-#define NSPAN 16384                    /* launch groups with a known kernel span */
+#define NSPAN 65536                    /* launch groups with a known kernel span */
+#define SPAN_WAYS 8                    /* ... in sets of this many slots; the oldest goes first */
 #define NHOLD 65536                    /* kernel records waiting for their launch record */
 #define NMARK 1024                     /* open NVTX ranges (direct-mapped by id) */
 #define NGK 8192                       /* replayed NCCL kernels waiting for a collective */
@@ -45,15 +46,19 @@ typedef struct { uint64_t group; uint32_t comm; pend_k k; } join_ent;
  * two threads (PyTorch: the main thread and autograd's) gets its records out of order, at times
  * later than SETTLE_NS: such a record redoes the joins after it (repair()). */
 typedef struct {
-  uint32_t dev, sid;                   /* sid: CUPTI stream id + 1; 0: slot unused */
-  uint64_t wnext;                      /* this stream's windows before it are joined or passed */
+  uint32_t dev, sid;                   /* sid: CUPTI stream id + 1 (SID_ANY: launches whose stream
+                                          id is unknown); dev DEV_ANY until a kernel says it */
+  uint64_t *w;                         /* its launches (window numbers), in start order */
+  size_t wh, wn, wcap;                 /* waiting: w[wh..wn) */
   pend_k *k;
   size_t head, n, cap;                 /* waiting: k[head..n) */
   join_ent hist[NHIST];
   uint64_t nhist;
 } stream_q;
+#define SID_ANY UINT32_MAX
+#define DEV_ANY UINT32_MAX
 typedef struct { uint32_t corr; uint8_t cls; uint64_t group; uint32_t comm; } corr_ent; /* cls: 1 nccl 2 other */
-typedef struct { uint64_t group; uint32_t comm, dev; uint64_t s, e; } span_ent;
+typedef struct { uint64_t group; uint32_t comm, dev; uint64_t s, e, seq; } span_ent;
 typedef struct { uint64_t s, e; const char *name; uint32_t dev; uint8_t claimed; } gk_ent;
 
 /* What the join keeps per participant (one GPU's trace): its exposure totals, windows and
@@ -82,6 +87,7 @@ struct cl_gj {
   uint64_t repaired;                     /* joins redone for a late record */
   corr_ent corr[NCORR];
   span_ent span[NSPAN];
+  uint64_t nspan;                        /* spans set, numbering them */
   cl_gpu_activity *hold;
   uint32_t nhold;
   uint64_t hold_since[NHOLD];
@@ -228,14 +234,18 @@ void cl_gj_free(cl_gj *g) {
   cl_expo_free(g->expo);
   for (int i = 0; i < CL_MAX_PARTS; i++) cl_expo_agg_free(g->part[i].agg);
   free(g->hold);
-  for (int i = 0; g->sq && i < NSQ; i++) free(g->sq[i].k);
+  for (int i = 0; g->sq && i < NSQ; i++) { free(g->sq[i].k); free(g->sq[i].w); }
   free(g->sq);
   free(g);
 }
 
+static void queue_window(cl_gj *g, uint64_t seq);
+
 void cl_gj_kernel_launch(cl_gj *g, const cl_gj_launch *l) {
-  g->win[g->nwin_total++ % NWIN] = (kl_win){l->tid, l->start, l->stop, l->group, l->comm, l->dev,
-                                             l->stream_id, 0, l->captured != 0, 0, 0};
+  uint64_t seq = g->nwin_total++;
+  g->win[seq % NWIN] = (kl_win){l->tid, l->start, l->stop, l->group, l->comm, l->dev,
+                                l->stream_id, 0, l->captured != 0, 0, 0};
+  if (!l->captured) queue_window(g, seq);
 }
 
 void cl_gj_join_check(const cl_gj *g, uint64_t *agree, uint64_t *differ, uint64_t *repaired) {
@@ -255,9 +265,18 @@ static kl_win *find_window(cl_gj *g, const cl_gpu_activity *l) {
   return NULL;
 }
 
-static span_ent *span_slot(cl_gj *g, uint64_t group, uint32_t comm) {
-  uint32_t h = (uint32_t)((group * 0x9E3779B97F4A7C15ull + comm) >> 40) % NSPAN;
-  return &g->span[h];
+/* The slot of (group, comm): its own, or with `make` an empty one or the oldest of its set
+ * (spans are read within seconds; at 100k launches a second a set of 8 holds them). NULL: none. */
+static span_ent *span_slot(cl_gj *g, uint64_t group, uint32_t comm, int make) {
+  uint32_t h = (uint32_t)((group * 0x9E3779B97F4A7C15ull + comm) >> 40) % NSPAN & ~(uint32_t)(SPAN_WAYS - 1);
+  span_ent *set = &g->span[h], *old = set;
+  for (int i = 0; i < SPAN_WAYS; i++) {
+    if (set[i].group == group && set[i].comm == comm && group) return &set[i];
+    if (set[i].seq < old->seq) old = &set[i];
+  }
+  if (!make) return NULL;
+  for (int i = 0; i < SPAN_WAYS; i++) if (!set[i].group) return &set[i];
+  return old;
 }
 
 /* Fallback only (CUDA-graph replays, ABI < v5): NCCL's kernel names, demangled or not
@@ -291,8 +310,8 @@ static void add_graph_kernel(cl_gj *g, const cl_gpu_activity *k, int replay) {
 
 /* A launch group's kernel span: the union of its kernels'. */
 static void set_span(cl_gj *g, uint64_t group, uint32_t comm, const cl_gpu_activity *k) {
-  span_ent *s = span_slot(g, group, comm);
-  if (s->group != group || s->comm != comm) *s = (span_ent){group, comm, k->device, k->start_ns, k->end_ns};
+  span_ent *s = span_slot(g, group, comm, 1);
+  if (s->group != group || s->comm != comm) *s = (span_ent){group, comm, k->device, k->start_ns, k->end_ns, ++g->nspan};
   else { if (k->start_ns < s->s) s->s = k->start_ns; if (k->end_ns > s->e) s->e = k->end_ns; }
 }
 
@@ -331,22 +350,59 @@ const char *cl_gj_graph_name(uint64_t tag) {
 }
 
 /* ---- the join by stream and launch order ---- */
-static int window_of(const kl_win *w, const stream_q *q) {
-  return !w->joined && !w->captured && !w->passed && (!w->sid || w->sid == q->sid) &&
-         (w->dev < 0 || (uint32_t)w->dev == q->dev);
+/* The queue of stream `sid` on `dev` (DEV_ANY: whatever device it has; a queue whose device is
+ * not known yet takes the first it is asked with), made if `make`; NULL when all NSQ are used. */
+static stream_q *stream_of(cl_gj *g, uint32_t dev, uint32_t sid, int make) {
+  stream_q *q = g->sq, *e = g->sq + NSQ;
+  for (; q < e && q->sid; q++) {
+    if (q->sid != sid) continue;
+    if (dev == DEV_ANY || q->dev == dev) return q;
+    if (q->dev == DEV_ANY) { q->dev = dev; return q; }
+  }
+  if (q == e || !make) return NULL;
+  q->sid = sid;
+  q->dev = dev;
+  return q;
 }
 
-/* q's waiting launch that started first (KernelLaunch events of one stream can come from
- * several threads, so not in start order), or nwin_total. Moves q->wnext past what is done. */
-static uint64_t oldest_window(cl_gj *g, stream_q *q) {
+/* A launch into its stream's queue, in start order (a stream's launches can come from several
+ * threads, so not always in arrival order). Too many waiting: the oldest is given up. */
+static void queue_window(cl_gj *g, uint64_t seq) {
+  const kl_win *nw = &g->win[seq % NWIN];
+  stream_q *q = stream_of(g, nw->dev < 0 ? DEV_ANY : (uint32_t)nw->dev, nw->sid ? nw->sid : SID_ANY, 1);
+  if (!q) return;
+  if (q->wh && q->wn == q->wcap) {
+    memmove(q->w, q->w + q->wh, (q->wn - q->wh) * sizeof *q->w);
+    q->wn -= q->wh;
+    q->wh = 0;
+  }
+  if (q->wn - q->wh >= NWIN) q->wh++;
+  if (cl_grow(&q->w, &q->wcap, q->wn + 1, sizeof *q->w, 256, NWIN + 1) != 0) return;
+  size_t j = q->wn++;
+  while (j > q->wh && g->win[q->w[j - 1] % NWIN].start > nw->start) { q->w[j] = q->w[j - 1]; j--; }
+  q->w[j] = seq;
+}
+
+/* The first waiting launch of queue q (dropping what was joined, passed or overwritten), or NULL. */
+static kl_win *first_window(cl_gj *g, stream_q *q) {
   uint64_t lo = g->nwin_total > NWIN ? g->nwin_total - NWIN : 0;
-  if (q->wnext < lo) q->wnext = lo;
-  while (q->wnext < g->nwin_total && !window_of(&g->win[q->wnext % NWIN], q)) q->wnext++;
-  uint64_t best = g->nwin_total;
-  for (uint64_t i = q->wnext; i < g->nwin_total; i++)
-    if (window_of(&g->win[i % NWIN], q) && (best == g->nwin_total || g->win[i % NWIN].start < g->win[best % NWIN].start))
-      best = i;
-  return best;
+  while (q && q->wh < q->wn) {
+    uint64_t seq = q->w[q->wh];
+    kl_win *w = &g->win[seq % NWIN];
+    if (seq >= lo && !w->joined && !w->passed) return w;
+    q->wh++;
+  }
+  if (q && q->wh == q->wn) q->wh = q->wn = 0;
+  return NULL;
+}
+
+/* q's waiting launch that started first: its own, or one whose stream id is unknown (same or
+ * unknown device). */
+static kl_win *oldest_window(cl_gj *g, stream_q *q) {
+  kl_win *w = first_window(g, q);
+  stream_q *any = stream_of(g, q->dev, SID_ANY, 0);
+  kl_win *a = any && any != q ? first_window(g, any) : NULL;
+  return !w || (a && a->start < w->start) ? a : w;
 }
 
 /* An NCCL kernel no launch is known for: pooled like a graph replay (gpu_join.h). */
@@ -367,8 +423,8 @@ static void check_join(cl_gj *g, const join_ent *j, int sign) {
 
 /* A launch group's span from its joins (a group whose work took several launches has several). */
 static void respan(cl_gj *g, stream_q *q, uint64_t group, uint32_t comm) {
-  span_ent *sp = span_slot(g, group, comm);
-  if (sp->group == group && sp->comm == comm) sp->group = 0;
+  span_ent *sp = span_slot(g, group, comm, 0);
+  if (sp) sp->group = 0;
   uint64_t lo = q->nhist > NHIST ? q->nhist - NHIST : 0;
   for (uint64_t i = lo; i < q->nhist; i++) {
     const join_ent *j = &q->hist[i % NHIST];
@@ -424,8 +480,7 @@ static void pump(cl_gj *g, stream_q *q, uint64_t now, int final) {
   while (q->head < q->n) {
     const pend_k *k = &q->k[q->head];
     if (!final && (k->e + SETTLE_NS > now || k->s + WIN_LAG_NS > now)) break;
-    uint64_t i = oldest_window(g, q);
-    kl_win *w = i < g->nwin_total ? &g->win[i % NWIN] : NULL;
+    kl_win *w = oldest_window(g, q);
     if (w && k->s > w->stop + LAUNCH_KEEP_NS) { w->passed = 1; continue; }
     q->head++;
     if (!w || k->s < w->start) { if (g->by_stream) no_launch(g, k); continue; }
@@ -453,13 +508,10 @@ static void queue_pending(stream_q *q, const pend_k *pk, cl_gj *g) {
 
 /* An NCCL kernel record (not a replay) for its stream's join. */
 static void queue_kernel(cl_gj *g, const cl_gpu_activity *k, const corr_ent *known) {
-  uint32_t sid = k->stream + 1;
-  stream_q *q = g->sq;
-  while (q < g->sq + NSQ && q->sid && !(q->sid == sid && q->dev == k->device)) q++;
+  stream_q *q = stream_of(g, k->device, k->stream + 1, 1);
   pend_k pk = {k->start_ns, k->end_ns, known ? known->group : 0, k->name, k->device, known ? known->comm : 0,
                k->correlation, known != NULL};
-  if (q == g->sq + NSQ) { if (g->by_stream) no_launch(g, &pk); return; }   /* too many streams */
-  if (!q->sid) { q->sid = sid; q->dev = k->device; }
+  if (!q) { if (g->by_stream) no_launch(g, &pk); return; }   /* too many streams */
   if (q->nhist && corr_before(pk.corr, q->hist[(q->nhist - 1) % NHIST].k.corr)) repair(g, q, &pk);
   else queue_pending(q, &pk, g);
 }
@@ -545,8 +597,8 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
 }
 
 int cl_gj_span(cl_gj *g, uint64_t group, uint32_t comm, uint64_t *s, uint64_t *e, uint32_t *dev) {
-  span_ent *x = span_slot(g, group, comm);
-  if (!group || x->group != group || x->comm != comm) return 0;
+  span_ent *x = span_slot(g, group, comm, 0);
+  if (!x) return 0;
   *s = x->s;
   *e = x->e;
   *dev = x->dev;
@@ -568,7 +620,7 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
     if (!use_kernel(g, &g->hold[i], force)) { g->hold_since[k] = g->hold_since[i]; g->hold[k++] = g->hold[i]; }
   }
   g->nhold = k;
-  for (stream_q *q = g->sq; g->sq && q < g->sq + NSQ && q->sid; q++) pump(g, q, now, final);
+  for (stream_q *q = g->sq; g->sq && q < g->sq + NSQ && q->sid; q++) if (q->sid != SID_ANY) pump(g, q, now, final);
   /* replayed kernels no collective claimed in time count on their own */
   while (g->gk_next < g->ngk && (final || g->gk[g->gk_next % NGK].e + GRAPH_HOLD_NS < now))
     release_graph(g, &g->gk[g->gk_next++ % NGK]);
@@ -587,7 +639,7 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
 }
 
 void cl_gj_join_all(cl_gj *g) {
-  for (stream_q *q = g->sq; q < g->sq + NSQ && q->sid; q++) pump(g, q, 0, 1);
+  for (stream_q *q = g->sq; q < g->sq + NSQ && q->sid; q++) if (q->sid != SID_ANY) pump(g, q, 0, 1);
 }
 
 void cl_gj_steps(cl_gj *g, cl_part *p, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum,

@@ -449,6 +449,30 @@ TL_TEST(stream_order_repairs_a_late_record) {
   done(g, ps);
 }
 
+/* A job of small collectives: 30,000 launches in 0.3 s on two streams (100k per second), all
+ * waiting together for their records to settle: every one is joined to its own kernel. */
+TL_TEST(stream_order_keeps_up_with_100k_launches_a_second) {
+  cl_parts *ps = one_gpu();
+  uint64_t T = 10 * SEC;
+  cl_gj *g = stream_join(ps, T);
+  REQUIRE(g, "alloc");
+  const uint32_t n = 30000;
+  for (uint32_t i = 0; i < n; i++) launch_on(g, T + (uint64_t)i * 10000, 1000 + i, 2 + i % 2, 0);
+  for (uint32_t i = 0; i < n; i++) {
+    cl_gpu_activity k = kern_on(T + (uint64_t)i * 10000 + 5000, T + (uint64_t)i * 10000 + 9000, 2 + i % 2, k_nccl, 100 + i);
+    cl_gj_activity(g, &k);
+  }
+  cl_gj_advance(g, T + 2 * SEC, 0);
+  cl_gj_counts c;
+  cl_gj_totals(g, cl_parts_at(ps, 0), &c);
+  CHECK(c.by_stream == n && c.no_launch == 0, "joined %llu of %u, %llu without a launch", (unsigned long long)c.by_stream,
+        n, (unsigned long long)c.no_launch);
+  CHECK(span_is(g, 1000 + n - 1, T + (uint64_t)(n - 1) * 10000 + 5000, T + (uint64_t)(n - 1) * 10000 + 9000) &&
+        span_is(g, 1000 + n / 2, T + (uint64_t)(n / 2) * 10000 + 5000, T + (uint64_t)(n / 2) * 10000 + 9000),
+        "a launch got another's kernel");
+  done(g, ps);
+}
+
 /* With launch records on (full), the join by stream order runs as a check beside the
  * correlation's: here they agree on every launch. */
 TL_TEST(stream_order_checked_against_correlation) {
