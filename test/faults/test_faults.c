@@ -210,21 +210,22 @@ static void kill_case(int sig, unsigned seed) {
     if (tr_load(&t, paths[0], err, sizeof err) == 0) {
       colls = (long)tr_count(&t, 'X', "coll");
       tr_free(&t);
-    } else if (sig == SIGKILL) {
-      /* SIGKILL can land inside a flush's write (the kernel stops a write to a file at a page
+    } else {
+      /* A fatal signal (SIGKILL, or SIGTERM with its default action: the plugin installs no
+       * handlers) can land inside a flush's write (the kernel stops a write to a file at a page
        * when a fatal signal is pending), so the file can end mid-event; no ordering of writes
-       * into one growing file avoids that (docs/decisions.md). The CLI reads such a file to
-       * its last complete event and reports it truncated; that is the promise checked. */
+       * into one growing file avoids that (docs/decisions.md). Seen with SIGTERM in a soak run:
+       * a trace cut at 1,654,784 bytes, a page boundary. The CLI reads such a file to its last
+       * complete event and reports it truncated; that is the promise checked. */
       cl_info info;
       memset(&info, 0, sizeof info);
       colls = 0;
       int rc = cl_trace_scan(paths[0], count_colls, &colls, &info, 0);
       CHECK(rc == 0 && info.truncated && !info.has_stats, "torn trace %s: rc %d truncated %d: %s", paths[0], rc,
             info.truncated, info.msg);
-      fprintf(stderr, "  killed inside a write after %d ms: %ld collectives read to the tear\n", delay_ms, colls);
+      fprintf(stderr, "  signal %d inside a write after %d ms: %ld collectives read to the tear (%s)\n", sig, delay_ms,
+              colls, err);
       cl_info_free(&info);
-    } else {
-      CHECK(0, "%s: %s", paths[0], err);
     }
     free(paths[0]);
     if (colls < 0) { fprintf(stderr, "  kept %s (killed after %d ms)\n", dir, delay_ms); return; }
