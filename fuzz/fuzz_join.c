@@ -3,6 +3,9 @@
  * NCCL KernelLaunch windows, CUPTI launch, kernel (plain and CUDA-graph replays), memcpy and
  * NVTX records, collectives queued for exposure, graph claims, coverage starts and stops, and
  * watermark advances, on four communicators spread over up to three GPUs of one process.
+ * Odd-sized inputs run the join by stream and launch order (COMMLENS_CUPTI=kernels: launches
+ * carry stream ids and devices, some are captured, kernels come in any correlation order),
+ * even-sized ones the join by correlation id with the stream join as its check.
  * Oracle: no sanitizer report; every reported exposure lies within its span, every
  * participant's exposed time within its communication time, and the participants' trace
  * bodies stay valid JSON text. */
@@ -70,10 +73,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     case 7: { uint64_t ks, ke; cl_gj_graph_claim(g, dev, t, t + d, &ks, &ke); break; }
     case 8: if (o[14] & 1) cl_gj_start(g, t); else cl_gj_stop(g, t); break;
-    case 9: cl_gj_advance(g, t + d * 1000, o[15] == 0xff); base += d; break;
+    case 9:
+      if (o[14] == 0x77) cl_gj_join_all(g);   /* the end of a run's joins, mid-stream */
+      cl_gj_advance(g, t + d * 1000, o[15] == 0xff);
+      base += d;
+      break;
     default: { uint64_t last; cl_gj_launches_lost(g, t + d * 10000, &last); (void)cl_gj_covered(g, t); }
     }
   }
+  cl_gj_join_all(g);                                 /* as the writer's last pass does */
   cl_gj_advance(g, base + 100000000000ull, 1);
   for (size_t i = 0; i < cl_parts_count(ps); i++) {
     cl_part *p = cl_parts_at(ps, i);
