@@ -720,8 +720,10 @@ int h_find_files(const char *dir, const char *suffix, char **paths, int max) {
   return n;
 }
 
-int h_wait_trace_bytes(const char *dir, long min_bytes) {
-  for (int waited = 0; waited < 60000; waited += 5) {
+int h_wait_trace_bytes(const char *dir, long min_bytes) { return h_wait_trace_bytes_ms(dir, min_bytes, 60000); }
+
+int h_wait_trace_bytes_ms(const char *dir, long min_bytes, int ms) {
+  for (int waited = 0; waited < ms; waited += 5) {
     char *paths[2];
     int n = h_find_traces(dir, paths, 2);
     struct stat sb;

@@ -164,6 +164,8 @@ int h_find_traces(const char *dir, char **paths, int max);
 /* Waits (up to 60 s, polling) until dir holds a trace of more than min_bytes: a condition to
  * wait for where a low-priority writer can take seconds under load. 0 once it does, -1 if not. */
 int h_wait_trace_bytes(const char *dir, long min_bytes);
+/* The same, giving up after `ms` milliseconds. */
+int h_wait_trace_bytes_ms(const char *dir, long min_bytes, int ms);
 /* Loads the one trace file of dir into *t (CHECK-fails unless there is exactly one and it parses;
  * path_out, if given, receives its path). Returns 0, or -1 after a failed CHECK. */
 int h_load_one_trace(const char *dir, tr_trace *t, char *path_out, size_t pn);
