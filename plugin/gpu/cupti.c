@@ -84,6 +84,10 @@ static struct {
 #undef FN
 /* cuptiGetStreamIdEx, set once CUPTI is loaded and bound; read by any thread (NCCL's launching threads). */
 static _Atomic(__typeof__(api.cuptiGetStreamIdEx)) g_stream_id_fn;
+/* Lets NCCL's launching threads ask for stream ids (on: while CUPTI records for us), or not. */
+static void offer_stream_ids(int on) {
+  atomic_store_explicit(&g_stream_id_fn, on ? api.cuptiGetStreamIdEx : NULL, memory_order_release);
+}
 
 typedef struct { uint8_t *buf; size_t valid; } done_buf;
 
@@ -369,8 +373,7 @@ int cl_cupti_start(void) {
     if (cxx) *(void **)&g.demangle = dlsym(cxx, "__cxa_demangle");
   }
   g.state = CUPTI_ACTIVE;
-  if (api.cuptiGetStreamIdEx)   /* the join by stream order (with launch records: its check) */
-    atomic_store_explicit(&g_stream_id_fn, api.cuptiGetStreamIdEx, memory_order_release);
+  offer_stream_ids(1);   /* the join by stream order (with launch records: its check) */
   g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
   snprintf(g.status, sizeof g.status, "active (CUPTI %u%s)", v,
            g.ts_offset ? ", timestamps by offset" : "");
@@ -393,7 +396,7 @@ static void reprobe(void) {
            "lets go (torch.profiler keeps it until exit); collectives keep NCCL's own timing",
            g.status);
     for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;   /* theirs now: never disable them */
-    atomic_store_explicit(&g_stream_id_fn, NULL, memory_order_release);   /* no join meanwhile */
+    offer_stream_ids(0);   /* no join meanwhile */
     /* buffers CUPTI held may now go to the other tool's callbacks: stop counting them */
     pthread_mutex_lock(&g.mu);
     g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
@@ -401,7 +404,7 @@ static void reprobe(void) {
   } else if (g.state == CUPTI_SUSPENDED && r == CUPTI_SUCCESS) {
     if (arm() == 0) {
       g.state = CUPTI_ACTIVE;
-      if (api.cuptiGetStreamIdEx) atomic_store_explicit(&g_stream_id_fn, api.cuptiGetStreamIdEx, memory_order_release);
+      offer_stream_ids(1);
       snprintf(g.status, sizeof g.status, "active (CUPTI %u, resumed)", g.version);
       cl_log(CL_LOG_INFO, "CUPTI is free again; GPU kernel data resumes");
     }
@@ -414,7 +417,7 @@ void cl_cupti_displaced(void) {
   if (g.state != CUPTI_ACTIVE) return;
   g.state = CUPTI_DISPLACED;
   for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;
-  atomic_store_explicit(&g_stream_id_fn, NULL, memory_order_release);   /* CUPTI is the other client's */
+  offer_stream_ids(0);   /* CUPTI is the other client's */
   pthread_mutex_lock(&g.mu);
   g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
   pthread_mutex_unlock(&g.mu);
@@ -590,7 +593,7 @@ void cl_cupti_stop(void) {
     disable_ours();
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
-  atomic_store_explicit(&g_stream_id_fn, NULL, memory_order_release);
+  offer_stream_ids(0);
   cupti_state was = g.state;
   g.state = CUPTI_UNTRIED;   /* a later start (after a new init) may arm again */
   /* buffers still queued are lost: the writer drains before calling stop */

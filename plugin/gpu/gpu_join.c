@@ -220,10 +220,10 @@ cl_gj *cl_gj_new(cl_parts *parts, int by_stream) {
   if (!g) return NULL;
   g->parts = parts;
   g->by_stream = by_stream;
-  g->hold = malloc(NHOLD * sizeof *g->hold);
+  if (!by_stream) g->hold = malloc(NHOLD * sizeof *g->hold);   /* kernels wait for launch records */
   g->expo = cl_expo_new(NULL, on_result, g);
   g->sq = calloc(NSQ, sizeof *g->sq);
-  if (!g->hold || !g->expo || !g->sq) { cl_gj_free(g); return NULL; }
+  if ((!by_stream && !g->hold) || !g->expo || !g->sq) { cl_gj_free(g); return NULL; }
   return g;
 }
 
@@ -365,19 +365,28 @@ static stream_q *stream_of(cl_gj *g, uint32_t dev, uint32_t sid, int make) {
   return q;
 }
 
+/* Room for one more at the end of the queue arr[*head..*n) (capacity *cap, at most `max`
+ * waiting, an array of at most `max_cap`): the consumed front is reused before the array grows.
+ * 0, or -1 when full. */
+static int queue_room(void *arr, size_t *head, size_t *n, size_t *cap, size_t elem, size_t max, size_t max_cap) {
+  char *a = *(char **)arr;
+  if (*head && *n == *cap) {
+    memmove(a, a + *head * elem, (*n - *head) * elem);
+    *n -= *head;
+    *head = 0;
+  }
+  if (*n - *head >= max) return -1;
+  return cl_grow(arr, cap, *n + 1, elem, 256, max_cap);
+}
+
 /* A launch into its stream's queue, in start order (a stream's launches can come from several
  * threads, so not always in arrival order). Too many waiting: the oldest is given up. */
 static void queue_window(cl_gj *g, uint64_t seq) {
   const kl_win *nw = &g->win[seq % NWIN];
   stream_q *q = stream_of(g, nw->dev < 0 ? DEV_ANY : (uint32_t)nw->dev, nw->sid ? nw->sid : SID_ANY, 1);
   if (!q) return;
-  if (q->wh && q->wn == q->wcap) {
-    memmove(q->w, q->w + q->wh, (q->wn - q->wh) * sizeof *q->w);
-    q->wn -= q->wh;
-    q->wh = 0;
-  }
   if (q->wn - q->wh >= NWIN) q->wh++;
-  if (cl_grow(&q->w, &q->wcap, q->wn + 1, sizeof *q->w, 256, NWIN + 1) != 0) return;
+  if (queue_room(&q->w, &q->wh, &q->wn, &q->wcap, sizeof *q->w, NWIN, NWIN + 1) != 0) return;
   size_t j = q->wn++;
   while (j > q->wh && g->win[q->w[j - 1] % NWIN].start > nw->start) { q->w[j] = q->w[j - 1]; j--; }
   q->w[j] = seq;
@@ -491,13 +500,8 @@ static void pump(cl_gj *g, stream_q *q, uint64_t now, int final) {
 
 /* Into the waiting list, in launch order. */
 static void queue_pending(stream_q *q, const pend_k *pk, cl_gj *g) {
-  if (q->head && q->n == q->cap) {                                       /* reuse the front */
-    memmove(q->k, q->k + q->head, (q->n - q->head) * sizeof *q->k);
-    q->n -= q->head;
-    q->head = 0;
-  }
-  if (q->n - q->head >= SQ_MAX ||
-      cl_grow(&q->k, &q->cap, q->n + 1, sizeof *q->k, 256, SQ_MAX) != 0) {   /* full: not joined */
+  /* full: not joined */
+  if (queue_room(&q->k, &q->head, &q->n, &q->cap, sizeof *q->k, SQ_MAX, SQ_MAX) != 0) {
     if (g->by_stream) no_launch(g, pk);
     return;
   }

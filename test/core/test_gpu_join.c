@@ -352,9 +352,11 @@ static int span_is(cl_gj *g, uint64_t group, uint64_t s, uint64_t e) {
   return cl_gj_span(g, group, 1, &gs, &ge, &dev) && gs == s && ge == e;
 }
 #define SEC 1000000000ull
-/* A join by stream order, recording from T (COMMLENS_CUPTI=kernels). */
-static cl_gj *stream_join(cl_parts *ps, uint64_t T) {
-  cl_gj *g = cl_gj_new(ps, 1);
+/* A join by stream order on one GPU's participants (*ps), recording from T
+ * (COMMLENS_CUPTI=kernels). */
+static cl_gj *stream_join(cl_parts **ps, uint64_t T) {
+  *ps = one_gpu();
+  cl_gj *g = *ps ? cl_gj_new(*ps, 1) : NULL;
   if (g) cl_gj_start(g, T);
   return g;
 }
@@ -367,9 +369,9 @@ static void done(cl_gj *g, cl_parts *ps) {
  * replays only), a compute kernel between NCCL's, records arriving out of launch order, a kernel
  * record ahead of its launch event: each launch group gets the k-th NCCL kernel of its stream. */
 TL_TEST(stream_order_joins_each_launch_to_its_kernel) {
-  cl_parts *ps = one_gpu();
+  cl_parts *ps;
   uint64_t T = 10 * SEC;
-  cl_gj *g = stream_join(ps, T);
+  cl_gj *g = stream_join(&ps, T);
   REQUIRE(g && cl_gj_by_stream(g), "alloc");
   cl_gj_on_exposed(g, on_exp, NULL);
   launch_on(g, T + 100, 10, 4, 0);          /* stream 4: groups 10, then captured 13, then 12 */
@@ -418,9 +420,9 @@ TL_TEST(stream_order_joins_each_launch_to_its_kernel) {
 /* A record that comes after later ones were joined (CUPTI's per-thread buffers): the joins are
  * redone, each launch gets its own kernel, and the next launch is not left one behind. */
 TL_TEST(stream_order_repairs_a_late_record) {
-  cl_parts *ps = one_gpu();
+  cl_parts *ps;
   uint64_t T = 10 * SEC;
-  cl_gj *g = stream_join(ps, T);
+  cl_gj *g = stream_join(&ps, T);
   REQUIRE(g, "alloc");
   for (int i = 0; i < 4; i++) launch_on(g, T + (uint64_t)i * 100, 30 + (uint64_t)i, 5, 0);   /* queued */
   cl_gpu_activity k[4];
@@ -452,9 +454,9 @@ TL_TEST(stream_order_repairs_a_late_record) {
 /* A job of small collectives: 30,000 launches in 0.3 s on two streams (100k per second), all
  * waiting together for their records to settle: every one is joined to its own kernel. */
 TL_TEST(stream_order_keeps_up_with_100k_launches_a_second) {
-  cl_parts *ps = one_gpu();
+  cl_parts *ps;
   uint64_t T = 10 * SEC;
-  cl_gj *g = stream_join(ps, T);
+  cl_gj *g = stream_join(&ps, T);
   REQUIRE(g, "alloc");
   const uint32_t n = 30000;
   for (uint32_t i = 0; i < n; i++) launch_on(g, T + (uint64_t)i * 10000, 1000 + i, 2 + i % 2, 0);
@@ -502,9 +504,9 @@ TL_TEST(stream_order_checked_against_correlation) {
 /* A launch whose kernel record never came (lost) does not shift every later kernel by one:
  * once a kernel starts LAUNCH_KEEP_NS after it, the launch is passed. */
 TL_TEST(stream_order_passes_a_launch_whose_kernel_never_came) {
-  cl_parts *ps = one_gpu();
+  cl_parts *ps;
   uint64_t T = 10 * SEC, s6 = 6 * SEC;
-  cl_gj *g = stream_join(ps, T);
+  cl_gj *g = stream_join(&ps, T);
   REQUIRE(g, "alloc");
   launch_on(g, T, 20, 2, 0);                 /* its kernel record is lost */
   launch_on(g, T + s6, 21, 2, 0);
@@ -520,10 +522,10 @@ TL_TEST(stream_order_passes_a_launch_whose_kernel_never_came) {
 /* Displacement by stream order: launches that stay unjoined while CUPTI still delivers kernel
  * records (a kernel name we do not know) are not "records gone"; no kernel record at all is. */
 TL_TEST(stream_order_tells_unknown_names_from_lost_records) {
-  cl_parts *ps = one_gpu();
   uint64_t T = 10 * SEC, ms = 1000000ull, ok = 0;
   for (int gone = 0; gone < 2; gone++) {
-    cl_gj *g = stream_join(ps, T);
+    cl_parts *ps;
+    cl_gj *g = stream_join(&ps, T);
     REQUIRE(g, "alloc");
     for (uint32_t i = 0; i < 20; i++) {
       uint64_t b = T + (uint64_t)i * 10 * ms;
@@ -536,9 +538,8 @@ TL_TEST(stream_order_tells_unknown_names_from_lost_records) {
     int lost = cl_gj_launches_lost(g, T + 2500 * ms, &ok);
     CHECK(lost == gone, "%s: lost %d", gone ? "records gone" : "unknown names", lost);
     if (gone) CHECK(ok == T + 40 * ms + 100, "last ok %llu", (unsigned long long)(ok - T));
-    cl_gj_free(g);
+    done(g, ps);
   }
-  cl_parts_free(ps);
 }
 
 TL_MAIN("core/gpu_join")
