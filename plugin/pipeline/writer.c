@@ -113,7 +113,8 @@ static void gpu_line(cl_part *p, const cl_run_stats *s, char *out, size_t n) {
   snprintf(out + k, n - (size_t)k, "NCCL kernels from CUPTI (%s), %llu of them joined to their "
            "launches; communication %.3f ms, exposed %.3f ms (%.1f%% hidden by compute)",
            cl_gj_by_stream(g_run.gj) ? "kernel records, joined by stream order" : "joined by correlation id",
-           (unsigned long long)(cl_gj_by_stream(g_run.gj) ? c.by_stream : c.launches_nccl), comm, ex,
+           /* this GPU's own count (launches_nccl is the process's: it may drive several GPUs) */
+           (unsigned long long)(cl_gj_by_stream(g_run.gj) ? c.by_stream : c.nccl_kernels - c.by_name), comm, ex,
            comm > 0 ? 100.0 * (1.0 - ex / comm) : 0.0);
 }
 
