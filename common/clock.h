@@ -15,6 +15,15 @@ static inline uint64_t cl_now(void) {
 int64_t cl_clock_best_offset(int (*read)(void *arg, int64_t *ns), void *arg, int reads, int64_t *err_ns);
 /* Measures realtime - monotonic; *err_ns gets half the width of the best bracketing read. */
 int64_t cl_clock_measure_offset(int64_t *err_ns);
+/* A CLOCK_REALTIME deadline `ms` milliseconds from now (for pthread_timedjoin_np). */
+static inline struct timespec cl_deadline_ms(int ms) {
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  long long ns = (long long)dl.tv_nsec + (long long)(ms % 1000) * 1000000ll;
+  dl.tv_sec += ms / 1000 + (time_t)(ns / 1000000000ll);
+  dl.tv_nsec = (long)(ns % 1000000000ll);
+  return dl;
+}
 /* Formats ns as microseconds with exactly three decimals ("123.456"); returns length. */
 int cl_fmt_us(char *buf, int64_t ns);
 #endif

@@ -98,6 +98,13 @@ static int p_flush_ms(const char *v) {
   return 0;
 }
 
+static int p_exit_wait(const char *v) {
+  uint64_t s;
+  if (parse_u64(v, &s, 1, 600)) return -1;
+  cl_cfg.exit_wait_ms = (int)s * 1000;
+  return 0;
+}
+
 /* "coll:A-B" (collectives A..B-1 counted from the first), "time:A-B" seconds since the first
  * communicator init (decimals allowed); B may be empty for "until the end". */
 static int p_window(const char *v) {
@@ -167,6 +174,11 @@ static const cl_var g_vars[] = {
   {"COMMLENS_RING_KB", "2048", "one thread's event buffer (KiB); rings share 3/4 of COMMLENS_BUFFER_MB, staging the rest", p_ring_kb},
   {"COMMLENS_GZIP", "0", "write .trace.json.gz instead of .trace.json", p_gzip},
   {"COMMLENS_FLUSH_MS", "250", "flush interval of the trace file (10..250 ms)", p_flush_ms},
+  {"COMMLENS_EXIT_WAIT_S", "30",
+   "longest the job's exit (or its last communicator's finalize) waits for a stuck writer thread "
+   "(1..600 s, both writer threads together; the drain thread at most 10 s of it); past it the "
+   "trace ends at its last complete flush, with one warning. Keep it below the scheduler's kill "
+   "grace (Kubernetes' default: 30 s after SIGTERM)", p_exit_wait},
   {"COMMLENS_WINDOW", "(everything)",
    "capture window: coll:A-B (collectives A..B) or time:A-B (seconds since the first "
    "communicator); B may be left out", p_window},
@@ -202,6 +214,7 @@ static void set_defaults(void) {
   cl_cfg.buffer_bytes = 64ull << 20;
   cl_cfg.ring_bytes = 2ull << 20;
   cl_cfg.flush_ms = 250;
+  cl_cfg.exit_wait_ms = 30000;
   cl_cfg.summary = CL_SUMMARY_PRINT;
   cl_cfg.cupti = CL_CUPTI_KERNELS;
   cl_cfg.rank = -1;

@@ -26,6 +26,7 @@ typedef struct {
   uint64_t ring_bytes;       /* one thread's ring */
   int gzip;
   int flush_ms;
+  int exit_wait_ms;          /* COMMLENS_EXIT_WAIT_S: how long exit waits for a writer thread */
   cl_window_kind window;
   uint64_t win_start, win_stop;  /* collectives (count) or nanoseconds since first init */
   cl_summary_mode summary;

@@ -16,14 +16,3 @@ demo: $(if $(strip $(NO_CLI_WHY)),,$(REPLAY))   # needs json-c (it reads traces)
 # sanitizer variants (mk/sanitize.mk) build test-bins into $(BUILD)/<variant>: the tool too, so
 # test/abi/test_real_runs finds a matching one next to the library it tests
 test-bins: $(REPLAY)
-
-# A stand-in libcuda (soname libcuda.so.1) that tells the plugin which GPU is current on each
-# thread: tests and replays of jobs that drive several GPUs from one process load it.
-FAKE_CUDA := $(BUILD)/libcommlens-fakecuda.so
-$(FAKE_CUDA): test/fakes/fake_cuda.c
-	$(Q)mkdir -p $(BUILD)
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
-replay: $(FAKE_CUDA)
-test: $(FAKE_CUDA)
-test-bins: $(FAKE_CUDA)
-demo: $(FAKE_CUDA)

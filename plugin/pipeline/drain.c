@@ -1,6 +1,7 @@
 /* drain.c: see drain.h. Never formats, never writes a file: rings -> staging at memory speed. */
 #include "plugin/pipeline/drain.h"
 #include "plugin/capture/ring.h"
+#include "common/clock.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -32,10 +33,8 @@ int cl_drain_start(cl_stage *st) {
   return pthread_create(&g_thr, NULL, drain_main, NULL) == 0 ? 0 : -1;
 }
 
-int cl_drain_stop(int timeout_s) {
-  struct timespec dl;
-  clock_gettime(CLOCK_REALTIME, &dl);
-  dl.tv_sec += timeout_s;
+int cl_drain_stop(int timeout_ms) {
+  struct timespec dl = cl_deadline_ms(timeout_ms);
   atomic_store(&g_stop, 1);
   if (pthread_timedjoin_np(g_thr, NULL, &dl) == 0) return 0;
   pthread_detach(g_thr);

@@ -7,6 +7,6 @@
 /* Starts the thread over `st` (borrowed until stop). 0, or -1 if it could not start. */
 int cl_drain_start(cl_stage *st);
 /* Stops it after one last pass (everything committed before the call). Waits up to
- * `timeout_s`: 0 if it ended, -1 if it was left running detached (staging is still its). */
-int cl_drain_stop(int timeout_s);
+ * `timeout_ms`: 0 if it ended, -1 if it was left running detached (staging is still its). */
+int cl_drain_stop(int timeout_ms);
 #endif

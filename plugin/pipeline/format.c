@@ -22,12 +22,13 @@ static cl_gpu_activity g_act[4096];
 
 static void feed(void *arg, const cl_rec *r) { cl_asm_feed(arg, r); }
 
-/* Formats staged records until `budget_ns` has passed (0: until staging is empty). */
-static uint64_t format_some(const cl_format_deps *d, uint64_t budget_ns) {
+/* Formats staged records until `budget_ns` has passed (0: until staging is empty) or, on the
+ * format thread, until it is asked to stop (`stop`, NULL on the stopper's thread). */
+static uint64_t format_some(const cl_format_deps *d, uint64_t budget_ns, _Atomic int *stop) {
   uint64_t t0 = cl_now(), done = 0;
   size_t got;
   if (!d->stage) return 0;
-  while ((got = cl_stage_take(d->stage, 256, feed, d->asm_)) > 0) {
+  while ((!stop || !atomic_load(stop)) && (got = cl_stage_take(d->stage, 256, feed, d->asm_)) > 0) {
     done += got;
     if (cl_parts_pending_bytes(d->parts) > BODY_FLUSH_BYTES) d->flush(0);
     if (budget_ns && cl_now() - t0 > budget_ns) break;
@@ -67,7 +68,7 @@ static void *format_main(void *arg) {
   uint64_t last_flush = cl_now(), last_busy = last_flush, last_cupti = last_flush;
   int idle_us = 200;
   while (!atomic_load(&g_stop)) {
-    uint64_t got = format_some(d, 5000000);
+    uint64_t got = format_some(d, 5000000, &g_stop);
     uint64_t now = cl_now();
     if (d->gj && now - last_cupti >= CUPTI_POLL_NS) {
       drain_cupti(d, 0);
@@ -75,6 +76,10 @@ static void *format_main(void *arg) {
       cl_gj_advance(d->gj, now, 0);
       last_cupti = now;
     }
+    /* Asked to stop while inside a call that took long (a CUPTI flush, a write): no new work,
+     * above all no new write. The stopper either joined us and finishes the run itself, or
+     * gave up on us and the trace ends at its last complete flush. */
+    if (atomic_load(&g_stop)) break;
     cl_asm_tick(d->asm_, now, 0);
     cl_window_tick(now - cl_proc.start_ns);
     if (now - last_flush >= (uint64_t)cl_cfg.flush_ms * 1000000ull) { d->flush(0); last_flush = now; }
@@ -89,7 +94,7 @@ static void *format_main(void *arg) {
 }
 
 void cl_format_backlog(cl_format_deps *d) {
-  format_some(d, 0);
+  format_some(d, 0, NULL);
   drain_cupti(d, 1);
   if (d->gj) cl_gj_join_all(d->gj);
   cl_asm_tick(d->asm_, cl_now(), 1);
@@ -101,11 +106,9 @@ int cl_format_start(cl_format_deps *d) {
   return pthread_create(&g_thr, NULL, format_main, d) == 0 ? 0 : -1;
 }
 
-int cl_format_stop(int timeout_s) {
-  struct timespec dl;
+int cl_format_stop(int timeout_ms) {
   atomic_store(&g_stop, 1);
-  clock_gettime(CLOCK_REALTIME, &dl);
-  dl.tv_sec += timeout_s;
+  struct timespec dl = cl_deadline_ms(timeout_ms);
   if (pthread_timedjoin_np(g_thr, NULL, &dl) == 0) return 0;
   pthread_detach(g_thr);
   return -1;

@@ -18,10 +18,10 @@ typedef struct {
 
 /* Starts the thread with borrowed `d` (kept until stop). 0, or -1 if it could not start. */
 int cl_format_start(cl_format_deps *d);
-/* Asks the thread to end (call after the drain thread stopped); waits up to `timeout_s`. 0 if it
+/* Asks the thread to end (call after the drain thread stopped); waits up to `timeout_ms`. 0 if it
  * ended (then the caller owns the backlog: cl_format_backlog), -1 if it was left running
  * detached (it keeps the run's state). */
-int cl_format_stop(int timeout_s);
+int cl_format_stop(int timeout_ms);
 /* Formats the whole backlog, takes CUPTI's last records, finishes every collective and flushes,
  * on the calling thread (the one that stopped the format thread, at the job's priority). */
 void cl_format_backlog(cl_format_deps *d);

@@ -23,8 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DRAIN_STOP_S 10    /* the drain only copies, but a loaded machine can starve it for seconds */
-#define FORMAT_STOP_S 30   /* formatting a large backlog takes a while; never forever */
+#define DRAIN_STOP_MS 10000   /* the drain only copies, but a loaded machine can starve it for seconds */
 
 static pthread_mutex_t g_wmu = PTHREAD_MUTEX_INITIALIZER;
 static int g_running, g_setup, g_finished, g_out_ok;
@@ -244,7 +243,7 @@ int cl_writer_start(void) {
     pthread_sigmask(SIG_SETMASK, &all, &old);   /* the job's signals are not ours to take */
     rc = cl_drain_start(g_run.stage);
     if (rc == 0 && cl_format_start(&g_run) != 0) {
-      cl_drain_stop(DRAIN_STOP_S);
+      cl_drain_stop(DRAIN_STOP_MS);
       rc = -1;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -260,12 +259,17 @@ int cl_writer_start(void) {
  * owns: nothing here touches that again, and no new threads start on it. */
 static void stop_locked(void) {
   if (!g_running) return;
-  if (cl_drain_stop(DRAIN_STOP_S) != 0) {  /* first the drain (the last records), then the format */
-    cl_log(CL_LOG_WARN, "the drain thread did not stop within %d s; events recorded after this may be lost", DRAIN_STOP_S);
+  /* Both threads together get COMMLENS_EXIT_WAIT_S (the drain at most 10 s of it): a thread
+   * stuck in a write or in CUPTI never holds the job's exit past the scheduler's kill grace. */
+  int wait_ms = cl_cfg.exit_wait_ms, drain_ms = wait_ms < DRAIN_STOP_MS ? wait_ms : DRAIN_STOP_MS;
+  uint64_t t0 = cl_now();
+  if (cl_drain_stop(drain_ms) != 0) {  /* first the drain (the last records), then the format */
+    cl_log(CL_LOG_WARN, "the drain thread did not stop within %.1f s; events recorded after this may be lost", drain_ms / 1e3);
     g_stage_lent = 1;
   }
-  if (cl_format_stop(FORMAT_STOP_S) != 0) {
-    cl_log(CL_LOG_WARN, "the writer thread did not stop within %d s; the trace ends early", FORMAT_STOP_S);
+  int64_t left_ms = wait_ms - (int64_t)((cl_now() - t0) / 1000000u);
+  if (cl_format_stop(left_ms > 0 ? (int)left_ms : 0) != 0) {
+    cl_log(CL_LOG_WARN, "the writer thread did not stop within %.1f s (COMMLENS_EXIT_WAIT_S); the trace ends early", wait_ms / 1e3);
     g_lent = 1;
   } else if (g_out_ok) {
     cl_format_backlog(&g_run);            /* joined: the backlog is ours, at the job's priority */

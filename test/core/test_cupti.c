@@ -1,64 +1,14 @@
-/* test_cupti.c: the CUPTI bridge without a GPU. A fake libcupti is compiled at run time from
- * the string below (cc -shared); environment variables pick its behaviour: busy subscriber
- * slot, too old, kernel activity refused, or a synthetic activity buffer on flush. */
+/* test_cupti.c: the CUPTI bridge without a GPU, over the stand-in libcupti of
+ * test/fakes/fake_cupti.c; environment variables pick its behaviour: busy subscriber slot, too
+ * old, kernel activity refused, or a synthetic activity buffer on flush. */
 #include "tl.h"
+#include "harness.h"
 #include "../../plugin/gpu/cupti.c"
 #include "../../common/log.c"
 #include "../../common/clock.c"
 #include "../../common/config.c"   /* COMMLENS_CUPTI_LIB comes through the variable table */
 #include <stdarg.h>
 #include <unistd.h>
-
-#ifndef CL_CUDA_INC
-#define CL_CUDA_INC "/usr/local/cuda/include"
-#endif
-
-static const char *fake_src =
-  "#include <cupti_activity.h>\n#include <cupti_callbacks.h>\n#include <cupti_driver_cbid.h>\n#include <stdlib.h>\n#include <string.h>\n"
-  "int fake_registered, fake_enabled[64], fake_disabled[64], fake_flushes, fake_subscribed;\n"
-  "static CUpti_BuffersCallbackRequestFunc rq; static CUpti_BuffersCallbackCompleteFunc dn;\n"
-  "static CUpti_TimestampCallbackFunc tsf;\n"
-  "CUptiResult cuptiGetVersion(uint32_t *v) { *v = getenv(\"FAKE_OLD\") ? 12 : 130001; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc cb, void *u) {\n"
-  "  (void)cb; (void)u; if (getenv(\"FAKE_BUSY\")) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;\n"
-  "  if (getenv(\"FAKE_NOINIT\")) return CUPTI_ERROR_NOT_INITIALIZED;\n"
-  "  fake_subscribed++; *h = (CUpti_SubscriberHandle)1; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h) { (void)h; fake_subscribed--; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc a, CUpti_BuffersCallbackCompleteFunc b) {\n"
-  "  rq = a; dn = b; fake_registered++; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f) { tsf = f; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {\n"
-  "  if (getenv(\"FAKE_NOKERNEL\") && k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return CUPTI_ERROR_NOT_COMPATIBLE;\n"
-  "  fake_enabled[k & 63]++; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) { fake_disabled[k & 63]++; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiGetStreamIdEx(CUcontext c, CUstream s, uint8_t pt, uint32_t *id) {\n"
-  "  (void)c; (void)pt; if (!s) return CUPTI_ERROR_INVALID_STREAM; *id = (uint32_t)((uintptr_t)s >> 4); return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiGetTimestamp(uint64_t *t) { *t = tsf ? tsf() : 0; return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *d) { (void)c; (void)s; *d = 3; return CUPTI_SUCCESS; }\n"
-  /* records: [uint64 size][record], 8-aligned */
-  "static uint8_t *put(uint8_t *p, const void *r, size_t n) { uint64_t s = (n + 7) & ~7ull; memcpy(p, &s, 8); memcpy(p + 8, r, n); return p + 8 + s; }\n"
-  "CUptiResult cuptiActivityGetNextRecord(uint8_t *b, size_t valid, CUpti_Activity **rec) {\n"
-  "  uint8_t *p = *rec ? (uint8_t *)*rec + *(uint64_t *)((uint8_t *)*rec - 8) : b;\n"
-  "  if (p + 8 > b + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;\n"
-  "  *rec = (CUpti_Activity *)(p + 8); return CUPTI_SUCCESS; }\n"
-  "CUptiResult cuptiActivityFlushAll(uint32_t f) {\n"
-  "  (void)f; fake_flushes++; uint8_t *b = 0; size_t size = 0, maxr = 0; rq(&b, &size, &maxr);\n"
-  "  if (!b) return CUPTI_SUCCESS;\n"
-  "  static char n1[] = \"_Z6myGemmPfS_\", n3[] = \"_Z6myGemmPfS_\", n2[] = \"ncclDevKernel_AllReduce_Sum_f32_RING_LL\";\n"
-  "  uint8_t *p = b; CUpti_ActivityKernel10 k; memset(&k, 0, sizeof k);\n"
-  "  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL; k.start = 1000; k.end = 2000; k.deviceId = 1; k.contextId = 2;\n"
-  "  k.streamId = 7; k.correlationId = 42; k.name = n1; p = put(p, &k, sizeof k);\n"
-  "  k.start = 1500; k.end = 4000; k.streamId = 9; k.correlationId = 43; k.name = n2; k.graphNodeId = 5; p = put(p, &k, sizeof k);\n"
-  "  k.start = 5000; k.end = 6000; k.correlationId = 44; k.graphNodeId = 0; k.name = n3; p = put(p, &k, sizeof k);\n"
-  "  CUpti_ActivityAPI a; memset(&a, 0, sizeof a); a.kind = CUPTI_ACTIVITY_KIND_DRIVER;\n"
-  "  a.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx; a.start = 900; a.end = 950; a.threadId = 1234; a.correlationId = 43;\n"
-  "  p = put(p, &a, sizeof a);\n"
-  "  a.cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2; a.correlationId = 45; p = put(p, &a, sizeof a);\n"
-  "  CUpti_ActivityMemcpy6 m; memset(&m, 0, sizeof m); m.kind = CUPTI_ACTIVITY_KIND_MEMCPY; m.start = 7000; m.end = 7100;\n"
-  "  m.deviceId = 1; m.streamId = 3; m.correlationId = 46; p = put(p, &m, sizeof m);\n"
-  "  dn(0, 0, b, size, (size_t)(p - b)); return CUPTI_SUCCESS; }\n";
 
 static char g_fake[512];
 static int g_logs;
@@ -82,19 +32,10 @@ static void reset(void) {
   unsetenv("FAKE_BUSY"); unsetenv("FAKE_OLD"); unsetenv("FAKE_NOKERNEL"); unsetenv("FAKE_NOINIT");
 }
 
-static int build_fake(void) {
-  if (g_fake[0]) return 0;
-  char dir[] = "/tmp/commlens-fakecupti-XXXXXX";
-  if (!mkdtemp(dir)) return -1;
-  char src[300], cmd[1200];
-  snprintf(src, sizeof src, "%s/fake.c", dir);
-  snprintf(g_fake, sizeof g_fake, "%s/libcupti.so", dir);
-  FILE *f = fopen(src, "w");
-  if (!f) return -1;
-  fputs(fake_src, f); fclose(f);
-  snprintf(cmd, sizeof cmd, "cc -shared -fPIC -O1 -I%s -o %s %s", CL_CUDA_INC, g_fake, src);
-  if (system(cmd) != 0) { g_fake[0] = 0; return -1; }
-  return 0;
+/* The stand-in libcupti (test/fakes/fake_cupti.c), built next to the library under test. */
+static int find_fake(void) {
+  if (!g_fake[0]) h_fake_path(NULL, "libcommlens-fakecupti.so", g_fake, sizeof g_fake);
+  return access(g_fake, R_OK) == 0 ? 0 : -1;
 }
 
 static int *fake_int(const char *sym) {
@@ -128,7 +69,7 @@ TL_TEST(library_without_symbols) {
 
 TL_TEST(busy_subscriber_backs_off) {
   reset();
-  REQUIRE(build_fake() == 0, "cannot build the fake libcupti (cc, CUDA headers)");
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s (make builds it)", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   setenv("FAKE_BUSY", "1", 1);
   int *reg = fake_int("fake_registered");
@@ -146,7 +87,7 @@ TL_TEST(busy_subscriber_backs_off) {
 
 TL_TEST(not_initialized_and_too_old) {
   reset();
-  REQUIRE(build_fake() == 0, "no fake");
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   setenv("FAKE_NOINIT", "1", 1);
   CHECK(cl_cupti_start() == -1, "started");
@@ -160,7 +101,7 @@ TL_TEST(not_initialized_and_too_old) {
 
 TL_TEST(kernel_activity_refused) {
   reset();
-  REQUIRE(build_fake() == 0, "no fake");
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   setenv("FAKE_NOKERNEL", "1", 1);
   int *dis = fake_int("fake_disabled");
@@ -177,7 +118,7 @@ TL_TEST(kernel_activity_refused) {
  * or memset records; NCCL's launching threads get CUPTI's id of a stream (+1; 0 when unknown). */
 TL_TEST(default_enables_kernel_records_only) {
   reset();
-  REQUIRE(build_fake() == 0, "no fake");
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   REQUIRE(dlopen(g_fake, RTLD_NOW), "fake not loadable");   /* counters readable before start */
   int *en = fake_int("fake_enabled");
   REQUIRE(en, "fake not loaded");
@@ -211,7 +152,7 @@ TL_TEST(default_enables_kernel_records_only) {
 
 TL_TEST(delivers_records) {
   reset();
-  REQUIRE(build_fake() == 0, "no fake");
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); setenv("COMMLENS_CUPTI", "full", 1); cl_config_load();
   unsetenv("COMMLENS_CUPTI");
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
@@ -250,7 +191,7 @@ TL_TEST(delivers_records) {
 
 TL_TEST(takeover_suspends_and_resumes) {
   reset();
-  REQUIRE(build_fake() == 0, "no fake");
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
   int *flushes = fake_int("fake_flushes");
@@ -276,7 +217,7 @@ TL_TEST(takeover_suspends_and_resumes) {
  * global: disabling CONCURRENT_KERNEL would stop the other client's kernel records). */
 TL_TEST(displaced_leaves_cupti_alone) {
   reset();
-  REQUIRE(build_fake() == 0, "no fake");
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
   CHECK(cl_cupti_recording(), "not recording after start");

@@ -4,6 +4,7 @@
  * with zero drops (the buffers are sized for it). */
 #include "harness.h"
 #include "trace_read.h"
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -194,6 +195,64 @@ TL_TEST(exit_while_threads_record_and_the_writer_is_busy) {
     tr_free(&tr);
     if (!tl_cur_failed) h_rm_rf(dir);
   }
+}
+
+/* The exit path gives up on a writer thread that is stuck (held inside CUPTI's flush by the
+ * stand-in libcupti, as a wedged driver would) once COMMLENS_EXIT_WAIT_S has passed, and the
+ * stuck thread is let go the moment the exit path says so: it then runs on beside the exit path.
+ * The exit path must touch nothing that thread owns (assembler, GPU join, trace body, file):
+ * before the fix it went on to finish the run on that state, and ThreadSanitizer (make test's
+ * tsan run) reported the two threads on it. Checked: the exit path did give up (the marker the
+ * release writes), a clean exit, the trace as of its last complete flush. */
+static void *g_fake_cupti;
+static void release_on_give_up(int level, const char *msg) {
+  if ((level != 2 && level != 8) || !strstr(msg, "did not")) return;   /* "... did not stop within" */
+  void (*release)(void) = (void (*)(void))dlsym(g_fake_cupti, "commlens_fake_cupti_release");
+  if (release) release();
+  char path[400];
+  snprintf(path, sizeof path, "%s/gave-up", getenv("COMMLENS_DIR"));
+  FILE *f = fopen(path, "w");
+  if (f) { fputs(msg, f); fclose(f); }
+}
+H_CHILD(exit_with_stuck_writer) {
+  const char *dir = getenv("COMMLENS_DIR");
+  h_log_hook = release_on_give_up;
+  REQUIRE(h_open(&g_p, NULL, 5) == 0, "load");
+  h_comm_info a = {0xE1170003ull, "stuck-a", 1, 2, 0}, b = {0xE1170004ull, "stuck-b", 1, 2, 0};
+  REQUIRE(h_init(&g_p, &g_ctx[0], &a) == 0 && h_init(&g_p, &g_ctx[1], &b) == 0, "init");
+  g_fake_cupti = dlopen(getenv("COMMLENS_CUPTI_LIB"), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(g_fake_cupti, "the plugin did not load the stand-in libcupti");
+  void (*hold)(void) = (void (*)(void))dlsym(g_fake_cupti, "commlens_fake_cupti_hold_next_flush");
+  int (*state)(void) = (int (*)(void))dlsym(g_fake_cupti, "commlens_fake_cupti_hold_state");
+  REQUIRE(hold && state, "stand-in libcupti without its hold");
+  pthread_t t[4];
+  for (long i = 0; i < 4; i++) pthread_create(&t[i], NULL, exit_driver, (void *)(intptr_t)i);
+  h_wait_trace_bytes(dir, 4096);
+  hold();
+  for (int i = 0; i < 60000 && state() != 1; i++) usleep(1000);   /* the format thread is inside */
+  REQUIRE(state() == 1, "no flush was held within 60 s (is CUPTI on?)");
+  exit(0);              /* the drivers are still running; no finalize */
+}
+
+TL_TEST(exit_with_a_stuck_writer_thread) {
+  char dir[256], kv[300], lib[600], libkv[700], marker[300];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
+  h_fake_path(NULL, "libcommlens-fakecupti.so", lib, sizeof lib);
+  REQUIRE(access(lib, R_OK) == 0, "no stand-in libcupti at %s (make builds it)", lib);
+  snprintf(libkv, sizeof libkv, "COMMLENS_CUPTI_LIB=%s", lib);
+  const char *env[] = {kv, libkv, "COMMLENS_CUPTI=1", "COMMLENS_EXIT_WAIT_S=1",
+                       "COMMLENS_SUMMARY=off", "COMMLENS_EVENTS=full", NULL};
+  int rc = h_spawn("exit_with_stuck_writer", env);
+  CHECK(rc == 0, "exit_with_stuck_writer exited %d (dir %s)", rc, dir);
+  snprintf(marker, sizeof marker, "%s/gave-up", dir);
+  CHECK(access(marker, F_OK) == 0, "the exit path never gave up on the stuck thread (dir %s)", dir);
+  unlink(marker);
+  tr_trace tr;
+  if (h_load_one_trace(dir, &tr, NULL, 0)) { fprintf(stderr, "  kept %s\n", dir); return; }
+  CHECK(tr_count(&tr, 'X', "coll") > 0, "no collectives in the trace as of its last flush");
+  tr_free(&tr);
+  if (!tl_cur_failed) h_rm_rf(dir);
 }
 
 H_MAIN("faults/stress")

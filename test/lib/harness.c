@@ -33,10 +33,7 @@ int h_cuda_set_device(const char *lib, int dev) {
     char path[1200];
     const char *env = getenv("COMMLENS_FAKE_CUDA");
     if (env && *env) snprintf(path, sizeof path, "%s", env);
-    else {
-      const char *l = lib ? lib : h_lib_path(), *slash = strrchr(l, '/');
-      snprintf(path, sizeof path, "%.*s%slibcommlens-fakecuda.so", slash ? (int)(slash - l) : 0, l, slash ? "/" : "");
-    }
+    else h_fake_path(lib, "libcommlens-fakecuda.so", path, sizeof path);
     void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);   /* global: found by its soname, libcuda.so.1 */
     if (h) *(void **)&set = dlsym(h, "commlens_fake_cuda_set_device");
     if (!set) fprintf(stderr, "  h_cuda_set_device: cannot load %s: %s\n", path, dlerror());
@@ -46,6 +43,11 @@ int h_cuda_set_device(const char *lib, int dev) {
   if (!fn) return -1;
   fn(dev);
   return 0;
+}
+
+void h_fake_path(const char *lib, const char *name, char *path, size_t n) {
+  const char *l = lib ? lib : h_lib_path(), *slash = strrchr(l, '/');
+  snprintf(path, n, "%.*s%s%s", slash ? (int)(slash - l) : 0, l, slash ? "/" : "", name);
 }
 
 int h_open(h_plugin *p, const char *lib, int abi) {
@@ -75,6 +77,7 @@ void h_close(h_plugin *p) {
 
 /* ---- logger ------------------------------------------------------------------------- */
 static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
+void (*h_log_hook)(int level, const char *msg);
 static char *g_log;
 static size_t g_log_len, g_log_cap;
 
@@ -108,6 +111,7 @@ void h_logger(int level, unsigned long flags, const char *file, int line, const 
   g_log[g_log_len] = 0;
   pthread_mutex_unlock(&g_log_mu);
   if (getenv("H_VERBOSE")) fprintf(stderr, "  [log %d] %s\n", level, msg);
+  if (h_log_hook) h_log_hook(level, msg);
 }
 
 void h_log_reset(void) {

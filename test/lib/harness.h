@@ -29,6 +29,9 @@ int h_open(h_plugin *p, const char *lib, int abi);
 /* dlclose, as NCCL does after the last finalize. */
 void h_close(h_plugin *p);
 
+/* Path of the stand-in library `name` (test/fakes/, e.g. libcommlens-fakecupti.so): next to
+ * `lib`, or to the library under test when `lib` is NULL. */
+void h_fake_path(const char *lib, const char *name, char *path, size_t n);
 /* Makes CUDA device `dev` current on the calling thread, as a job driving several GPUs does
  * before each communicator's init: through the stand-in libcuda (test/fakes/fake_cuda.c,
  * $COMMLENS_FAKE_CUDA, else libcommlens-fakecuda.so next to `lib` or the library under test),
@@ -38,6 +41,9 @@ int h_cuda_set_device(const char *lib, int dev);
 /* ---- the logger NCCL would pass (v4+): captures every message ----------------------- */
 void h_logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
 void h_log_reset(void);
+/* Called (if set) with each message after it is captured, on the plugin's calling thread. Set
+ * it before the plugin is loaded. */
+extern void (*h_log_hook)(int level, const char *msg);
 /* Number of captured messages of `level` (-1: any) containing `needle` (NULL: any). */
 int h_log_count(int level, const char *needle);
 /* All captured text, one message per line, "<level> <text>". Owned by the harness. */
