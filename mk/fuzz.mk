@@ -2,7 +2,7 @@
 # over the CLI's trace reader, fuzz/fuzz_join.c over the CUPTI join and the participants,
 # fuzz/fuzz_replay.c over real NCCL call streams mutated record by record), built with clang into $(BUILD)/fuzz. `make test` replays
 # every input kept in fuzz/regress/<target>/ (each once crashed something) and fuzzes each
-# target for FUZZ_TEST_SECONDS from fuzz/corpus/<target>/ with a fixed seed; `make fuzz
+# target for FUZZ_TEST_SECONDS from every 16th input of fuzz/corpus/<target>/ with a fixed seed; `make fuzz
 # FUZZ_SECONDS=3600` fuzzes each target longer (new inputs go to $(BUILD)/fuzz/work/,
 # crashes to $(BUILD)/fuzz/crashes/: copy them into fuzz/regress/<target>/ once fixed).
 # `make test FUZZ=0` skips the fuzz runs; `make fuzz-coverage` reports the corpora's line

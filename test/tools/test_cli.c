@@ -22,11 +22,13 @@ static char *slurp(const char *path, size_t *len) {
 
 /* Runs "CLI args" with stdout and stderr captured; returns the exit code. Caller frees. */
 static int run_cli(const char *args, char **out, char **err) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "%s %s >/tmp/commlens_t_out.$$ 2>/tmp/commlens_t_err.$$; rc=$?; "
-           "mv /tmp/commlens_t_out.$$ /tmp/commlens_t_out; mv /tmp/commlens_t_err.$$ /tmp/commlens_t_err; exit $rc", cli(), args);
+  char cmd[4096], o[64], e[64];   /* per process: make test runs its variants side by side */
+  snprintf(o, sizeof o, "/tmp/commlens_t_out.%d", (int)getpid());
+  snprintf(e, sizeof e, "/tmp/commlens_t_err.%d", (int)getpid());
+  snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", cli(), args, o, e);
   int st = system(cmd);
-  *out = slurp("/tmp/commlens_t_out", NULL); *err = slurp("/tmp/commlens_t_err", NULL);
+  *out = slurp(o, NULL); *err = slurp(e, NULL);
+  unlink(o); unlink(e);
   if (!*out) *out = strdup("");
   if (!*err) *err = strdup("");
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
