@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 /* ---- helpers for children ---------------------------------------------------------- */
-static int sanitized(void) { const char *s = getenv("COMMLENS_SANITIZED"); return s && *s; }
 
 static int64_t stat_of(const tr_trace *t, const char *key) {
   int64_t v = -1;
@@ -176,6 +175,21 @@ static pid_t spawn_async(const char *name, const char *const *env) {
 static void count_colls(const cl_ev *ev, void *arg) {
   if (ev->ph == 'X' && ev->cat == CAT_COLL) ++*(long *)arg;
 }
+/* Collectives in dir's one trace as the CLI reads a file being written (to its last complete
+ * event); 0 when there is none yet. */
+static long colls_on_disk(const char *dir) {
+  char *p[2];
+  long n = 0;
+  int np = h_find_traces(dir, p, 2);
+  if (np == 1) {
+    cl_info info;
+    memset(&info, 0, sizeof info);
+    if (cl_trace_scan(p[0], count_colls, &n, &info, 0) != 0) n = 0;
+    cl_info_free(&info);
+  }
+  for (int i = 0; i < np; i++) free(p[i]);
+  return n;
+}
 static void kill_case(int sig, unsigned seed) {
   char dir[256], st[300], kv1[300], kv2[340];
   h_fresh_dir(dir, sizeof dir);
@@ -194,9 +208,11 @@ static void kill_case(int sig, unsigned seed) {
     /* Killed only once the trace has been flushed at least once (a condition, not a guess: on
      * a loaded machine the low-priority writer can take seconds to get there), then after a
      * further "random" but repeatable delay, while events keep flowing. */
-    h_wait_trace_bytes(dir, 0);
+    long before = 0;
+    for (int i = 0; i < 1200 && (before = colls_on_disk(dir)) == 0; i++) usleep(50000);
     int delay_ms = 400 + rand() % 900;
     usleep((useconds_t)delay_ms * 1000);
+    before = colls_on_disk(dir);   /* what the kill must leave in place */
     kill(pid, sig);
     int status;
     waitpid(pid, &status, 0);
@@ -233,11 +249,12 @@ static void kill_case(int sig, unsigned seed) {
     }
     free(paths[0]);
     if (colls < 0) { fprintf(stderr, "  kept %s (killed after %d ms)\n", dir, delay_ms); return; }
-    /* Flushes come every 250 ms; the loop runs about one collective per ms (fewer when
-     * slow). Events up to about one flush interval before the kill must be there. */
-    long slack = sanitized() ? 900 : 450;
-    CHECK(colls <= driven && colls + slack >= driven, "signal %d after %d ms: %ld collectives in the trace, %ld driven",
-          sig, delay_ms, colls, driven);
+    /* How far the trace lags what was driven depends on how the nice-19 writer is scheduled (a
+     * bound of one flush interval failed beside make test's other groups: 237 of 1160); what
+     * holds on any machine is that the kill took nothing that had reached the file. */
+    CHECK(colls <= driven && colls >= before && before > 0,
+          "signal %d after %d ms: %ld collectives in the trace, %ld on disk just before the kill, %ld driven",
+          sig, delay_ms, colls, before, driven);
   }
   if (!tl_cur_failed) { h_rm_rf(dir); h_rm_rf(st); }
 }
