@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu_multigpu.sh: commlens on jobs in which one process drives several GPUs, on a machine with 2 or
-# more (with fewer it says so and exits 0). Every run is under the plugin with COMMLENS_CUPTI=on,
+# more (with fewer it says so and exits 0). Every run is under the plugin with COMMLENS_CUPTI=on (or as set),
 # its traces in OUTDIR/<run>/traces and its output in OUTDIR/<run>/log.txt:
 #   - nccl-tests all_reduce_perf -g N (one thread, N GPUs) and -t N -g 1 (a thread per GPU), for
 #     N = 2 and, with 4 GPUs, 4; once -g 2 -G 5 (CUDA graphs). Needs NCCL_TESTS (skipped without);
@@ -49,7 +49,7 @@ run() {  # name command...: one run under commlens, then its checks and a row of
   local name=$1 d=$OUT/$1
   shift
   mkdir -p "$d"
-  NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_CUPTI=on COMMLENS_DIR=$d/traces NCCL_DEBUG=${NCCL_DEBUG:-WARN} \
+  NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_CUPTI=${COMMLENS_CUPTI:-on} COMMLENS_DIR=$d/traces NCCL_DEBUG=${NCCL_DEBUG:-WARN} \
     timeout -k 10 "$TIMEOUT" "$@" >"$d/log.txt" 2>&1
   local rc=$? check=- report=- files=("$d"/traces/*)
   local traces=("$d"/traces/*.trace.json*)

@@ -19,10 +19,11 @@
 #define MAX_OPEN (1u << 22)          /* open events kept at most (memory bound) */
 #define MAX_DEV 65
 #define CUPTI_WAIT_NS 2500000000ull /* a collective waits this long for its kernel's CUPTI record */
-#define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered */
+#define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered ... */
+#define API_WAYS 4                   /* ... in sets of this many, by a hash of the whole id */
 #define CHILD_WAIT_NS 10000000000ull   /* a collective waits this long for open children */
 
-typedef struct { uint64_t api, group; } api_link;
+typedef struct { uint64_t api, group, seq; } api_link;
 
 typedef struct { int loaded; cl_comm_info info; cl_comm_facts f; cl_part *part; } comm_cache;
 struct cl_asm {
@@ -42,7 +43,8 @@ struct cl_asm {
   uint32_t norph;
   size_t cap_orph;
   cl_gj *gj;                /* CUPTI join, NULL without CUPTI */
-  api_link links[NAPI];     /* direct-mapped by API event id */
+  api_link links[NAPI];     /* API event id -> its GroupApi (link_put, link_group) */
+  uint64_t nlinks;
   int *tids;                /* OS thread id by thread serial (0 = not looked up) */
   size_t ntids;
   uint32_t nheld;
@@ -300,6 +302,28 @@ static int os_tid(cl_asm *a, uint32_t serial) {
   return a->tids[serial];
 }
 
+/* ---- API -> group links ----
+ * A collective's Coll event often starts after its API event stopped (at the group's end), so
+ * the API's group is remembered apart. Ids are (thread serial << 40) | per-thread sequence:
+ * threads that run in lockstep (one per GPU) reach the same sequences, so a slot chosen by the
+ * low bits alone was taken by another thread's API event before the collective came. */
+static api_link *link_set(cl_asm *a, uint64_t api) {
+  return &a->links[cl_hash_slot(api, NAPI) & ~(uint32_t)(API_WAYS - 1)];
+}
+static void link_put(cl_asm *a, uint64_t api, uint64_t group) {
+  api_link *set = link_set(a, api), *v = set;
+  for (int i = 0; i < API_WAYS; i++) {
+    if (set[i].api == api) { v = &set[i]; break; }
+    if (set[i].seq < v->seq) v = &set[i];   /* an empty slot (seq 0), else the oldest */
+  }
+  *v = (api_link){api, group, ++a->nlinks};
+}
+static uint64_t link_group(cl_asm *a, uint64_t api) {
+  const api_link *set = link_set(a, api);
+  for (int i = 0; i < API_WAYS; i++) if (set[i].api == api) return set[i].group;
+  return 0;
+}
+
 /* ---- feeding ---- */
 static void adopt_orphans(cl_asm *a, cl_ev *parent, uint64_t now, int final);
 static int is_child_type(unsigned t) {
@@ -350,12 +374,9 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   if (parent) { parent->open_children++; parent->nchild++; parent->last_child = h->ts; }
   e->api_group = 0;
   e->awaiting = 0;
-  if ((e->etype == CL_EV_COLL_API || e->etype == CL_EV_P2P_API) && pid)
-    a->links[h->id % NAPI] = (api_link){h->id, pid};
-  if ((e->etype == CL_EV_COLL || e->etype == CL_EV_P2P) && pid) {
-    const api_link *l = &a->links[pid % NAPI];
-    if (l->api == pid) e->api_group = l->group;   /* v5+: parent is the API event */
-  }
+  if ((e->etype == CL_EV_COLL_API || e->etype == CL_EV_P2P_API) && pid) link_put(a, h->id, pid);
+  if ((e->etype == CL_EV_COLL || e->etype == CL_EV_P2P) && pid)
+    e->api_group = link_group(a, pid);   /* v5+: parent is the API event */
   if (a->norph && (coll_like(e) || e->etype == CL_EV_PROXY_OP || e->etype == CL_EV_PROXY_STEP))
     adopt_orphans(a, e, h->ts, 0);
 }

@@ -482,4 +482,63 @@ TL_TEST(collective_timed_from_its_kernel_by_stream_order) {
   fx_close(&f);
 }
 
+/* A thread per GPU (nccl-tests -t N, clex --threads, JAX's device threads): the threads run in
+ * lockstep, so their events carry the same per-thread sequence numbers, and the drain can hand
+ * the assembler one thread's API event between another's API event and its collective. Each
+ * collective must still find its own launch group (found on 2xH200: nccl-tests -t 2 lost the
+ * GPU span of up to 13 of 648 collectives per GPU, JAX 3 of 42, when the API-to-group links were
+ * indexed by the sequence number alone). */
+TL_TEST(lockstep_threads_keep_their_own_launch_groups) {
+  fixture f;
+  fx_open(&f, 2);
+  cl_cfg.mask = CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH;
+  cl_gj_start(f.gj, 0);
+  uint32_t comm[2] = {add_comm(0x7777000077770000ull, 0), add_comm(0x7777000077770000ull, 1)};
+  uint64_t b = 1000;
+  for (uint32_t t = 0; t < 2; t++) {          /* each thread: its group and API call ... */
+    cl_payload p;
+    memset(&p, 0, sizeof p);
+    t_start(&f, ev_id(t + 1, 1), CL_EV_GROUP_API, comm[t], 0, b + t, &p, 0);
+    p.coll_api = (cl_coll_api){.func = "AllReduce", .datatype = "ncclFloat32", .count = 8};
+    t_start(&f, ev_id(t + 1, 2), CL_EV_COLL_API, comm[t], ev_id(t + 1, 1), b + 100 + t, &p, 0);
+    t_stop(&f, ev_id(t + 1, 2), b + 200 + t);
+  }
+  for (uint32_t t = 0; t < 2; t++) {          /* ... then, at group end, its collective and launch */
+    cl_payload c = coll_payload(0, 1), p;
+    t_start(&f, ev_id(t + 1, 3), CL_EV_COLL, comm[t], ev_id(t + 1, 2), b + 300 + t, &c, 0);
+    t_stop(&f, ev_id(t + 1, 3), b + 400 + t);
+    memset(&p, 0, sizeof p);
+    p.kernel_launch = (cl_kernel_launch){.stream = 0xabc0 + 0x100 * t, .stream_id = 7 + 2 * t + 1};
+    t_start(&f, ev_id(t + 1, 4), CL_EV_KERNEL_LAUNCH, comm[t], ev_id(t + 1, 1), b + 500 + t, &p, 0);
+    t_stop(&f, ev_id(t + 1, 4), b + 600 + t);
+    t_stop(&f, ev_id(t + 1, 1), b + 700 + t);
+  }
+  for (uint32_t t = 0; t < 2; t++) {
+    cl_gpu_activity k = {.kind = CL_GPU_KERNEL, .start_ns = b + 5000, .end_ns = b + 9000 + 1000 * t,
+                         .correlation = 50 + t, .stream = 7 + 2 * t, .name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+    cl_gj_activity(f.gj, &k);
+  }
+  uint64_t now = 2000000000ull;
+  cl_gj_advance(f.gj, now, 0);
+  cl_asm_tick(f.a, now, 0);
+  cl_gj_advance(f.gj, 2 * now, 0);
+  cl_asm_tick(f.a, 2 * now, 0);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body");
+  int timed[2] = {0, 0};
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    json_object *e = json_object_array_get_idx(arr, i), *v, *dur;
+    if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "coll_gpu")) continue;
+    REQUIRE(json_object_object_get_ex(e, "dur", &dur), "dur");
+    int t = json_object_get_double(dur) == 5.0 ? 1 : json_object_get_double(dur) == 4.0 ? 0 : -1;
+    CHECK(t >= 0 && !strcmp(slice_arg(e, "source"), "cupti"), "a span of %.3f us from %s",
+          json_object_get_double(dur), slice_arg(e, "source"));
+    if (t >= 0) timed[t]++;
+  }
+  CHECK(timed[0] == 1 && timed[1] == 1, "GPU spans from their own kernels: thread 1 %d, thread 2 %d (want 1 each)",
+        timed[0], timed[1]);
+  json_object_put(arr);
+  fx_close(&f);
+}
+
 TL_MAIN("pipeline/assemble")
