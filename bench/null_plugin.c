@@ -36,28 +36,43 @@ static void nullprof_mark(const char *abi, int mask, const char *commName, int r
   fclose(f);
 }
 
+/* v5 and v6 (NCCL 2.29+) share init's signature. NCCL takes the newest table it knows, as it
+ * does with commlens: both then pay for the same events (the mark says which table). */
+static clabi_result nullprof_init(const char *abi, void **context, int *eActivationMask,
+                                  const char *commName, int nranks, int rank) {
+  *context = &nullprof_dummy_context;
+  *eActivationMask = nullprof_mask_from_env();
+  nullprof_mark(abi, *eActivationMask, commName, rank, nranks);
+  return CLABI_SUCCESS;
+}
 static clabi_result nullprof_init_v5(void **context, uint64_t commId, int *eActivationMask,
                                      const char *commName, int nNodes, int nranks, int rank,
                                      clabi_logger logfn) {
   (void)commId; (void)nNodes; (void)logfn;
-  *context = &nullprof_dummy_context;
-  *eActivationMask = nullprof_mask_from_env();
-  nullprof_mark("v5", *eActivationMask, commName, rank, nranks);
-  return CLABI_SUCCESS;
+  return nullprof_init("v5", context, eActivationMask, commName, nranks, rank);
+}
+static clabi_result nullprof_init_v6(void **context, uint64_t commId, int *eActivationMask,
+                                     const char *commName, int nNodes, int nranks, int rank,
+                                     clabi_logger logfn) {
+  (void)commId; (void)nNodes; (void)logfn;
+  return nullprof_init("v6", context, eActivationMask, commName, nranks, rank);
 }
 
 static clabi_result nullprof_init_v4(void **context, int *eActivationMask, const char *commName,
                                      uint64_t commHash, int nNodes, int nranks, int rank,
                                      clabi_logger logfn) {
   (void)commHash; (void)nNodes; (void)logfn;
-  *context = &nullprof_dummy_context;
-  *eActivationMask = nullprof_mask_from_env();
-  nullprof_mark("v4", *eActivationMask, commName, rank, nranks);
-  return CLABI_SUCCESS;
+  return nullprof_init("v4", context, eActivationMask, commName, nranks, rank);
 }
 
 /* Hot path: return at once. */
 static clabi_result nullprof_start_v5(void *context, void **eHandle, clabi_descr_v5 *eDescr) {
+  (void)context; (void)eDescr;
+  *eHandle = &nullprof_dummy_handle;
+  return CLABI_SUCCESS;
+}
+
+static clabi_result nullprof_start_v6(void *context, void **eHandle, clabi_descr_v6 *eDescr) {
   (void)context; (void)eDescr;
   *eHandle = &nullprof_dummy_handle;
   return CLABI_SUCCESS;
@@ -83,6 +98,10 @@ static clabi_result nullprof_finalize(void *context) {
   (void)context;
   return CLABI_SUCCESS;
 }
+
+NULLPROF_EXPORT clabi_profiler_v6 ncclProfiler_v6 = {
+  "null", nullprof_init_v6, nullprof_start_v6, nullprof_stop, nullprof_state, nullprof_finalize,
+};
 
 NULLPROF_EXPORT clabi_profiler_v5 ncclProfiler_v5 = {
   "null", nullprof_init_v5, nullprof_start_v5, nullprof_stop, nullprof_state, nullprof_finalize,
