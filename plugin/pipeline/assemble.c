@@ -306,9 +306,13 @@ static int os_tid(cl_asm *a, uint32_t serial) {
  * A collective's Coll event often starts after its API event stopped (at the group's end), so
  * the API's group is remembered apart. Ids are (thread serial << 40) | per-thread sequence:
  * threads that run in lockstep (one per GPU) reach the same sequences, so a slot chosen by the
- * low bits alone was taken by another thread's API event before the collective came. */
+ * sequence alone was taken by another thread's API event before the collective came. The set
+ * is the sequence offset by a multiple of the serial: one thread's last NAPI links never evict
+ * each other (a group of thousands of p2p calls keeps them all), and threads land apart. */
 static api_link *link_set(cl_asm *a, uint64_t api) {
-  return &a->links[cl_hash_slot(api, NAPI) & ~(uint32_t)(API_WAYS - 1)];
+  uint64_t seq = api & ((1ull << CL_ID_SEQ_BITS) - 1);
+  uint32_t h = (uint32_t)(seq + (uint64_t)CL_ID_SERIAL(api) * 0x9E37u) & (NAPI - 1);
+  return &a->links[h & ~(uint32_t)(API_WAYS - 1)];
 }
 static void link_put(cl_asm *a, uint64_t api, uint64_t group) {
   api_link *set = link_set(a, api), *v = set;

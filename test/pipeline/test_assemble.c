@@ -541,4 +541,32 @@ TL_TEST(lockstep_threads_keep_their_own_launch_groups) {
   fx_close(&f);
 }
 
+/* One thread's group of thousands of p2p calls (an all-to-all over thousands of ranks) while a
+ * second thread in lockstep makes as many: every p2p operation, started at the group's end,
+ * still finds its group. */
+TL_TEST(large_groups_of_two_threads_keep_every_link) {
+  fixture f;
+  fx_open(&f, 0);
+  uint32_t comm = add_comm(0x8888000088880000ull, 0);
+  enum { N = 20000 };
+  cl_payload p;
+  memset(&p, 0, sizeof p);
+  for (uint32_t t = 1; t <= 2; t++) t_start(&f, ev_id(t, 1), CL_EV_GROUP_API, comm, 0, 1000, &p, 0);
+  for (uint64_t i = 0; i < N; i++)
+    for (uint32_t t = 1; t <= 2; t++) {
+      t_start(&f, ev_id(t, 2 + i), CL_EV_P2P_API, comm, ev_id(t, 1), 2000 + i, &p, 0);
+      t_stop(&f, ev_id(t, 2 + i), 2000 + i);
+    }
+  int lost = 0;
+  for (uint64_t i = 0; i < N; i++)
+    for (uint32_t t = 1; t <= 2; t++) {
+      uint64_t id = ev_id(t, 2 + N + i);
+      t_start(&f, id, CL_EV_P2P, comm, ev_id(t, 2 + i), 100000 + i, &p, 0);
+      const cl_ev *e = lookup(f.a, id);
+      if (!e || e->api_group != ev_id(t, 1)) lost++;
+    }
+  CHECK(lost == 0, "%d of %d p2p operations lost their group", lost, 2 * N);
+  fx_close(&f);
+}
+
 TL_MAIN("pipeline/assemble")
