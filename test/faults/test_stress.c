@@ -169,31 +169,48 @@ static void *exit_driver(void *arg) {
   }
   return NULL;
 }
-H_CHILD(exit_while_writing) {
+/* An exit case's job: two communicators, four threads driving them, until the writer has a
+ * file and is busy (a condition, not a delay). The drivers never stop: the case exits. */
+static void start_busy_job(uint64_t hash, const char *name_a, const char *name_b) {
   REQUIRE(h_open(&g_p, NULL, 5) == 0, "load");
-  h_comm_info a = {0xE1170001ull, "exit-a", 1, 2, 0}, b = {0xE1170002ull, "exit-b", 1, 2, 0};
+  h_comm_info a = {hash, name_a, 1, 2, 0}, b = {hash + 1, name_b, 1, 2, 0};
   REQUIRE(h_init(&g_p, &g_ctx[0], &a) == 0 && h_init(&g_p, &g_ctx[1], &b) == 0, "init");
   pthread_t t[4];
   for (long i = 0; i < 4; i++) pthread_create(&t[i], NULL, exit_driver, (void *)(intptr_t)i);
-  /* exit once the writer has a file and is busy (a condition, not a delay) */
-  const char *dir = getenv("COMMLENS_DIR");
-  h_wait_trace_bytes(dir, 4096);
+  h_wait_trace_bytes(getenv("COMMLENS_DIR"), 4096);
+}
+/* Runs child `name` in a fresh directory with the exit cases' settings and `extra`; CHECKs a
+ * clean exit. The directory is in dir. */
+static void spawn_exit_case(const char *name, const char *const *extra, char *dir, size_t n) {
+  char kv[300];
+  h_fresh_dir(dir, n);
+  snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
+  const char *env[8] = {kv, "COMMLENS_SUMMARY=off", "COMMLENS_EVENTS=full"};
+  for (int i = 0; i < 4 && extra[i]; i++) env[3 + i] = extra[i];
+  int rc = h_spawn(name, env);
+  CHECK(rc == 0, "%s exited %d (dir %s)", name, rc, dir);
+}
+/* The trace an exit case left: it parses and holds collectives. Removes dir unless a CHECK
+ * failed (then it is kept and named). */
+static void check_exit_trace(const char *dir) {
+  tr_trace tr;
+  if (h_load_one_trace(dir, &tr, NULL, 0)) { fprintf(stderr, "  kept %s\n", dir); return; }
+  CHECK(tr_count(&tr, 'X', "coll") > 0, "no collectives in the trace (as of its last flush)");
+  tr_free(&tr);
+  if (!tl_cur_failed) h_rm_rf(dir);
+  else fprintf(stderr, "  kept %s\n", dir);
+}
+
+H_CHILD(exit_while_writing) {
+  start_busy_job(0xE1170001ull, "exit-a", "exit-b");
   exit(0);              /* the drivers are still running; no finalize */
 }
 
 TL_TEST(exit_while_threads_record_and_the_writer_is_busy) {
   for (int round = 0; round < 2; round++) {
-    char dir[256], kv[300];
-    h_fresh_dir(dir, sizeof dir);
-    snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
-    const char *env[] = {kv, "COMMLENS_SUMMARY=off", "COMMLENS_CUPTI=0", "COMMLENS_EVENTS=full", NULL};
-    int rc = h_spawn("exit_while_writing", env);
-    CHECK(rc == 0, "round %d: exit_while_writing exited %d (dir %s)", round, rc, dir);
-    tr_trace tr;
-    if (h_load_one_trace(dir, &tr, NULL, 0)) { fprintf(stderr, "  kept %s\n", dir); return; }
-    CHECK(tr_count(&tr, 'X', "coll") > 0, "round %d: collectives in the trace", round);
-    tr_free(&tr);
-    if (!tl_cur_failed) h_rm_rf(dir);
+    char dir[256];
+    spawn_exit_case("exit_while_writing", (const char *const[]){"COMMLENS_CUPTI=0", NULL}, dir, sizeof dir);
+    check_exit_trace(dir);
   }
 }
 
@@ -215,19 +232,13 @@ static void release_on_give_up(int level, const char *msg) {
   if (f) { fputs(msg, f); fclose(f); }
 }
 H_CHILD(exit_with_stuck_writer) {
-  const char *dir = getenv("COMMLENS_DIR");
   h_log_hook = release_on_give_up;
-  REQUIRE(h_open(&g_p, NULL, 5) == 0, "load");
-  h_comm_info a = {0xE1170003ull, "stuck-a", 1, 2, 0}, b = {0xE1170004ull, "stuck-b", 1, 2, 0};
-  REQUIRE(h_init(&g_p, &g_ctx[0], &a) == 0 && h_init(&g_p, &g_ctx[1], &b) == 0, "init");
+  start_busy_job(0xE1170003ull, "stuck-a", "stuck-b");
   g_fake_cupti = dlopen(getenv("COMMLENS_CUPTI_LIB"), RTLD_NOW | RTLD_NOLOAD);
   REQUIRE(g_fake_cupti, "the plugin did not load the stand-in libcupti");
   void (*hold)(void) = (void (*)(void))dlsym(g_fake_cupti, "commlens_fake_cupti_hold_next_flush");
   int (*state)(void) = (int (*)(void))dlsym(g_fake_cupti, "commlens_fake_cupti_hold_state");
   REQUIRE(hold && state, "stand-in libcupti without its hold");
-  pthread_t t[4];
-  for (long i = 0; i < 4; i++) pthread_create(&t[i], NULL, exit_driver, (void *)(intptr_t)i);
-  h_wait_trace_bytes(dir, 4096);
   hold();
   for (int i = 0; i < 60000 && state() != 1; i++) usleep(1000);   /* the format thread is inside */
   REQUIRE(state() == 1, "no flush was held within 60 s (is CUPTI on?)");
@@ -235,24 +246,16 @@ H_CHILD(exit_with_stuck_writer) {
 }
 
 TL_TEST(exit_with_a_stuck_writer_thread) {
-  char dir[256], kv[300], lib[600], libkv[700], marker[300];
-  h_fresh_dir(dir, sizeof dir);
-  snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
+  char dir[256], lib[600], libkv[700], marker[300];
   h_fake_path(NULL, "libcommlens-fakecupti.so", lib, sizeof lib);
   REQUIRE(access(lib, R_OK) == 0, "no stand-in libcupti at %s (make builds it)", lib);
   snprintf(libkv, sizeof libkv, "COMMLENS_CUPTI_LIB=%s", lib);
-  const char *env[] = {kv, libkv, "COMMLENS_CUPTI=1", "COMMLENS_EXIT_WAIT_S=1",
-                       "COMMLENS_SUMMARY=off", "COMMLENS_EVENTS=full", NULL};
-  int rc = h_spawn("exit_with_stuck_writer", env);
-  CHECK(rc == 0, "exit_with_stuck_writer exited %d (dir %s)", rc, dir);
+  spawn_exit_case("exit_with_stuck_writer",
+                  (const char *const[]){libkv, "COMMLENS_CUPTI=1", "COMMLENS_EXIT_WAIT_S=1", NULL}, dir, sizeof dir);
   snprintf(marker, sizeof marker, "%s/gave-up", dir);
   CHECK(access(marker, F_OK) == 0, "the exit path never gave up on the stuck thread (dir %s)", dir);
   unlink(marker);
-  tr_trace tr;
-  if (h_load_one_trace(dir, &tr, NULL, 0)) { fprintf(stderr, "  kept %s\n", dir); return; }
-  CHECK(tr_count(&tr, 'X', "coll") > 0, "no collectives in the trace as of its last flush");
-  tr_free(&tr);
-  if (!tl_cur_failed) h_rm_rf(dir);
+  check_exit_trace(dir);
 }
 
 H_MAIN("faults/stress")

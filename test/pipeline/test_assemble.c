@@ -422,6 +422,16 @@ TL_TEST(collective_given_up_on_cupti_is_finished_once) {
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x (a SIGALRM is the old hang; 3: counted twice)", status);
 }
 
+/* Two seconds on, then four: the kernel records are joined to their launches, the collectives
+ * take their spans, their exposure is known and they are drawn. */
+static void settle_cupti(fixture *f) {
+  uint64_t now = 2000000000ull;
+  cl_gj_advance(f->gj, now, 0);           /* the joins */
+  cl_asm_tick(f->a, now, 0);              /* the collectives take their spans */
+  cl_gj_advance(f->gj, 2 * now, 0);       /* their exposure, then they are drawn */
+  cl_asm_tick(f->a, 2 * now, 0);
+}
+
 /* The default (COMMLENS_CUPTI=kernels): a collective's launch carries CUPTI's stream id; the
  * NCCL kernel on that stream, from kernel records alone (no launch record), gives the collective
  * its GPU span ("cupti"). A second launch group's kernel on the same stream goes to it, not to
@@ -456,11 +466,7 @@ TL_TEST(collective_timed_from_its_kernel_by_stream_order) {
                          .correlation = 50 + (1 - i), .stream = 7, .name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
     cl_gj_activity(f.gj, &k);
   }
-  uint64_t now = 2000000000ull;
-  cl_gj_advance(f.gj, now, 0);           /* the joins */
-  cl_asm_tick(f.a, now, 0);              /* the collectives take their spans */
-  cl_gj_advance(f.gj, 2 * now, 0);       /* their exposure, then they are drawn */
-  cl_asm_tick(f.a, 2 * now, 0);
+  settle_cupti(&f);
   json_object *arr = body_json(&f);
   REQUIRE(arr, "body");
   int seen = 0;
@@ -518,11 +524,7 @@ TL_TEST(lockstep_threads_keep_their_own_launch_groups) {
                          .correlation = 50 + t, .stream = 7 + 2 * t, .name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
     cl_gj_activity(f.gj, &k);
   }
-  uint64_t now = 2000000000ull;
-  cl_gj_advance(f.gj, now, 0);
-  cl_asm_tick(f.a, now, 0);
-  cl_gj_advance(f.gj, 2 * now, 0);
-  cl_asm_tick(f.a, 2 * now, 0);
+  settle_cupti(&f);
   json_object *arr = body_json(&f);
   REQUIRE(arr, "body");
   int timed[2] = {0, 0};
