@@ -14,7 +14,10 @@ LIB_SRC := $(wildcard common/*.c plugin/*.c plugin/*/*.c exporters/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libnccl-profiler-commlens.so
 LIBLINK := $(BUILD)/libnccl-profiler.so
-CLI_SRC := $(wildcard tools/commlens/*.c common/*.c)   # common/: config table, log, clock, NCCL arithmetic
+# the CLI: tools/commlens/ (main, options) and its stage folders tools/commlens/<stage>/
+CLI_SRC := $(wildcard tools/commlens/*.c tools/commlens/*/*.c common/*.c)   # common/: config table, log, clock, NCCL arithmetic
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_HDR := $(wildcard tools/commlens/*.h tools/commlens/*/*.h)
 CLI     := $(BUILD)/commlens
 Q       := @
 
@@ -74,7 +77,7 @@ NO_CLI_HOW := install libjson-c-dev and zlib1g-dev (Debian/Ubuntu) or json-c-dev
 
 # ---- the plugin ----
 lib: $(LIB) $(LIBLINK)
-$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h) $(CLI_HDR)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
 ifeq ($(HAVE_CUPTI),)
@@ -96,9 +99,9 @@ else
 cli:
 	@echo "commlens CLI not built: $(strip $(NO_CLI_WHY))$(if $(filter-out 0,$(APT_RC)), and apt-get could not install them (see $(BUILD)/apt.log)); $(NO_CLI_HOW)"
 endif
-$(CLI): $(CLI_SRC) $(wildcard tools/commlens/*.h include/commlens/*.h)
+$(CLI): $(CLI_OBJ)
 	$(Q)mkdir -p $(BUILD)
-	$(Q)$(CC) $(CFLAGS) -Itools/commlens -o $@ $(CLI_SRC) -ljson-c -lz -lm -lpthread
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) -ljson-c -lz -lm -lpthread
 	@echo "built $@"
 
 # ---- tests: every test/<suite>/test_*.c is one program; test/lib/*.c is linked into each ----

@@ -12,9 +12,6 @@
  * -1 when profiling cannot run for this communicator (a message was logged). */
 int cl_comm_init(void **ctx, int *mask, const cl_comm_desc *d);
 void cl_comm_finalize(void *ctx);
-/* The CUDA device current on the calling thread, -1 if none is known (NCCL calls init with
- * the communicator's device current: that is how each communicator's GPU is known). */
-int cl_cuda_device(void);
 
 /* ---- hot path: no allocation, no lock, no system call but the vDSO clock ---- */
 /* Starts an event; returns the handle for NCCL (never NULL unless disabled). payload_bytes

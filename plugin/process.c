@@ -1,23 +1,18 @@
 /* process.c: the plugin's process lifecycle. The first communicator init sets the process up
- * (configuration, clock offset, the launcher's rank, exit and fork handlers); each init
+ * (configuration, its identity (identity.c), exit and fork handlers); each init
  * registers a context (capture/contexts.c) and the first one starts the writer
  * (pipeline/writer.c); the last finalize stops it; exit finishes the output; a fork child
  * starts over at its next init. */
-#include "plugin/process.h"
 #include "plugin/plugin.h"
-#include "common/clock.h"
+#include "plugin/identity.h"
+#include "plugin/gpu/device.h"
 #include "common/config.h"
 #include "plugin/capture/gate.h"
 #include "plugin/capture/ring.h"
 #include "plugin/pipeline/writer.h"
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-cl_process_info cl_proc;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;   /* first-init setup */
 static int g_proc_ready;
 
@@ -34,52 +29,10 @@ static void fork_child(void) {
   cl_log_reset_once();
 }
 
-static void detect_rank(int comm_rank) {
-  cl_proc.env_rank = -1;
-  static const char *vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMIX_RANK",
-                               "PMI_RANK"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    char *end;
-    if (!v || !*v) continue;
-    long r = strtol(v, &end, 10);
-    if (*end || r < 0 || r > 1 << 24) continue;
-    cl_proc.rank = cl_proc.env_rank = (int)r;
-    snprintf(cl_proc.rank_source, sizeof cl_proc.rank_source, "%s", vars[i]);
-    return;
-  }
-  if (comm_rank >= 0) {
-    cl_proc.rank = comm_rank;
-    snprintf(cl_proc.rank_source, sizeof cl_proc.rank_source, "comm");
-  } else {
-    cl_proc.rank = (int)cl_proc.pid;
-    snprintf(cl_proc.rank_source, sizeof cl_proc.rank_source, "pid");
-  }
-}
-
-/* The device current on this thread, from the CUDA driver NCCL already loaded (-1 without
- * one: the plugin never loads CUDA itself). */
-int cl_cuda_device(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!h) return -1;
-  int (*get)(int *) = (int (*)(int *))dlsym(h, "cuCtxGetDevice");
-  int dev = -1;
-  if (!get || get(&dev) != 0) dev = -1;
-  dlclose(h);
-  return dev;
-}
-
 static void process_setup(const cl_comm_desc *d) {
   static int atexit_done, atfork_done;
   cl_config_load();
-  memset(&cl_proc, 0, sizeof cl_proc);
-  cl_proc.pid = getpid();
-  if (gethostname(cl_proc.host, sizeof cl_proc.host - 1) != 0) snprintf(cl_proc.host, sizeof cl_proc.host, "unknown");
-  snprintf(cl_proc.job, sizeof cl_proc.job, "%s", cl_cfg.job);
-  detect_rank(d->rank);
-  cl_proc.abi = d->abi;
-  cl_proc.realtime_offset_ns = cl_clock_measure_offset(&cl_proc.offset_err_ns);
-  cl_proc.start_ns = cl_now();
+  cl_identity_settle(d->rank, d->abi);
   cl_gate_setup();
   if (!atexit_done) { atexit(on_exit_handler); atexit_done = 1; }
   if (!atfork_done) { pthread_atfork(NULL, NULL, fork_child); atfork_done = 1; }

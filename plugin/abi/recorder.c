@@ -2,12 +2,16 @@
  * DIR/commlens-r<rank>-<pid>.rec.gz: descriptor bytes, the strings and blobs they point to,
  * state args, the calling thread and the time. test/lib/replay.c drives the plugin with such
  * files. A diagnostic mode: it takes a mutex per call, so it is never on by default. */
-#include "shim.h"
+#include "plugin/abi/recorder.h"
+#include "plugin/identity.h"
+#include "plugin/gpu/device.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifndef COMMLENS_NO_ZLIB
@@ -15,16 +19,29 @@
 #endif
 
 _Atomic int cl_recording;
-_Atomic pid_t cl_self_pid;
+
+static void recorder_open(const char *dir, int rank);
+static void recorder_close(void);
+
+/* Opens the recording of this process once its identity is settled (the shims call this
+ * after every init; a fork child opens its own), and closes it at exit. */
+void cl_recorder_begin(void) {
+  static pid_t opened_by;
+  static int atexit_done;
+  if (!cl_cfg.record[0] || opened_by == getpid()) return;
+  opened_by = getpid();
+  recorder_open(cl_cfg.record, cl_proc.rank);
+  if (!atexit_done) { atexit(recorder_close); atexit_done = 1; }
+}
 
 #ifdef COMMLENS_NO_ZLIB
 /* Built without zlib: recordings are gzip streams, so there is nothing to record into;
  * cl_recording stays 0 and the shims never call the hooks below. */
-void cl_recorder_open(const char *dir, int rank) {
+static void recorder_open(const char *dir, int rank) {
   (void)dir; (void)rank;
   cl_log_once("record-zlib", CL_LOG_WARN, "COMMLENS_RECORD is ignored: this build of commlens has no zlib");
 }
-void cl_recorder_close(void) {}
+static void recorder_close(void) {}
 void cl_recorder_init(int abi, void *ctx, const cl_comm_desc *d, int mask) { (void)abi; (void)ctx; (void)d; (void)mask; }
 void cl_recorder_start(int abi, void *ctx, const void *descr, unsigned len, const cl_ref *refs, int nrefs,
                        void *handle) { (void)abi; (void)ctx; (void)descr; (void)len; (void)refs; (void)nrefs; (void)handle; }
@@ -63,7 +80,7 @@ static void head(char kind, int abi) {
 }
 
 /* Opens the recording for this process; called once the rank is known. */
-void cl_recorder_open(const char *dir, int rank) {
+static void recorder_open(const char *dir, int rank) {
   char path[1200];
   mkdir(dir, 0755);
   snprintf(path, sizeof path, "%s/commlens-r%d-%d.rec.gz", dir, rank, (int)getpid());
@@ -82,7 +99,7 @@ void cl_recorder_open(const char *dir, int rank) {
   cl_log(CL_LOG_INFO, "recording the profiler ABI call stream to %s", path);
 }
 
-void cl_recorder_close(void) {
+static void recorder_close(void) {
   atomic_store(&cl_recording, 0);
   pthread_mutex_lock(&g_rec_mu);
   if (g_gz) gzclose(g_gz);

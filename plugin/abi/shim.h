@@ -1,11 +1,12 @@
 /* shim.h: what the per-version shims share: the pid/context checks that decide whether a
  * descriptor's parent may be trusted, payload builders for layouts common to several
- * versions, and the hook that records raw ABI calls (COMMLENS_RECORD). Only plugin/abi/
- * includes this file. */
+ * versions, and the calls to the recorder of raw ABI calls (COMMLENS_RECORD, recorder.h).
+ * Only plugin/abi/ includes this file. */
 #ifndef COMMLENS_SHIM_H
 #define COMMLENS_SHIM_H
 #include "commlens/nccl_profiler_abi.h"
 #include "plugin/plugin.h"
+#include "plugin/abi/recorder.h"
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,18 +16,6 @@
 /* Process id, cached (getpid is a system call); refreshed in a fork child. Atomic: every
  * init stores it while other threads' startEvent read it (relaxed: the value never differs). */
 extern _Atomic pid_t cl_self_pid;
-
-/* A pointer field of a descriptor whose pointee the recorder must capture. */
-typedef struct { unsigned off; const void *p; unsigned len; } cl_ref;
-
-extern _Atomic int cl_recording;
-void cl_recorder_init(int abi, void *ctx, const cl_comm_desc *d, int mask);
-void cl_recorder_start(int abi, void *ctx, const void *descr, unsigned len, const cl_ref *refs,
-                       int nrefs, void *handle);
-void cl_recorder_stop(int abi, void *handle);
-void cl_recorder_state(int abi, void *handle, int state, const void *args, unsigned len);
-void cl_recorder_finalize(int abi, void *ctx);
-#define CL_RECORDING() __builtin_expect(atomic_load_explicit(&cl_recording, memory_order_relaxed), 0)
 
 static inline unsigned cl_str_len(const char *s) { return s ? (unsigned)strlen(s) + 1 : 0; }
 /* A `bool` field of NCCL's descriptor, read as the byte it is: a broken or foreign caller may
@@ -80,6 +69,7 @@ static inline clabi_result cl_shim_init(void **ctx, int *mask, cl_comm_desc *d) 
   if (!ctx || !mask) return CLABI_SUCCESS;
   atomic_store_explicit(&cl_self_pid, getpid(), memory_order_relaxed);
   if (cl_comm_init(ctx, mask, d) != 0) *ctx = NULL;   /* events still flow, without a comm */
+  cl_recorder_begin();
   if (CL_RECORDING()) cl_recorder_init(d->abi, *ctx, d, *mask);
   return CLABI_SUCCESS;
 }

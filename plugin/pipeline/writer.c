@@ -7,7 +7,6 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
-#include "plugin/abi/recorder.h"
 #include "plugin/capture/gate.h"
 #include "plugin/capture/ring.h"
 #include "plugin/gpu/cupti.h"
@@ -15,7 +14,7 @@
 #include "exporters/prom.h"
 #include "plugin/pipeline/drain.h"
 #include "plugin/pipeline/format.h"
-#include "plugin/process.h"
+#include "plugin/identity.h"
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -219,7 +218,6 @@ static int setup(void) {
   cl_parts_discover(g_run.parts);
   if (!g_run.asm_ || !cl_parts_count(g_run.parts)) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (g_run.gj) { cl_gj_start(g_run.gj, cl_now()); g_run.cupti_rec = 1; }
-  if (cl_cfg.record[0]) cl_recorder_open(cl_cfg.record, cl_proc.rank);
   /* a directory that cannot be made is said at once; the files come at the first flush */
   char spill[1500];
   const char *what;
@@ -311,7 +309,6 @@ void cl_writer_finish(void) {
         sb_free(&ex);
       }
     }
-    cl_recorder_close();
     for (size_t i = 0; i < cl_parts_count(g_run.parts); i++) cl_out_close(&cl_parts_at(g_run.parts, i)->out);
     if (!g_stage_lent) cl_stage_free(g_run.stage);
     g_run.stage = NULL;

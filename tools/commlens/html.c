@@ -11,54 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void esc_v(FILE *o, const char *fmt, va_list ap) {
-  char b[1024];
-  vsnprintf(b, sizeof b, fmt, ap);
-  cl_html_esc(o, b);
-}
-/* printf into HTML-escaped text. */
-static void __attribute__((format(printf, 2, 3))) escf(FILE *o, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  esc_v(o, fmt, ap);
-  va_end(ap);
-}
-
-void hp_section(hp_page *p, int k) {
-  fprintf(p->o, "<section id=\"%s\"><h2>", hp_chart_id[k]);
-  cl_html_esc(p->o, hp_chart_title[k]);
-  fputs("</h2>\n<p class=\"reading\">", p->o);
-  cl_html_esc(p->o, p->reading[k]);
-  fputs("</p>\n", p->o);
-}
-void hp_placeholder(hp_page *p, const char *why) {
-  fputs("<p class=\"na\">", p->o); cl_html_esc(p->o, why); fputs("</p>\n", p->o);
-}
-void hp_note(hp_page *p, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("<p class=\"note\">", p->o);
-  esc_v(p->o, fmt, ap);
-  fputs("</p>\n", p->o);
-  va_end(ap);
-}
-
-const char *hp_fmt_bw(double gbs, char *b, size_t n) {
-  if (gbs >= 1) snprintf(b, n, "%.2f GB/s", gbs);
-  else if (gbs >= 1e-3) snprintf(b, n, "%.3g MB/s", gbs * 1e3);
-  else snprintf(b, n, "%.3g KB/s", gbs * 1e6);
-  return b;
-}
-
-void hp_comm_label(uint64_t comm, char *b, size_t n) {
-  const char *nm = cl_comm_name(comm);
-  if (nm[0]) snprintf(b, n, "%s", nm); else snprintf(b, n, "0x%08llx", (unsigned long long)(comm & 0xffffffffull));
-}
-void hp_inst_label(const cl_job *job, uint32_t id, char *b, size_t n) {
-  const cl_inst *in = &job->inst.a[id];
-  snprintf(b, n, "%s #%lld", cl_func_name(in->func), (long long)in->seq);
-}
-
 /* file:// link to a rank's trace: the absolute path, percent-encoded in the href. */
 static void file_link(FILE *o, const cl_rank *r) {
   char abs[PATH_MAX];
@@ -77,7 +29,7 @@ static void __attribute__((format(printf, 3, 4))) td(FILE *o, int num, const cha
   va_list ap;
   va_start(ap, fmt);
   fputs(num ? "<td class=\"n\">" : "<td>", o);
-  esc_v(o, fmt, ap);
+  hp_esc_v(o, fmt, ap);
   fputs("</td>", o);
   va_end(ap);
 }
@@ -235,12 +187,12 @@ int cl_report_html(cl_job *job, const char *path) {
   fputs(SELF_CHECK, o);
   fputs("<title>", o);
   const char *jid = job->job && job->job[0] ? job->job : NULL;
-  escf(o, "commlens report: job %s", jid ? jid : "(no job id)");
+  hp_escf(o, "commlens report: job %s", jid ? jid : "(no job id)");
   fputs("</title>", o);
   fprintf(o, "\n<style>\n%s</style></head>\n<body><main>\n<h1>commlens report: ", CSS);
-  escf(o, jid ? "job \"%s\"" : "%s", jid ? jid : "a job without a job id");
+  hp_escf(o, jid ? "job \"%s\"" : "%s", jid ? jid : "a job without a job id");
   fputs("</h1>\n<p class=\"meta\">", o);
-  escf(o, "%d rank(s) (%d..%d), %d file(s) read, %d skipped; span %s on rank %d's clock; %lld collective "
+  hp_escf(o, "%d rank(s) (%d..%d), %d file(s) read, %d skipped; span %s on rank %d's clock; %lld collective "
           "instances matched on 2+ ranks; plugin %s.", job->n, job->r[0]->rank, job->r[job->n - 1]->rank,
           job->n_files_seen - job->n_files_skipped, job->n_files_skipped,
           cl_fmt_time(span, sizeof span, an.span), job->ref_rank, (long long)an.n_multi,

@@ -9,38 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const hp_chart_id[HP_NCHARTS] = {"exposure", "lateness", "channels", "bandwidth", "clocks", "plugin"};
-const char *const hp_chart_title[HP_NCHARTS] = {
-  "Exposed vs hidden communication per rank", "Who arrived late: lateness per rank over the run",
-  "Slow channels per rank", "Bus bandwidth against the median for its size", "Clock offsets per rank",
-  "The plugin's cost and drops per rank"};
-
 #define MAX_POINTS 4000    /* bandwidth scatter points at most */
 #define MICRO "\xc2\xb5"
 
-/* ---- formats ----------------------------------------------------------------------------- */
-/* ms from 0.1 ms up, else µs (else ns): axes keep a few significant digits. */
-hp_unit hp_unit_for(double max_ns) {
-  if (max_ns >= 1e5) return (hp_unit){"ms", 1e6};
-  if (max_ns >= 100) return (hp_unit){MICRO "s", 1e3};
-  return (hp_unit){"ns", 1};
-}
-static void fmt_num(double v, char *b, size_t n) {
-  double a = fabs(v);
-  if (a > 0 && a < 0.001) { snprintf(b, n, "%.3g", v); return; }
-  int d = a >= 100 || a == 0 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
-  snprintf(b, n, "%.*f", d, v);
-  if (d) {   /* 1.50 -> 1.5, 2.00 -> 2 */
-    char *e = b + strlen(b);
-    while (e > b && e[-1] == '0') *--e = 0;
-    if (e > b && e[-1] == '.') e[-1] = 0;
-  }
-}
-void hp_fmt_signed(double v, char *b, size_t n) {
-  char t[40];
-  fmt_num(v, t, sizeof t);
-  snprintf(b, n, "%s%s", v > 0 ? "+" : "", t);
-}
 static void fmt_bytes(double v, char *b, size_t n) {
   static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int k = 0;
@@ -96,7 +67,7 @@ static void chart_exposure(hp_page *p) {
     char yt[48];
     snprintf(yt, sizeof yt, "communication per rank (%s)", x.u.name);
     cl_bars bars = {HP_CHART_W, 300, n, have < n ? 3 : 2, (const double *const *)x.v, col, ser, rank_label, &x,
-                    expo_tip, fmt_num, yt, "rank"};
+                    expo_tip, hp_fmt_num, yt, "rank"};
     cl_svg_bars(p->o, &bars);
     hp_note(p, "Communication = union of the rank's coll_gpu spans; exposed = the part of it no compute kernel "
                "overlapped (coll_gpu exposed_ns, else the exposed slices).%s",
@@ -179,7 +150,7 @@ static void chart_bandwidth(hp_page *p) {
   double x0 = 64, x1 = w - 16, y0 = 26, y1 = h - 46;
   cl_scale sx = {bmin / 1.6, bmax * 1.6, x0, x1, 2}, sy = {ymin / 1.5, ymax * 1.5, y1, y0, 10};
   cl_svg_begin(o, w, h, hp_chart_title[HP_BANDWIDTH]);
-  cl_svg_axis(o, &sy, 1, x0, y0, x1, y1, fmt_num, "bus bandwidth (GB/s, log scale)");
+  cl_svg_axis(o, &sy, 1, x0, y0, x1, y1, hp_fmt_num, "bus bandwidth (GB/s, log scale)");
   /* size ticks at the sizes there are while they fit (sorted, distinct), else at powers of two */
   double sizes[13]; int ns = 0;
   for (size_t j = 0; j < keep && ns <= 12; j++) {
@@ -327,7 +298,7 @@ static void chart_plugin(hp_page *p) {
   cost_ctx x = {job};
   for (int s = 0; s < 3; s++) {
     const double *one[1] = {v[s]};
-    cl_bars bars = {360, 240, n, 1, one, col[s], ser[s], rank_label, &x, cost_tip, fmt_num, yt[s], "rank"};
+    cl_bars bars = {360, 240, n, 1, one, col[s], ser[s], rank_label, &x, cost_tip, hp_fmt_num, yt[s], "rank"};
     cl_svg_bars(p->o, &bars);
   }
   fputs("</div>\n", p->o);

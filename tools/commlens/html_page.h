@@ -1,9 +1,11 @@
 /* html_page.h: what html.c (the page, its tables), html_charts.c and html_grids.c (its
- * charts) share: the page being written and small text helpers. Internal to the HTML report. */
+ * charts) share: the page being written and the small text helpers of html_page.c. Internal
+ * to the HTML report. */
 #ifndef COMMLENS_CLI_HTML_PAGE_H
 #define COMMLENS_CLI_HTML_PAGE_H
 #include "report.h"
 #include "svg.h"
+#include <stdarg.h>
 #include <stdio.h>
 
 enum { HP_EXPOSURE, HP_LATENESS, HP_CHANNELS, HP_BANDWIDTH, HP_CLOCKS, HP_PLUGIN, HP_NCHARTS };
@@ -27,8 +29,12 @@ void hp_chart_channels(hp_page *p);
 /* The display unit for times up to max_ns (ms, µs or ns) and its divisor. */
 typedef struct { const char *name; double div; } hp_unit;
 hp_unit hp_unit_for(double max_ns);
-/* A number with a few significant digits and its sign ("+1.5", "-0.25", "0"). */
+/* A number with a few significant digits ("1.5", "0.25", "120"), and with its sign ("+1.5"). */
+void hp_fmt_num(double v, char *b, size_t n);
 void hp_fmt_signed(double v, char *b, size_t n);
+/* printf into HTML-escaped text (1 KiB at most). */
+void hp_esc_v(FILE *o, const char *fmt, va_list ap);
+void hp_escf(FILE *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Section opening (id, title, reading) for chart k; the caller closes it with </section>. */
 void hp_section(hp_page *p, int k);

@@ -1,7 +1,8 @@
-/* process.h: facts about the profiled process, fixed at the first communicator init (rank,
- * host, job, clock offset), and the process lifecycle: first init, exit, fork. */
-#ifndef COMMLENS_PROCESS_H
-#define COMMLENS_PROCESS_H
+/* identity.h: who this process is (pid, host, rank and where it came from, job, ABI, clock
+ * offset, start), settled once at the first communicator init (plugin/process.c calls
+ * cl_identity_settle) and read by the writer and the output, never written by them. */
+#ifndef COMMLENS_IDENTITY_H
+#define COMMLENS_IDENTITY_H
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -19,4 +20,8 @@ typedef struct {
 } cl_process_info;
 
 extern cl_process_info cl_proc;
+
+/* Fills cl_proc from this process, the configuration (cl_config_load first) and the first
+ * communicator's rank and ABI version (comm_rank -1: none). */
+void cl_identity_settle(int comm_rank, int abi);
 #endif
