@@ -93,34 +93,6 @@ void cl_out_header(cl_rank_output *o, cl_ct *ct) {
   sb_free(&hdr);
 }
 
-double cl_out_overhead_pct(const cl_run_stats *s) {
-  return s->elapsed_ns ? 100.0 * (double)s->calls * (double)s->per_call_ns / (double)s->elapsed_ns : 0.0;
-}
-
-void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_offsets,
-                 const char *cupti, const char *exposure) {
-  sb_reset(b);
-  sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
-            "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
-            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
-            "\"overhead_ns_per_call\":%llu,\"overhead_ns_per_call_median\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
-            final ? "true" : "false", (unsigned long long)s->events, (unsigned long long)s->records,
-            (unsigned long long)s->dropped, (unsigned long long)s->stale,
-            (unsigned long long)s->foreign, (unsigned long long)s->orphans, (unsigned long long)s->open_now,
-            (unsigned long long)s->dropped_ring, (unsigned long long)s->dropped_no_ring,
-            (unsigned long long)s->dropped_staging, (unsigned long long)s->spilled,
-            (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
-            (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
-            (unsigned long long)s->per_call_ns, (unsigned long long)s->per_call_median_ns, cl_out_overhead_pct(s),
-            (unsigned long long)s->elapsed_ns, s->process_gpus);
-  sb_puts(b, gpu_offsets);
-  sb_puts(b, ",\"cupti\":");
-  sb_puts(b, cupti);
-  sb_puts(b, ",\"exposure\":");
-  sb_puts(b, exposure);
-  sb_puts(b, "}}\n");
-}
-
 int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail) {
   cl_sb *body = ct_body(ct);
   int err = 0;
@@ -138,8 +110,8 @@ int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail) {
   return err;
 }
 
-void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_summary *sum,
-                    const char *gpu, const char *exposure, int print) {
+void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, uint64_t dropped,
+                    const cl_summary *sum, const char *gpu, const char *exposure, int print) {
   char path[1500];
   snprintf(path, sizeof path, "%s.summary.txt", o->base);
   FILE *f = o->file ? fopen(path, "wx") : NULL;
@@ -149,10 +121,7 @@ void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_sum
     FILE *out = pass == 0 ? f : (print ? stderr : NULL);
     if (!out) continue;
     const char *pre = pass == 0 ? "" : prefix;
-    fprintf(out, "%scommlens %s, ABI v%d, %llu events, %llu dropped, hot path %llu ns/call median, %llu mean "
-            "(%.3f%% of wall time)\n",
-            pre, COMMLENS_VERSION, cl_proc.abi, (unsigned long long)s->records, (unsigned long long)s->dropped,
-            (unsigned long long)s->per_call_median_ns, (unsigned long long)s->per_call_ns, cl_out_overhead_pct(s));
+    fprintf(out, "%s%s\n", pre, head);
     cl_summary_print(sum, out, pre);
     if (gpu) fprintf(out, "%s%s\n", pre, gpu);
     if (exposure) fprintf(out, "%sexposure (JSON): %s\n", pre, exposure);
@@ -163,7 +132,7 @@ void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_sum
   f = o->file ? fopen(path, "wx") : NULL;
   if (f) {
     fprintf(f, "{\"rank\":%d,\"abi\":%d,\"events\":%llu,\"dropped\":%llu,\"collectives\":", o->who.rank,
-            cl_proc.abi, (unsigned long long)s->records, (unsigned long long)s->dropped);
+            cl_proc.abi, (unsigned long long)events, (unsigned long long)dropped);
     cl_summary_json(sum, f);
     fprintf(f, "}\n");
     fclose(f);

@@ -1,6 +1,6 @@
 /* rank_output.h: one participant's (one GPU's) output files. The trace file gets the header first, then the
  * slices the formatter accumulates in the Chrome-trace body, each flush ending with the
- * stats tail (so the file is valid JSON after every flush); at exit the summary files. The
+ * stats tail (plugin/pipeline/self_stats.c: so the file is valid JSON after every flush); at exit the summary files. The
  * callers decide what a failure means (rank_output only reports it). Writer threads only. */
 #ifndef COMMLENS_RANK_OUTPUT_H
 #define COMMLENS_RANK_OUTPUT_H
@@ -8,15 +8,6 @@
 #include "exporters/summary.h"
 #include "exporters/trace_file.h"
 #include <stdint.h>
-
-/* What the stats tail and the summary report, gathered by the writer from every stage. */
-typedef struct {
-  uint64_t events, records, dropped, stale, foreign, orphans, open_now;
-  uint64_t dropped_ring, dropped_no_ring, dropped_staging, spilled;
-  uint64_t colls_done, colls_timed, implausible_gpu, calls, per_call_ns, elapsed_ns;
-  uint64_t per_call_median_ns;     /* the median timed call (per_call_ns is their mean) */
-  unsigned process_gpus;    /* participants of this process (files it writes) */
-} cl_run_stats;
 
 /* Whose files these are: the participant's world rank, where it came from, its CUDA device. */
 typedef struct { int rank; char rank_source[48]; int dev; } cl_out_who;
@@ -40,20 +31,13 @@ int cl_out_prepare(const char *dir, char *spill, size_t n, const char **what);
 int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **what, const char **where);
 /* Puts the trace header and the process metadata in front of ct's body. */
 void cl_out_header(cl_rank_output *o, cl_ct *ct);
-/* The plugin's share of wall time in percent (calls x mean call time / elapsed), the one
- * formula the tail, the summary and the live metrics report. */
-double cl_out_overhead_pct(const cl_run_stats *s);
-/* The stats tail: closes traceEvents and writes commlensStats; `gpu_offsets`, `cupti` and
- * `exposure` are JSON texts placed as they are. */
-void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_offsets,
-                 const char *cupti, const char *exposure);
 /* Appends ct's body and rewrites the tail; the body is emptied either way. 0, or the errno
  * of a failed write (the file is then failed for good). */
 int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail);
 /* The summary: <base>.summary.txt and .summary.json (only beside a trace file), and the
- * table on stderr when `print`. `gpu` is one line saying what was timed on the GPU and how;
- * `exposure` is JSON or NULL. */
-void cl_out_summary(const cl_rank_output *o, const cl_run_stats *s, const cl_summary *sum,
-                    const char *gpu, const char *exposure, int print);
+ * table on stderr when `print`. `head` is its first line (the self-measure: self_stats.c),
+ * `gpu` one line saying what was timed on the GPU and how; `exposure` is JSON or NULL. */
+void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, uint64_t dropped,
+                    const cl_summary *sum, const char *gpu, const char *exposure, int print);
 void cl_out_close(cl_rank_output *o);
 #endif

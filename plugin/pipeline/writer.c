@@ -14,6 +14,7 @@
 #include "exporters/prom.h"
 #include "plugin/pipeline/drain.h"
 #include "plugin/pipeline/format.h"
+#include "plugin/pipeline/self_stats.h"
 #include "plugin/identity.h"
 #include <errno.h>
 #include <pthread.h>
@@ -43,79 +44,7 @@ static void disable_output(const char *what, const char *path, int err) {
   cl_disable();
 }
 
-/* ---- stats and flushes ---- */
-/* The tail's numbers: the participant's own (events, collectives) and the process's. */
-static void gather(cl_run_stats *s, const cl_part *p) {
-  cl_ring_totals rt;
-  cl_rings_totals(&rt);
-  cl_asm_stats as;
-  cl_asm_get_stats(g_run.asm_, &as);
-  uint64_t staging_dropped = g_run.stage ? cl_stage_dropped(g_run.stage) : 0;
-  memset(s, 0, sizeof *s);
-  s->events = ct_events(p->ct);
-  s->records = as.records;
-  s->dropped_ring = rt.dropped;
-  s->dropped_no_ring = rt.unclaimed;
-  s->dropped_staging = staging_dropped;
-  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + as.writer_drops;
-  s->stale = as.stale;
-  s->foreign = as.foreign;
-  s->orphans = as.orphans;
-  s->open_now = as.open_now;
-  s->spilled = g_run.stage ? cl_stage_spilled(g_run.stage) : 0;
-  s->colls_done = p->colls_done;
-  s->colls_timed = p->colls_timed;
-  s->implausible_gpu = as.implausible_gpu;
-  s->calls = rt.calls;
-  s->per_call_ns = rt.nsampled ? rt.sampled_ns / rt.nsampled : 0;
-  s->per_call_median_ns = cl_rings_median_ns(&rt);
-  s->elapsed_ns = cl_now() - cl_proc.start_ns;
-  s->process_gpus = (unsigned)cl_parts_count(g_run.parts);
-}
-
-static void build_tail(cl_part *p, int final) {
-  cl_run_stats s;
-  gather(&s, p);
-  cl_sb offsets = {0}, cupti = {0}, expo = {0};
-  cl_asm_offsets_json(g_run.asm_, p, &offsets);
-  cl_cupti_stats cs;
-  cl_cupti_get_stats(&cs);
-  int cupti_on = g_run.gj != NULL;
-  sb_printf(&cupti, "{\"active\":%s,\"records\":%llu,\"dropped\":%llu,\"mode\":\"%s\",\"status\":",
-            cupti_on && cs.active ? "true" : "false", (unsigned long long)cs.records, (unsigned long long)cs.dropped,
-            cl_cfg.cupti == CL_CUPTI_OFF ? "off" : cl_cfg.cupti == CL_CUPTI_FULL ? "full" : "kernels");
-  sb_jstr(&cupti, cupti_on ? (cs.active ? "recording" : cs.status)
-                           : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=off)"));
-  sb_puts(&cupti, "}");
-  cl_asm_exposure_json(g_run.asm_, p, &expo);
-  cl_out_tail(&g_tail, &s, final, offsets.p ? offsets.p : "[]", cupti.p ? cupti.p : "null", expo.p ? expo.p : "null");
-  sb_free(&offsets); sb_free(&cupti); sb_free(&expo);
-}
-
-/* The summary's line on GPU timing: how many collectives got a GPU span, from what, and the
- * exposure, or why there is none. */
-static void gpu_line(cl_part *p, const cl_run_stats *s, char *out, size_t n) {
-  int k = snprintf(out, n, "GPU timing: %llu of %llu collectives; ", (unsigned long long)s->colls_timed,
-                   (unsigned long long)s->colls_done);
-  if (k < 0 || (size_t)k >= n) return;
-  if (!g_run.gj) {
-    cl_cupti_stats cs;
-    cl_cupti_get_stats(&cs);
-    snprintf(out + k, n - (size_t)k, "CUPTI %s: %s (from NCCL's own events only, no exposure)",
-             cl_cfg.cupti ? "unavailable" : "off", cl_cfg.cupti ? cs.status : "COMMLENS_CUPTI=off");
-    return;
-  }
-  cl_gj_counts c;
-  cl_gj_totals(g_run.gj, p, &c);
-  double comm = (double)c.t.comm_ns / 1e6, ex = (double)c.t.exposed_ns / 1e6;
-  snprintf(out + k, n - (size_t)k, "NCCL kernels from CUPTI (%s), %llu of them joined to their "
-           "launches; communication %.3f ms, exposed %.3f ms (%.1f%% hidden by compute)",
-           cl_gj_by_stream(g_run.gj) ? "kernel records, joined by stream order" : "joined by correlation id",
-           /* this GPU's own count (launches_nccl is the process's: it may drive several GPUs) */
-           (unsigned long long)(cl_gj_by_stream(g_run.gj) ? c.by_stream : c.nccl_kernels - c.by_name), comm, ex,
-           comm > 0 ? 100.0 * (1.0 - ex / comm) : 0.0);
-}
-
+/* ---- flushes ---- */
 /* A participant's file is made at the first flush that has it, so that its world rank is
  * settled from every communicator registered by then (a process driving several GPUs
  * registers them together). 0, or -1 when output is off (told once). */
@@ -153,12 +82,12 @@ static void write_prom(int final) {
     cl_part *p = cl_parts_at(g_run.parts, i);
     if (p->out_state != 1) continue;
     cl_run_stats s;
-    gather(&s, p);
+    cl_stats_gather(&s, &g_run, p);
     cl_prom_rank r = {.rank = p->rank, .gpu = p->dev, .host = cl_proc.host, .job = cl_proc.job,
                       .version = COMMLENS_VERSION, .abi = cl_proc.abi, .events = s.events,
                       .records = s.records, .dropped = s.dropped, .calls = s.calls,
                       .per_call_ns = s.per_call_ns, .colls = s.colls_done, .colls_timed = s.colls_timed,
-                      .overhead_ratio = cl_out_overhead_pct(&s) / 100.0};
+                      .overhead_ratio = cl_stats_overhead_pct(&s) / 100.0};
     if (g_run.gj) {
       cl_gj_counts n;
       cl_gj_totals(g_run.gj, p, &n);
@@ -187,7 +116,7 @@ static void flush_file(int final) {
       if (p->out_state < 0) sb_reset(ct_body(p->ct));   /* never written: keep no backlog */
       continue;
     }
-    if (!cl_tfile_failed(p->out.file)) build_tail(p, final);
+    if (!cl_tfile_failed(p->out.file)) cl_stats_tail(&g_tail, &g_run, p, final);
     int err = cl_out_flush(&p->out, p->ct, &g_tail);
     if (!err) g_wrote = 1;
     if (err && !final) disable_output("writing the trace failed:", p->out.path, err);
@@ -300,12 +229,14 @@ void cl_writer_finish(void) {
         cl_part *p = cl_parts_at(g_run.parts, i);
         if (p->out_state == 0) continue;      /* output was off before its file was made */
         cl_run_stats s;
-        gather(&s, p);
+        cl_stats_gather(&s, &g_run, p);
         cl_sb ex = {0};
         if (g_run.gj) cl_asm_exposure_json(g_run.asm_, p, &ex);
-        char gpu[512];
-        gpu_line(p, &s, gpu, sizeof gpu);
-        cl_out_summary(&p->out, &s, p->sum, gpu, g_run.gj ? (ex.p ? ex.p : "null") : NULL, cl_cfg.summary == CL_SUMMARY_PRINT);
+        char head[512], gpu[512];
+        cl_stats_summary_head(&s, head, sizeof head);
+        cl_stats_gpu_line(&g_run, p, &s, gpu, sizeof gpu);
+        cl_out_summary(&p->out, head, s.records, s.dropped, p->sum, gpu, g_run.gj ? (ex.p ? ex.p : "null") : NULL,
+                       cl_cfg.summary == CL_SUMMARY_PRINT);
         sb_free(&ex);
       }
     }

@@ -1,0 +1,119 @@
+/* self_stats.c: the plugin's self-measure, one owner: gathers what every stage counted (rings,
+ * staging, assembler, participants, CUPTI) into cl_run_stats, and writes it: the commlensStats
+ * tail of each flush, the summary's first line and its GPU line; the overhead formula. */
+#include "plugin/pipeline/self_stats.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "plugin/capture/ring.h"
+#include "plugin/gpu/cupti.h"
+#include "plugin/identity.h"
+#include <stdio.h>
+#include <string.h>
+
+double cl_stats_overhead_pct(const cl_run_stats *s) {
+  return s->elapsed_ns ? 100.0 * (double)s->calls * (double)s->per_call_ns / (double)s->elapsed_ns : 0.0;
+}
+
+/* The tail: closes traceEvents and writes commlensStats; the three JSON texts go as they are. */
+static void write_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_offsets,
+                       const char *cupti, const char *exposure) {
+  sb_reset(b);
+  sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
+            "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
+            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
+            "\"overhead_ns_per_call\":%llu,\"overhead_ns_per_call_median\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
+            final ? "true" : "false", (unsigned long long)s->events, (unsigned long long)s->records,
+            (unsigned long long)s->dropped, (unsigned long long)s->stale,
+            (unsigned long long)s->foreign, (unsigned long long)s->orphans, (unsigned long long)s->open_now,
+            (unsigned long long)s->dropped_ring, (unsigned long long)s->dropped_no_ring,
+            (unsigned long long)s->dropped_staging, (unsigned long long)s->spilled,
+            (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
+            (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
+            (unsigned long long)s->per_call_ns, (unsigned long long)s->per_call_median_ns, cl_stats_overhead_pct(s),
+            (unsigned long long)s->elapsed_ns, s->process_gpus);
+  sb_puts(b, gpu_offsets);
+  sb_puts(b, ",\"cupti\":");
+  sb_puts(b, cupti);
+  sb_puts(b, ",\"exposure\":");
+  sb_puts(b, exposure);
+  sb_puts(b, "}}\n");
+}
+
+/* The tail's numbers: the participant's own (events, collectives) and the process's. */
+void cl_stats_gather(cl_run_stats *s, const cl_format_deps *run, const cl_part *p) {
+  cl_ring_totals rt;
+  cl_rings_totals(&rt);
+  cl_asm_stats as;
+  cl_asm_get_stats(run->asm_, &as);
+  uint64_t staging_dropped = run->stage ? cl_stage_dropped(run->stage) : 0;
+  memset(s, 0, sizeof *s);
+  s->events = ct_events(p->ct);
+  s->records = as.records;
+  s->dropped_ring = rt.dropped;
+  s->dropped_no_ring = rt.unclaimed;
+  s->dropped_staging = staging_dropped;
+  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + as.writer_drops;
+  s->stale = as.stale;
+  s->foreign = as.foreign;
+  s->orphans = as.orphans;
+  s->open_now = as.open_now;
+  s->spilled = run->stage ? cl_stage_spilled(run->stage) : 0;
+  s->colls_done = p->colls_done;
+  s->colls_timed = p->colls_timed;
+  s->implausible_gpu = as.implausible_gpu;
+  s->calls = rt.calls;
+  s->per_call_ns = rt.nsampled ? rt.sampled_ns / rt.nsampled : 0;
+  s->per_call_median_ns = cl_rings_median_ns(&rt);
+  s->elapsed_ns = cl_now() - cl_proc.start_ns;
+  s->process_gpus = (unsigned)cl_parts_count(run->parts);
+}
+
+void cl_stats_tail(cl_sb *tail, const cl_format_deps *run, cl_part *p, int final) {
+  cl_run_stats s;
+  cl_stats_gather(&s, run, p);
+  cl_sb offsets = {0}, cupti = {0}, expo = {0};
+  cl_asm_offsets_json(run->asm_, p, &offsets);
+  cl_cupti_stats cs;
+  cl_cupti_get_stats(&cs);
+  int cupti_on = run->gj != NULL;
+  sb_printf(&cupti, "{\"active\":%s,\"records\":%llu,\"dropped\":%llu,\"mode\":\"%s\",\"status\":",
+            cupti_on && cs.active ? "true" : "false", (unsigned long long)cs.records, (unsigned long long)cs.dropped,
+            cl_cfg.cupti == CL_CUPTI_OFF ? "off" : cl_cfg.cupti == CL_CUPTI_FULL ? "full" : "kernels");
+  sb_jstr(&cupti, cupti_on ? (cs.active ? "recording" : cs.status)
+                           : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=off)"));
+  sb_puts(&cupti, "}");
+  cl_asm_exposure_json(run->asm_, p, &expo);
+  write_tail(tail, &s, final, offsets.p ? offsets.p : "[]", cupti.p ? cupti.p : "null", expo.p ? expo.p : "null");
+  sb_free(&offsets); sb_free(&cupti); sb_free(&expo);
+}
+
+/* The summary's line on GPU timing: how many collectives got a GPU span, from what, and the
+ * exposure, or why there is none. */
+void cl_stats_gpu_line(const cl_format_deps *run, cl_part *p, const cl_run_stats *s, char *out, size_t n) {
+  int k = snprintf(out, n, "GPU timing: %llu of %llu collectives; ", (unsigned long long)s->colls_timed,
+                   (unsigned long long)s->colls_done);
+  if (k < 0 || (size_t)k >= n) return;
+  if (!run->gj) {
+    cl_cupti_stats cs;
+    cl_cupti_get_stats(&cs);
+    snprintf(out + k, n - (size_t)k, "CUPTI %s: %s (from NCCL's own events only, no exposure)",
+             cl_cfg.cupti ? "unavailable" : "off", cl_cfg.cupti ? cs.status : "COMMLENS_CUPTI=off");
+    return;
+  }
+  cl_gj_counts c;
+  cl_gj_totals(run->gj, p, &c);
+  double comm = (double)c.t.comm_ns / 1e6, ex = (double)c.t.exposed_ns / 1e6;
+  snprintf(out + k, n - (size_t)k, "NCCL kernels from CUPTI (%s), %llu of them joined to their "
+           "launches; communication %.3f ms, exposed %.3f ms (%.1f%% hidden by compute)",
+           cl_gj_by_stream(run->gj) ? "kernel records, joined by stream order" : "joined by correlation id",
+           /* this GPU's own count (launches_nccl is the process's: it may drive several GPUs) */
+           (unsigned long long)(cl_gj_by_stream(run->gj) ? c.by_stream : c.nccl_kernels - c.by_name), comm, ex,
+           comm > 0 ? 100.0 * (1.0 - ex / comm) : 0.0);
+}
+
+void cl_stats_summary_head(const cl_run_stats *s, char *out, size_t n) {
+  snprintf(out, n, "commlens %s, ABI v%d, %llu events, %llu dropped, hot path %llu ns/call median, %llu mean "
+           "(%.3f%% of wall time)", COMMLENS_VERSION, cl_proc.abi, (unsigned long long)s->records,
+           (unsigned long long)s->dropped, (unsigned long long)s->per_call_median_ns,
+           (unsigned long long)s->per_call_ns, cl_stats_overhead_pct(s));
+}
