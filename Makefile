@@ -77,6 +77,12 @@ NO_CLI_HOW := install libjson-c-dev and zlib1g-dev (Debian/Ubuntu) or json-c-dev
 
 # ---- the plugin ----
 lib: $(LIB) $(LIBLINK)
+# The plugin's objects (with common/ and exporters/) as one archive: the .so is made from it,
+# and the tests, fuzzers and benchmarks link it to reach the internals (each build directory,
+# sanitizer variants included, has its own).
+LIB_A := $(BUILD)/libcommlens.a
+$(LIB_A): $(LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $(LIB_OBJ)
 $(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h) $(CLI_HDR)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
@@ -84,8 +90,8 @@ ifeq ($(HAVE_CUPTI),)
 $(LIB):
 	@echo "commlens plugin not built: CUDA headers missing ($(CUPTI_INC)); set CUDA=<toolkit dir>"; exit 1
 else
-$(LIB): $(LIB_OBJ) plugin/exports.map
-	$(Q)$(CC) $(CFLAGS) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=plugin/exports.map \
+$(LIB): $(LIB_A) plugin/exports.map
+	$(Q)$(CC) $(CFLAGS) -shared -o $@ -Wl,--whole-archive $(LIB_A) -Wl,--no-whole-archive -Wl,--version-script=plugin/exports.map \
 	  -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined -lpthread -ldl $(ZLIB_LIBS)
 	@echo "built $@"
 endif
@@ -99,20 +105,27 @@ else
 cli:
 	@echo "commlens CLI not built: $(strip $(NO_CLI_WHY))$(if $(filter-out 0,$(APT_RC)), and apt-get could not install them (see $(BUILD)/apt.log)); $(NO_CLI_HOW)"
 endif
+# The CLI's own objects but main.o (common/ is in LIB_A): the tests and fuzz/fuzz_cli.c link it.
+CLI_A := $(BUILD)/libcommlens-cli.a
+CLI_LIB_OBJ := $(filter-out $(BUILD)/obj/common/% $(BUILD)/obj/tools/commlens/main.o,$(CLI_OBJ))
+$(CLI_A): $(CLI_LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $(CLI_LIB_OBJ)
 $(CLI): $(CLI_OBJ)
 	$(Q)mkdir -p $(BUILD)
 	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) -ljson-c -lz -lm -lpthread
 	@echo "built $@"
 
-# ---- tests: every test/<suite>/test_*.c is one program; test/lib/*.c is linked into each ----
-TEST_LIB_SRC := $(wildcard test/lib/*.c)
+# ---- tests: every test/<suite>/test_*.c is one program; test/lib/*.c (with the plugin driver
+# and the replay engine of tools/replay/) is linked into each ----
+# Unit tests reach the internals through their headers and link the archives (no test
+# includes a .c file).
+TEST_LIB_SRC := $(wildcard test/lib/*.c) tools/replay/driver.c tools/replay/replay.c
 TEST_SRC := $(wildcard test/*/test_*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
-# Some suites #include plugin or CLI sources to test internals: rebuild them when those change.
-TEST_INCLUDED := $(wildcard common/*.[ch] plugin/*.[ch] plugin/*/*.[ch] exporters/*.[ch] tools/commlens/*.[ch])
-$(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h include/commlens/*.h) $(TEST_INCLUDED) | test-deps
+TEST_HDR := $(wildcard common/*.h plugin/*.h plugin/*/*.h exporters/*.h) $(CLI_HDR)
+$(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h tools/replay/*.h include/commlens/*.h) $(TEST_HDR) $(CLI_A) $(LIB_A) | test-deps
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Itest/lib -Itools/commlens -o $@ $< $(TEST_LIB_SRC) -ljson-c -lz -ldl -lpthread -lm
+	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $< $(TEST_LIB_SRC) $(CLI_A) $(LIB_A) -ljson-c -lz -ldl -lpthread -lm
 # mk/*.mk add variants (sanitizers, fuzz runs) as prerequisites and as run.sh arguments in
 # TEST_MORE, so one run.sh call prints every suite and one closing total.
 # The tests read traces with json-c and zlib: without them they cannot run at all.

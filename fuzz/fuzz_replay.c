@@ -4,11 +4,11 @@
  * calls, and edits that window as a misbehaving or racing NCCL might: records dropped,
  * repeated, reordered, moved to another thread, handles crossed between events, states
  * renumbered, descriptor bytes changed (hex digits only, so every record still parses). The
- * result is replayed through test/lib/replay.c (one thread per recorded thread, the global
+ * result is replayed through tools/replay/replay.c (one thread per recorded thread, the global
  * order kept) into the plugin linked into this program. Oracle: no sanitizer report, every
  * call but init returns success, and the trace stays valid JSON (trace_check.h). */
 #include "commlens/nccl_profiler_abi.h"
-#include "replay.h"
+#include "tools/replay/replay.h"
 #include "trace_check.h"
 #include <dirent.h>
 #include <stdint.h>

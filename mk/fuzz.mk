@@ -38,19 +38,25 @@ $(FUZZ_STAMP): | test-deps
 # The targets, built into $(1) with compile flags $(2): once with the sanitizers (fuzzing,
 # make test) and once with coverage instrumentation (make fuzz-coverage).
 define FUZZ_VARIANT
-$(1)/obj/%.o: %.c $$(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h tools/commlens/*.h) | $$(FUZZ_STAMP)
+$(1)/obj/%.o: %.c $$(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h) $$(CLI_HDR) | $$(FUZZ_STAMP)
 	$$(Q)mkdir -p $$(dir $$@)
 	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer-no-link -Itools/commlens -c $$< -o $$@
-$(1)/fuzz_abi: fuzz/fuzz_abi.c fuzz/trace_check.h $$(LIB_SRC:%.c=$(1)/obj/%.o) | $$(FUZZ_STAMP)
-	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -ldl -lpthread -lm
-$(1)/fuzz_join: fuzz/fuzz_join.c $$(LIB_SRC:%.c=$(1)/obj/%.o) | $$(FUZZ_STAMP)
-	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -ldl -lpthread -lm
-# The replay target drives the plugin linked into it through test/lib's replayer (-rdynamic:
-# the replayer finds ncclProfiler_vN in the program itself).
-$(1)/fuzz_replay: fuzz/fuzz_replay.c fuzz/trace_check.h $$(TEST_LIB_SRC) $$(LIB_SRC:%.c=$(1)/obj/%.o) | $$(FUZZ_STAMP)
-	$$(Q)$$(FUZZ_CC) $(2) -Itest/lib -fsanitize=fuzzer -rdynamic -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -ldl -lpthread -lm
-$(1)/fuzz_cli: fuzz/fuzz_cli.c $$(filter-out %/main.o,$$(CLI_SRC:%.c=$(1)/obj/%.o)) | $$(FUZZ_STAMP)
-	$$(Q)$$(FUZZ_CC) $(2) -Itools/commlens -fsanitize=fuzzer -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -lpthread -lm
+# Each variant's own archives of the plugin (with common/ and exporters/) and of the CLI.
+$(1)/libcommlens.a: $$(LIB_SRC:%.c=$(1)/obj/%.o)
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+$(1)/libcommlens-cli.a: $$(filter-out %/main.o,$$(filter $(1)/obj/tools/%,$$(CLI_SRC:%.c=$(1)/obj/%.o)))
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+$(1)/fuzz_abi: fuzz/fuzz_abi.c fuzz/trace_check.h $(1)/libcommlens.a | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.a,$$^) -ljson-c -lz -ldl -lpthread -lm
+$(1)/fuzz_join: fuzz/fuzz_join.c $(1)/libcommlens.a | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.a,$$^) -ljson-c -lz -ldl -lpthread -lm
+# The replay target drives the plugin linked into it through tools/replay's engine (-rdynamic:
+# the replayer finds ncclProfiler_vN in the program itself, so the whole archive goes in).
+$(1)/fuzz_replay: fuzz/fuzz_replay.c fuzz/trace_check.h $$(TEST_LIB_SRC) $(1)/libcommlens.a | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -Itest/lib -fsanitize=fuzzer -rdynamic -o $$@ $$(filter %.c,$$^) \
+	  -Wl,--whole-archive $(1)/libcommlens.a -Wl,--no-whole-archive -ljson-c -lz -ldl -lpthread -lm
+$(1)/fuzz_cli: fuzz/fuzz_cli.c $(1)/libcommlens-cli.a $(1)/libcommlens.a | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -Itools/commlens -fsanitize=fuzzer -o $$@ $$(filter %.c %.a,$$^) -ljson-c -lz -lpthread -lm
 endef
 $(eval $(call FUZZ_VARIANT,$(FUZZ_DIR),$(FUZZ_CFLAGS)))
 

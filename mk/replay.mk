@@ -1,13 +1,13 @@
 # commlens-replay: plays a COMMLENS_RECORD recording (test/data/real/*.rec.gz) through the
 # plugin, no NCCL or GPU needed. Not part of `all`; `test` and `demo` build it.
 REPLAY     := $(BUILD)/commlens-replay
-REPLAY_SRC := tools/replay/main.c test/lib/replay.c test/lib/harness.c test/lib/tl.c test/lib/trace_read.c
+REPLAY_SRC := tools/replay/main.c tools/replay/replay.c tools/replay/driver.c
 
 .PHONY: replay
 replay: $(REPLAY)
-$(REPLAY): $(REPLAY_SRC) $(wildcard test/lib/*.h include/commlens/*.h) | test-deps
+$(REPLAY): $(REPLAY_SRC) $(wildcard tools/replay/*.h include/commlens/*.h) | test-deps
 	$(Q)mkdir -p $(BUILD)
-	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $(REPLAY_SRC) -ljson-c $(ZLIB_LIBS) -ldl -lpthread -lm \
+	$(Q)$(CC) $(CFLAGS) -o $@ $(REPLAY_SRC) -ljson-c $(ZLIB_LIBS) -ldl -lpthread -lm \
 	  -Wl,--export-dynamic-symbol=clock_gettime   # --virtual-clock: the plugin resolves it here
 	@echo "built $@"
 

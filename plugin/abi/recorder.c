@@ -1,6 +1,6 @@
 /* recorder.c: COMMLENS_RECORD=DIR writes every profiler ABI call NCCL makes, raw, to
  * DIR/commlens-r<rank>-<pid>.rec.gz: descriptor bytes, the strings and blobs they point to,
- * state args, the calling thread and the time. test/lib/replay.c drives the plugin with such
+ * state args, the calling thread and the time. tools/replay/replay.c drives the plugin with such
  * files. A diagnostic mode: it takes a mutex per call, so it is never on by default. */
 #include "plugin/abi/recorder.h"
 #include "plugin/identity.h"

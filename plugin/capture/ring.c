@@ -151,7 +151,7 @@ static void ring_retire(cl_ring *r) {
   if (nx) atomic_store_explicit(&nx->waiting, 0, memory_order_release);
 }
 
-static int ring_count(void) { return atomic_load_explicit(&g_nrings, memory_order_acquire); }
+int cl_rings_count(void) { return atomic_load_explicit(&g_nrings, memory_order_acquire); }
 
 /* A contiguous run of committed slots [*out, *out + n) not yet consumed. */
 static size_t ring_peek(cl_ring *r, const cl_rec **out) {
@@ -222,7 +222,7 @@ static uint64_t ring_drain(cl_ring *r, cl_ring_sink fn, void *arg) {
 
 uint64_t cl_rings_drain(cl_ring_sink fn, void *arg) {
   uint64_t total = 0;
-  int n = ring_count();
+  int n = cl_rings_count();
   for (int i = 0; i < n; i++) {
     cl_ring *r = &cl_rings[i];
     if (atomic_load_explicit(&r->state, memory_order_acquire) == CL_RING_FREE) continue;
@@ -234,7 +234,7 @@ uint64_t cl_rings_drain(cl_ring_sink fn, void *arg) {
 
 void cl_rings_totals(cl_ring_totals *t) {
   memset(t, 0, sizeof *t);
-  int n = ring_count();
+  int n = cl_rings_count();
   for (int i = 0; i < n; i++) {
     t->dropped += atomic_load_explicit(&cl_rings[i].dropped, memory_order_relaxed);
     t->calls += atomic_load_explicit(&cl_rings[i].calls, memory_order_relaxed);
@@ -258,7 +258,7 @@ uint64_t cl_rings_median_ns(const cl_ring_totals *t) {
 }
 
 int cl_ring_os_tid(uint32_t serial) {
-  int n = ring_count();
+  int n = cl_rings_count();
   for (int i = 0; i < n; i++) {
     if (atomic_load(&cl_rings[i].serial) != serial) continue;
     int tid = atomic_load(&cl_rings[i].os_tid);

@@ -77,6 +77,8 @@ typedef struct { uint64_t dropped, unclaimed, calls, sampled_ns, nsampled, hist[
 /* The median timed call from t->hist (the middle of its bucket), 0 if none. */
 uint64_t cl_rings_median_ns(const cl_ring_totals *t);
 void cl_rings_totals(cl_ring_totals *t);
+/* Rings made so far (cl_rings[0 .. count-1]; a ring, once made, stays). */
+int cl_rings_count(void);
 /* OS thread id of the thread holding serial `serial` (0 if not found, or if its ring has
  * since passed to another thread: never another thread's id). Any thread. */
 int cl_ring_os_tid(uint32_t serial);

@@ -6,7 +6,7 @@
  * off with one message, and it never flushes, disables or finalizes what it did not enable.
  *
  * Threads: CUPTI calls buf_requested/buf_completed on its own threads; they only move buffer
- * pointers under g.mu (no parsing: the completed callback stays short). Everything else,
+ * pointers under cl_cupti_g.mu (no parsing: the completed callback stays short). Everything else,
  * parsing included, runs on the writer thread (cl_cupti_flush / cl_cupti_drain).
  *
  * Coexistence, the decision: the activity API has one global set of buffer callbacks, and
@@ -34,6 +34,7 @@
  * records. CUPTI 13.2+ multi-subscriber mode (per-subscriber activity APIs) would remove the
  * conflict; not used yet. */
 #include "plugin/gpu/cupti.h"
+#include "plugin/gpu/cupti_internal.h"
 #include "common/config.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -62,15 +63,6 @@ _Static_assert(offsetof(CUpti_ActivityKernel10, graphId) == offsetof(CUpti_Activ
 _Static_assert(offsetof(CUpti_ActivityMemcpy6, correlationId) == offsetof(CUpti_ActivityMemcpy5, correlationId), "memcpy layout");
 _Static_assert(offsetof(CUpti_ActivityMemset4, correlationId) == offsetof(CUpti_ActivityMemset3, correlationId), "memset layout");
 
-#define CL_CUPTI_MIN_VERSION 19u          /* CUPTI API v19 = CUDA 12.0 */
-/* CUPTI fills a buffer per launching thread and hands each back (every 100 ms, when its records
- * are complete) before asking for another: many threads, each with a buffer out, want many
- * buffers, not big ones (a 2 MiB buffer holds ~10,000 kernel records). */
-#define CL_CUPTI_BUF_BYTES (2u << 20)
-#define CL_CUPTI_MAX_BUFS 32              /* 64 MiB at most, in CUPTI's hands or ours */
-#define CL_CUPTI_NAMES 16384              /* interned kernel names, at most */
-#define CL_CUPTI_REPROBE_NS 1000000000ull
-
 #define FN(name) __typeof__(&name) name
 static struct {
   FN(cuptiGetVersion); FN(cuptiGetResultString); FN(cuptiSubscribe); FN(cuptiUnsubscribe);
@@ -89,31 +81,7 @@ static void offer_stream_ids(int on) {
   atomic_store_explicit(&g_stream_id_fn, on ? api.cuptiGetStreamIdEx : NULL, memory_order_release);
 }
 
-typedef struct { uint8_t *buf; size_t valid; } done_buf;
-
-/* Where CUPTI stands for us. SUSPENDED: another tool holds the subscriber slot (we re-arm when
- * it lets go); DISPLACED: our records go to another client (for good); FAILED: not loadable or
- * refused (for good). */
-typedef enum { CUPTI_UNTRIED = 0, CUPTI_ACTIVE, CUPTI_SUSPENDED, CUPTI_DISPLACED, CUPTI_FAILED } cupti_state;
-
-static struct {
-  pthread_mutex_t mu;                 /* guards the buffer lists and counters below */
-  uint8_t *free_bufs[CL_CUPTI_MAX_BUFS];
-  int nfree, nalloc;                  /* nalloc: buffers in existence (ours + CUPTI's) */
-  done_buf done[CL_CUPTI_MAX_BUFS];
-  int ndone;
-  uint64_t dropped, buffers, refused;
-  /* writer-thread state */
-  void *lib;
-  cupti_state state;
-  int kinds_on[5];                    /* CONCURRENT_KERNEL, MEMCPY, MEMSET, DRIVER, MARKER enabled by us */
-  int64_t ts_offset;                  /* cupti timestamp - monotonic (0 with the callback) */
-  uint8_t *cur; size_t cur_valid; CUpti_Activity *cur_rec;
-  uint64_t records, next_probe;
-  uint32_t version;
-  char status[160];
-  char *(*demangle)(const char *, char *, size_t *, int *);
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+cl_cupti_bridge cl_cupti_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static const CUpti_CallbackId k_driver_launch[] = {
   CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
@@ -130,9 +98,9 @@ static void set_status(const char *fmt, const char *a, const char *b) {
   char tmp[2400];
   snprintf(tmp, sizeof tmp, fmt, a ? a : "", b ? b : "");
   size_t n = strlen(tmp);
-  if (n >= sizeof g.status) n = sizeof g.status - 1;
-  memcpy(g.status, tmp, n);
-  g.status[n] = 0;
+  if (n >= sizeof cl_cupti_g.status) n = sizeof cl_cupti_g.status - 1;
+  memcpy(cl_cupti_g.status, tmp, n);
+  cl_cupti_g.status[n] = 0;
 }
 
 static const char *err_str(CUptiResult r) {
@@ -148,16 +116,16 @@ static uint64_t CUPTIAPI ts_monotonic(void) { return cl_now(); }
 
 static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   uint8_t *b = NULL;
-  pthread_mutex_lock(&g.mu);
-  if (g.nfree) b = g.free_bufs[--g.nfree];
-  else if (g.nalloc < CL_CUPTI_MAX_BUFS) {
+  pthread_mutex_lock(&cl_cupti_g.mu);
+  if (cl_cupti_g.nfree) b = cl_cupti_g.free_bufs[--cl_cupti_g.nfree];
+  else if (cl_cupti_g.nalloc < CL_CUPTI_MAX_BUFS) {
     /* malloc-family memory: if another client re-registers callbacks, CUPTI may hand this
      * buffer to it, and it will free() it */
-    if (posix_memalign((void **)&b, 8, CL_CUPTI_BUF_BYTES) == 0) g.nalloc++;
+    if (posix_memalign((void **)&b, 8, CL_CUPTI_BUF_BYTES) == 0) cl_cupti_g.nalloc++;
     else b = NULL;
   }
-  if (!b) g.refused++;   /* CUPTI drops records until a buffer is free; it counts them */
-  pthread_mutex_unlock(&g.mu);
+  if (!b) cl_cupti_g.refused++;   /* CUPTI drops records until a buffer is free; it counts them */
+  pthread_mutex_unlock(&cl_cupti_g.mu);
   *buffer = b;
   *size = b ? CL_CUPTI_BUF_BYTES : 0;
   *max_records = 0;
@@ -169,14 +137,14 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
   size_t dropped = 0;
   if (api.cuptiActivityGetNumDroppedRecords)
     api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped);
-  pthread_mutex_lock(&g.mu);
-  g.dropped += dropped;
-  if (!buffer) { pthread_mutex_unlock(&g.mu); return; }
-  g.buffers++;
-  if (valid && g.ndone < CL_CUPTI_MAX_BUFS) g.done[g.ndone++] = (done_buf){buffer, valid};
-  else if (g.nfree < CL_CUPTI_MAX_BUFS) g.free_bufs[g.nfree++] = buffer;
-  else { free(buffer); g.nalloc--; }
-  pthread_mutex_unlock(&g.mu);
+  pthread_mutex_lock(&cl_cupti_g.mu);
+  cl_cupti_g.dropped += dropped;
+  if (!buffer) { pthread_mutex_unlock(&cl_cupti_g.mu); return; }
+  cl_cupti_g.buffers++;
+  if (valid && cl_cupti_g.ndone < CL_CUPTI_MAX_BUFS) cl_cupti_g.done[cl_cupti_g.ndone++] = (done_buf){buffer, valid};
+  else if (cl_cupti_g.nfree < CL_CUPTI_MAX_BUFS) cl_cupti_g.free_bufs[cl_cupti_g.nfree++] = buffer;
+  else { free(buffer); cl_cupti_g.nalloc--; }
+  pthread_mutex_unlock(&cl_cupti_g.mu);
 }
 
 /* ---- loading ---- */
@@ -221,8 +189,8 @@ static void *load_lib(char *path, size_t n) {
 }
 
 static const char *bind_symbols(void) {
-#define REQ(s) do { *(void **)&api.s = dlsym(g.lib, #s); if (!api.s) return #s; } while (0)
-#define OPT(s) do { *(void **)&api.s = dlsym(g.lib, #s); } while (0)
+#define REQ(s) do { *(void **)&api.s = dlsym(cl_cupti_g.lib, #s); if (!api.s) return #s; } while (0)
+#define OPT(s) do { *(void **)&api.s = dlsym(cl_cupti_g.lib, #s); } while (0)
   REQ(cuptiGetVersion); REQ(cuptiSubscribe); REQ(cuptiUnsubscribe);
   REQ(cuptiActivityRegisterCallbacks); REQ(cuptiActivityEnable); REQ(cuptiActivityDisable);
   REQ(cuptiActivityFlushAll); REQ(cuptiActivityGetNextRecord);
@@ -277,9 +245,9 @@ static int64_t measure_ts_offset(void) { return cl_clock_best_offset(read_cupti_
 
 static void disable_ours(void) {
   for (int i = 0; i < 3; i++)
-    if (g.kinds_on[i]) { api.cuptiActivityDisable(k_kinds[i]); g.kinds_on[i] = 0; }
-  if (g.kinds_on[3]) { api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER); g.kinds_on[3] = 0; }
-  if (g.kinds_on[4]) { api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER); g.kinds_on[4] = 0; }
+    if (cl_cupti_g.kinds_on[i]) { api.cuptiActivityDisable(k_kinds[i]); cl_cupti_g.kinds_on[i] = 0; }
+  if (cl_cupti_g.kinds_on[3]) { api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER); cl_cupti_g.kinds_on[3] = 0; }
+  if (cl_cupti_g.kinds_on[4]) { api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER); cl_cupti_g.kinds_on[4] = 0; }
 }
 
 /* Registers our callbacks and enables our kinds. Returns 0, or -1 (message logged, status
@@ -287,24 +255,24 @@ static void disable_ours(void) {
 static int arm(void) {
   CUptiResult r;
   if (api.cuptiSetThreadIdType) api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-  g.ts_offset = 0;
+  cl_cupti_g.ts_offset = 0;
   if (!api.cuptiActivityRegisterTimestampCallback ||
       api.cuptiActivityRegisterTimestampCallback(ts_monotonic) != CUPTI_SUCCESS)
-    g.ts_offset = measure_ts_offset();
+    cl_cupti_g.ts_offset = measure_ts_offset();
   r = api.cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
   if (r != CUPTI_SUCCESS) {
     set_status("CUPTI refused buffer callbacks (%s)", err_str(r), NULL);
-    cl_log_once("cupti-arm", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+    cl_log_once("cupti-arm", CL_LOG_WARN, "%s; continuing without GPU kernel data", cl_cupti_g.status);
     return -1;
   }
   int full = cl_cfg.cupti == CL_CUPTI_FULL;
   for (int i = 0; i < (full ? 3 : 1); i++) {   /* memcpy and memset: full only */
     r = api.cuptiActivityEnable(k_kinds[i]);
-    if (r == CUPTI_SUCCESS) { g.kinds_on[i] = 1; continue; }
+    if (r == CUPTI_SUCCESS) { cl_cupti_g.kinds_on[i] = 1; continue; }
     if (i == 0) {   /* without kernels there is nothing worth keeping */
       set_status("CUPTI kernel activity unavailable (%s): another profiler may own CUPTI",
                  err_str(r), NULL);
-      cl_log_once("cupti-arm", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+      cl_log_once("cupti-arm", CL_LOG_WARN, "%s; continuing without GPU kernel data", cl_cupti_g.status);
       disable_ours();
       return -1;
     }
@@ -315,33 +283,33 @@ static int arm(void) {
    * 2.28 (measured on H200), so they are not used. NCCL launches through the driver API
    * (cuLaunchKernelEx), which is what the correlation needs. */
   if (full) {
-    if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) g.kinds_on[3] = 1;
+    if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) cl_cupti_g.kinds_on[3] = 1;
     else cl_log_once("cupti-driver", CL_LOG_INFO, "CUPTI refused driver API records: NCCL kernels "
                      "are matched by stream and launch order");
   }
   /* NVTX ranges (per-step exposure): CUPTI only sees them when the job was started with
    * NVTX_INJECTION64_PATH=<libcupti>; enabling the kind is harmless otherwise. */
-  if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS) g.kinds_on[4] = 1;
+  if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS) cl_cupti_g.kinds_on[4] = 1;
   return 0;
 }
 
 int cl_cupti_start(void) {
-  if (g.state == CUPTI_ACTIVE || g.state == CUPTI_SUSPENDED) return 0;
-  if (g.state == CUPTI_FAILED) return -1;
-  g.state = CUPTI_FAILED;
+  if (cl_cupti_g.state == CUPTI_ACTIVE || cl_cupti_g.state == CUPTI_SUSPENDED) return 0;
+  if (cl_cupti_g.state == CUPTI_FAILED) return -1;
+  cl_cupti_g.state = CUPTI_FAILED;
   char path[1100];
-  g.lib = load_lib(path, sizeof path);
-  if (!g.lib) {
+  cl_cupti_g.lib = load_lib(path, sizeof path);
+  if (!cl_cupti_g.lib) {
     set_status("libcupti not found (%s)", path, NULL);
     cl_log_once("cupti-load", CL_LOG_WARN,
                 "%s; set COMMLENS_CUPTI_LIB to its path. Continuing without GPU kernel data",
-                g.status);
+                cl_cupti_g.status);
     return -1;
   }
   const char *missing = bind_symbols();
   if (missing) {
     set_status("libcupti at %s lacks %s", path, missing);
-    cl_log_once("cupti-load", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+    cl_log_once("cupti-load", CL_LOG_WARN, "%s; continuing without GPU kernel data", cl_cupti_g.status);
     return -1;
   }
   uint32_t v = 0;
@@ -349,63 +317,63 @@ int cl_cupti_start(void) {
     char vs[16];
     snprintf(vs, sizeof vs, "%u", v);
     set_status("CUPTI API version %s is too old (need CUDA 12.0 or later: %s)", vs, path);
-    cl_log_once("cupti-load", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+    cl_log_once("cupti-load", CL_LOG_WARN, "%s; continuing without GPU kernel data", cl_cupti_g.status);
     return -1;
   }
-  g.version = v;
+  cl_cupti_g.version = v;
   char who[128];
   CUptiResult r = probe_slot(who, sizeof who);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     set_status("CUPTI is in use by %s", who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)", NULL);
     cl_log_once("cupti-busy", CL_LOG_WARN,
-                "%s; commlens leaves it alone and continues without GPU kernel data", g.status);
+                "%s; commlens leaves it alone and continues without GPU kernel data", cl_cupti_g.status);
     return -1;
   }
   if (r != CUPTI_SUCCESS) {
     set_status("CUPTI could not start (%s)", err_str(r), NULL);
-    cl_log_once("cupti-init", CL_LOG_WARN, "%s; continuing without GPU kernel data", g.status);
+    cl_log_once("cupti-init", CL_LOG_WARN, "%s; continuing without GPU kernel data", cl_cupti_g.status);
     return -1;
   }
   if (arm() != 0) return -1;
-  *(void **)&g.demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-  if (!g.demangle) {   /* loaded privately (e.g. by a Python extension): use it if present */
+  *(void **)&cl_cupti_g.demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  if (!cl_cupti_g.demangle) {   /* loaded privately (e.g. by a Python extension): use it if present */
     void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
-    if (cxx) *(void **)&g.demangle = dlsym(cxx, "__cxa_demangle");
+    if (cxx) *(void **)&cl_cupti_g.demangle = dlsym(cxx, "__cxa_demangle");
   }
-  g.state = CUPTI_ACTIVE;
+  cl_cupti_g.state = CUPTI_ACTIVE;
   offer_stream_ids(1);   /* the join by stream order (with launch records: its check) */
-  g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
-  snprintf(g.status, sizeof g.status, "active (CUPTI %u%s)", v,
-           g.ts_offset ? ", timestamps by offset" : "");
+  cl_cupti_g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
+  snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "active (CUPTI %u%s)", v,
+           cl_cupti_g.ts_offset ? ", timestamps by offset" : "");
   return 0;
 }
 
 /* Another tool may take the subscriber slot while we run (Nsight, a sanitizer), and give it back. */
 static void reprobe(void) {
-  if (g.state == CUPTI_DISPLACED) return;
+  if (cl_cupti_g.state == CUPTI_DISPLACED) return;
   uint64_t now = cl_now();
-  if (now < g.next_probe) return;
-  g.next_probe = now + CL_CUPTI_REPROBE_NS;
+  if (now < cl_cupti_g.next_probe) return;
+  cl_cupti_g.next_probe = now + CL_CUPTI_REPROBE_NS;
   char who[128];
   CUptiResult r = probe_slot(who, sizeof who);
-  if (g.state == CUPTI_ACTIVE && r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    g.state = CUPTI_SUSPENDED;
-    snprintf(g.status, sizeof g.status, "suspended: CUPTI taken by %s",
+  if (cl_cupti_g.state == CUPTI_ACTIVE && r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    cl_cupti_g.state = CUPTI_SUSPENDED;
+    snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "suspended: CUPTI taken by %s",
              who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
     cl_log(CL_LOG_WARN, "%s; commlens leaves CUPTI to it and its GPU kernel data pauses until it "
            "lets go (torch.profiler keeps it until exit); collectives keep NCCL's own timing",
-           g.status);
-    for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;   /* theirs now: never disable them */
+           cl_cupti_g.status);
+    for (int i = 0; i < 5; i++) cl_cupti_g.kinds_on[i] = 0;   /* theirs now: never disable them */
     offer_stream_ids(0);   /* no join meanwhile */
     /* buffers CUPTI held may now go to the other tool's callbacks: stop counting them */
-    pthread_mutex_lock(&g.mu);
-    g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
-    pthread_mutex_unlock(&g.mu);
-  } else if (g.state == CUPTI_SUSPENDED && r == CUPTI_SUCCESS) {
+    pthread_mutex_lock(&cl_cupti_g.mu);
+    cl_cupti_g.nalloc = cl_cupti_g.nfree + cl_cupti_g.ndone + (cl_cupti_g.cur != NULL);
+    pthread_mutex_unlock(&cl_cupti_g.mu);
+  } else if (cl_cupti_g.state == CUPTI_SUSPENDED && r == CUPTI_SUCCESS) {
     if (arm() == 0) {
-      g.state = CUPTI_ACTIVE;
+      cl_cupti_g.state = CUPTI_ACTIVE;
       offer_stream_ids(1);
-      snprintf(g.status, sizeof g.status, "active (CUPTI %u, resumed)", g.version);
+      snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "active (CUPTI %u, resumed)", cl_cupti_g.version);
       cl_log(CL_LOG_INFO, "CUPTI is free again; GPU kernel data resumes");
     }
   }
@@ -414,23 +382,23 @@ static void reprobe(void) {
 /* Our records go elsewhere now: its kinds, its buffers, its session. We forget what we enabled
  * (disabling CONCURRENT_KERNEL would switch it off for the other client too). */
 void cl_cupti_displaced(void) {
-  if (g.state != CUPTI_ACTIVE) return;
-  g.state = CUPTI_DISPLACED;
-  for (int i = 0; i < 5; i++) g.kinds_on[i] = 0;
+  if (cl_cupti_g.state != CUPTI_ACTIVE) return;
+  cl_cupti_g.state = CUPTI_DISPLACED;
+  for (int i = 0; i < 5; i++) cl_cupti_g.kinds_on[i] = 0;
   offer_stream_ids(0);   /* CUPTI is the other client's */
-  pthread_mutex_lock(&g.mu);
-  g.nalloc = g.nfree + g.ndone + (g.cur != NULL);
-  pthread_mutex_unlock(&g.mu);
-  snprintf(g.status, sizeof g.status, "displaced: another CUPTI client (e.g. torch.profiler) took "
+  pthread_mutex_lock(&cl_cupti_g.mu);
+  cl_cupti_g.nalloc = cl_cupti_g.nfree + cl_cupti_g.ndone + (cl_cupti_g.cur != NULL);
+  pthread_mutex_unlock(&cl_cupti_g.mu);
+  snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "displaced: another CUPTI client (e.g. torch.profiler) took "
            "the activity records");
   cl_log_once("cupti-displaced", CL_LOG_WARN, "CUPTI's activity records now go to another client "
               "(e.g. torch.profiler, which registers its own buffers): commlens leaves CUPTI to it "
               "for the rest of the run; collectives keep their NCCL timing, exposure stops here");
 }
 
-int cl_cupti_recording(void) { return g.state == CUPTI_ACTIVE; }
+int cl_cupti_recording(void) { return cl_cupti_g.state == CUPTI_ACTIVE; }
 
-int cl_cupti_launch_records(void) { return g.kinds_on[3]; }
+int cl_cupti_launch_records(void) { return cl_cupti_g.kinds_on[3]; }
 
 
 uint32_t cl_cupti_stream_id(uint64_t stream) {
@@ -441,9 +409,9 @@ uint32_t cl_cupti_stream_id(uint64_t stream) {
 }
 
 void cl_cupti_flush(int force) {
-  if (g.state != CUPTI_ACTIVE && g.state != CUPTI_SUSPENDED) return;
+  if (cl_cupti_g.state != CUPTI_ACTIVE && cl_cupti_g.state != CUPTI_SUSPENDED) return;
   reprobe();
-  if (g.state == CUPTI_ACTIVE) api.cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  if (cl_cupti_g.state == CUPTI_ACTIVE) api.cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
 /* ---- kernel names: interned copies that live until exit ---- */
@@ -463,9 +431,9 @@ static const char *intern(const char *raw) {
   char *copy = strdup(raw);
   if (!copy) return "(kernel)";
   const char *shown = copy;
-  if (g.demangle && raw[0] == '_' && raw[1] == 'Z') {
+  if (cl_cupti_g.demangle && raw[0] == '_' && raw[1] == 'Z') {
     int st = -1;
-    char *d = g.demangle(raw, NULL, NULL, &st);
+    char *d = cl_cupti_g.demangle(raw, NULL, NULL, &st);
     if (d && st == 0) shown = d; else free(d);
   }
   g_names[i].raw = copy; g_names[i].shown = shown; g_names[i].h = h;
@@ -479,7 +447,7 @@ static int is_launch_cbid(CUpti_CallbackId cbid) {
   return 0;
 }
 
-static uint64_t to_mono(uint64_t t) { return t ? (uint64_t)((int64_t)t - g.ts_offset) : 0; }
+static uint64_t to_mono(uint64_t t) { return t ? (uint64_t)((int64_t)t - cl_cupti_g.ts_offset) : 0; }
 
 /* The fields kernel, memcpy and memset records share (different struct types, same names). */
 #define GPU_WORK_FIELDS(o, r) do {                                                         \
@@ -544,65 +512,65 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
 }
 
 static void release_current(void) {
-  if (!g.cur) return;
-  pthread_mutex_lock(&g.mu);
-  if (g.nfree < CL_CUPTI_MAX_BUFS) g.free_bufs[g.nfree++] = g.cur;
-  else { free(g.cur); g.nalloc--; }
-  pthread_mutex_unlock(&g.mu);
-  g.cur = NULL; g.cur_rec = NULL; g.cur_valid = 0;
+  if (!cl_cupti_g.cur) return;
+  pthread_mutex_lock(&cl_cupti_g.mu);
+  if (cl_cupti_g.nfree < CL_CUPTI_MAX_BUFS) cl_cupti_g.free_bufs[cl_cupti_g.nfree++] = cl_cupti_g.cur;
+  else { free(cl_cupti_g.cur); cl_cupti_g.nalloc--; }
+  pthread_mutex_unlock(&cl_cupti_g.mu);
+  cl_cupti_g.cur = NULL; cl_cupti_g.cur_rec = NULL; cl_cupti_g.cur_valid = 0;
 }
 
 size_t cl_cupti_drain(cl_gpu_activity *out, size_t max) {
   size_t n = 0;
   while (n < max) {
-    if (!g.cur) {
-      pthread_mutex_lock(&g.mu);
-      if (g.ndone) {
-        g.cur = g.done[0].buf; g.cur_valid = g.done[0].valid;
-        memmove(g.done, g.done + 1, (size_t)(g.ndone - 1) * sizeof *g.done);
-        g.ndone--;
+    if (!cl_cupti_g.cur) {
+      pthread_mutex_lock(&cl_cupti_g.mu);
+      if (cl_cupti_g.ndone) {
+        cl_cupti_g.cur = cl_cupti_g.done[0].buf; cl_cupti_g.cur_valid = cl_cupti_g.done[0].valid;
+        memmove(cl_cupti_g.done, cl_cupti_g.done + 1, (size_t)(cl_cupti_g.ndone - 1) * sizeof *cl_cupti_g.done);
+        cl_cupti_g.ndone--;
       }
-      pthread_mutex_unlock(&g.mu);
-      if (!g.cur) break;
-      g.cur_rec = NULL;
+      pthread_mutex_unlock(&cl_cupti_g.mu);
+      if (!cl_cupti_g.cur) break;
+      cl_cupti_g.cur_rec = NULL;
     }
-    if (api.cuptiActivityGetNextRecord(g.cur, g.cur_valid, &g.cur_rec) != CUPTI_SUCCESS) {
+    if (api.cuptiActivityGetNextRecord(cl_cupti_g.cur, cl_cupti_g.cur_valid, &cl_cupti_g.cur_rec) != CUPTI_SUCCESS) {
       release_current();   /* CUPTI_ERROR_MAX_LIMIT_REACHED: buffer done */
       continue;
     }
-    if (convert(g.cur_rec, &out[n])) { n++; g.records++; }
+    if (convert(cl_cupti_g.cur_rec, &out[n])) { n++; cl_cupti_g.records++; }
   }
   return n;
 }
 
 void cl_cupti_get_stats(cl_cupti_stats *s) {
   memset(s, 0, sizeof *s);
-  pthread_mutex_lock(&g.mu);
-  s->dropped = g.dropped;
-  s->buffers = g.buffers;
-  pthread_mutex_unlock(&g.mu);
-  s->records = g.records;
-  s->active = g.state == CUPTI_ACTIVE;
-  snprintf(s->status, sizeof s->status, "%s", g.status[0] ? g.status : "not started");
+  pthread_mutex_lock(&cl_cupti_g.mu);
+  s->dropped = cl_cupti_g.dropped;
+  s->buffers = cl_cupti_g.buffers;
+  pthread_mutex_unlock(&cl_cupti_g.mu);
+  s->records = cl_cupti_g.records;
+  s->active = cl_cupti_g.state == CUPTI_ACTIVE;
+  snprintf(s->status, sizeof s->status, "%s", cl_cupti_g.status[0] ? cl_cupti_g.status : "not started");
 }
 
 void cl_cupti_stop(void) {
-  if (g.state != CUPTI_ACTIVE && g.state != CUPTI_SUSPENDED && g.state != CUPTI_DISPLACED) return;
-  if (g.state == CUPTI_ACTIVE) {
+  if (cl_cupti_g.state != CUPTI_ACTIVE && cl_cupti_g.state != CUPTI_SUSPENDED && cl_cupti_g.state != CUPTI_DISPLACED) return;
+  if (cl_cupti_g.state == CUPTI_ACTIVE) {
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     disable_ours();
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
   offer_stream_ids(0);
-  cupti_state was = g.state;
-  g.state = CUPTI_UNTRIED;   /* a later start (after a new init) may arm again */
+  cupti_state was = cl_cupti_g.state;
+  cl_cupti_g.state = CUPTI_UNTRIED;   /* a later start (after a new init) may arm again */
   /* buffers still queued are lost: the writer drains before calling stop */
   release_current();
-  pthread_mutex_lock(&g.mu);
-  for (int i = 0; i < g.ndone; i++) { free(g.done[i].buf); g.nalloc--; }
-  g.ndone = 0;
-  for (int i = 0; i < g.nfree; i++) { free(g.free_bufs[i]); g.nalloc--; }
-  g.nfree = 0;
-  pthread_mutex_unlock(&g.mu);
-  if (was == CUPTI_ACTIVE) snprintf(g.status, sizeof g.status, "stopped");   /* else keep the reason */
+  pthread_mutex_lock(&cl_cupti_g.mu);
+  for (int i = 0; i < cl_cupti_g.ndone; i++) { free(cl_cupti_g.done[i].buf); cl_cupti_g.nalloc--; }
+  cl_cupti_g.ndone = 0;
+  for (int i = 0; i < cl_cupti_g.nfree; i++) { free(cl_cupti_g.free_bufs[i]); cl_cupti_g.nalloc--; }
+  cl_cupti_g.nfree = 0;
+  pthread_mutex_unlock(&cl_cupti_g.mu);
+  if (was == CUPTI_ACTIVE) snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "stopped");   /* else keep the reason */
 }

@@ -3,91 +3,15 @@
  * every rule here is unit-tested on integer timelines. Allocation happens only when a set or
  * queue grows, up to its cap; a failed allocation drops the input and counts it. */
 #include "plugin/gpu/exposure.h"
+#include "plugin/gpu/ivset.h"
 #include "common/grow.h"
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- ivset: sorted, disjoint, non-touching half-open intervals ---- */
-typedef struct {
-  cl_expo_iv *v;
-  size_t n, cap, max;
-  uint64_t lost_below;   /* history ending at or before this was dropped (cap or prune) */
-} ivset;
-
-/* First index whose end is > t (ends are sorted because intervals are disjoint). */
-static size_t iv_first_end_after(const ivset *s, uint64_t t) {
-  size_t lo = 0, hi = s->n;
-  while (lo < hi) { size_t mid = lo + (hi - lo) / 2; if (s->v[mid].end_ns > t) hi = mid; else lo = mid + 1; }
-  return lo;
-}
-
-static int iv_reserve(ivset *s, size_t need) { return cl_grow(&s->v, &s->cap, need, sizeof *s->v, 64, s->max); }
-
-static void iv_drop_first(ivset *s) {
-  if (!s->n) return;
-  if (s->v[0].end_ns > s->lost_below) s->lost_below = s->v[0].end_ns;
-  memmove(s->v, s->v + 1, (s->n - 1) * sizeof *s->v);
-  s->n--;
-}
-
-/* Inserts [a, b) and returns how many ns it newly covered. *dropped is set when the cap made
- * us forget the oldest interval (or refuse this one). */
-static uint64_t iv_add(ivset *s, uint64_t a, uint64_t b, int *dropped) {
-  if (b <= a) return 0;
-  /* touching intervals merge too: first interval whose end >= a */
-  size_t i = a ? iv_first_end_after(s, a - 1) : 0;
-  size_t j = i;
-  uint64_t covered = 0, lo = a, hi = b;
-  while (j < s->n && s->v[j].start_ns <= b) {
-    uint64_t cs = s->v[j].start_ns > a ? s->v[j].start_ns : a;
-    uint64_t ce = s->v[j].end_ns < b ? s->v[j].end_ns : b;
-    if (ce > cs) covered += ce - cs;
-    if (s->v[j].start_ns < lo) lo = s->v[j].start_ns;
-    if (s->v[j].end_ns > hi) hi = s->v[j].end_ns;
-    j++;
-  }
-  if (j == i) {   /* no merge: a new element at i */
-    if (iv_reserve(s, s->n + 1) != 0) {
-      if (!s->n || i == 0) { if (dropped) *dropped = 1; return 0; }  /* older than all we keep */
-      iv_drop_first(s); i--;
-      if (dropped) *dropped = 1;
-    }
-    memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
-    s->n++;
-  } else if (j - i > 1) {
-    memmove(s->v + i + 1, s->v + j, (s->n - j) * sizeof *s->v);
-    s->n -= j - i - 1;
-  }
-  s->v[i].start_ns = lo; s->v[i].end_ns = hi;
-  return (b - a) - covered;
-}
-
-/* ns of [a, b) covered by the set. */
-static uint64_t iv_covered(const ivset *s, uint64_t a, uint64_t b) {
-  uint64_t c = 0;
-  for (size_t i = iv_first_end_after(s, a); i < s->n && s->v[i].start_ns < b; i++) {
-    uint64_t cs = s->v[i].start_ns > a ? s->v[i].start_ns : a;
-    uint64_t ce = s->v[i].end_ns < b ? s->v[i].end_ns : b;
-    if (ce > cs) c += ce - cs;
-  }
-  return c;
-}
-
-/* Forgets intervals ending at or before t. */
-static void iv_prune(ivset *s, uint64_t t) {
-  size_t k = iv_first_end_after(s, t);
-  if (!k) return;
-  if (s->v[k - 1].end_ns > s->lost_below) s->lost_below = s->v[k - 1].end_ns;
-  memmove(s->v, s->v + k, (s->n - k) * sizeof *s->v);
-  s->n -= k;
-}
-
-static void iv_free(ivset *s) { free(s->v); memset(s, 0, sizeof *s); }
-
 /* ---- the engine ---- */
 #define CL_EXPO_MAX_DEVICES 1024
 
-typedef struct { ivset compute; int used; } expo_dev;
+typedef struct { cl_ivset compute; int used; } expo_dev;
 
 struct cl_expo {
   cl_expo_limits lim;
@@ -121,7 +45,7 @@ cl_expo *cl_expo_new(const cl_expo_limits *limits, cl_expo_report_fn fn, void *a
 
 void cl_expo_free(cl_expo *e) {
   if (!e) return;
-  for (size_t i = 0; i < e->ndevs; i++) iv_free(&e->devs[i].compute);
+  for (size_t i = 0; i < e->ndevs; i++) cl_iv_free(&e->devs[i].compute);
   free(e->devs); free(e->pend); free(e->scratch); free(e);
 }
 
@@ -147,7 +71,7 @@ int cl_expo_add_compute(cl_expo *e, uint32_t device, uint64_t start_ns, uint64_t
   if (!d || end_ns <= d->compute.lost_below) { e->st.compute_dropped++; return -1; }
   if (e->have_wm && start_ns < e->wm) e->st.compute_late++;
   int dropped = 0;
-  iv_add(&d->compute, start_ns, end_ns, &dropped);
+  cl_iv_add(&d->compute, start_ns, end_ns, &dropped);
   if (dropped) { e->st.compute_dropped++; return -1; }
   return 0;
 }
@@ -181,8 +105,8 @@ static void report_one(cl_expo *e, const cl_expo_span *s) {
   expo_dev *d = get_dev(e, s->device, 0);
   size_t n = 0;
   uint64_t cur = s->start_ns, exposed = 0;
-  const ivset *cs = d ? &d->compute : NULL;
-  size_t i = cs ? iv_first_end_after(cs, s->start_ns) : 0;
+  const cl_ivset *cs = d ? &d->compute : NULL;
+  size_t i = cs ? cl_iv_first_end_after(cs, s->start_ns) : 0;
   for (;;) {
     uint64_t gap_end = s->end_ns;
     int more = cs && i < cs->n && cs->v[i].start_ns < s->end_ns;
@@ -233,7 +157,7 @@ void cl_expo_advance(cl_expo *e, uint64_t watermark) {
   for (size_t i = 0; i < e->npend; i++)
     if (e->pend[i].start_ns < floor) floor = e->pend[i].start_ns;
   for (size_t i = 0; i < e->ndevs; i++)
-    if (e->devs[i].used) iv_prune(&e->devs[i].compute, floor);
+    if (e->devs[i].used) cl_iv_prune(&e->devs[i].compute, floor);
 }
 
 uint64_t cl_expo_reported_upto(const cl_expo *e) {
@@ -251,14 +175,14 @@ void cl_expo_get_stats(const cl_expo *e, cl_expo_stats *out) { *out = e->st; }
 #define CL_EXPO_AGG_MAX_IV 65536
 #define CL_EXPO_MAX_STEPS 4096
 
-typedef struct { uint64_t comm; ivset c, x; cl_expo_totals t; } agg_comm;
+typedef struct { uint64_t comm; cl_ivset c, x; cl_expo_totals t; } agg_comm;
 typedef struct { uint64_t start_ns, end_ns, id; } agg_step;
 
 struct cl_expo_agg {
   uint64_t bucket_ns, retain_ns;
   cl_expo_window_fn fn;
   void *arg;
-  ivset c, x;                 /* comm union and exposed union, recent history */
+  cl_ivset c, x;                 /* comm union and exposed union, recent history */
   cl_expo_totals tot;
   agg_comm comms[CL_EXPO_MAX_COMMS + 1];   /* last slot: "other" */
   size_t ncomms;
@@ -280,8 +204,8 @@ cl_expo_agg *cl_expo_agg_new(uint64_t bucket_ns, uint64_t retain_ns, cl_expo_win
 
 void cl_expo_agg_free(cl_expo_agg *a) {
   if (!a) return;
-  iv_free(&a->c); iv_free(&a->x);
-  for (size_t i = 0; i <= CL_EXPO_MAX_COMMS; i++) { iv_free(&a->comms[i].c); iv_free(&a->comms[i].x); }
+  cl_iv_free(&a->c); cl_iv_free(&a->x);
+  for (size_t i = 0; i <= CL_EXPO_MAX_COMMS; i++) { cl_iv_free(&a->comms[i].c); cl_iv_free(&a->comms[i].x); }
   free(a->steps); free(a);
 }
 
@@ -298,11 +222,11 @@ void cl_expo_agg_add(cl_expo_agg *a, const cl_expo_result *r) {
   uint64_t s = r->span.start_ns, e = r->span.end_ns;
   agg_comm *pc = agg_comm_slot(a, r->span.comm);
   a->tot.spans++; pc->t.spans++;
-  a->tot.comm_ns += iv_add(&a->c, s, e, NULL);
-  pc->t.comm_ns += iv_add(&pc->c, s, e, NULL);
+  a->tot.comm_ns += cl_iv_add(&a->c, s, e, NULL);
+  pc->t.comm_ns += cl_iv_add(&pc->c, s, e, NULL);
   for (size_t i = 0; i < r->npieces; i++) {
-    a->tot.exposed_ns += iv_add(&a->x, r->pieces[i].start_ns, r->pieces[i].end_ns, NULL);
-    pc->t.exposed_ns += iv_add(&pc->x, r->pieces[i].start_ns, r->pieces[i].end_ns, NULL);
+    a->tot.exposed_ns += cl_iv_add(&a->x, r->pieces[i].start_ns, r->pieces[i].end_ns, NULL);
+    pc->t.exposed_ns += cl_iv_add(&pc->x, r->pieces[i].start_ns, r->pieces[i].end_ns, NULL);
   }
   if (a->bucket_ns && e > s) {
     uint64_t b = s / a->bucket_ns;
@@ -322,8 +246,8 @@ int cl_expo_add_step(cl_expo_agg *a, uint64_t start_ns, uint64_t end_ns, uint64_
 static void emit(cl_expo_agg *a, cl_expo_win_kind k, uint64_t id, uint64_t s, uint64_t e) {
   cl_expo_window w;
   w.kind = k; w.id = id; w.start_ns = s; w.end_ns = e;
-  w.comm_ns = iv_covered(&a->c, s, e);
-  w.exposed_ns = iv_covered(&a->x, s, e);
+  w.comm_ns = cl_iv_covered(&a->c, s, e);
+  w.exposed_ns = cl_iv_covered(&a->x, s, e);
   w.late = s < a->c.lost_below || s < a->x.lost_below;
   if (k == CL_EXPO_WIN_BUCKET && !w.comm_ns) return;
   if (a->fn) a->fn(a->arg, &w);
@@ -343,7 +267,7 @@ static void agg_close(cl_expo_agg *a, uint64_t wm, int all) {
       uint64_t bs = a->next_bucket * B, be = bs + B;
       emit(a, CL_EXPO_WIN_BUCKET, a->next_bucket, bs, be);
       a->closed_bucket = 1;
-      size_t i = iv_first_end_after(&a->c, be);   /* skip empty buckets */
+      size_t i = cl_iv_first_end_after(&a->c, be);   /* skip empty buckets */
       uint64_t nb = i < a->c.n ? a->c.v[i].start_ns / B : last;
       a->next_bucket = nb > a->next_bucket + 1 ? nb : a->next_bucket + 1;
     }
@@ -365,11 +289,11 @@ void cl_expo_agg_advance(cl_expo_agg *a, uint64_t watermark) {
   a->wm = watermark;
   agg_close(a, watermark, 0);
   uint64_t floor = watermark > a->retain_ns ? watermark - a->retain_ns : 0;
-  for (size_t i = 0; i <= CL_EXPO_MAX_COMMS; i++) { iv_prune(&a->comms[i].c, floor); iv_prune(&a->comms[i].x, floor); }
+  for (size_t i = 0; i <= CL_EXPO_MAX_COMMS; i++) { cl_iv_prune(&a->comms[i].c, floor); cl_iv_prune(&a->comms[i].x, floor); }
   if (a->bucket_ns && a->have_bucket && a->next_bucket * a->bucket_ns < floor)
     floor = a->next_bucket * a->bucket_ns;
   for (size_t i = 0; i < a->nsteps; i++) if (a->steps[i].start_ns < floor) floor = a->steps[i].start_ns;
-  iv_prune(&a->c, floor); iv_prune(&a->x, floor);
+  cl_iv_prune(&a->c, floor); cl_iv_prune(&a->x, floor);
 }
 
 void cl_expo_agg_finish(cl_expo_agg *a) { agg_close(a, 0, 1); }

@@ -20,10 +20,10 @@
  * Not thread-safe: one thread (the writer) owns an engine and its aggregators. */
 #ifndef COMMLENS_EXPOSURE_H
 #define COMMLENS_EXPOSURE_H
+#include "plugin/gpu/ivset.h"
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct { uint64_t start_ns, end_ns; } cl_expo_iv;   /* half-open [start, end) */
 
 typedef struct {
   uint64_t start_ns, end_ns;  /* the collective's GPU span on this device */

@@ -15,10 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRACE_NS 200000000ull        /* a collective with no KernelCh count waits this long */
 #define MAX_OPEN (1u << 22)          /* open events kept at most (memory bound) */
 #define MAX_DEV 65
-#define CUPTI_WAIT_NS 2500000000ull /* a collective waits this long for its kernel's CUPTI record */
 #define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered ... */
 #define API_WAYS 4                   /* ... in sets of this many, by a hash of the whole id */
 #define CHILD_WAIT_NS 10000000000ull   /* a collective waits this long for open children */
@@ -62,6 +60,7 @@ static cl_ev **slot_of(cl_asm *a, uint64_t id) {
   return &a->tab[i];
 }
 static cl_ev *lookup(cl_asm *a, uint64_t id) { return id ? *slot_of(a, id) : NULL; }
+const cl_ev *cl_asm_open_event(cl_asm *a, uint64_t id) { return lookup(a, id); }
 static int grow(cl_asm *a) {
   uint32_t ncap = a->cap * 2;
   cl_ev **nt = calloc(ncap, sizeof *nt);
@@ -285,12 +284,12 @@ static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
     uint64_t s, e;
     uint32_t dev;
     int cupti_pending = cupti_expected(a, c) && !cupti_span(a, c, &s, &e, &dev);
-    if (cupti_pending) { if (now - c->stop < CUPTI_WAIT_NS) return; }
+    if (cupti_pending) { if (now - c->stop < CL_ASM_CUPTI_WAIT_NS) return; }
     else if (exp && c->kch_done < exp) {
       /* KernelCh starts when the GPU reaches the work, which can be long after the enqueue
        * (a long kernel ahead in the stream): wait for every channel, up to CHILD_WAIT_NS */
       if (now - c->stop < CHILD_WAIT_NS) return;
-    } else if (!exp && now - last < GRACE_NS) return;
+    } else if (!exp && now - last < CL_ASM_GRACE_NS) return;
   }
   if (finish_coll(a, c)) remove_ev(a, c);
 }
@@ -529,7 +528,7 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
     cl_ev *c = lookup(a, id);
     if (c && !c->awaiting && !final) {
       uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
-      uint64_t wait = cupti_expected(a, c) ? CUPTI_WAIT_NS : GRACE_NS;
+      uint64_t wait = cupti_expected(a, c) ? CL_ASM_CUPTI_WAIT_NS : CL_ASM_GRACE_NS;
       /* children still open (a KernelCh held for clock calibration, a slow proxy op) keep it,
        * up to CHILD_WAIT_NS: finishing now would cut them off their collective */
       unsigned exp = expected_kch(c);

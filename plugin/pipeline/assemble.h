@@ -12,6 +12,7 @@
 #include "exporters/strbuf.h"
 #include "plugin/capture/contexts.h"   /* cl_comm_info, the type the lookup fills */
 #include "plugin/gpu/gpu_join.h"
+#include "plugin/output/nccl_slices.h"
 #include "plugin/output/participants.h"
 #include <stdint.h>
 
@@ -41,9 +42,15 @@ void cl_asm_free(cl_asm *a);
 /* Feeds one record (header + payload slots). Records of one thread arrive in order; across
  * threads, a child may arrive before its parent (tolerated). */
 void cl_asm_feed(cl_asm *a, const cl_rec *r);
+/* How long a collective waits: for its KernelCh counts when it has none, and for its kernel's
+ * CUPTI record when one is expected. */
+#define CL_ASM_GRACE_NS 200000000ull
+#define CL_ASM_CUPTI_WAIT_NS 2500000000ull
 /* Finishes collectives whose children are done or who waited longer than the grace time. */
 void cl_asm_tick(cl_asm *a, uint64_t now, int final);
 void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s);
+/* The open event with this id, NULL if none (valid until the next feed or tick). */
+const cl_ev *cl_asm_open_event(cl_asm *a, uint64_t id);
 /* The participant's GPU clock offset as a JSON array (for its trace tail). */
 void cl_asm_offsets_json(const cl_asm *a, const cl_part *p, cl_sb *b);
 /* A participant's exposure totals and most exposed collectives, as JSON ("null" without

@@ -3,7 +3,7 @@
  * recorded thread, global order, handle/context mapping); both traces must have the same
  * number of events per (ph, cat). Foreign PXN pointers in the recording pass through. */
 #include "harness.h"
-#include "replay.h"
+#include "tools/replay/replay.h"
 #include "trace_read.h"
 #include <sys/stat.h>
 #include <unistd.h>

@@ -4,11 +4,13 @@
  * another thread's id. Under ThreadSanitizer (make test's tsan variant) this also catches an
  * unsynchronised handover (the owner's id was once written while being read). */
 #include "tl.h"
-#include "../../common/config.c"
-#include "../../common/grow.c"
-#include "../../common/log.c"
-#include "../../common/clock.c"
-#include "../../plugin/capture/ring.c"
+#include "common/config.h"
+#include "common/grow.h"
+#include "common/log.h"
+#include "common/clock.h"
+#include "plugin/capture/ring.h"
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -175,14 +177,14 @@ TL_TEST(a_successor_never_moved_to_is_reused) {
   cl_rings_drain(order_sink, &o);                 /* drains it, prepares a successor, recycles both */
   CHECK(atomic_load(&r->state) == CL_RING_FREE && atomic_load(&r->next) == NULL, "the ended thread's ring is free");
   cl_ring *succ = NULL;
-  for (int i = 0; i < ring_count(); i++)
+  for (int i = 0; i < cl_rings_count(); i++)
     if (cl_rings[i].cap == 8192 && atomic_load(&cl_rings[i].state) == CL_RING_FREE) succ = &cl_rings[i];
   REQUIRE(succ, "its successor is free too");
-  int after = ring_count();
+  int after = cl_rings_count();
   REQUIRE(pthread_create(&t, NULL, fill_and_exit, NULL) == 0, "thread 2");
   pthread_join(t, NULL);
   cl_rings_drain(order_sink, &o);
-  CHECK(ring_count() == after, "the second growth reused the free successor: %d rings, %d before", ring_count(), after);
+  CHECK(cl_rings_count() == after, "the second growth reused the free successor: %d rings, %d before", cl_rings_count(), after);
 }
 
 /* The timed calls' histogram: every duration falls in the bucket whose range holds it, and

@@ -2,9 +2,9 @@
  * the CLI's report share: bus-bandwidth factors for 1, 2 and 8 ranks, element sizes, byte
  * counts, and the summary's busbw computed through it. */
 #include "tl.h"
-#include "../../common/nccl.c"
-#include "../../exporters/summary.c"
-#include "../../common/grow.c"
+#include "common/nccl.h"
+#include "exporters/summary.h"
+#include "common/grow.h"
 #include <math.h>
 #include <stdio.h>
 

@@ -1,7 +1,7 @@
 /* test_utf8.c: the shared UTF-8 rule (common/utf8.c) against the sequences RFC 3629 allows
  * and the ones it forbids. */
 #include "tl.h"
-#include "../../common/utf8.c"
+#include "common/utf8.h"
 #include <string.h>
 
 static size_t len_of(const char *s, size_t n) { return cl_utf8_len((const unsigned char *)s, (const unsigned char *)s + n); }

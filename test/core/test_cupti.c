@@ -3,10 +3,12 @@
  * old, kernel activity refused, or a synthetic activity buffer on flush. */
 #include "tl.h"
 #include "harness.h"
-#include "../../plugin/gpu/cupti.c"
-#include "../../common/log.c"
-#include "../../common/clock.c"
-#include "../../common/config.c"   /* COMMLENS_CUPTI_LIB comes through the variable table */
+#include "plugin/gpu/cupti.h"
+#include "plugin/gpu/cupti_internal.h"
+#include <dlfcn.h>
+#include "common/log.h"
+#include "common/clock.h"
+#include "common/config.h"
 #include <stdarg.h>
 #include <unistd.h>
 
@@ -22,10 +24,10 @@ static void counting_logger(int level, unsigned long flags, const char *file, in
 }
 
 static void reset(void) {
-  if (g.state == CUPTI_ACTIVE || g.state == CUPTI_SUSPENDED) cl_cupti_stop();
-  g.state = CUPTI_UNTRIED;
-  g.status[0] = 0;
-  g.dropped = g.buffers = g.records = 0;
+  if (cl_cupti_g.state == CUPTI_ACTIVE || cl_cupti_g.state == CUPTI_SUSPENDED) cl_cupti_stop();
+  cl_cupti_g.state = CUPTI_UNTRIED;
+  cl_cupti_g.status[0] = 0;
+  cl_cupti_g.dropped = cl_cupti_g.buffers = cl_cupti_g.records = 0;
   cl_log_reset_once();
   g_logs = 0; g_last[0] = 0;
   cl_log_set_logger(counting_logger);
@@ -126,7 +128,7 @@ TL_TEST(default_enables_kernel_records_only) {
   memcpy(before, en, sizeof before);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); unsetenv("COMMLENS_CUPTI"); cl_config_load();
   REQUIRE(cl_cfg.cupti == CL_CUPTI_KERNELS, "default level %d", cl_cfg.cupti);
-  REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
   CHECK(en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] > before[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] &&
         en[CUPTI_ACTIVITY_KIND_MARKER] > before[CUPTI_ACTIVITY_KIND_MARKER], "kernel and marker kinds not enabled");
   CHECK(en[CUPTI_ACTIVITY_KIND_DRIVER] == before[CUPTI_ACTIVITY_KIND_DRIVER] &&
@@ -143,7 +145,7 @@ TL_TEST(default_enables_kernel_records_only) {
   setenv("COMMLENS_CUPTI", "full", 1); cl_config_load();
   CHECK(cl_cfg.cupti == CL_CUPTI_FULL, "full: level %d", cl_cfg.cupti);
   reset();
-  REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
   CHECK(cl_cupti_launch_records() && cl_cupti_stream_id(0x1230) == 0x124, "full: launch records %d stream id %u",
         cl_cupti_launch_records(), cl_cupti_stream_id(0x1230));
   cl_cupti_stop();
@@ -155,7 +157,7 @@ TL_TEST(delivers_records) {
   REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); setenv("COMMLENS_CUPTI", "full", 1); cl_config_load();
   unsetenv("COMMLENS_CUPTI");
-  REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
   CHECK(g_logs == 0, "logged on success: %s", g_last);
   int *en = fake_int("fake_enabled");
   CHECK(en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] >= 1 && en[CUPTI_ACTIVITY_KIND_KERNEL] == 0 &&
@@ -178,10 +180,10 @@ TL_TEST(delivers_records) {
         (unsigned long long)st.records, (unsigned long long)st.dropped, (unsigned long long)st.buffers);
   /* buffers are reused, not leaked: many flushes stay within the cap */
   for (int i = 0; i < 50; i++) { cl_cupti_flush(0); while (cl_cupti_drain(a, 16)) {} }
-  CHECK(g.nalloc <= 2, "nalloc=%d", g.nalloc);
+  CHECK(cl_cupti_g.nalloc <= 2, "nalloc=%d", cl_cupti_g.nalloc);
   /* the writer does not drain: CUPTI gets no buffer after the cap, and nothing grows */
   for (int i = 0; i < CL_CUPTI_MAX_BUFS + 4; i++) cl_cupti_flush(0);
-  CHECK(g.nalloc == CL_CUPTI_MAX_BUFS && g.refused > 0, "cap nalloc=%d", g.nalloc);
+  CHECK(cl_cupti_g.nalloc == CL_CUPTI_MAX_BUFS && cl_cupti_g.refused > 0, "cap nalloc=%d", cl_cupti_g.nalloc);
   cl_cupti_stop();
   int *dis = fake_int("fake_disabled");
   CHECK(dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] >= 1 && dis[CUPTI_ACTIVITY_KIND_DRIVER] >= 1, "stop disables ours only");
@@ -193,20 +195,20 @@ TL_TEST(takeover_suspends_and_resumes) {
   reset();
   REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
-  REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
   int *flushes = fake_int("fake_flushes");
   setenv("FAKE_BUSY", "1", 1);           /* Nsight Systems attaches */
-  g.next_probe = 0;
+  cl_cupti_g.next_probe = 0;
   int f0 = *flushes;
   cl_cupti_flush(0);
-  CHECK(g.state == CUPTI_SUSPENDED && *flushes == f0, "flushed another tool's session");
+  CHECK(cl_cupti_g.state == CUPTI_SUSPENDED && *flushes == f0, "flushed another tool's session");
   CHECK(cl_cupti_stream_id(0x1230) == 0, "stream ids asked of CUPTI while another tool has it");
   cl_cupti_stats st; cl_cupti_get_stats(&st);
   CHECK(!st.active && strstr(st.status, "suspended"), "status %s", st.status);
   unsetenv("FAKE_BUSY");                 /* and ends */
-  g.next_probe = 0;
+  cl_cupti_g.next_probe = 0;
   cl_cupti_flush(0);
-  CHECK(g.state == CUPTI_ACTIVE && *flushes == f0 + 1, "not resumed");
+  CHECK(cl_cupti_g.state == CUPTI_ACTIVE && *flushes == f0 + 1, "not resumed");
   CHECK(cl_cupti_stream_id(0x1230) == 0x124, "no stream ids after resuming");
   cl_cupti_stop();
 }
@@ -219,7 +221,7 @@ TL_TEST(displaced_leaves_cupti_alone) {
   reset();
   REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
-  REQUIRE(cl_cupti_start() == 0, "start failed: %s", g.status);
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
   CHECK(cl_cupti_recording(), "not recording after start");
   int *flushes = fake_int("fake_flushes"), *reg = fake_int("fake_registered"), *dis = fake_int("fake_disabled");
   int f0 = *flushes, r0 = *reg, d0 = dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];
@@ -229,7 +231,7 @@ TL_TEST(displaced_leaves_cupti_alone) {
   CHECK(g_logs == 1 && strstr(g_last, "another client"), "message: %d '%s'", g_logs, g_last);
   cl_cupti_displaced();
   CHECK(g_logs == 1, "said twice");
-  for (int i = 0; i < 3; i++) { g.next_probe = 0; cl_cupti_flush(i == 2); }
+  for (int i = 0; i < 3; i++) { cl_cupti_g.next_probe = 0; cl_cupti_flush(i == 2); }
   CHECK(*flushes == f0 && *reg == r0, "touched CUPTI after displacement: flushes %d->%d registered %d->%d",
         f0, *flushes, r0, *reg);
   cl_cupti_stats st; cl_cupti_get_stats(&st);

@@ -1,8 +1,9 @@
 /* test_exposure.c: the exposed-communication engine and its aggregator, on small integer
  * timelines, against hand-computed answers and a brute-force per-unit reference. */
 #include "tl.h"
-#include "../../plugin/gpu/exposure.c"
-#include "../../common/grow.c"
+#include "plugin/gpu/exposure.h"
+#include "plugin/gpu/ivset.h"
+#include "common/grow.h"
 
 #define MAXR 4096
 typedef struct { cl_expo_span span; uint64_t exposed; cl_expo_iv pieces[64]; size_t np; int incomplete; } rec;
@@ -247,22 +248,22 @@ TL_TEST(random_ivset_against_bitmap) {
   enum { T = 3000 };
   static unsigned char bm[T];
   for (int round = 0; round < 300; round++) {
-    ivset s; memset(&s, 0, sizeof s); s.max = 1 << 20;
+    cl_ivset s; memset(&s, 0, sizeof s); s.max = 1 << 20;
     memset(bm, 0, sizeof bm);
     for (int i = 0; i < 80; i++) {
       uint64_t a = rnd(T), b = a + rnd(100); if (b > T) b = T;
       uint64_t want = 0;
       for (uint64_t t = a; t < b; t++) if (!bm[t]) { want++; bm[t] = 1; }
-      uint64_t got = iv_add(&s, a, b, NULL);
+      uint64_t got = cl_iv_add(&s, a, b, NULL);
       CHECK(got == want, "add %llu-%llu got %llu want %llu", (unsigned long long)a, (unsigned long long)b,
             (unsigned long long)got, (unsigned long long)want);
       for (size_t k = 1; k < s.n; k++) CHECK(s.v[k - 1].end_ns < s.v[k].start_ns, "not disjoint");
       uint64_t qa = rnd(T), qb = qa + rnd(500), wc = 0;
       if (qb > T) qb = T;
       for (uint64_t t = qa; t < qb; t++) wc += bm[t];
-      CHECK(iv_covered(&s, qa, qb) == wc, "covered");
+      CHECK(cl_iv_covered(&s, qa, qb) == wc, "covered");
     }
-    iv_free(&s);
+    cl_iv_free(&s);
     if (tl_cur_failed) return;
   }
 }

@@ -4,7 +4,7 @@
  * used straight away drew those channels 3.3 ms apart; the clock must not be used before it is
  * ready, and then every channel maps to the same host time. */
 #include "tl.h"
-#include "../../plugin/gpu/gpu_clock.c"
+#include "plugin/gpu/gpu_clock.h"
 
 #define TRUE_OFF (-1795332893871719068ll)   /* host(mono) - gpu, as measured on the GPU host */
 

@@ -2,17 +2,17 @@
  * per-step exposure windows; a kernel whose launch record lies inside a KernelLaunch window is
  * NCCL's (by correlation, not by name); compute kernels hide part of a collective's span. */
 #include "tl.h"
-#include "../../plugin/gpu/gpu_join.c"
-#include "../../plugin/output/participants.c"
-#include "../../exporters/summary.c"
-#include "../../common/nccl.c"
-#include "../../plugin/output/gpu_slices.c"
-#include "../../plugin/output/tracks.c"
-#include "../../plugin/gpu/exposure.c"
-#include "../../common/grow.c"
-#include "../../exporters/chrome_trace.c"
-#include "../../exporters/strbuf.c"
-#include "../../common/clock.c"
+#include "plugin/gpu/gpu_join.h"
+#include "plugin/output/participants.h"
+#include "exporters/summary.h"
+#include "common/nccl.h"
+#include "plugin/output/gpu_slices.h"
+#include "plugin/output/tracks.h"
+#include "plugin/gpu/exposure.h"
+#include "common/grow.h"
+#include "exporters/chrome_trace.h"
+#include "exporters/strbuf.h"
+#include "common/clock.h"
 
 /* No communicator registered: everything goes to one participant (the process's GPU). */
 static uint32_t no_comms(void) { return 0; }

@@ -2,15 +2,16 @@
  * text itself (escaping, families, values) and a whole job through the ABI that leaves a file
  * the format's grammar accepts (test/tools/check_prom.py) with the job's counts in it. */
 #include "harness.h"
-#include "../../exporters/prom.c"
-#include "../../exporters/summary.c"
-#include "../../exporters/strbuf.c"
-#include "../../common/nccl.c"
-#include "../../common/grow.c"
-#include "../../common/clock.c"
+#include "exporters/prom.h"
+#include "exporters/summary.h"
+#include "exporters/strbuf.h"
+#include "common/nccl.h"
+#include "common/grow.h"
+#include "common/clock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A label value with a quote, a backslash and a newline is escaped; every family has one HELP
  * and TYPE; GPU seconds keep nanosecond precision. */

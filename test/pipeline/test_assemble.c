@@ -4,25 +4,25 @@
  * back as JSON. Communicators are registered in the real registry (capture/contexts.c). */
 #include "tl.h"
 #include "trace_read.h"
-#include "../../common/clock.c"
-#include "../../common/config.c"
-#include "../../common/grow.c"
-#include "../../common/log.c"
-#include "../../common/nccl.c"
-#include "../../exporters/chrome_trace.c"
-#include "../../exporters/strbuf.c"
-#include "../../exporters/summary.c"
-#include "../../plugin/capture/contexts.c"
-#include "../../plugin/capture/ring.c"
-#include "../../plugin/gpu/exposure.c"
-#include "../../plugin/gpu/gpu_clock.c"
-#include "../../plugin/gpu/gpu_join.c"
-#include "../../plugin/output/names.c"
-#include "../../plugin/output/nccl_slices.c"
-#include "../../plugin/output/participants.c"
-#include "../../plugin/output/gpu_slices.c"
-#include "../../plugin/output/tracks.c"
-#include "../../plugin/pipeline/assemble.c"
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/grow.h"
+#include "common/log.h"
+#include "common/nccl.h"
+#include "exporters/chrome_trace.h"
+#include "exporters/strbuf.h"
+#include "exporters/summary.h"
+#include "plugin/capture/contexts.h"
+#include "plugin/capture/ring.h"
+#include "plugin/gpu/exposure.h"
+#include "plugin/gpu/gpu_clock.h"
+#include "plugin/gpu/gpu_join.h"
+#include "plugin/output/names.h"
+#include "plugin/output/nccl_slices.h"
+#include "plugin/output/participants.h"
+#include "plugin/output/gpu_slices.h"
+#include "plugin/output/tracks.h"
+#include "plugin/pipeline/assemble.h"
 #include <json-c/json.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -370,12 +370,12 @@ TL_TEST(stale_stop_and_childless_collective) {
   t_start(&f, coll, CL_EV_COLL, comm, 0, 1000, &c, 0);
   t_stop(&f, coll, 2000);
   t_stop(&f, coll, 2500);                         /* NCCL re-stops a handle */
-  cl_asm_tick(f.a, 2000 + GRACE_NS / 2, 0);
+  cl_asm_tick(f.a, 2000 + CL_ASM_GRACE_NS / 2, 0);
   cl_asm_stats st;
   cl_asm_get_stats(f.a, &st);
   CHECK(st.stale == 2, "stale %llu", (unsigned long long)st.stale);
   CHECK(st.colls_done == 0, "finished before the grace time");
-  cl_asm_tick(f.a, 2000 + GRACE_NS + 1, 0);
+  cl_asm_tick(f.a, 2000 + CL_ASM_GRACE_NS + 1, 0);
   cl_asm_get_stats(f.a, &st);
   CHECK(st.colls_done == 1 && st.colls_timed == 0 && st.open_now == 0, "done %llu timed %llu open %llu",
         (unsigned long long)st.colls_done, (unsigned long long)st.colls_timed, (unsigned long long)st.open_now);
@@ -412,7 +412,7 @@ TL_TEST(collective_given_up_on_cupti_is_finished_once) {
     t_stop(&f, coll, 2000);
     t_stop(&f, api, 2100);
     t_stop(&f, grp, 2200);
-    cl_asm_tick(f.a, 2000 + CUPTI_WAIT_NS + 1, 0);          /* no kernel record, no KernelCh */
+    cl_asm_tick(f.a, 2000 + CL_ASM_CUPTI_WAIT_NS + 1, 0);          /* no kernel record, no KernelCh */
     cl_asm_stats st;
     cl_asm_get_stats(f.a, &st);
     _exit(st.colls_done == 1 ? 0 : 3);
@@ -564,7 +564,7 @@ TL_TEST(large_groups_of_two_threads_keep_every_link) {
     for (uint32_t t = 1; t <= 2; t++) {
       uint64_t id = ev_id(t, 2 + N + i);
       t_start(&f, id, CL_EV_P2P, comm, ev_id(t, 2 + i), 100000 + i, &p, 0);
-      const cl_ev *e = lookup(f.a, id);
+      const cl_ev *e = cl_asm_open_event(f.a, id);
       if (!e || e->api_group != ev_id(t, 1)) lost++;
     }
   CHECK(lost == 0, "%d of %d p2p operations lost their group", lost, 2 * N);

@@ -4,8 +4,9 @@
  * with the lock released around its file I/O (a concurrent drain and formatter, as in the
  * plugin; under ThreadSanitizer in make test's tsan variant). */
 #include "tl.h"
-#include "../../plugin/pipeline/spill_codec.c"
-#include "../../plugin/pipeline/staging.c"
+#include <unistd.h>
+#include "plugin/pipeline/spill_codec.h"
+#include "plugin/pipeline/staging.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>

@@ -333,8 +333,8 @@ TL_TEST(graph_replays_sharing_a_seq_are_matched_in_order) {
 }
 
 /* A trace cut at any byte still yields exactly the events that were complete before the cut. */
-#include "../../tools/commlens/trace_read.c"
-#include "../../tools/commlens/util.c"
+#include "tools/commlens/trace_read.h"
+#include "tools/commlens/util.h"
 static void count_ev(const cl_ev *ev, void *arg) { (void)ev; (*(int *)arg)++; }
 TL_TEST(cut_anywhere_keeps_complete_events) {
   char *d = mkdir_tmp(); synth_cfg c; synth_defaults(&c);
@@ -374,7 +374,7 @@ TL_TEST(unescape_decodes_every_json_escape) {
 }
 
 /* A nested message's length is patched in with as many varint bytes as it needs. */
-#include "../../tools/commlens/pb.c"
+#include "tools/commlens/pb.h"
 static uint64_t read_varint(const uint8_t **p) {
   uint64_t v = 0; int sh = 0;
   while (**p & 0x80) { v |= (uint64_t)(*(*p)++ & 0x7f) << sh; sh += 7; }

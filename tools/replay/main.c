@@ -1,9 +1,8 @@
 /* commlens-replay: plays one COMMLENS_RECORD recording (.rec.gz) through the plugin in this
- * process, exactly as NCCL made the calls and at the recorded pace (test/lib/replay.c does the
+ * process, exactly as NCCL made the calls and at the recorded pace (tools/replay/replay.c does the
  * work), so a recorded real run becomes a trace again without NCCL or a GPU. One recording per
  * process: the plugin reads its configuration at the first init of a process. */
-#include "harness.h"
-#include "replay.h"
+#include "tools/replay/replay.h"
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>

@@ -2,8 +2,9 @@
  * recorded thread and a global sequencer. Owns every decoded copy of a string or blob for
  * the whole process (the plugin keeps NCCL's string pointers and may read them as late as
  * its exit flush), so those copies are never freed. */
-#include "replay.h"
-#include "harness.h"
+#include "tools/replay/replay.h"
+#include "tools/replay/driver.h"
+#include <stdio.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

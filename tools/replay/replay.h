@@ -3,8 +3,8 @@
  * sequencer, recorded contexts and handles mapped to the ones the library hands out now,
  * strings and blobs the descriptors pointed to restored from their recorded bytes, and
  * ProxyOp pids of the recorded process rewritten to ours (others stay foreign, as PXN). */
-#ifndef COMMLENS_TEST_REPLAY_H
-#define COMMLENS_TEST_REPLAY_H
+#ifndef COMMLENS_REPLAY_H
+#define COMMLENS_REPLAY_H
 #include <stdint.h>
 
 typedef struct {

@@ -1,0 +1,72 @@
+/* ivset.c: a set of sorted, disjoint, non-touching half-open intervals with a cap on its size
+ * (the exposure engine's unions of compute and communication time). Allocates only to grow, up
+ * to the cap; past it the oldest interval is forgotten and counted in lost_below. */
+#include "plugin/gpu/ivset.h"
+#include "common/grow.h"
+#include <stdlib.h>
+#include <string.h>
+
+size_t cl_iv_first_end_after(const cl_ivset *s, uint64_t t) {
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) { size_t mid = lo + (hi - lo) / 2; if (s->v[mid].end_ns > t) hi = mid; else lo = mid + 1; }
+  return lo;
+}
+
+static int iv_reserve(cl_ivset *s, size_t need) { return cl_grow(&s->v, &s->cap, need, sizeof *s->v, 64, s->max); }
+
+static void iv_drop_first(cl_ivset *s) {
+  if (!s->n) return;
+  if (s->v[0].end_ns > s->lost_below) s->lost_below = s->v[0].end_ns;
+  memmove(s->v, s->v + 1, (s->n - 1) * sizeof *s->v);
+  s->n--;
+}
+
+uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, int *dropped) {
+  if (b <= a) return 0;
+  /* touching intervals merge too: first interval whose end >= a */
+  size_t i = a ? cl_iv_first_end_after(s, a - 1) : 0;
+  size_t j = i;
+  uint64_t covered = 0, lo = a, hi = b;
+  while (j < s->n && s->v[j].start_ns <= b) {
+    uint64_t cs = s->v[j].start_ns > a ? s->v[j].start_ns : a;
+    uint64_t ce = s->v[j].end_ns < b ? s->v[j].end_ns : b;
+    if (ce > cs) covered += ce - cs;
+    if (s->v[j].start_ns < lo) lo = s->v[j].start_ns;
+    if (s->v[j].end_ns > hi) hi = s->v[j].end_ns;
+    j++;
+  }
+  if (j == i) {   /* no merge: a new element at i */
+    if (iv_reserve(s, s->n + 1) != 0) {
+      if (!s->n || i == 0) { if (dropped) *dropped = 1; return 0; }  /* older than all we keep */
+      iv_drop_first(s); i--;
+      if (dropped) *dropped = 1;
+    }
+    memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
+    s->n++;
+  } else if (j - i > 1) {
+    memmove(s->v + i + 1, s->v + j, (s->n - j) * sizeof *s->v);
+    s->n -= j - i - 1;
+  }
+  s->v[i].start_ns = lo; s->v[i].end_ns = hi;
+  return (b - a) - covered;
+}
+
+uint64_t cl_iv_covered(const cl_ivset *s, uint64_t a, uint64_t b) {
+  uint64_t c = 0;
+  for (size_t i = cl_iv_first_end_after(s, a); i < s->n && s->v[i].start_ns < b; i++) {
+    uint64_t cs = s->v[i].start_ns > a ? s->v[i].start_ns : a;
+    uint64_t ce = s->v[i].end_ns < b ? s->v[i].end_ns : b;
+    if (ce > cs) c += ce - cs;
+  }
+  return c;
+}
+
+void cl_iv_prune(cl_ivset *s, uint64_t t) {
+  size_t k = cl_iv_first_end_after(s, t);
+  if (!k) return;
+  if (s->v[k - 1].end_ns > s->lost_below) s->lost_below = s->v[k - 1].end_ns;
+  memmove(s->v, s->v + k, (s->n - k) * sizeof *s->v);
+  s->n -= k;
+}
+
+void cl_iv_free(cl_ivset *s) { free(s->v); memset(s, 0, sizeof *s); }
