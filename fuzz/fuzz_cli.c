@@ -5,8 +5,8 @@
  * and a merge, as JSON or (every other input) as Perfetto protobuf. Oracle: no sanitizer
  * report; when the JSON merge says it wrote a trace, that trace parses as JSON. The CLI's own
  * messages go to /dev/null. */
-#include "load.h"
-#include "report.h"
+#include "tools/commlens/merge/merge.h"
+#include "tools/commlens/render/report.h"
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,7 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (cl_job_load(&job, dirs, 1, 1) > 0) {
     cl_job_instances(&job);
     cl_job_align(&job);
-    cl_report(&job, size & 1, 3, g_null);
+    cl_analysis an;
+    cl_analyse(&job, &an);
+    if (size & 1) cl_render_json(&job, &an, g_null); else cl_render_text(&job, &an, 3, g_null);
+    cl_analysis_free(&an);
     char out[400];
     cl_merge_opts mo;
     memset(&mo, 0, sizeof mo);

@@ -9,8 +9,8 @@
 #include "harness.h"
 #include "trace_read.h"
 /* The CLI's own streaming reader: what `commlens report` and `merge` make of a torn file. */
-#include "tools/commlens/trace_read.h"
-#include "tools/commlens/util.h"
+#include "tools/commlens/read/trace_read.h"
+#include "tools/commlens/base/util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>

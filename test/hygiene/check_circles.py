@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """check_circles.py: the arrows between our source files run one way (style.md habit 18).
 
-A file's unit is its path without .c/.h (tools/commlens/load.c and load.h are one unit). An
+A file's unit is its path without .c/.h (tools/commlens/model/load.c and load.h are one unit). An
 arrow A -> B is A's #include "B.h", or A's object calling or reading a global that B's object
 defines (nm over the built objects of the plugin and of the CLI). Fails on
   - a circle of units (A -> B -> ... -> A), in the plugin (with common/ and exporters/) or the CLI;
   - a circle of trees (common/, exporters/, plugin/, the CLI) or of the CLI's folders;
   - in the CLI, an arrow up the stages: tools/commlens/ (main, options) -> render/ and merge/
-    -> analyse/ -> model/ -> read/ -> common/; render/ and merge/ never reach each other.
+    -> analyse/ -> model/ -> read/ -> base/ (allocation, arrays, medians) -> common/;
+    render/ and merge/ never reach each other.
 
 usage: check_circles.py BUILD_DIR   (BUILD_DIR/obj holds the objects `make` built)
 Prints "hygiene/circles: N passed, N failed" (test/run.sh reads it) and every finding."""
@@ -22,7 +23,7 @@ INCLUDE_DIRS = ["", "include", "tools/commlens"]   # the -I paths, after the fil
 # the CLI's stages, top first; an arrow may only go to a later one (or stay in its folder)
 CLI = "tools/commlens"
 CLI_STAGES = [[CLI], [CLI + "/render", CLI + "/merge"], [CLI + "/analyse"], [CLI + "/model"], [CLI + "/read"],
-              ["common"]]
+              [CLI + "/base"], ["common"]]
 
 
 def unit(path):

@@ -63,8 +63,9 @@ def check_symbols(build):
     # The CLI is linked from sources in one command: compile its translation units alone.
     tmp = tempfile.mkdtemp(prefix="commlens-hygiene-")
     cli_objs = []
-    for src in sorted(glob.glob(os.path.join(ROOT, "tools", "commlens", "*.c"))):
-        obj = os.path.join(tmp, "cli_" + os.path.basename(src) + ".o")
+    for src in sorted(glob.glob(os.path.join(ROOT, "tools", "commlens", "*.c")) +
+                      glob.glob(os.path.join(ROOT, "tools", "commlens", "*", "*.c"))):
+        obj = os.path.join(tmp, "cli_" + os.path.relpath(src, ROOT).replace("/", "_") + ".o")
         subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-DCOMMLENS_VERSION=\"x\"", "-I" + ROOT,
                         "-I" + os.path.join(ROOT, "include"), "-I" + os.path.join(ROOT, "tools", "commlens"),
                         "-c", src, "-o", obj], check=True)

@@ -2,7 +2,7 @@
  * synthetic multi-rank jobs with known injected behaviour (synth_gen.h), and on bad input:
  * truncated files, other jobs, other formats, empty directories, non-trace files; its
  * command-line conventions, its progress line, and its Perfetto protobuf output (decoded by
- * protoc with tools/commlens/perfetto_min.proto, independently of our encoder). */
+ * protoc with tools/commlens/merge/perfetto_min.proto, independently of our encoder). */
 #include "tl.h"
 #include "synth_gen.h"
 #include <json-c/json.h>
@@ -333,8 +333,8 @@ TL_TEST(graph_replays_sharing_a_seq_are_matched_in_order) {
 }
 
 /* A trace cut at any byte still yields exactly the events that were complete before the cut. */
-#include "tools/commlens/trace_read.h"
-#include "tools/commlens/util.h"
+#include "tools/commlens/read/trace_read.h"
+#include "tools/commlens/base/util.h"
 static void count_ev(const cl_ev *ev, void *arg) { (void)ev; (*(int *)arg)++; }
 TL_TEST(cut_anywhere_keeps_complete_events) {
   char *d = mkdir_tmp(); synth_cfg c; synth_defaults(&c);
@@ -374,7 +374,7 @@ TL_TEST(unescape_decodes_every_json_escape) {
 }
 
 /* A nested message's length is patched in with as many varint bytes as it needs. */
-#include "tools/commlens/pb.h"
+#include "tools/commlens/merge/pb.h"
 static uint64_t read_varint(const uint8_t **p) {
   uint64_t v = 0; int sh = 0;
   while (**p & 0x80) { v |= (uint64_t)(*(*p)++ & 0x7f) << sh; sh += 7; }
@@ -555,7 +555,7 @@ TL_TEST(merge_pftrace_decodes_with_protoc) {
   int rc = run_cli(a, &out, &err);
   CHECK(rc == 0 && contains(err, "20 cross-rank flows") && contains(err, "Perfetto protobuf"), "rc %d: %s", rc, err);
   free(out); free(err);
-  snprintf(a, sizeof a, "protoc --decode=perfetto.protos.Trace tools/commlens/perfetto_min.proto <%s >%s 2>%s.err", pf, dec, dec);
+  snprintf(a, sizeof a, "protoc --decode=perfetto.protos.Trace tools/commlens/merge/perfetto_min.proto <%s >%s 2>%s.err", pf, dec, dec);
   rc = system(a);
   char *t = slurp(dec, NULL);
   REQUIRE(rc == 0 && t, "protoc could not decode %s (see %s.err)", pf, dec);
@@ -629,7 +629,7 @@ TL_TEST(merge_pftrace_decodes_with_protoc) {
   rc = run_cli(a, &out, &err);
   CHECK(rc == 0 && contains(err, "2 rank(s)"), "rc %d: %s", rc, err);
   free(out); free(err);
-  snprintf(a, sizeof a, "gzip -dc %s/m.bin.gz | protoc --decode=perfetto.protos.Trace tools/commlens/perfetto_min.proto >%s", d, dec);
+  snprintf(a, sizeof a, "gzip -dc %s/m.bin.gz | protoc --decode=perfetto.protos.Trace tools/commlens/merge/perfetto_min.proto >%s", d, dec);
   rc = system(a);
   t = slurp(dec, NULL);
   np = ints_after(t ? t : "", "    process {\n      pid: ", pid, 16);

@@ -1,9 +1,10 @@
 /* main.c: the `commlens` command line: each subcommand's option table (opts.h: the parser
  * and --help read the same table), option checks, and dispatch to report/merge/env.
  * Exit codes: 0 = something useful was produced, 2 = nothing (no usable input, bad usage). */
-#include "html.h"
-#include "opts.h"
-#include "report.h"
+#include "tools/commlens/opts.h"
+#include "tools/commlens/merge/merge.h"
+#include "tools/commlens/render/html.h"
+#include "tools/commlens/render/report.h"
 #include "common/config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,8 +176,12 @@ int main(int argc, char **argv) {
       cl_job_instances(&job);
       cl_job_align(&job);
       if (c == &cmd_report) {
-        rc = cl_report(&job, ro.json, ro.top, stdout) == 0 ? 0 : 2;
-        if (rc == 0 && ro.html && cl_report_html(&job, ro.html) != 0) rc = 2;   /* the page, from the same job */
+        cl_analysis an;                   /* read -> model (above) -> analyse -> render */
+        cl_analyse(&job, &an);
+        if (ro.json) cl_render_json(&job, &an, stdout); else cl_render_text(&job, &an, ro.top, stdout);
+        rc = 0;
+        if (ro.html && cl_report_html(&job, &an, ro.html) != 0) rc = 2;   /* the page, from the same analysis */
+        cl_analysis_free(&an);
       } else if (comm_arg && resolve_comm(comm_arg, &mo.comm) != 0) {
         fprintf(stderr, "commlens: --comm '%s': no communicator with that hash or name in the traces\n", comm_arg);
       } else {

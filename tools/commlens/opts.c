@@ -2,7 +2,7 @@
  * from the same table, and the usage errors (exit status 2 is the caller's). Options go
  * through getopt_long in return-in-order mode, so operands and options mix freely whatever
  * POSIXLY_CORRECT says, and "--" ends the options. */
-#include "opts.h"
+#include "tools/commlens/opts.h"
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>

@@ -1,12 +1,10 @@
-/* report.h: `commlens report` (analysis + text/JSON output) and `commlens merge`. */
-#ifndef COMMLENS_CLI_REPORT_H
-#define COMMLENS_CLI_REPORT_H
-#include "load.h"
-#include "blame.h"
-#include <stdio.h>
-
-/* Writes the report for an aligned job (instances built). Returns 0 on success. */
-int cl_report(cl_job *job, int json, int top, FILE *out);
+/* analysis.h: what the report concludes (analyse/analysis.c), computed once from the aligned
+ * job for every output form; the slow-rank ranking is analyse/blame.h's. */
+#ifndef COMMLENS_CLI_ANALYSIS_H
+#define COMMLENS_CLI_ANALYSIS_H
+#include "tools/commlens/model/load.h"
+#include "tools/commlens/analyse/blame.h"
+#include <stdint.h>
 
 /* What the report concludes, for every output form (text, JSON, HTML). Times in ns. */
 typedef struct {                   /* per rank, indexed like cl_job.r */
@@ -34,25 +32,11 @@ typedef struct {
 /* Fills *an from an aligned job with instances built; cl_analysis_free releases it. */
 void cl_analyse(cl_job *job, cl_analysis *an);
 void cl_analysis_free(cl_analysis *an);
-/* "host" or "host:GPU" (a thread-local buffer, valid for 4 calls). */
-const char *cl_rank_host(const cl_rank *r);
 /* A rank's exposed communication into *out (-1: none recorded); returns its source or NULL. */
 const char *cl_rank_exposed(const cl_rank *r, double *out);
 /* What a channel's proxy steps say: "waited on peer", "waited on local GPU", "no waits", "-". */
 const char *cl_chan_verdict(const cl_chan *c);
+/* The peer this channel waited on the most (-1: none) and that wait, ns. */
+void cl_chan_top_peer(const cl_chan *c, int *peer, int64_t *w);
 
-enum { CL_MERGE_JSON = 0, CL_MERGE_PFTRACE = 1 };
-typedef struct {
-  const char *out;                 /* output path; .gz -> gzip */
-  int format;                      /* CL_MERGE_JSON (Chrome trace) or CL_MERGE_PFTRACE (Perfetto protobuf) */
-  unsigned char *ranks;            /* selected ranks bitmap or NULL (all) */
-  int has_comm; uint64_t comm;     /* --comm */
-  int has_window; double w_start_ms, w_end_ms;   /* --window, relative to the first event */
-  int has_steps; long step_a, step_b;            /* --steps */
-  int threads;
-} cl_merge_opts;
-/* Writes the merged Perfetto trace. Returns 0 when a trace was written. */
-int cl_merge(cl_job *job, const cl_merge_opts *o);
-/* nccl-tests bus-bandwidth factor for func over n ranks. */
-double cl_busbw_factor(const char *func, int n);
 #endif

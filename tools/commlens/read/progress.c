@@ -2,7 +2,7 @@
  * ticker thread redraws the line in place ('\r') at most every TICK_MS and the pass's end
  * erases it, so the line never mixes into the report or the messages that follow. Must
  * never write to stderr when it is not a terminal (pipes and log files stay clean). */
-#include "progress.h"
+#include "tools/commlens/read/progress.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

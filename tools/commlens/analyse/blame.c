@@ -1,7 +1,7 @@
 /* blame.c: see blame.h. Works from the loader's aggregates only; arrivals are aligned onto
  * the reference rank's clock (cl_aligned). */
-#include "blame.h"
-#include "util.h"
+#include "tools/commlens/analyse/blame.h"
+#include "tools/commlens/base/util.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +27,7 @@ static void measure(const cl_job *job, const cl_inst *in, cl_blame_inst *bi) {
     const cl_rank *r = job->r[mb->rank_idx];
     wait += (double)(last - cl_aligned(r, r->colls.a[mb->coll_idx].start));
   }
-  *bi = (cl_blame_inst){culprit, wait, (double)(last - second), (double)mind, (double)(end - first), 0, 0, first, -1};
+  *bi = (cl_blame_inst){culprit, wait, (double)(last - second), (double)mind, (double)(end - first), 0, 0, first, last, -1};
 }
 
 /* Instance ids sorted by (comm, func, bytes, seq): groups of like instances in order. */

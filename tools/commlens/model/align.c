@@ -6,7 +6,7 @@
  * other everywhere, so end-time differences (never starts: a late rank starts late but
  * ends with the others) estimate offsets; a median keeps outliers out. Host clocks of
  * different machines are never trusted. */
-#include "load.h"
+#include "tools/commlens/model/load.h"
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
  * aggregates, step markers). Also the cross-rank instance table and the clock alignment. */
 #ifndef COMMLENS_CLI_LOAD_H
 #define COMMLENS_CLI_LOAD_H
-#include "trace_read.h"
-#include "util.h"
+#include "tools/commlens/read/trace_read.h"
+#include "tools/commlens/base/util.h"
 #include <stdint.h>
 
 /* One coll_gpu slice on one rank (times in the rank's own clock, ns). */

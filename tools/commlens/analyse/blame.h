@@ -13,7 +13,7 @@
  * instances) and the rank that caused most of it. */
 #ifndef COMMLENS_BLAME_H
 #define COMMLENS_BLAME_H
-#include "load.h"
+#include "tools/commlens/model/load.h"
 #include <stdint.h>
 
 #define CL_BLAME_MIN_MARGIN_NS 50000.0
@@ -28,6 +28,7 @@ typedef struct {
   double coll_time;          /* last end - first arrival, ns */
   int warmup, significant;
   int64_t first_arrival;     /* aligned, ns */
+  int64_t last_arrival;      /* the culprit's, aligned, ns */
   long step;                 /* NVTX step of the reference rank holding its first arrival, -1 */
 } cl_blame_inst;
 

@@ -3,8 +3,8 @@
  * to the HTML report. */
 #ifndef COMMLENS_CLI_HTML_PAGE_H
 #define COMMLENS_CLI_HTML_PAGE_H
-#include "report.h"
-#include "svg.h"
+#include "tools/commlens/render/report.h"
+#include "tools/commlens/render/svg.h"
 #include <stdarg.h>
 #include <stdio.h>
 

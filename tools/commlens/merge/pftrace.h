@@ -5,7 +5,7 @@
  * Encodes events one at a time: nothing is kept but the interning tables and track ids. */
 #ifndef COMMLENS_CLI_PFTRACE_H
 #define COMMLENS_CLI_PFTRACE_H
-#include "trace_read.h"
+#include "tools/commlens/read/trace_read.h"
 #include <stddef.h>
 #include <stdint.h>
 

@@ -2,9 +2,9 @@
  * the charts (html_charts.c, html_grids.c: SVG drawn in C), the outlier tables that point back into the
  * traces (file and seq), and one small inline script that records load errors and how many
  * charts drew (the browser test reads them). Nothing is fetched: the page's
- * Content-Security-Policy forbids every network load. Figures come from cl_analyse. */
-#include "html.h"
-#include "html_page.h"
+ * Content-Security-Policy forbids every network load. Figures come from the analysis (analyse/analysis.c): it computes nothing. */
+#include "tools/commlens/render/html.h"
+#include "tools/commlens/render/html_page.h"
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -161,25 +161,23 @@ static const char SELF_CHECK[] =
   "for(var i=0;i<s.length;i++){var b=s[i].getBBox();if(b.width>0&&b.height>0)n++;}"
   "d.setAttribute('data-charts-drawn',n+'/'+s.length);put();});})();</script>\n";
 
-int cl_report_html(cl_job *job, const char *path) {
-  cl_analysis an;
-  cl_analyse(job, &an);
+int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {
   hp_page p;
   memset(&p, 0, sizeof p);
-  p.job = job; p.an = &an; p.top = -1;
+  p.job = job; p.an = an; p.top = -1;
   /* the rank the text report names first: persistent stragglers before one-off waits */
-  if (job->n && (an.bl.rank[an.bl.order[0]].n_sig || an.ra[an.bl.order[0]].n_last)) p.top = an.bl.order[0];
+  if (job->n && (an->bl.rank[an->bl.order[0]].n_sig || an->ra[an->bl.order[0]].n_last)) p.top = an->bl.order[0];
   /* the charts first, into memory: their readings open the page */
   char *body = NULL; size_t blen = 0;
   p.o = open_memstream(&body, &blen);
-  if (!p.o) { fprintf(stderr, "commlens: --html: out of memory\n"); cl_analysis_free(&an); return -1; }
+  if (!p.o) { fprintf(stderr, "commlens: --html: out of memory\n"); return -1; }
   hp_charts(&p);
   outlier_tables(&p);
   fclose(p.o);
   char tmp[PATH_MAX + 8];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *o = fopen(tmp, "w");
-  if (!o) { fprintf(stderr, "commlens: --html: cannot write %s: %m\n", tmp); free(body); cl_analysis_free(&an); return -1; }
+  if (!o) { fprintf(stderr, "commlens: --html: cannot write %s: %m\n", tmp); free(body); return -1; }
   char span[32];
   fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
@@ -195,7 +193,7 @@ int cl_report_html(cl_job *job, const char *path) {
   hp_escf(o, "%d rank(s) (%d..%d), %d file(s) read, %d skipped; span %s on rank %d's clock; %lld collective "
           "instances matched on 2+ ranks; plugin %s.", job->n, job->r[0]->rank, job->r[job->n - 1]->rank,
           job->n_files_seen - job->n_files_skipped, job->n_files_skipped,
-          cl_fmt_time(span, sizeof span, an.span), job->ref_rank, (long long)an.n_multi,
+          cl_fmt_time(span, sizeof span, an->span), job->ref_rank, (long long)an->n_multi,
           job->r[0]->info.version ? job->r[0]->info.version : "?");
   fputs("</p>\n<section id=\"findings\"><h2>Findings</h2><ul class=\"find\">\n", o);
   for (int k = 0; k < HP_NCHARTS; k++) {
@@ -212,9 +210,8 @@ int cl_report_html(cl_job *job, const char *path) {
   int bad = ferror(o);
   if (fclose(o) || bad || rename(tmp, path)) {
     fprintf(stderr, "commlens: --html: cannot write %s: %m\n", path);
-    remove(tmp); cl_analysis_free(&an); return -1;
+    remove(tmp); return -1;
   }
   fprintf(stderr, "commlens: wrote %s\n", path);
-  cl_analysis_free(&an);
   return 0;
 }

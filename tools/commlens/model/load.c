@@ -2,8 +2,8 @@
  * model of load.h in one streaming pass (two threads, one file each at a time), counting
  * the pass's progress (progress.h).
  * Must never keep events themselves: only the aggregates the analyses need. */
-#include "load.h"
-#include "progress.h"
+#include "tools/commlens/model/load.h"
+#include "tools/commlens/read/progress.h"
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* svg.c: the HTML report's chart drawing (see svg.h). Writes SVG text only: no script, no
  * external reference, so a page of these charts renders the same offline. Styling comes from
  * classes the page's stylesheet defines (t: tick text, tt: axis title, g: grid line). */
-#include "svg.h"
+#include "tools/commlens/render/svg.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

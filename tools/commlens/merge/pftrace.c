@@ -5,9 +5,9 @@
  * (Perfetto sorts packets by time, keeping the file's order among equal times): a parent is
  * written before its children and a track's slices in start order (the plugin does both).
  * Never keeps events. Field numbers: perfetto_min.proto. */
-#include "pftrace.h"
-#include "pb.h"
-#include "util.h"
+#include "tools/commlens/merge/pftrace.h"
+#include "tools/commlens/merge/pb.h"
+#include "tools/commlens/base/util.h"
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>

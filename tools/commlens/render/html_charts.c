@@ -4,7 +4,7 @@
  * channels) are html_grids.c's. Missing data (one rank, no CUPTI) is said in the chart's
  * place; a large job keeps every outlier and a sample of the rest. Draws through svg.c; every
  * number comes from cl_analyse or the job. */
-#include "html_page.h"
+#include "tools/commlens/render/html_page.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

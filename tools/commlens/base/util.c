@@ -1,7 +1,7 @@
 /* util.c: allocation, the interning table, selection (median), rank lists and time
  * formatting for the CLI.
  * Pure helpers: no I/O besides the out-of-memory message. */
-#include "util.h"
+#include "tools/commlens/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

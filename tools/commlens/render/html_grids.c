@@ -4,7 +4,7 @@
  * channel, outline = the usual last to finish). Hundreds of ranks or thousands of instances
  * are bucketed so that a grid keeps at most HEAT_ROWS x HEAT_COLS cells; the note under the
  * grid says how, and each cell's tooltip names the rank it shows. */
-#include "html_page.h"
+#include "tools/commlens/render/html_page.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

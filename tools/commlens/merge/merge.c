@@ -4,11 +4,12 @@
  * order, with two threads rewriting and one writing; metadata and cross-rank flows come
  * from the instance table. Never holds a rank's events in memory beyond a bounded queue of
  * output chunks. */
-#include "report.h"
-#include "pftrace.h"
-#include "progress.h"
+#include "tools/commlens/merge/merge.h"
+#include "tools/commlens/merge/pftrace.h"
+#include "tools/commlens/read/progress.h"
 #include <json-c/json.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>

@@ -2,8 +2,8 @@
  * of its body, unknown until the body is written: one byte is reserved when it opens, and
  * when it closes the body moves up by the bytes a longer length needs (the minimal encoding:
  * never the padded lengths that make every message 4 bytes longer). */
-#include "pb.h"
-#include "util.h"
+#include "tools/commlens/merge/pb.h"
+#include "tools/commlens/base/util.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* html_page.c: what the HTML report's writers (html.c, html_charts.c, html_grids.c) share:
  * the charts' ids and titles, section openings, notes and placeholders, HTML-escaped printf,
  * and the formats of numbers, units, bandwidths and labels. Writes text only; decides nothing. */
-#include "html_page.h"
+#include "tools/commlens/render/html_page.h"
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>

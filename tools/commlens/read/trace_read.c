@@ -2,8 +2,8 @@
  * Owns the read buffer and the top-level JSON walk. Must stay correct for any valid JSON
  * (escapes, nesting, whitespace, key order) while staying fast on our writer's regular
  * output; it must never load a whole file into memory or parse events through json-c. */
-#include "trace_read.h"
-#include "util.h"
+#include "tools/commlens/read/trace_read.h"
+#include "tools/commlens/base/util.h"
 #include <json-c/json.h>
 #include <zlib.h>
 #include <stdio.h>

@@ -1,0 +1,177 @@
+/* analysis.c: what the report concludes, computed once for every output form (text, JSON,
+ * HTML): per-rank communication, waits and blame, per-instance waits, lateness and bus
+ * bandwidth against its size's median, the channels ranked slowest first, and the slow-rank
+ * ranking (blame.c, which measures each instance's last arrival: its culprit). Pure functions
+ * over the aligned job (model/); prints nothing. */
+#include "tools/commlens/analyse/analysis.h"
+#include "common/nccl.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_i64pair(const void *a, const void *b) {
+  const int64_t *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Union of [start, end) spans of all coll_gpu slices of a rank. */
+static double comm_union(const cl_rank *r) {
+  if (!r->colls.n) return 0;
+  int64_t *v = cl_xmalloc(r->colls.n * 2 * sizeof(int64_t));
+  for (size_t k = 0; k < r->colls.n; k++) { v[2 * k] = r->colls.a[k].start; v[2 * k + 1] = r->colls.a[k].end; }
+  qsort(v, r->colls.n, 2 * sizeof(int64_t), cmp_i64pair);
+  double tot = 0; int64_t cs = v[0], ce = v[1];
+  for (size_t k = 1; k < r->colls.n; k++) {
+    if (v[2 * k] > ce) { tot += (double)(ce - cs); cs = v[2 * k]; ce = v[2 * k + 1]; }
+    else if (v[2 * k + 1] > ce) ce = v[2 * k + 1];
+  }
+  tot += (double)(ce - cs);
+  free(v);
+  return tot;
+}
+
+static const cl_analysis *g_an;
+static int cmp_chan(const void *a, const void *b) {
+  const cl_chan_row *x = a, *y = b;
+  double fx = x->c->n ? (double)x->c->tail / (double)x->c->n : 0, fy = y->c->n ? (double)y->c->tail / (double)y->c->n : 0;
+  if (fx != fy) return fx < fy ? 1 : -1;
+  if (x->ratio != y->ratio) return x->ratio < y->ratio ? 1 : -1;
+  return (int)(x->c->w_peer + x->c->w_recv < y->c->w_peer + y->c->w_recv) - (int)(x->c->w_peer + x->c->w_recv > y->c->w_peer + y->c->w_recv);
+}
+static int cmp_lowbw(const void *a, const void *b) {
+  double x = g_an->ia[*(const uint32_t *)a].ratio, y = g_an->ia[*(const uint32_t *)b].ratio;
+  return x < y ? -1 : x > y;
+}
+
+void cl_analyse(cl_job *job, cl_analysis *an) {
+  memset(an, 0, sizeof *an);
+  an->ra = cl_xcalloc((size_t)job->n, sizeof(cl_rank_an));
+  an->ia = cl_xcalloc(job->inst.n ? job->inst.n : 1, sizeof(cl_inst_an));
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  for (int i = 0; i < job->n; i++) {
+    cl_rank *r = job->r[i];
+    an->ra[i].comm_union = comm_union(r);
+    if (!r->info.n_events) continue;
+    if (cl_aligned(r, r->t_min) < t0) t0 = cl_aligned(r, r->t_min);
+    if (cl_aligned(r, r->t_max) > t1) t1 = cl_aligned(r, r->t_max);
+  }
+  an->span = t1 > t0 ? (double)(t1 - t0) : 0;
+  /* each instance's last arrival (its culprit), its waits and its transfer time are measured
+   * once, by the slow-rank ranking (blame.c); the figures below build on them */
+  cl_blame_compute(job, &an->bl);
+  int64_t *tmp = cl_xmalloc(((size_t)job->n + 1) * sizeof(int64_t));
+  for (size_t ii = 0; ii < job->inst.n; ii++) {
+    cl_inst *in = &job->inst.a[ii]; cl_inst_an *ia = &an->ia[ii];
+    const cl_blame_inst *bi = &an->bl.inst[ii];
+    ia->culprit = -1;
+    if (in->count < 2) continue;
+    an->n_multi++;
+    int64_t last = bi->last_arrival; int culprit = bi->culprit; double wait = bi->wait, mind = bi->transfer;
+    for (uint32_t m = 0; m < in->count; m++) {
+      cl_member *mb = &job->mem.a[in->first + m];
+      cl_rank *r = job->r[mb->rank_idx]; cl_coll *c = &r->colls.a[mb->coll_idx];
+      tmp[m] = cl_aligned(r, c->start);
+      double w = (double)(last - tmp[m]);
+      cl_rank_an *ra = &an->ra[mb->rank_idx];
+      ra->waited += w; ra->coll_time += (double)(c->end - c->start); ra->transfer += mind; ra->n_inst++;
+      an->tot_coll += (double)(c->end - c->start); an->tot_transfer += mind;
+    }
+    an->tot_wait += wait;
+    int64_t med = cl_median_i64(tmp, in->count);
+    ia->culprit = culprit; ia->wait = wait; ia->transfer = mind; ia->late = (double)(last - med);
+    ia->med_arrival = med;
+    cl_rank_an *ca = &an->ra[culprit];
+    ca->blame += wait; ca->n_last++; ca->late_sum += ia->late;
+    for (int k = 0; k < 3; k++) {
+      if (ca->worst_w[k] < wait || (k == 0 && ca->n_last == 1)) {
+        for (int j = 2; j > k; j--) { ca->worst[j] = ca->worst[j - 1]; ca->worst_w[j] = ca->worst_w[j - 1]; }
+        ca->worst[k] = (uint32_t)ii; ca->worst_w[k] = wait; break;
+      }
+    }
+    if (in->bytes > 0 && mind > 0) {
+      int n = in->nranks > 0 ? in->nranks : (int)in->count;
+      ia->busbw = (double)in->bytes * cl_busbw_factor(cl_func_name(in->func), n) / mind;
+    }
+  }
+  free(tmp);
+  /* bandwidth vs the median of the same (func, bytes): sort instance ids by that key */
+  uint32_t *ids = cl_xmalloc((job->inst.n + 1) * sizeof(uint32_t)); size_t nid = 0;
+  for (size_t ii = 0; ii < job->inst.n; ii++) if (an->ia[ii].busbw > 0) ids[nid++] = (uint32_t)ii;
+  /* group by (func, bytes) with a simple sort on a composite key */
+  int64_t *keys = cl_xmalloc((nid + 1) * 2 * sizeof(int64_t));
+  for (size_t k = 0; k < nid; k++) {
+    cl_inst *in = &job->inst.a[ids[k]];
+    keys[2 * k] = in->bytes * 1024 + in->func; keys[2 * k + 1] = ids[k];
+  }
+  qsort(keys, nid, 2 * sizeof(int64_t), cmp_i64pair);
+  double *bw = cl_xmalloc((nid + 1) * sizeof(double));
+  an->lowbw = cl_xmalloc((nid + 1) * sizeof(uint32_t));
+  for (size_t a = 0; a < nid;) {
+    size_t b = a;
+    while (b < nid && keys[2 * b] == keys[2 * a]) b++;
+    if (b - a >= 3) {
+      for (size_t k = a; k < b; k++) bw[k - a] = an->ia[keys[2 * k + 1]].busbw;
+      double med = cl_median_dbl(bw, b - a);
+      for (size_t k = a; k < b; k++) {
+        cl_inst_an *ia = &an->ia[keys[2 * k + 1]];
+        ia->ratio = med > 0 ? ia->busbw / med : 1;
+        if (ia->ratio < 0.999) an->lowbw[an->nlow++] = (uint32_t)keys[2 * k + 1];
+      }
+    }
+    a = b;
+  }
+  free(bw); free(keys); free(ids);
+  g_an = an;
+  qsort(an->lowbw, an->nlow, sizeof(uint32_t), cmp_lowbw);
+  /* channels */
+  size_t nch = 0;
+  for (int i = 0; i < job->n; i++) nch += job->r[i]->chans.n;
+  an->ch = cl_xmalloc((nch + 1) * sizeof(cl_chan_row));
+  for (int i = 0; i < job->n; i++)
+    for (size_t k = 0; k < job->r[i]->chans.n; k++) {
+      cl_chan *c = &job->r[i]->chans.a[k];
+      an->ch[an->nch++] = (cl_chan_row){ i, c, c->n ? (double)c->sum_dur / (double)c->n : 0, 0 };
+    }
+  /* ratio: channel mean duration vs the median channel mean of the same rank and comm. Across
+   * ranks the comparison would mix in waiting: every channel of a rank that waits for a late
+   * peer lasts as long as the slow one, which hid a 3x slow channel as 1.0x. */
+  double *m = cl_xmalloc((an->nch + 1) * sizeof(double));
+  for (size_t k = 0; k < an->nch; k++) {
+    if (!an->ch[k].c->n || an->ch[k].ratio) continue;
+    size_t n = 0;
+#define SAME_GROUP(j) (an->ch[j].c->n && an->ch[j].ri == an->ch[k].ri && an->ch[j].c->comm == an->ch[k].c->comm)
+    for (size_t j = 0; j < an->nch; j++)
+      if (SAME_GROUP(j)) m[n++] = an->ch[j].mean;
+    double med = cl_median_dbl(m, n);
+    for (size_t j = 0; j < an->nch; j++)
+      if (SAME_GROUP(j)) an->ch[j].ratio = med > 0 ? an->ch[j].mean / med : 1;
+#undef SAME_GROUP
+  }
+  free(m);
+  qsort(an->ch, an->nch, sizeof(cl_chan_row), cmp_chan);
+}
+
+void cl_analysis_free(cl_analysis *an) {
+  free(an->ra); free(an->ia); free(an->ch); free(an->lowbw);
+  cl_blame_free(&an->bl);
+}
+
+/* The plugin's own total first: operations that share a kernel (a Send and a Recv of one
+ * launch) carry the same exposed time each, so the per-operation sum counts it twice. */
+const char *cl_rank_exposed(const cl_rank *r, double *out) {
+  if (r->info.has_st_exposed) { *out = (double)r->info.st_exposed_ns; return "plugin totals"; }
+  if (r->has_exposed_args) { *out = (double)r->exposed_args; return "exposed_ns"; }
+  if (r->has_exposed_evs) { *out = (double)r->exposed_evs; return "exposed events"; }
+  *out = -1; return NULL;
+}
+void cl_chan_top_peer(const cl_chan *c, int *peer, int64_t *w) {
+  *peer = -1; *w = 0;
+  for (size_t i = 0; i < c->peers.n; i++) if (c->peers.a[i].wait > *w) { *w = c->peers.a[i].wait; *peer = c->peers.a[i].peer; }
+}
+const char *cl_chan_verdict(const cl_chan *c) {
+  int64_t pw = c->w_peer + c->w_recv, gw = c->w_gpu + c->w_recv_gpu;
+  if (!c->nsteps) return "-";
+  if (pw == 0 && gw == 0) return "no waits";
+  return pw >= gw ? "waited on peer" : "waited on local GPU";
+}
+

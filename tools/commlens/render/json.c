@@ -1,0 +1,164 @@
+/* json.c: `commlens report --json`: every row of every table as one JSON object (each
+ * figure with the events it came from). Reads the analysis (analyse/); computes nothing. */
+#include "tools/commlens/render/report.h"
+#include "common/nccl.h"
+#include <json-c/json.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_object *jd(double v) { return json_object_new_double(round(v * 1000) / 1000); }
+static json_object *ji(int64_t v) { return json_object_new_int64(v); }
+static json_object *js(const char *s) { return json_object_new_string(s ? s : ""); }
+static json_object *jcomm(uint64_t c) { char b[24]; snprintf(b, sizeof b, "0x%llx", (unsigned long long)c); return js(b); }
+
+void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
+  json_object *root = json_object_new_object(), *ranks = json_object_new_array();
+  json_object_object_add(root, "job", js(job->job));
+  json_object_object_add(root, "ref_rank", ji(job->ref_rank));
+  json_object_object_add(root, "instances_matched", ji(an->n_multi));
+  json_object_object_add(root, "files_skipped", ji(job->n_files_skipped));
+  for (int i = 0; i < job->n; i++) {
+    cl_rank *r = job->r[i]; cl_rank_an *ra = &an->ra[i]; json_object *x = json_object_new_object();
+    double ex; const char *src = cl_rank_exposed(r, &ex);
+    json_object_object_add(x, "rank", ji(r->rank));
+    json_object_object_add(x, "host", js(r->info.host));
+    json_object_object_add(x, "gpu", ji(r->device));
+    json_object_object_add(x, "file", js(r->path));
+    json_object_object_add(x, "comm_ns", jd(ra->comm_union));
+    json_object_object_add(x, "exposed_ns", src ? jd(ex) : NULL);
+    json_object_object_add(x, "exposed_source", src ? js(src) : NULL);
+    json_object_object_add(x, "overlap", src && ra->comm_union > 0 ? jd(1 - ex / ra->comm_union) : NULL);
+    json_object_object_add(x, "colls", ji((int64_t)r->colls.n));
+    json_object_object_add(x, "instances", ji(ra->n_inst));
+    json_object_object_add(x, "waited_ns", jd(ra->waited));
+    json_object_object_add(x, "blame_ns", jd(ra->blame));
+    json_object_object_add(x, "last_arrivals", ji(ra->n_last));
+    json_object_object_add(x, "late_mean_ns", jd(ra->n_last ? ra->late_sum / (double)ra->n_last : 0));
+    json_object *w = json_object_new_array();
+    for (int k = 0; k < 3 && k < ra->n_last; k++) {
+      cl_inst *in = &job->inst.a[ra->worst[k]]; json_object *e = json_object_new_object();
+      json_object_object_add(e, "comm", jcomm(in->comm)); json_object_object_add(e, "func", js(cl_func_name(in->func)));
+      json_object_object_add(e, "seq", ji(in->seq)); json_object_object_add(e, "wait_ns", jd(ra->worst_w[k]));
+      json_object_array_add(w, e);
+    }
+    json_object_object_add(x, "worst_instances", w);
+    json_object_object_add(x, "coll_time_ns", jd(ra->coll_time));
+    json_object_object_add(x, "transfer_ns", jd(ra->transfer));
+    json_object *c = json_object_new_object();
+    cl_clock_json(c, r);
+    json_object_object_add(x, "clock", c);
+    json_object *p = json_object_new_object();
+    json_object_object_add(p, "abi", ji(r->info.abi));
+    json_object_object_add(p, "version", js(r->info.version));
+    json_object_object_add(p, "events", ji(r->info.n_events));
+    json_object_object_add(p, "events_reported", ji(r->info.st_events));
+    json_object_object_add(p, "dropped", ji(r->info.st_dropped));
+    json_object_object_add(p, "overhead_pct", json_object_new_double(r->info.st_overhead_pct));
+    json_object_object_add(p, "overhead_ns_per_call", ji(r->info.st_overhead_ns));
+    json_object_object_add(p, "overhead_ns_per_call_median", ji(r->info.st_overhead_med_ns));
+    json_object_object_add(p, "final", json_object_new_boolean(r->info.final));
+    json_object_object_add(p, "truncated", json_object_new_boolean(r->info.truncated || r->info.bad));
+    json_object_object_add(x, "plugin", p);
+    json_object_array_add(ranks, x);
+  }
+  json_object_object_add(root, "ranks", ranks);
+  int *ord = cl_xmalloc(((size_t)job->n + 1) * sizeof(int));
+  const cl_blame *bl = &an->bl;
+  json_object *sl = json_object_new_array();
+  for (int k = 0; k < job->n; k++) {
+    int ri = bl->order[k];
+    cl_rank_an *ra = &an->ra[ri];
+    const cl_blame_rank *br = &bl->rank[ri];
+    if (!ra->n_last) continue;
+    json_object *x = json_object_new_object();
+    json_object_object_add(x, "rank", ji(job->r[ri]->rank));
+    json_object_object_add(x, "persistent", json_object_new_boolean(br->persistent));
+    json_object_object_add(x, "late_significant", ji(br->n_sig));
+    json_object_object_add(x, "instances_outside_warmup", ji(br->n_eligible));
+    json_object_object_add(x, "median_margin_ns", jd(br->median_margin));
+    json_object_object_add(x, "wait_caused_ns", jd(br->wait_sig));
+    json_object_object_add(x, "wait_warmup_ns", jd(br->wait_warmup));
+    json_object_object_add(x, "last_in_warmup", ji(br->n_last_warmup));
+    json_object_object_add(x, "blame_ns", jd(ra->blame));
+    json_object_object_add(x, "last_arrivals", ji(ra->n_last));
+    json_object_object_add(x, "instances", ji(ra->n_inst));
+    json_object_object_add(x, "late_mean_ns", jd(ra->late_sum / (double)ra->n_last));
+    json_object *w = json_object_new_array();
+    for (int k2 = 0; k2 < 3 && k2 < br->n_sig; k2++) {
+      cl_inst *in = &job->inst.a[br->worst[k2]]; json_object *e = json_object_new_object();
+      json_object_object_add(e, "func", js(cl_func_name(in->func)));
+      json_object_object_add(e, "seq", ji(in->seq));
+      json_object_object_add(e, "comm", jcomm(in->comm));
+      json_object_object_add(e, "wait_ns", jd(br->worst_w[k2]));
+      json_object_object_add(e, "margin_ns", jd(bl->inst[br->worst[k2]].margin));
+      json_object_object_add(e, "step", bl->inst[br->worst[k2]].step >= 0 ? ji(bl->inst[br->worst[k2]].step) : NULL);
+      json_object_array_add(w, e);
+    }
+    json_object_object_add(x, "worst_significant", w);
+    json_object_array_add(sl, x);
+  }
+  json_object *at = json_object_new_object();
+  json_object_object_add(at, "warmup_instances", ji(bl->n_warmup));
+  json_object_object_add(at, "instances_outside_warmup", ji(bl->n_eligible));
+  json_object_object_add(at, "confidence", isinf(bl->confidence) ? NULL : jd(bl->confidence));
+  json_object_object_add(at, "top_is_alone", json_object_new_boolean(isinf(bl->confidence)));
+  json_object *sj = json_object_new_array();
+  for (size_t k = 0; k < bl->nsteps; k++) {
+    const cl_blame_step *st = &bl->steps[k]; json_object *e = json_object_new_object();
+    json_object_object_add(e, "step", ji(st->step));
+    json_object_object_add(e, "lost_ns", jd(st->lost));
+    json_object_object_add(e, "culprit", st->culprit >= 0 ? ji(job->r[st->culprit]->rank) : NULL);
+    json_object_object_add(e, "culprit_wait_ns", jd(st->culprit_wait));
+    json_object_object_add(e, "instances", ji(st->n_inst));
+    json_object_array_add(sj, e);
+  }
+  json_object_object_add(at, "steps", sj);
+  json_object_object_add(root, "attribution", at);
+  json_object_object_add(root, "slow_ranks", sl);
+  json_object *tot = json_object_new_object();
+  json_object_object_add(tot, "coll_ns", jd(an->tot_coll));
+  json_object_object_add(tot, "wait_ns", jd(an->tot_wait));
+  json_object_object_add(tot, "transfer_ns", jd(an->tot_transfer));
+  json_object_object_add(root, "collective_time", tot);
+  json_object *ch = json_object_new_array();
+  for (size_t k = 0; k < an->nch; k++) {
+    cl_chan_row *c = &an->ch[k]; json_object *x = json_object_new_object(); int peer; int64_t pw; cl_chan_top_peer(c->c, &peer, &pw);
+    json_object_object_add(x, "rank", ji(job->r[c->ri]->rank));
+    json_object_object_add(x, "comm", jcomm(c->c->comm));
+    json_object_object_add(x, "channel", ji(c->c->channel));
+    json_object_object_add(x, "kernel_ch", ji(c->c->n));
+    json_object_object_add(x, "tail", ji(c->c->tail));
+    json_object_object_add(x, "tail_frac", jd(c->c->n ? (double)c->c->tail / (double)c->c->n : 0));
+    json_object_object_add(x, "mean_dur_ns", jd(c->mean));
+    json_object_object_add(x, "vs_median", jd(c->ratio));
+    json_object_object_add(x, "max_dur_ns", ji(c->c->max_dur));
+    json_object_object_add(x, "max_dur_seq", ji(c->c->max_seq));
+    json_object_object_add(x, "proxy_steps", ji(c->c->nsteps));
+    json_object_object_add(x, "peer_wait_ns", ji(c->c->w_peer + c->c->w_recv));
+    json_object_object_add(x, "top_peer", peer >= 0 ? ji(peer) : NULL);
+    json_object_object_add(x, "top_peer_wait_ns", ji(pw));
+    json_object_object_add(x, "gpu_wait_ns", ji(c->c->w_gpu + c->c->w_recv_gpu));
+    json_object_object_add(x, "send_wait_ns", ji(c->c->w_send));
+    json_object_object_add(x, "verdict", js(cl_chan_verdict(c->c)));
+    json_object_array_add(ch, x);
+  }
+  json_object_object_add(root, "slow_channels", ch);
+  json_object *bw = json_object_new_array();
+  for (size_t k = 0; k < an->nlow; k++) {
+    uint32_t id = an->lowbw[k]; cl_inst_an *ia = &an->ia[id]; cl_inst *in = &job->inst.a[id];
+    json_object *x = json_object_new_object();
+    json_object_object_add(x, "comm", jcomm(in->comm)); json_object_object_add(x, "func", js(cl_func_name(in->func)));
+    json_object_object_add(x, "seq", ji(in->seq)); json_object_object_add(x, "bytes", ji(in->bytes));
+    json_object_object_add(x, "busbw_gbs", jd(ia->busbw)); json_object_object_add(x, "median_gbs", jd(ia->busbw / ia->ratio));
+    json_object_object_add(x, "ratio", jd(ia->ratio));
+    json_object_object_add(x, "last_arrival_rank", ji(ia->culprit >= 0 ? job->r[ia->culprit]->rank : -1));
+    json_object_array_add(bw, x);
+  }
+  json_object_object_add(root, "low_bandwidth", bw);
+  fputs(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE), o);
+  fputc('\n', o);
+  json_object_put(root);
+  free(ord);
+}
+

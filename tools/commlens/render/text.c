@@ -1,0 +1,184 @@
+/* text.c: `commlens report`'s text: per-rank communication and exposure, slow ranks (who
+ * made the others wait), slow channels, low-bandwidth collectives, clock offsets and plugin
+ * health, top N rows per table. Reads the analysis (analyse/); computes nothing. */
+#include "tools/commlens/render/report.h"
+#include "common/nccl.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void inst_label(cl_job *job, uint32_t id, char *buf, size_t n) {
+  cl_inst *in = &job->inst.a[id];
+  snprintf(buf, n, "%s #%lld", cl_func_name(in->func), (long long)in->seq);
+}
+void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
+  char b1[32], b2[32], b3[32], b4[32], b5[32];
+  fprintf(o, "commlens report: %d rank(s) of job \"%s\" (ranks %d..%d), %d file(s) read, %d skipped\n",
+          job->n, job->job, job->r[0]->rank, job->r[job->n - 1]->rank, job->n_files_seen - job->n_files_skipped,
+          job->n_files_skipped);
+  int gaps = 0;
+  for (int i = 1; i < job->n; i++) gaps += job->r[i]->rank - job->r[i - 1]->rank - 1;
+  if (gaps || job->r[0]->rank != 0) fprintf(o, "  missing ranks: %d between 0 and %d\n", gaps + job->r[0]->rank, job->r[job->n - 1]->rank);
+  fprintf(o, "  span %s on rank %d's clock; %lld collective instances matched on 2+ ranks\n\n",
+          cl_fmt_time(b1, sizeof b1, an->span), job->ref_rank, (long long)an->n_multi);
+
+  /* ranks */
+  int *ord = cl_xmalloc((size_t)job->n * sizeof(int));
+  for (int i = 0; i < job->n; i++) ord[i] = i;
+  fprintf(o, "Ranks (communication = union of coll_gpu spans; exposed from %s)\n", "the plugin's totals, else coll_gpu exposed_ns / exposed events");
+  fprintf(o, "  %5s  %-16s %12s %12s %8s %12s %8s\n", "rank", "host", "comm time", "exposed", "overlap", "waited", "colls");
+  int shown = 0;
+  /* short: ranks with the most exposed (else most communication) first */
+  for (int i = 0; i < job->n && shown < top; i++) {
+    int best = -1; double bv = -2;
+    for (int j = 0; j < job->n; j++) {
+      if (ord[j] < 0) continue;
+      double ex; cl_rank_exposed(job->r[j], &ex);
+      double v = ex >= 0 ? ex * 1e3 + an->ra[j].comm_union * 1e-9 : an->ra[j].comm_union * 1e-9;
+      if (v > bv) { bv = v; best = j; }
+    }
+    if (best < 0) break;
+    ord[best] = -1; shown++;
+    cl_rank *r = job->r[best]; double ex; cl_rank_exposed(r, &ex);
+    char ov[16];
+    if (ex >= 0 && an->ra[best].comm_union > 0) snprintf(ov, sizeof ov, "%.1f%%", 100.0 * (1 - ex / an->ra[best].comm_union));
+    else snprintf(ov, sizeof ov, "n/a");
+    fprintf(o, "  %5d  %-16.16s %12s %12s %8s %12s %8zu\n", r->rank, cl_rank_host(r), cl_fmt_time(b1, sizeof b1, an->ra[best].comm_union),
+            ex >= 0 ? cl_fmt_time(b2, sizeof b2, ex) : "n/a", ov, cl_fmt_time(b3, sizeof b3, an->ra[best].waited), r->colls.n);
+  }
+  if (job->n > shown) fprintf(o, "  ... %d more rank(s) (--top N)\n", job->n - shown);
+
+  /* slow ranks: persistent stragglers first (blame.h) */
+  const cl_blame *bl = &an->bl;
+  fprintf(o, "\nSlow ranks (last to arrive by a clear margin, again and again, first; warm-up apart)\n");
+  fprintf(o, "  %5s  %-16s %11s %11s %12s %12s %12s  %s\n", "rank", "host", "late (sig)", "median by", "wait caused",
+          "all waits", "in warm-up", "worst instances (wait caused)");
+  int shown_sr = 0;
+  for (int k = 0; k < job->n && shown_sr < top; k++) {
+    int ri = bl->order[k];
+    const cl_blame_rank *br = &bl->rank[ri];
+    if (!br->n_sig && !an->ra[ri].n_last) continue;
+    shown_sr++;
+    char late[32], worst[160] = ""; size_t wl = 0;
+    snprintf(late, sizeof late, "%lld/%lld%s", (long long)br->n_sig, (long long)br->n_eligible, br->persistent ? "" : " *");
+    for (int w = 0; w < 3 && w < br->n_sig; w++) {
+      char lab[64]; inst_label(job, br->worst[w], lab, sizeof lab);
+      wl += (size_t)snprintf(worst + wl, sizeof worst - wl, "%s%s (%s)", w ? ", " : "", lab, cl_fmt_time(b4, sizeof b4, br->worst_w[w]));
+      if (wl >= sizeof worst) break;
+    }
+    fprintf(o, "  %5d  %-16.16s %11s %11s %12s %12s %12s  %s\n", job->r[ri]->rank, cl_rank_host(job->r[ri]), late,
+            br->n_sig ? cl_fmt_time(b1, sizeof b1, br->median_margin) : "-", cl_fmt_time(b2, sizeof b2, br->wait_sig),
+            cl_fmt_time(b3, sizeof b3, br->wait_all), cl_fmt_time(b5, sizeof b5, br->wait_warmup), worst);
+  }
+  if (!shown_sr) fprintf(o, "  (no rank was last on any instance matched on 2+ ranks)\n");
+  else {
+    fprintf(o, "  (late (sig) = instances it was last by > max(50 us, 1/10 of the transfer) over the next-latest rank, of the\n"
+            "   instances outside warm-up it took part in; * = fewer than 2: a one-off, ranked after the persistent ones)\n");
+    fprintf(o, "  warm-up: %lld instance(s) (the leading outliers of each collective and size)", (long long)bl->n_warmup);
+    if (job->n >= 2 && bl->confidence > 0) {
+      if (isinf(bl->confidence)) fprintf(o, "; the top rank is the only one to blame\n");
+      else fprintf(o, "; the top rank's figure is %.1fx the next one's\n", bl->confidence);
+    } else fputc('\n', o);
+  }
+  if (bl->nsteps) {
+    fprintf(o, "\nSteps that lost the most time (NVTX steps; lost = waits for the last arrival within the step)\n");
+    fprintf(o, "  %8s %12s %8s %12s %6s\n", "step", "lost", "by rank", "its share", "colls");
+    for (size_t k = 0; k < bl->nsteps && (int)k < top; k++) {
+      const cl_blame_step *st = &bl->steps[k];
+      fprintf(o, "  %8ld %12s %8d %11.0f%% %6lld\n", st->step, cl_fmt_time(b1, sizeof b1, st->lost),
+              st->culprit >= 0 ? job->r[st->culprit]->rank : -1, st->lost > 0 ? 100 * st->culprit_wait / st->lost : 0,
+              (long long)st->n_inst);
+    }
+  }
+  if (an->tot_coll > 0)
+    fprintf(o, "  collective time, all ranks: %s = waiting for the last arrival %s (%.1f%%) + transfer ~%s (%.1f%%) + other %.1f%%\n"
+            "  (transfer = shortest coll_gpu duration of the instance)\n",
+            cl_fmt_time(b1, sizeof b1, an->tot_coll), cl_fmt_time(b2, sizeof b2, an->tot_wait), 100 * an->tot_wait / an->tot_coll,
+            cl_fmt_time(b3, sizeof b3, an->tot_transfer), 100 * an->tot_transfer / an->tot_coll,
+            fabs(100 * (an->tot_coll - an->tot_wait - an->tot_transfer) / an->tot_coll) < 0.05 ? 0.0 : 100 * (an->tot_coll - an->tot_wait - an->tot_transfer) / an->tot_coll);
+
+  /* channels */
+  fprintf(o, "\nSlow channels (tail = the channel that finished last within its collective on that rank, from kernel_ch)\n");
+  fprintf(o, "  %5s %4s %-10s %13s %11s %7s %18s %20s %11s  %s\n", "rank", "ch", "comm", "tail", "mean dur", "vs rank",
+          "longest (seq)", "peer wait [peer]", "gpu wait", "proxy steps say");
+  for (size_t k = 0; k < an->nch && (int)k < top; k++) {
+    cl_chan_row *c = &an->ch[k]; int peer; int64_t pw; cl_chan_top_peer(c->c, &peer, &pw);
+    char tail[32], lng[40], pws[40], cn[11];
+    snprintf(tail, sizeof tail, "%lld/%lld", (long long)c->c->tail, (long long)c->c->n);
+    snprintf(lng, sizeof lng, "%s (#%lld)", cl_fmt_time(b1, sizeof b1, (double)c->c->max_dur), (long long)c->c->max_seq);
+    snprintf(pws, sizeof pws, peer >= 0 ? "%s [%d]" : "%s", cl_fmt_time(b2, sizeof b2, (double)(c->c->w_peer + c->c->w_recv)), peer);
+    const char *nm = cl_comm_name(c->c->comm);
+    if (nm[0]) snprintf(cn, sizeof cn, "%.10s", nm); else snprintf(cn, sizeof cn, "%08llx", (unsigned long long)(c->c->comm & 0xffffffffull));
+    fprintf(o, "  %5d %4d %-10s %13s %11s %6.2fx %18s %20s %11s  %s\n", job->r[c->ri]->rank, c->c->channel, cn, tail,
+            c->c->n ? cl_fmt_time(b3, sizeof b3, c->mean) : "-", c->ratio, c->c->n ? lng : "-", pws,
+            cl_fmt_time(b4, sizeof b4, (double)(c->c->w_gpu + c->c->w_recv_gpu)), cl_chan_verdict(c->c));
+  }
+  if (!an->nch) fprintf(o, "  (no kernel_ch or proxy_step events)\n");
+
+  /* bandwidth */
+  fprintf(o, "\nLowest bus bandwidth (nccl-tests factors; time = shortest duration across ranks; vs median of same func+size)\n");
+  fprintf(o, "  %-16s %-10s %12s %11s %11s %7s %8s\n", "collective", "comm", "bytes", "busbw", "median", "ratio", "last in");
+  for (size_t k = 0; k < an->nlow && (int)k < top; k++) {
+    uint32_t id = an->lowbw[k]; cl_inst_an *ia = &an->ia[id]; cl_inst *in = &job->inst.a[id];
+    char lab[64], cn[11]; inst_label(job, id, lab, sizeof lab);
+    const char *nm = cl_comm_name(in->comm);
+    if (nm[0]) snprintf(cn, sizeof cn, "%.10s", nm); else snprintf(cn, sizeof cn, "%08llx", (unsigned long long)(in->comm & 0xffffffffull));
+    fprintf(o, "  %-16s %-10s %12lld %6.2f GB/s %6.2f GB/s %6.2fx %8d\n", lab, cn, (long long)in->bytes, ia->busbw,
+            ia->busbw / ia->ratio, ia->ratio, ia->culprit >= 0 ? job->r[ia->culprit]->rank : -1);
+  }
+  if (!an->nlow) fprintf(o, "  (none below the median, or fewer than 3 instances per func+size)\n");
+
+  /* clocks */
+  int64_t maxerr = 0, maxoff = 0; int unal = 0;
+  for (int i = 0; i < job->n; i++) {
+    cl_rank *r = job->r[i];
+    if (!r->aligned) { unal++; continue; }
+    if (llabs(r->offset_ns) > llabs(maxoff)) maxoff = r->offset_ns;
+    if (r->off_err_ns > maxerr) maxerr = r->off_err_ns;
+  }
+  fprintf(o, "\nClock alignment vs rank %d (median of coll_gpu end differences; err = 1.25*MAD/sqrt(n)): largest |offset| %s, largest err %s%s\n",
+          job->ref_rank, cl_fmt_time(b1, sizeof b1, (double)maxoff), cl_fmt_time(b2, sizeof b2, (double)maxerr), unal ? ", some ranks unaligned" : "");
+  fprintf(o, "  %5s %14s %11s %11s %8s %5s\n", "rank", "offset", "err", "spread", "samples", "via");
+  for (int i = 0; i < job->n; i++) ord[i] = i;
+  for (int k = 0; k < job->n && k < top; k++) {
+    int best = k;
+    for (int j = k + 1; j < job->n; j++)
+      if (llabs(job->r[ord[j]]->offset_ns) > llabs(job->r[ord[best]]->offset_ns)) best = j;
+    int t = ord[k]; ord[k] = ord[best]; ord[best] = t;
+    cl_rank *r = job->r[ord[k]];
+    if (!r->aligned) { fprintf(o, "  %5d %14s\n", r->rank, "unaligned"); continue; }
+    fprintf(o, "  %5d %14s %11s %11s %8d %5d\n", r->rank, cl_fmt_time(b1, sizeof b1, (double)r->offset_ns),
+            cl_fmt_time(b2, sizeof b2, (double)r->off_err_ns), cl_fmt_time(b3, sizeof b3, (double)r->off_mad_ns), r->off_samples, r->off_via);
+  }
+
+  /* plugin health */
+  int64_t drops = 0; double maxov = 0; int maxov_r = -1, ntrunc = 0, nfinal = 0, abi0 = job->r[0]->info.abi, abimix = 0;
+  for (int i = 0; i < job->n; i++) {
+    cl_info *in = &job->r[i]->info;
+    drops += in->st_dropped; if (in->st_overhead_pct > maxov) { maxov = in->st_overhead_pct; maxov_r = job->r[i]->rank; }
+    ntrunc += in->truncated || in->bad; nfinal += in->final; abimix |= in->abi != abi0;
+  }
+  fprintf(o, "\nPlugin: ABI %s%d, version %s; %lld records dropped; overhead max %.3f%% (rank %d); %d/%d final, %d truncated\n",
+          abimix ? "mixed, rank 0: " : "", abi0, job->r[0]->info.version ? job->r[0]->info.version : "?", (long long)drops,
+          maxov, maxov_r, nfinal, job->n, ntrunc);
+  fprintf(o, "  %5s %4s %-9s %10s %10s %9s %12s  %s\n", "rank", "abi", "version", "events", "dropped", "overhead", "ns/call p50", "status");
+  for (int i = 0; i < job->n; i++) ord[i] = i;
+  for (int k = 0; k < job->n && k < top; k++) {   /* worst first: truncated, dropped, overhead */
+    int best = k;
+    for (int j = k + 1; j < job->n; j++) {
+      cl_info *a = &job->r[ord[j]]->info, *b = &job->r[ord[best]]->info;
+      double sa = (a->truncated || a->bad) * 1e18 + (double)a->st_dropped * 1e3 + a->st_overhead_pct;
+      double sb = (b->truncated || b->bad) * 1e18 + (double)b->st_dropped * 1e3 + b->st_overhead_pct;
+      if (sa > sb) best = j;
+    }
+    int t = ord[k]; ord[k] = ord[best]; ord[best] = t;
+    cl_info *in = &job->r[ord[k]]->info;
+    fprintf(o, "  %5d %4d %-9.9s %10lld %10lld %8.3f%% %12lld  %s\n", job->r[ord[k]]->rank, in->abi, in->version ? in->version : "?",
+            (long long)in->n_events, (long long)in->st_dropped, in->st_overhead_pct,
+            (long long)(in->st_overhead_med_ns ? in->st_overhead_med_ns : in->st_overhead_ns),   /* older traces: the mean */
+            in->bad ? "invalid JSON mid-file" : in->truncated ? "truncated" : in->final ? "final" : "not final (no exit flush)");
+  }
+  (void)b5;
+  free(ord);
+}
+
