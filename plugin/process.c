@@ -79,6 +79,11 @@ static void process_setup(const cl_comm_desc *d) {
   detect_rank(d->rank);
   cl_proc.abi = d->abi;
   cl_proc.realtime_offset_ns = cl_clock_measure_offset(&cl_proc.offset_err_ns);
+  const char *why;
+  if (cl_boot_id_read(CL_BOOT_ID_PATH, cl_proc.boot_id, &why) != 0)
+    cl_log_once("boot_id", CL_LOG_INFO, "%s is %s: the trace names no boot id, so the CLI cannot "
+                "tell that this process shares a clock with the other ranks of its host", CL_BOOT_ID_PATH, why);
+  cl_clock_sync_read(&cl_proc.sync);
   cl_proc.start_ns = cl_now();
   cl_gate_setup();
   if (!atexit_done) { atexit(on_exit_handler); atexit_done = 1; }
