@@ -5,6 +5,7 @@
  * property test: over many clean jobs the false-accusation rate stays under the stated one. */
 #include "tl.h"
 #include "../../tools/commlens/analyse/straggler.c"
+#include "../../tools/commlens/analyse/steps.c"
 #include "../../tools/commlens/util.c"
 #include <math.h>
 

@@ -2,6 +2,7 @@
  * model (one-sided binomial tail, Bonferroni over participants), the noise floor, the what-if
  * cost and the verdict line. Reads only its input arrays; never touches files. */
 #include "straggler.h"
+#include "steps.h"
 #include "util.h"
 #include <math.h>
 #include <stdio.h>
@@ -133,13 +134,6 @@ static void find_startup(const cl_sg_input *in, cl_sg_verdict *v, uint32_t *ids,
 }
 
 /* ---- units (steps, else instances) and their culprits ---- */
-typedef struct { int32_t unit, who; double wait, margin; uint32_t inst; } unit_rec;
-static int cmp_unit_rec(const void *a, const void *b) {
-  const unit_rec *x = a, *y = b;
-  if (x->unit != y->unit) return x->unit - y->unit;
-  return x->who - y->who;
-}
-typedef struct { int32_t culprit; double lateness; } unit_res;
 typedef struct { int32_t unit; uint32_t inst; } unit_inst;
 static int cmp_unit_inst(const void *a, const void *b) {
   const unit_inst *x = a, *y = b;
@@ -172,29 +166,20 @@ static void count_units(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t 
   }
   size_t nunits = steps ? nsteps : ne;
   v->n_units = (int64_t)nunits;
-  /* culprit per unit: the participant whose called last arrivals caused most wait in it */
-  unit_rec *rec = cl_xmalloc((ne + 1) * sizeof *rec);
+  /* culprit per unit: the per-step rule (analyse/steps.h), instances being steps of one */
+  cl_st_inst *si = cl_xmalloc((ne + 1) * sizeof *si);
   unit_inst *ui = cl_xmalloc((ne + 1) * sizeof *ui);
-  size_t nrec = 0, nui = 0;
+  size_t nui = 0;
   for (size_t k = 0; k < ne; k++) {
     int32_t u = unit_of(in, steps, step_ids, nsteps, elig[k], (int32_t)k);
-    if (u < 0) continue;
-    ui[nui++] = (unit_inst){u, elig[k]};
     const cl_sg_inst_result *r = &v->inst[elig[k]];
-    if (r->called) rec[nrec++] = (unit_rec){u, r->last, r->wait_ns, r->margin_ns, elig[k]};
+    si[k] = (cl_st_inst){u, r->last, r->called, r->margin_ns, r->wait_ns, r->over_median_ns};
+    if (u >= 0) ui[nui++] = (unit_inst){u, elig[k]};
   }
-  qsort(rec, nrec, sizeof *rec, cmp_unit_rec);
-  unit_res *ur = cl_xmalloc((nunits + 1) * sizeof *ur);
-  for (size_t u = 0; u < nunits; u++) ur[u] = (unit_res){-1, 0};
-  double best_w = 0;
-  for (size_t a = 0; a < nrec;) {
-    size_t e = a; double w = 0, lat = 0;
-    while (e < nrec && rec[e].unit == rec[a].unit && rec[e].who == rec[a].who) { w += rec[e].wait; lat = fmax(lat, rec[e].margin); e++; }
-    unit_res *u = &ur[rec[a].unit];
-    if (u->culprit < 0 || w > best_w) { u->culprit = rec[a].who; u->lateness = lat; best_w = w; }
-    a = e;
-    if (a < nrec && rec[a].unit != rec[a - 1].unit) best_w = 0;
-  }
+  cl_step_verdict *ur = cl_xmalloc((nunits + 1) * sizeof *ur);
+  uint32_t *order = cl_xmalloc((nunits + 1) * sizeof *order);
+  cl_steps_attribute(si, ne, (uint32_t)nunits, ur, order);
+  free(si); free(order);
   /* participation: each participant counts a unit once; p = 1/(participants of the unit) */
   qsort(ui, nui, sizeof *ui, cmp_unit_inst);
   int32_t *stamp = cl_xmalloc((size_t)in->nwho * sizeof *stamp);
@@ -212,16 +197,16 @@ static void count_units(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t 
       e++;
     }
     for (size_t j = 0; j < nm; j++) { ws[members[j]].n++; ws[members[j]].psum += 1.0 / (double)nm; }
-    const unit_res *u = &ur[ui[a].unit];
+    const cl_step_verdict *u = &ur[ui[a].unit];
     if (u->culprit >= 0) {
       who_stat *s = &ws[u->culprit];
       s->k++;
       if (s->nlat == s->cap) { s->cap = s->cap ? 2 * s->cap : 16; s->lat = cl_xrealloc(s->lat, s->cap * sizeof *s->lat); }
-      s->lat[s->nlat++] = u->lateness;
+      s->lat[s->nlat++] = u->lateness_ns;
     }
     a = e;
   }
-  free(stamp); free(members); free(rec); free(ui); free(ur); free(step_ids);
+  free(stamp); free(members); free(ui); free(ur); free(step_ids);
 }
 
 /* ---- cost: the union of [last - over_median, last] over the instances it was last in ---- */
