@@ -27,13 +27,15 @@ typedef struct {
 } sim;
 
 /* One blocking collective at true time t among `members`: each starts after a random delay
- * (up to `jitter`, plus `late` on rank `late_rank`), all end together one transfer after the
- * last start (plus a few us each). Times are written on each rank's own host clock. */
+ * (up to `jitter`, plus `late` on rank `late` >= 0 or on every rank of host -2 - `late`), all
+ * end together one transfer after the last start (plus a few us each). Times are written on
+ * each rank's own host clock. */
 static void add_coll(sim *s, const host_clock *hc, const int *members, int n, int64_t t, double jitter,
                      int late_rank, double late, int causal) {
   int64_t st[64], last = 0;
   for (int i = 0; i < n; i++) {
-    st[i] = t + (int64_t)(urand() * jitter) + (members[i] == late_rank ? (int64_t)late : 0);
+    int is_late = late_rank >= 0 ? members[i] == late_rank : s->host_of[members[i]] == -2 - late_rank;
+    st[i] = t + (int64_t)(urand() * jitter) + (is_late ? (int64_t)late : 0);
     if (st[i] > last) last = st[i];
   }
   CL_PUSH(s->inst, ((cl_cm_inst){(uint32_t)s->obs.n, (uint32_t)n, causal}));
@@ -96,7 +98,9 @@ static void multi_host(sim *s, host_clock *hc, int sync_known) {
   static const char *names[4] = {"a", "b", "c", "d"}, *boots[4] = {"ba", "bb", "bc", "bd"};
   for (int h = 0; h < 4; h++)
     for (int j = 0; j < 2; j++) add_rank(s, names[h], boots[h], h);
-  for (int r = 0; r < s->nranks; r++) s->ranks[r].sync_known = sync_known;
+  for (int r = 0; r < s->nranks; r++) {      /* clocks drifting 20 ppm are not disciplined */
+    s->ranks[r].sync_known = sync_known; s->ranks[r].unsynchronised = 1;
+  }
   int world[6] = {0, 1, 2, 3, 4, 5}, sub[4] = {4, 5, 6, 7};
   for (int k = 0; k < 3600; k++) {
     int64_t t = T0 + (int64_t)k * 1000000000LL;
@@ -163,7 +167,7 @@ TL_TEST(lateness_inside_the_interval_is_never_called) {
 TL_TEST(hosts_without_a_shared_blocking_collective_fall_back_to_the_sync_state) {
   rng_state = 42;
   for (int synced = 0; synced < 2; synced++) {
-    sim s = {0}; host_clock hc[2] = {{0, 0}, {2e6, 0}};
+    sim s = {0}; host_clock hc[2] = {{0, 0}, {0.3e6, 0}};
     add_rank(&s, "a", "ba", 0); add_rank(&s, "b", "bb", 1);
     for (int r = 0; r < 2; r++) s.ranks[r].sync_known = synced;
     int both[2] = {0, 1};
@@ -191,6 +195,7 @@ TL_TEST(a_clock_step_widens_the_pair_instead_of_lying) {
   rng_state = 7;
   sim s = {0}; host_clock hc[2] = {{0, 0}, {1e6, 0}};
   add_rank(&s, "a", "ba", 0); add_rank(&s, "b", "bb", 1);
+  s.ranks[1].unsynchronised = 1;              /* a stepped clock */
   int both[2] = {0, 1};
   for (int k = 0; k < 400; k++) {
     if (k == 200) hc[1].off_ns += 3e6;     /* host b's clock is stepped by 3 ms mid-run */
@@ -205,6 +210,73 @@ TL_TEST(a_clock_step_widens_the_pair_instead_of_lying) {
   cl_cm_offset(&m, 1, T0 + 30000000000LL + 4000000, &e, &lo, &hi);
   CHECK(lo <= 4e6 && 4e6 <= hi, "after the step: 4 ms inside [%g, %g]", lo, hi);
   cl_cm_free(&m); sim_free(&s);
+}
+
+TL_TEST(many_hosts_through_one_spanning_tree) {
+  /* 4,096 ranks on 512 hosts of 8, each host's clock off by its own planted amount (up to
+   * +-50 ms): every host pair is one tree edge, every offset recovered inside its interval */
+  enum { H = 512, PER = 8, R = H * PER, N = 40 };
+  static cl_cm_rank ranks[R];
+  static char names[H][8];
+  static host_clock hc[H];
+  rng_state = 77;
+  for (int h = 0; h < H; h++) {
+    snprintf(names[h], sizeof names[h], "n%d", h);
+    hc[h] = (host_clock){h ? (urand() - 0.5) * 1e8 : 0, 0};
+  }
+  for (int r = 0; r < R; r++) ranks[r] = (cl_cm_rank){names[r / PER], "boot", 0, 0, 0, 0};
+  CL_VEC(cl_cm_inst) inst = {0}; CL_VEC(cl_cm_obs) obs = {0};
+  for (int k = 0; k < N; k++) {
+    int64_t t = T0 + (int64_t)k * 100000000;
+    CL_PUSH(inst, ((cl_cm_inst){(uint32_t)obs.n, R, 1}));
+    for (int r = 0; r < R; r++) {
+      int64_t st = t + (int64_t)(urand() * 1e6);
+      CL_PUSH(obs, ((cl_cm_obs){r, own(&hc[r / PER], st), own(&hc[r / PER], t + 1200000)}));
+    }
+  }
+  cl_cm_input in = {R, ranks, inst.n, inst.a, obs.a};
+  cl_clock_model m; cl_cm_build(&in, &m);
+  CHECK(m.nclocks == H && m.npairs == H - 1, "%d clocks, %d pairs", m.nclocks, m.npairs);
+  int outside = 0;
+  for (int r = 0; r < R; r += 7) {
+    double e, lo, hi, truth = hc[r / PER].off_ns;
+    cl_cm_offset(&m, r, own(&hc[r / PER], T0 + 2000000000LL), &e, &lo, &hi);
+    outside += !(lo <= truth && truth <= hi);
+  }
+  CHECK(outside == 0, "%d ranks' offsets outside their interval", outside);
+  cl_cm_free(&m); free(inst.a); free(obs.a);
+}
+
+/* Host b's ranks start 5 ms after host a's every time: from causality alone that cannot be told
+ * from b's clock being 5 ms ahead, and the interval must say so; the hosts' sync state (both
+ * within 500 us of true time) settles it. */
+TL_TEST(a_host_late_every_time_is_not_a_clock_offset_unless_sync_says_so) {
+  for (int sync = 0; sync < 2; sync++) {
+    rng_state = 31;
+    sim s = {0}; host_clock hc[2] = {{0, 0}, {0.3e6, 0}};
+    add_rank(&s, "a", "ba", 0); add_rank(&s, "a", "ba", 0); add_rank(&s, "b", "bb", 1); add_rank(&s, "b", "bb", 1);
+    for (int r = 0; r < 4; r++) s.ranks[r] = (cl_cm_rank){r < 2 ? "a" : "b", r < 2 ? "ba" : "bb", sync, 0, 20, 500};
+    int all[4] = {0, 1, 2, 3};
+    for (int k = 0; k < 200; k++) {
+      add_coll(&s, hc, all, 4, T0 + k * 100000000LL, 1e5, -2 - 1, 5e6, 1);   /* host b late */
+    }
+    cl_clock_model m; model_of(&s, &m);
+    double e, lo, hi;
+    cl_cm_offset(&m, 2, T0 + 5000000000LL, &e, &lo, &hi);
+    CHECK(lo <= 0.3e6 && 0.3e6 <= hi, "sync %d: truth inside [%g, %g]", sync, lo, hi);
+    /* rank 2's arrival, aligned, against rank 0's at one instance */
+    const cl_cm_obs *o0 = &s.obs.a[4 * 100], *o2 = &s.obs.a[4 * 100 + 2];
+    int64_t a0 = cl_cm_align(&m, 0, o0->start), a2 = cl_cm_align(&m, 2, o2->start);
+    int called = cl_cm_lateness_called(&m, 2, 0, a0, (double)(a2 - a0));
+    if (!sync) {
+      CHECK(hi - lo > 5e6, "causality alone: wider than the lateness (%g)", hi - lo);
+      CHECK(!called, "a lateness the clocks could explain is not called");
+    } else {
+      CHECK(lo >= -1e6 && hi <= 1e6, "within the sync bound: [%g, %g]", lo, hi);
+      CHECK(called, "with the sync bound, the 5 ms lateness is called (%lld ns aligned)", (long long)(a2 - a0));
+    }
+    cl_cm_free(&m); sim_free(&s);
+  }
 }
 
 TL_TEST(causal_collectives_by_name) {

@@ -244,11 +244,22 @@ static int pair_at(const cl_cm_pair *p, int64_t t, double *est, double *lo, doub
   if (*est > *hi) *est = *hi;
   if (*est < *lo) *est = *lo;
   *lo -= p->widen_ns; *hi += p->widen_ns;
+  /* both hosts synchronised: neither clock is further than its maxerror from true time, which
+   * may bound what causality cannot (a host late every time looks like a clock ahead); bounds
+   * that disagree with it mean the sync claim is wrong, and causality alone is kept */
+  double S = p->sync_bound_ns;
+  if (S < *hi - *lo && fmax(*lo, -S) <= fmin(*hi, S) && (*lo < -S || *hi > S)) {
+    *lo = fmax(*lo, -S); *hi = fmin(*hi, S);
+    *est = (*lo + *hi) / 2;
+  }
   return 1;
 }
 
+static int synced(const cl_cm_rank *r) { return r->sync_known && !r->unsynchronised; }
+/* A host's sync error (estimated or maximum), ns; 0 when not synchronised or not recorded (the
+ * kernel's figures then mean nothing). */
 static double sync_err_ns(const cl_cm_rank *r, int max) {
-  if (!r->sync_known) return 0;
+  if (!synced(r)) return 0;
   return 1e3 * (double)(max ? r->maxerror_us : r->esterror_us);
 }
 
@@ -294,6 +305,7 @@ static void fit_pairs(const cl_cm_input *in, cl_clock_model *m) {
     const cl_cm_rank *rc = &in->ranks[m->clock[c].first_rank], *rp = &in->ranks[m->clock[p].first_rank];
     e->t0 = tb[c]; e->t1 = te[c];
     fit_pair(e, bs[c].a, bs[c].n, sync_err_ns(rc, 0) + sync_err_ns(rp, 0));
+    e->sync_bound_ns = synced(rc) && synced(rp) ? sync_err_ns(rc, 1) + sync_err_ns(rp, 1) : INFINITY;
     for (int j = 0; j < CL_CM_GRID; j++) { e->grid_lo[j] += (double)vb[c]; e->grid_hi[j] += (double)vb[c]; }
     e->offset_ns += (double)vb[c];
     double est;
@@ -308,9 +320,10 @@ static void fit_pairs(const cl_cm_input *in, cl_clock_model *m) {
     m->clock[c].pair = m->npairs++;
     m->clock[c].parent = m->root; m->clock[c].depth = 1;
     e->child = c; e->parent = m->root;
-    int synced = rc->sync_known && rr->sync_known && !rc->unsynchronised && !rr->unsynchronised;
-    e->source = synced ? CL_CM_SYNC_ONLY : CL_CM_UNKNOWN;
-    e->widen_ns = synced ? sync_err_ns(rc, 1) + sync_err_ns(rr, 1) : INFINITY;
+    int both = synced(rc) && synced(rr);
+    e->source = both ? CL_CM_SYNC_ONLY : CL_CM_UNKNOWN;
+    e->widen_ns = both ? sync_err_ns(rc, 1) + sync_err_ns(rr, 1) : INFINITY;
+    e->sync_bound_ns = e->widen_ns;
     e->lo_ns = -e->widen_ns; e->hi_ns = e->widen_ns; e->max_width_ns = 2 * e->widen_ns;
   }
   free(bs); free(tb); free(te); free(vb); free(stamp); free(minend); free(maxstart); free(present);

@@ -35,7 +35,8 @@ typedef struct {
 
 /* What a host pair's offset came from. */
 enum cl_cm_source {
-  CL_CM_CAUSAL,              /* causal bounds of shared collectives (widened by the sync error) */
+  CL_CM_CAUSAL,              /* causal bounds of shared collectives, widened by both hosts' sync
+                                esterror, cut by their maxerror where that is tighter */
   CL_CM_CAUSAL_WIDENED,      /* the bounds admit no line (a clock step?): widened until they do */
   CL_CM_SYNC_ONLY,           /* no shared collective; both hosts synchronised: 0 within maxerror */
   CL_CM_UNKNOWN              /* no shared collective and no sync state: unbounded */
@@ -59,6 +60,8 @@ typedef struct {
   double widen_ns;           /* added to each side: the sync esterror of both hosts (sync only:
                                 maxerror; unknown: inf) */
   double deficit_ns;         /* CL_CM_CAUSAL_WIDENED: how far every bound was moved out */
+  double sync_bound_ns;      /* both hosts synchronised: |offset| <= the sum of their maxerror
+                                (applied where causality is looser); else inf */
   double grid_lo[CL_CM_GRID], grid_hi[CL_CM_GRID];   /* raw interval at t0 .. t1, evenly */
 } cl_cm_pair;
 

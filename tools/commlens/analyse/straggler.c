@@ -51,7 +51,7 @@ static int cmp_dbl(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
-static void measure(const cl_sg_input *in, const cl_sg_inst *ins, cl_sg_inst_result *r, double *scratch) {
+static void measure(const cl_sg_input *in, double min_margin, const cl_sg_inst *ins, cl_sg_inst_result *r, double *scratch) {
   int wait_mode = in->evidence == CL_SG_GPU_WAIT;
   double last = -INFINITY, second = -INFINITY, first = INFINITY, end = -INFINITY;
   int32_t wl = -1, ws = -1; double el = 0, es = 0;
@@ -82,8 +82,7 @@ static void measure(const cl_sg_input *in, const cl_sg_inst *ins, cl_sg_inst_res
     if (end > first) r->coll_ns = end - first;
     if (end > last) r->xfer_ns = end - last;
   }
-  double need = fmax(in->min_margin_ns > 0 ? in->min_margin_ns : CL_SG_MIN_MARGIN_NS, r->err_ns);
-  r->called = r->margin_ns > need;
+  r->called = r->margin_ns > fmax(min_margin, r->err_ns);
 }
 
 /* ---- start-up: first of each (comm, func, bytes), a leading run of outliers, set-up ---- */
@@ -275,6 +274,7 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
   v->evidence = in->evidence;
   v->who_word = in->who_word ? in->who_word : "rank";
   v->alpha = in->alpha > 0 ? in->alpha : CL_SG_ALPHA;
+  v->min_margin_ns = in->min_margin_ns > 0 ? in->min_margin_ns : CL_SG_MIN_MARGIN_NS;
   v->largest.who = -1;
   v->n_inst = (int64_t)in->ninst;
   v->inst = cl_xcalloc(in->ninst + 1, sizeof *v->inst);
@@ -285,7 +285,7 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
   size_t nid = 0;
   int64_t t0 = INT64_MAX, t1 = INT64_MIN;
   for (size_t i = 0; i < in->ninst; i++) {
-    measure(in, &in->inst[i], &v->inst[i], scratch);
+    measure(in, v->min_margin_ns, &in->inst[i], &v->inst[i], scratch);
     if (v->inst[i].last < 0) continue;
     ids[nid++] = (uint32_t)i;
     const cl_sg_inst_result *r = &v->inst[i];
@@ -303,8 +303,7 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
   v->n_eligible = (int64_t)ne;
   for (size_t k = 0; k < ne; k++) {
     const cl_sg_inst_result *r = &v->inst[ids[k]];
-    double need = in->min_margin_ns > 0 ? in->min_margin_ns : CL_SG_MIN_MARGIN_NS;
-    if (!r->called && r->margin_ns > need) v->n_within_clock++;
+    if (!r->called && r->margin_ns > v->min_margin_ns) v->n_within_clock++;
   }
   if (!ne) { free(ids); v->kind = CL_SG_NO_DATA; return; }
 
@@ -321,29 +320,19 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
     padj[w] = fmin(1, cl_sg_binom_tail(ws[w].k, ws[w].n, p) * nparts);
     passes[w] = padj[w] < v->alpha;
   }
-  /* the noise floor: the margin of the instances no suspect was last in */
+  /* the noise floor: the run's median margin (with a straggler, its own margin; on a
+   * time-shared GPU, one scheduler slice) */
   double *m = cl_xmalloc((ne + 1) * sizeof *m);
+  for (size_t k = 0; k < ne; k++) m[k] = v->inst[ids[k]].margin_ns;
+  v->noise_floor_ns = cl_median_dbl(m, ne);
+  /* and the margin of the instances no one beyond chance was last in: a stall must stand out
+   * from both (a frequent small lateness lowers the first) */
   size_t nm = 0;
   for (size_t k = 0; k < ne; k++) if (!passes[v->inst[ids[k]].last]) m[nm++] = v->inst[ids[k]].margin_ns;
-  if (nm) v->noise_floor_ns = cl_median_dbl(m, nm);
-  else {          /* a suspect was last everywhere: the gap between the next two arrivals */
-    double *sc = cl_xmalloc(maxc * sizeof *sc);
-    for (size_t k = 0; k < ne; k++) {
-      const cl_sg_inst *ins = &in->inst[ids[k]];
-      size_t n = 0;
-      for (uint32_t j = 0; j < ins->count; j++) {
-        const cl_sg_arrival *a = &in->arr[ins->first + j];
-        if (a->who >= 0 && a->who < in->nwho) sc[n++] = in->evidence == CL_SG_GPU_WAIT ? -(double)a->value : (double)a->value;
-      }
-      if (n < 3) continue;
-      qsort(sc, n, sizeof *sc, cmp_dbl);
-      m[nm++] = sc[n - 2] - sc[n - 3];
-    }
-    free(sc);
-    if (nm) v->noise_floor_ns = cl_median_dbl(m, nm);
-  }
+  double floor_chance = nm ? cl_median_dbl(m, nm) : 0;
   free(m);
-  /* stragglers: beyond chance in count, beyond the noise floor in lateness */
+  /* stragglers: beyond chance in count, and late by the run's kind of margin, not a fraction
+   * of it (a rank always a few us behind in a run whose margins are ms is not one) */
   v->straggler = cl_xcalloc((size_t)in->nwho + 1, sizeof *v->straggler);
   int best = -1;
   for (int w = 0; w < in->nwho; w++) {
@@ -351,15 +340,18 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
     if (passes[w]) {
       cl_sg_suspect s;
       fill_suspect(in, v, ids, ne, &ws[w], w, padj[w], &s);
-      if (s.median_lateness_ns > v->noise_floor_ns) v->straggler[v->nstraggler++] = s;
+      if (s.median_lateness_ns >= CL_SG_FLOOR_SHARE * v->noise_floor_ns) v->straggler[v->nstraggler++] = s;
     }
     if (best < 0 || padj[w] < padj[best] || (padj[w] == padj[best] && ws[w].k > ws[best].k)) best = w;
   }
   if (best >= 0) fill_suspect(in, v, ids, ne, &ws[best], best, padj[best], &v->largest);
   qsort(v->straggler, (size_t)v->nstraggler, sizeof *v->straggler, cmp_suspect);
   /* one-off stalls: far beyond the noise floor, and beyond a named straggler's own lateness */
-  double need = in->min_margin_ns > 0 ? in->min_margin_ns : CL_SG_MIN_MARGIN_NS;
-  double thr = CL_SG_STALL_FACTOR * fmax(v->noise_floor_ns, need);
+  /* chance margins have at most an exponential tail (the top gap of exponential arrivals is
+   * exponential): P(margin > x) = 2^(-x / median), so over ne instances one exceeds
+   * median * log2(ne / alpha) with probability alpha at most */
+  double factor = fmax(CL_SG_STALL_FACTOR, log2((double)ne / v->alpha));
+  double thr = factor * fmax(fmax(v->noise_floor_ns, floor_chance), v->min_margin_ns);
   v->stall = cl_xmalloc((ne + 1) * sizeof *v->stall);
   for (size_t k = 0; k < ne; k++) {
     cl_sg_inst_result *r = &v->inst[ids[k]];
@@ -418,8 +410,8 @@ const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {
     break;
   case CL_SG_NONE:
     if (v->largest.who < 0) {
-      snprintf(buf, n, "no straggler found: no %s was last beyond the clock error; noise floor %s", v->who_word,
-               cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
+      snprintf(buf, n, "no straggler found: no %s was last by more than %s and the clock error; noise floor %s",
+               v->who_word, cl_fmt_time(t1, sizeof t1, v->min_margin_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
       break;
     }
     name_who(who, sizeof who, v->who_word, v->largest.who, v->largest.host);

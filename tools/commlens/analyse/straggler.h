@@ -1,8 +1,8 @@
 /* straggler.h: the straggler verdict. Per collective instance, who arrived last and by how much
  * over the next; across instances (or steps), each participant's count of last arrivals tested
  * against chance (a healthy job spreads them evenly: Binomial(N, 1/R)) at a stated
- * false-accusation rate per job, and its lateness held against the run's noise floor and the
- * clock error. The start-up period is detected and never counts. Works for ranks and, with the
+ * false-accusation rate per job, and its lateness held against the run's noise floor (its
+ * median margin) and the clock error. The start-up period is detected and never counts. Works for ranks and, with the
  * same input, for the channels of one rank (the tail channel). No I/O. */
 #ifndef COMMLENS_ANALYSE_STRAGGLER_H
 #define COMMLENS_ANALYSE_STRAGGLER_H
@@ -14,7 +14,11 @@
 #define CL_SG_STARTUP_FACTOR 3.0      /* a leading instance whose time after the last arrival is
                                          this many times its group's median is start-up
                                          (connection set-up; a late rank does not lengthen it) */
-#define CL_SG_STALL_FACTOR 10.0       /* a one-off stall: this many times the noise floor */
+#define CL_SG_FLOOR_SHARE 0.5         /* a straggler's median lateness is at least this share of
+                                         the noise floor (the run's median margin) */
+#define CL_SG_STALL_FACTOR 10.0       /* a one-off stall: at least this many times the noise
+                                         floor (and the median margin where no suspect was last);
+                                         more for long runs: log2(instances / alpha) times */
 #define CL_SG_EVIDENCE_MAX 8          /* evidence instances kept per suspect */
 
 /* What the arrival values are, most direct first (the verdict says which it used). */
@@ -90,7 +94,7 @@ typedef struct {
   enum cl_sg_evidence evidence;
   const char *who_word;
   int unit_is_step;                 /* units are steps (else instances) */
-  double alpha;
+  double alpha, min_margin_ns;     /* as used */
   cl_sg_suspect *straggler; int nstraggler;   /* most costly first; [0] is the one named */
   cl_sg_suspect largest;            /* the strongest case seen (who -1: none), named or not */
   cl_sg_stall *stall; size_t nstall;           /* largest first */
