@@ -203,6 +203,7 @@ TL_TEST(gpu_side_slow_rank_from_its_gpu_wait) {
   cl_sg_verdict_line(&v, line, sizeof line);
   REQUIRE(v.kind == CL_SG_STRAGGLER, "%s", line);
   CHECK(v.straggler[0].who == 3 && v.evidence == CL_SG_GPU_WAIT, "rank 3 by GPU wait: %s", line);
+  CHECK(!strcmp(cl_sg_evidence_key(v.evidence), "gpu_wait"), "the JSON key says which evidence");
   CHECK(v.straggler[0].last_count == 99, "last in all but the first, got %lld", (long long)v.straggler[0].last_count);
   CHECK(v.straggler[0].median_lateness_ns > 3.5e6, "lateness = the others' least wait: %g", v.straggler[0].median_lateness_ns);
   CHECK(strstr(line, "of 10.000 s ("), "%s", line);

@@ -18,6 +18,15 @@ const char *cl_sg_evidence_name(enum cl_sg_evidence e) {
   }
   return "?";
 }
+const char *cl_sg_evidence_key(enum cl_sg_evidence e) {
+  switch (e) {
+  case CL_SG_GPU_WAIT: return "gpu_wait";
+  case CL_SG_GPU_START: return "gpu_start";
+  case CL_SG_ENQUEUE: return "host_enqueue";
+  case CL_SG_CHANNEL_END: return "channel_end";
+  }
+  return "?";
+}
 const char *cl_sg_kind_name(enum cl_sg_kind k) {
   switch (k) {
   case CL_SG_NO_DATA: return "no_data";

@@ -28,7 +28,8 @@ enum cl_sg_evidence {
   CL_SG_ENQUEUE,      /* value = host enqueue, aligned ns (a lower bound on readiness) */
   CL_SG_CHANNEL_END   /* participants are the channels of one rank; value = channel end, ns */
 };
-const char *cl_sg_evidence_name(enum cl_sg_evidence e);
+const char *cl_sg_evidence_name(enum cl_sg_evidence e);   /* for text */
+const char *cl_sg_evidence_key(enum cl_sg_evidence e);    /* for JSON (docs/verdict.md) */
 
 typedef struct {
   int32_t who;        /* participant: rank index (or channel) in [0, nwho) */
