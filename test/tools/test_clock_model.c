@@ -124,6 +124,7 @@ TL_TEST(planted_offsets_and_drift_are_recovered_inside_the_interval) {
     CHECK(p->drift_lo <= td && td <= p->drift_hi, "pair %d: drift %g outside [%g, %g]", i, td, p->drift_lo, p->drift_hi);
     CHECK(fabs(p->drift - td) < 1e-6, "pair %d: drift %g, planted %g (within 1 ppm)", i, p->drift, td);
     CHECK(p->max_width_ns < 1e6, "pair %d: interval %g ns wide, want under 1 ms", i, p->max_width_ns);
+    CHECK(p->lo_ns <= p->offset_ns && p->offset_ns <= p->hi_ns, "pair %d: estimate inside its interval", i);
   }
   /* every rank, every 5 minutes: the truth inside the interval, the estimate close to it */
   for (int r = 0; r < s.nranks; r++)
@@ -273,6 +274,8 @@ TL_TEST(a_host_late_every_time_is_not_a_clock_offset_unless_sync_says_so) {
       CHECK(!called, "a lateness the clocks could explain is not called");
     } else {
       CHECK(lo >= -1e6 && hi <= 1e6, "within the sync bound: [%g, %g]", lo, hi);
+      CHECK(m.pair[0].lo_ns <= m.pair[0].offset_ns && m.pair[0].offset_ns <= m.pair[0].hi_ns && m.pair[0].hi_ns <= 1e6,
+            "the pair reports the cut interval and an estimate inside it");
       CHECK(called, "with the sync bound, the 5 ms lateness is called (%lld ns aligned)", (long long)(a2 - a0));
     }
     cl_cm_free(&m); sim_free(&s);

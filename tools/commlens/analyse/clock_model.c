@@ -207,9 +207,9 @@ static void fit_pair(cl_cm_pair *p, bound *bs, size_t n, double widen) {
   }
   p->widen_ns = widen;
   p->t_mid = p->t0 + (int64_t)(tmax / 2);
-  p->offset_ns = a + bstar * (double)(p->t_mid - p->t0);
+  p->line_ns = a + bstar * (double)(p->t_mid - p->t0);
   free(lp); free(up); free(lh); free(uh);
-  /* grid values are relative to the base the caller subtracted; offset_ns/lo/hi set by caller */
+  /* grid values and line_ns are relative to the base the caller subtracted */
 }
 
 /* The raw interval (without widen) of pair p at parent time t, conservative between grid points
@@ -239,7 +239,7 @@ static void pair_raw(const cl_cm_pair *p, int64_t t, double *lo, double *hi) {
 static int pair_at(const cl_cm_pair *p, int64_t t, double *est, double *lo, double *hi) {
   if (p->source == CL_CM_UNKNOWN) { *est = 0; *lo = -INFINITY; *hi = INFINITY; return 0; }
   if (p->source == CL_CM_SYNC_ONLY) { *est = 0; *lo = -p->widen_ns; *hi = p->widen_ns; return 1; }
-  *est = p->offset_ns + p->drift * (double)(t - p->t_mid);
+  *est = p->line_ns + p->drift * (double)(t - p->t_mid);
   pair_raw(p, t, lo, hi);
   if (*est > *hi) *est = *hi;
   if (*est < *lo) *est = *lo;
@@ -307,9 +307,8 @@ static void fit_pairs(const cl_cm_input *in, cl_clock_model *m) {
     fit_pair(e, bs[c].a, bs[c].n, sync_err_ns(rc, 0) + sync_err_ns(rp, 0));
     e->sync_bound_ns = synced(rc) && synced(rp) ? sync_err_ns(rc, 1) + sync_err_ns(rp, 1) : INFINITY;
     for (int j = 0; j < CL_CM_GRID; j++) { e->grid_lo[j] += (double)vb[c]; e->grid_hi[j] += (double)vb[c]; }
-    e->offset_ns += (double)vb[c];
-    double est;
-    pair_at(e, e->t_mid, &est, &e->lo_ns, &e->hi_ns);
+    e->line_ns += (double)vb[c];
+    pair_at(e, e->t_mid, &e->offset_ns, &e->lo_ns, &e->hi_ns);
     free(bs[c].a);
   }
   /* clocks the tree did not reach hang off the reference: by the sync state, or unbounded */

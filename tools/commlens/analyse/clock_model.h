@@ -47,13 +47,14 @@ const char *cl_cm_source_name(enum cl_cm_source s);
 #define CL_CM_MAX_DRIFT 500e-6   /* |drift| searched; NTP's frequency tolerance is 500 ppm */
 
 /* One edge of the spanning tree: the offset of clock `child` minus clock `parent` as a line of
- * the parent's time, offset(t) = offset_ns + drift * (t - t_mid). */
+ * the parent's time, offset(t) = line_ns + drift * (t - t_mid), within an interval. */
 typedef struct {
   int child, parent;         /* clock indices */
   enum cl_cm_source source;
   int64_t nconstraints;      /* instances both hosts took part in */
   int64_t t0, t1, t_mid;     /* span of those instances, parent clock, ns */
-  double offset_ns, drift;   /* point estimate (the line with most slack) */
+  double line_ns, drift;     /* the line with most slack (causal bounds alone) */
+  double offset_ns;          /* the estimate at t_mid, as queries give it (inside lo..hi) */
   double drift_lo, drift_hi; /* drifts the bounds admit */
   double lo_ns, hi_ns;       /* interval of the offset at t_mid, widened */
   double max_width_ns;       /* widest interval over [t0, t1], widened */
