@@ -14,7 +14,7 @@ LIB_SRC := $(wildcard common/*.c plugin/*.c plugin/*/*.c exporters/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libnccl-profiler-commlens.so
 LIBLINK := $(BUILD)/libnccl-profiler.so
-CLI_SRC := $(wildcard tools/commlens/*.c common/*.c)   # common/: config table, log, clock, NCCL arithmetic
+CLI_SRC := $(wildcard tools/commlens/*.c tools/commlens/analyse/*.c common/*.c)   # common/: config table, log, clock, NCCL arithmetic
 CLI     := $(BUILD)/commlens
 Q       := @
 
@@ -96,7 +96,7 @@ else
 cli:
 	@echo "commlens CLI not built: $(strip $(NO_CLI_WHY))$(if $(filter-out 0,$(APT_RC)), and apt-get could not install them (see $(BUILD)/apt.log)); $(NO_CLI_HOW)"
 endif
-$(CLI): $(CLI_SRC) $(wildcard tools/commlens/*.h include/commlens/*.h)
+$(CLI): $(CLI_SRC) $(wildcard tools/commlens/*.h tools/commlens/analyse/*.h include/commlens/*.h)
 	$(Q)mkdir -p $(BUILD)
 	$(Q)$(CC) $(CFLAGS) -Itools/commlens -o $@ $(CLI_SRC) -ljson-c -lz -lm -lpthread
 	@echo "built $@"
@@ -106,7 +106,7 @@ TEST_LIB_SRC := $(wildcard test/lib/*.c)
 TEST_SRC := $(wildcard test/*/test_*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 # Some suites #include plugin or CLI sources to test internals: rebuild them when those change.
-TEST_INCLUDED := $(wildcard common/*.[ch] plugin/*.[ch] plugin/*/*.[ch] exporters/*.[ch] tools/commlens/*.[ch])
+TEST_INCLUDED := $(wildcard common/*.[ch] plugin/*.[ch] plugin/*/*.[ch] exporters/*.[ch] tools/commlens/*.[ch] tools/commlens/analyse/*.[ch])
 $(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h include/commlens/*.h) $(TEST_INCLUDED) | test-deps
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itest/lib -Itools/commlens -o $@ $< $(TEST_LIB_SRC) -ljson-c -lz -ldl -lpthread -lm
