@@ -1,18 +1,23 @@
 /* gen_traces.c: writes a synthetic job of per-rank commlens traces for the CLI scale bench
  * (bench/cli_scale.sh), using the same model as the CLI tests (test/tools/synth_gen.h).
- * usage: gen_traces DIR NRANKS EVENTS_PER_RANK [PROCS] [--gz]
+ * usage: gen_traces DIR NRANKS EVENTS_PER_RANK [PROCS] [--gz] [--per-host N]
+ * (--per-host: ranks per host, 8 by default; each host but the first has its own clock offset) 
  * Build: cc -O2 -Itest/tools -o build/gen_traces bench/gen_traces.c -lz */
 #include "synth_gen.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-  if (argc < 4) { fprintf(stderr, "usage: gen_traces DIR NRANKS EVENTS_PER_RANK [PROCS] [--gz]\n"); return 2; }
+  if (argc < 4) { fprintf(stderr, "usage: gen_traces DIR NRANKS EVENTS_PER_RANK [PROCS] [--gz] [--per-host N]\n"); return 2; }
   synth_cfg c; synth_defaults(&c);
   c.dir = argv[1]; c.nranks = atoi(argv[2]);
   long ev = atol(argv[3]);
   int procs = argc > 4 ? atoi(argv[4]) : 2;
-  c.gz = argc > 5 && !strcmp(argv[5], "--gz");
+  for (int i = 5; i < argc; i++) {
+    if (!strcmp(argv[i], "--gz")) c.gz = 1;
+    else if (!strcmp(argv[i], "--per-host") && i + 1 < argc && atoi(argv[i + 1]) > 0) c.ranks_per_host = atoi(argv[++i]);
+    else { fprintf(stderr, "gen_traces: unknown argument '%s'\n", argv[i]); return 2; }
+  }
   c.nch = 8; c.nsteps = 8; c.nvtx_every = 20;
   c.late_rank = c.nranks / 3; c.late_ns = 300000; c.slow_rank = c.nranks / 2; c.slow_ch = 5; c.slow_factor = 2.0;
   c.ncoll = (int)(ev / (2 + c.nch * (1 + c.nsteps)));   /* events per collective on one rank */

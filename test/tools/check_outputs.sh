@@ -37,10 +37,12 @@ outputs() {
     "$3/page.html" "$3/report.html" "$(pwd -P)")
 }
 
-# the synthetic job: 4 ranks of 1,500 events, written by one process (pids 1000..1003)
-mkdir -p "$tmp/synth/synthetic-4rank"
+# the synthetic jobs: 4 ranks of 1,500 events, written by one process (pids 1000..1003), on one
+# host (one clock), and on four hosts with planted clock offsets (the clock model's intervals)
+mkdir -p "$tmp/synth/synthetic-4rank" "$tmp/synth/synthetic-4host"
 if ! ${CC:-cc} -O2 -Itest/tools -o "$tmp/gen_traces" bench/gen_traces.c -lz ||
-   ! "$tmp/gen_traces" "$tmp/synth/synthetic-4rank" 4 1500 1; then
+   ! "$tmp/gen_traces" "$tmp/synth/synthetic-4rank" 4 1500 1 ||
+   ! "$tmp/gen_traces" "$tmp/synth/synthetic-4host" 4 1500 1 --per-host 1; then
   echo "  FAIL cannot build or run bench/gen_traces.c"; failed=$((failed+1))
 fi
 
@@ -52,7 +54,7 @@ same() {
   diff -u "$3" "$2" | head -n 40 | sed 's/^/    /'
 }
 
-for d in test/data/traces/*/ "$tmp/synth/synthetic-4rank/"; do
+for d in test/data/traces/*/ "$tmp/synth/synthetic-4rank/" "$tmp/synth/synthetic-4host/"; do
   d=${d%/}; name=$(basename "$d"); gold=test/data/golden/$name; out=$tmp/out/$name
   mkdir -p "$out"
   if ! outputs "$(dirname "$d")" "$name" "$out"; then

@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 typedef struct {
-  const char *dir, *job, *host_fmt;   /* host_fmt: e.g. "node%d" with rank/8 */
+  const char *dir, *job, *host_fmt;   /* host_fmt: e.g. "node%d" with rank / ranks_per_host */
   int nranks, ncoll, nch, nsteps;     /* collectives per rank, channels, proxy steps/channel */
   int late_rank; int64_t late_ns;     /* -1: none */
   int late_every;                     /* the late rank is late on every Nth collective only (0: all) */
@@ -21,6 +21,7 @@ typedef struct {
   int no_exposed;                     /* 1: no exposed_ns (a job recorded without CUPTI) */
   int64_t period_ns, transfer_ns;
   uint64_t comm;
+  int ranks_per_host;                 /* ranks of one host read one clock: one offset per host */
 } synth_cfg;
 
 static void synth_defaults(synth_cfg *c) {
@@ -28,12 +29,15 @@ static void synth_defaults(synth_cfg *c) {
   c->job = "job42"; c->host_fmt = "node%d"; c->nranks = 8; c->ncoll = 200; c->nch = 4; c->nsteps = 2;
   c->late_rank = -1; c->warmup_rank = -1; c->slow_rank = -1; c->slow_ch = -1; c->slow_factor = 1; c->format = 1;
   c->period_ns = 2000000; c->transfer_ns = 400000; c->comm = 0x5eedc0de12345678ull;
+  c->ranks_per_host = 8;
 }
 
-/* Known clock offset of each rank (ns): ms-scale, signed, different per host. */
-static int64_t synth_offset(int rank) {
-  if (rank == 0) return 0;
-  return (int64_t)((rank * 7919) % 23 - 11) * 250000 + rank * 13000;
+/* Known clock offset of each rank (ns): ms-scale, signed, different per host, one per host
+ * (its ranks read one clock). */
+static int64_t synth_offset(const synth_cfg *c, int rank) {
+  int h = rank / (c->ranks_per_host > 0 ? c->ranks_per_host : 1);
+  if (h == 0) return 0;
+  return (int64_t)((h * 7919) % 23 - 11) * 250000 + h * 13000;
 }
 
 static uint64_t synth_h(uint64_t a, uint64_t b) {
@@ -85,12 +89,12 @@ static void so_common(synth_out *o, const synth_cfg *c, int r) {
 /* Writes rank r's trace; returns its path in `path`. The first event written is a comma-led
  * line, so the array opens with a metadata event. Returns 0 on success. */
 static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathlen) {
-  char host[64]; snprintf(host, sizeof host, c->host_fmt, r / 8);
+  char host[64]; snprintf(host, sizeof host, c->host_fmt, r / (c->ranks_per_host > 0 ? c->ranks_per_host : 1));
   snprintf(path, pathlen, "%s/commlens-r%d-%s-%d.trace.json%s", c->dir, r, host, 1000 + r, c->gz ? ".gz" : "");
   synth_out o = { malloc(1 << 20), 0, 1 << 20, NULL, NULL };
   if (c->gz) o.gz = gzopen(path, "wb1"); else o.f = fopen(path, "wb");
   if (!o.f && !o.gz) { free(o.b); return -1; }
-  int64_t off = synth_offset(r), n = 0;
+  int64_t off = synth_offset(c, r), n = 0;
   char b[512];
   snprintf(b, sizeof b, "{\"displayTimeUnit\":\"ns\",\"commlens\":{\"format\":%d,\"version\":\"0.1.0\",\"abi\":6,"
            "\"host\":\"%s\",\"os_pid\":%d,\"rank\":%d,\"rank_source\":\"RANK\",\"job\":\"%s\","

@@ -6,12 +6,14 @@
 #include "tl.h"
 #include "synth_gen.h"
 #include "tools/commlens/analyse/analysis.h"
+#include "tools/commlens/analyse/clock_align.h"
 #include <math.h>
 #include <unistd.h>
 
 /* Writes the job of `c` into a fresh directory, loads, matches and aligns it. 0, or -1. */
+static cl_clock_model g_cm;
 static int load_synth(synth_cfg *c, char *dir, size_t n, cl_job *job) {
-  snprintf(dir, n, "%s/commlens-analyse-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(dir, n, "%s/commlens-analyse-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) return -1;
   c->dir = dir;
   char path[1024];
@@ -20,7 +22,7 @@ static int load_synth(synth_cfg *c, char *dir, size_t n, cl_job *job) {
   char *dirs[1] = {dir};
   if (cl_job_load(job, dirs, 1, 1) != c->nranks) return -1;
   cl_job_instances(job);
-  cl_job_align(job);
+  cl_clock_align(job, &g_cm);
   return 0;
 }
 
@@ -41,7 +43,7 @@ TL_TEST(late_rank_is_every_instances_culprit_once) {
   char dir[512]; cl_job job;
   REQUIRE(load_synth(&c, dir, sizeof dir, &job) == 0, "cannot load the synthetic job");
   cl_analysis an;
-  cl_analyse(&job, &an);
+  cl_analyse(&job, &g_cm, &an);
   int late = rank_index(&job, 2);
   REQUIRE(late >= 0, "rank 2 loaded");
   CHECK(an.n_multi == c.ncoll, "%lld instances matched, want %d", (long long)an.n_multi, c.ncoll);
@@ -58,11 +60,12 @@ TL_TEST(late_rank_is_every_instances_culprit_once) {
   CHECK(named == c.ncoll, "%d instances with a culprit", named);
   CHECK(agree, "the analysis and the blame measurement disagree on an instance");
   CHECK(an.bl.order[0] == late && an.bl.rank[late].persistent, "first in the ranking: rank index %d", an.bl.order[0]);
+  CHECK(an.vd.v.kind == CL_SG_STRAGGLER && an.vd.v.straggler[0].who == late, "the verdict: %s", an.vd.line);
   CHECK(an.ra[late].n_last == c.ncoll && an.ra[late].waited == 0, "late rank: last %lld times, waited %.0f",
         (long long)an.ra[late].n_last, an.ra[late].waited);
   CHECK(an.tot_wait > 0 && an.tot_wait < an.tot_coll, "total wait %.0f of %.0f", an.tot_wait, an.tot_coll);
   cl_analysis_free(&an);
-  cl_job_free(&job);
+  cl_job_free(&job); cl_cm_free(&g_cm);
   if (!tl_cur_failed) cleanup(dir);
 }
 
@@ -72,7 +75,7 @@ TL_TEST(slow_channel_leads_the_channel_table) {
   char dir[512]; cl_job job;
   REQUIRE(load_synth(&c, dir, sizeof dir, &job) == 0, "cannot load the synthetic job");
   cl_analysis an;
-  cl_analyse(&job, &an);
+  cl_analyse(&job, &g_cm, &an);
   REQUIRE(an.nch > 0, "no channels");
   const cl_chan_row *top = &an.ch[0];
   CHECK(job.r[top->ri]->rank == 1 && top->c->channel == 3, "slowest: rank %d ch %d", job.r[top->ri]->rank, top->c->channel);
@@ -80,7 +83,7 @@ TL_TEST(slow_channel_leads_the_channel_table) {
   for (size_t k = 1; k < an.nch; k++)
     CHECK(an.ch[k].ratio < 1.5, "rank %d ch %d: ratio %.2f", job.r[an.ch[k].ri]->rank, an.ch[k].c->channel, an.ch[k].ratio);
   cl_analysis_free(&an);
-  cl_job_free(&job);
+  cl_job_free(&job); cl_cm_free(&g_cm);
   if (!tl_cur_failed) cleanup(dir);
 }
 
@@ -90,11 +93,12 @@ TL_TEST(no_late_rank_no_persistent_culprit) {
   char dir[512]; cl_job job;
   REQUIRE(load_synth(&c, dir, sizeof dir, &job) == 0, "cannot load the synthetic job");
   cl_analysis an;
-  cl_analyse(&job, &an);
+  cl_analyse(&job, &g_cm, &an);
   for (int i = 0; i < job.n; i++)
     CHECK(!an.bl.rank[i].persistent, "rank %d persistently late with arrivals 5 us apart", job.r[i]->rank);
+  CHECK(an.vd.v.kind == CL_SG_NONE, "the verdict: %s", an.vd.line);
   cl_analysis_free(&an);
-  cl_job_free(&job);
+  cl_job_free(&job); cl_cm_free(&g_cm);
   if (!tl_cur_failed) cleanup(dir);
 }
 

@@ -22,6 +22,7 @@ enum { AR = 1, AG = 2, BC = 3 };      /* func ids */
 typedef struct {
   CL_VEC(cl_sg_inst) inst; CL_VEC(cl_sg_arrival) arr;
   int64_t t; int64_t seq;
+  const int32_t *clock;   /* per participant: its clock (cl_sg_arrival.clock), or NULL: unknown */
 } job;
 static void job_free(job *j) { free(j->inst.a); free(j->arr.a); }
 
@@ -31,7 +32,7 @@ static uint32_t add_inst_x(job *j, int func, int64_t bytes, int step, int R, con
   for (int i = 0; i < R; i++) last = fmax(last, off[i]);
   CL_PUSH(j->inst, ((cl_sg_inst){0xc0, j->seq++, bytes, func, step, 0, (uint32_t)j->arr.n, (uint32_t)R}));
   for (int i = 0; i < R; i++)
-    CL_PUSH(j->arr, ((cl_sg_arrival){i, j->t + (int64_t)off[i], err, j->t + (int64_t)(last + xfer)}));
+    CL_PUSH(j->arr, ((cl_sg_arrival){i, j->t + (int64_t)off[i], err, j->t + (int64_t)(last + xfer), j->clock ? j->clock[i] : 0}));
   j->t += (int64_t)(last + xfer) + 20000000;     /* 20 ms of compute to the next */
   return (uint32_t)(j->inst.n - 1);
 }
@@ -109,6 +110,26 @@ TL_TEST(time_shared_gpu_clean_run_finds_no_straggler_and_ignores_the_startup) {
     CHECK(v.n_eligible == 120, "120 steady instances, got %lld", (long long)v.n_eligible);
     CHECK(v.noise_floor_ns > 0.8 * SLICE && v.noise_floor_ns < 1.5 * SLICE, "noise floor %g: about one slice", v.noise_floor_ns);
     CHECK(v.startup_end > 0, "the start-up period has an end");
+    cl_sg_free(&v); job_free(&j);
+  }
+}
+
+/* Two ranks of one host (one clock) and two of another, every arrival's clock error 2 ms
+ * against the reference: rank 1 is 3 ms behind rank 0 on their shared clock. Within one clock
+ * no error separates them, so its lateness is called; the same margin across clocks is not. */
+TL_TEST(a_margin_on_one_clock_carries_no_clock_error) {
+  static const int32_t same[4] = {1, 1, 2, 2}, apart[4] = {1, 2, 3, 4};
+  static const char *const H[4] = {"a", "a", "b", "b"};
+  for (int pass = 0; pass < 2; pass++) {
+    job j = {0}; j.t = 1000000000; j.clock = pass ? apart : same;
+    for (int s = 0; s < 40; s++) {
+      double off[4] = {0, 3e6 + 1000.0 * (s % 7), -2e6, -1e6};
+      add_inst(&j, AR, 1 << 20, s, 4, off, 2000000);
+    }
+    cl_sg_verdict v; char line[512];
+    analyse(&j, 4, CL_SG_GPU_START, H, &v, line);
+    if (!pass) CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 1 && v.n_within_clock == 0, "one clock: %s", line);
+    else CHECK(v.kind != CL_SG_STRAGGLER && v.n_within_clock > 30, "clocks apart, margin 3 ms inside 2 ms + 2 ms: %s", line);
     cl_sg_free(&v); job_free(&j);
   }
 }
@@ -193,7 +214,7 @@ TL_TEST(gpu_side_slow_rank_from_its_gpu_wait) {
     CL_PUSH(j.inst, ((cl_sg_inst){0xc0, s, 1 << 20, AR, -1, 0, (uint32_t)j.arr.n, 4}));
     for (int r = 0; r < 4; r++) {
       double wait = r == 3 ? urand() * 50e3 : 4e6 + urand() * 2e6;
-      CL_PUSH(j.arr, ((cl_sg_arrival){r, (int64_t)wait, 0, 0}));
+      CL_PUSH(j.arr, ((cl_sg_arrival){r, (int64_t)wait, 0, 0, 0}));
     }
   }
   cl_sg_input in = input_of(&j, 4, CL_SG_GPU_WAIT, HOSTS);
@@ -346,7 +367,7 @@ TL_TEST(large_job_is_bounded) {
     double last = 0;
     CL_PUSH(j.inst, ((cl_sg_inst){0xc0, s, 1 << 20, AR, -1, 0, (uint32_t)j.arr.n, 4096}));
     for (int r = 0; r < 4096; r++) { off[r] = urand() * 1e6 + (r == 4000 ? 2e6 : 0); last = fmax(last, off[r]); }
-    for (int r = 0; r < 4096; r++) CL_PUSH(j.arr, ((cl_sg_arrival){r, j.t + (int64_t)off[r], 0, j.t + (int64_t)last + 100000}));
+    for (int r = 0; r < 4096; r++) CL_PUSH(j.arr, ((cl_sg_arrival){r, j.t + (int64_t)off[r], 0, j.t + (int64_t)last + 100000, 0}));
     j.t += 30000000;
   }
   cl_sg_input in = input_of(&j, 4096, CL_SG_ENQUEUE, NULL);

@@ -3,7 +3,8 @@
  * data itself: every run complete (every rank's trace, loaded, default mode, nothing dropped,
  * every collective GPU-timed), the ranks of a run on one host boot (one boot_id), and the planted
  * stragglers visible in the raw times (ranks of one boot share CLOCK_REALTIME, so no alignment is
- * needed to see who came last). The straggler verdict is asserted on top of this data elsewhere. */
+ * needed to see who came last); and the CLI's verdict on every run against its planted truth
+ * (check_verdict). */
 #include "harness.h"
 #include "trace_read.h"
 #include <dirent.h>
@@ -229,6 +230,62 @@ static void check_cli(const run *r) {
   json_object_put(j);
 }
 
+/* The CLI's verdict on the run, held to its planted truth (no run is named here: the rules are
+ * read from the manifest): a rank planted again and again (every step, every Nth, alternating,
+ * or on the GPU) is named first, and every rank the verdict names was planted; a run with only
+ * a one-off planted says "one-off stalls only" and lists that rank's stall (at least half its
+ * sleep); a clean run says "no straggler found". The ranks of the run's one host boot are one
+ * clock: offset exactly 0, error 0, no host pair. */
+static void check_verdict(const run *r) {
+  json_object *j = h_report_json(r->dir);
+  if (!j) { CHECK(0, "%s: no report --json", r->dir); return; }
+  json_object *v = get(j, "verdict"), *cm = get(j, "clock_model"), *planted = get(r->m, "planted");
+  const char *kind = json_object_get_string(get(v, "kind")), *line = json_object_get_string(get(v, "line"));
+  int repeated[MAXR] = {0}, nrep = 0, oneoff = -1;
+  double oneoff_ms = 0;
+  for (size_t i = 0; planted && i < json_object_array_length(planted); i++) {
+    json_object *p = json_object_array_get_idx(planted, i);
+    int pr = json_object_get_int(get(p, "rank"));
+    if (pr < 0 || pr >= MAXR) continue;
+    if (json_object_get_boolean(get(p, "one_off"))) { oneoff = pr; oneoff_ms = json_object_get_double(get(p, "delay_ms")); }
+    else { repeated[pr] = 1; nrep++; }
+  }
+  REQUIRE(kind && line, "%s: no verdict", r->dir);
+  fprintf(stderr, "  %s: %s\n", strrchr(r->dir, '/') + 1, line);
+  json_object *st = get(v, "stragglers");
+  if (nrep) {
+    CHECK(!strcmp(kind, "straggler") && json_object_array_length(st) >= 1 &&
+          repeated[json_object_get_int(get(json_object_array_get_idx(st, 0), "rank")) & (MAXR - 1)],
+          "%s: the planted rank is not named first: %s", r->dir, line);
+    for (size_t k = 0; st && k < json_object_array_length(st); k++) {
+      int w = json_object_get_int(get(json_object_array_get_idx(st, k), "rank"));
+      CHECK(w >= 0 && w < MAXR && repeated[w], "%s: rank %d named, not planted: %s", r->dir, w, line);
+    }
+  } else if (oneoff >= 0) {
+    CHECK(!strcmp(kind, "stalls_only") && !strncmp(line, "one-off stalls only: ", 21), "%s: %s", r->dir, line);
+  } else
+    CHECK(!strcmp(kind, "none") && !strncmp(line, "no straggler found", 18), "%s: a clean run: %s", r->dir, line);
+  if (oneoff >= 0) {   /* the one-off is listed, whatever else the run had */
+    int listed = 0;
+    json_object *sl = get(v, "stalls");
+    for (size_t k = 0; sl && k < json_object_array_length(sl); k++) {
+      json_object *x = json_object_array_get_idx(sl, k);
+      listed |= json_object_get_int(get(x, "rank")) == oneoff && json_object_get_int64(get(x, "margin_ns")) >= oneoff_ms * 5e5;
+    }
+    CHECK(listed, "%s: rank %d's one-off stall of %.0f ms is not listed: %s", r->dir, oneoff, oneoff_ms, line);
+  }
+  CHECK(json_object_array_length(get(cm, "clocks")) == 1 && json_object_array_length(get(cm, "pairs")) == 0,
+        "%s: one host boot is not one clock", r->dir);
+  json_object *ranks = get(j, "ranks");
+  for (size_t k = 0; ranks && k < json_object_array_length(ranks); k++) {
+    json_object *ck = get(json_object_array_get_idx(ranks, k), "clock");
+    CHECK(json_object_get_int64(get(ck, "offset_ns")) == 0 && json_object_get_int64(get(ck, "err_ns")) == 0,
+          "%s: rank %zu at offset %lld +- %lld, want exactly 0", r->dir, k, (long long)json_object_get_int64(get(ck, "offset_ns")),
+          (long long)json_object_get_int64(get(ck, "err_ns")));
+  }
+  json_object_put(j);
+}
+
 TL_TEST(every_recorded_run_is_complete_and_its_truth_visible) {
   char dirs[MAXRUNS][300];
   int n = for_each_run(dirs), clean = 0, fsdp = 0;
@@ -240,6 +297,7 @@ TL_TEST(every_recorded_run_is_complete_and_its_truth_visible) {
       check_traces(&r);
       check_planted_visible(&r);
       check_cli(&r);
+      check_verdict(&r);
       const char *pat = json_object_get_string(get(r.m, "pattern")), *mode = json_object_get_string(get(r.m, "mode"));
       clean += pat && !strcmp(pat, "none") && json_object_array_length(get(r.m, "planted")) == 0;
       fsdp += mode && !strcmp(mode, "fsdp");

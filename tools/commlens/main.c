@@ -5,6 +5,7 @@
 #include "tools/commlens/merge/merge.h"
 #include "tools/commlens/render/html.h"
 #include "tools/commlens/render/report.h"
+#include "tools/commlens/analyse/clock_align.h"
 #include "common/config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,10 +175,11 @@ int main(int argc, char **argv) {
       fprintf(stderr, "commlens: nothing to %s: no usable per-rank trace found\n", c->name);
     else {
       cl_job_instances(&job);
-      cl_job_align(&job);
+      cl_clock_model cm;                  /* one clock per host boot; host pairs from causality */
+      cl_clock_align(&job, &cm);
       if (c == &cmd_report) {
         cl_analysis an;                   /* read -> model (above) -> analyse -> render */
-        cl_analyse(&job, &an);
+        cl_analyse(&job, &cm, &an);
         if (ro.json) cl_render_json(&job, &an, stdout); else cl_render_text(&job, &an, ro.top, stdout);
         rc = 0;
         if (ro.html && cl_report_html(&job, &an, ro.html) != 0) rc = 2;   /* the page, from the same analysis */
@@ -190,6 +192,7 @@ int main(int argc, char **argv) {
         mo.threads = co.threads;
         rc = cl_merge(&job, &mo) == 0 ? 0 : 2;
       }
+      cl_cm_free(&cm);
     }
     cl_job_free(&job);
   }

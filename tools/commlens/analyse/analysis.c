@@ -1,7 +1,8 @@
 /* analysis.c: what the report concludes, computed once for every output form (text, JSON,
  * HTML): per-rank communication, waits and blame, per-instance waits, lateness and bus
- * bandwidth against its size's median, the channels ranked slowest first, and the slow-rank
- * ranking (blame.c, which measures each instance's last arrival: its culprit). Pure functions
+ * bandwidth against its size's median, the channels ranked slowest first; the verdict
+ * (verdict.c decides each instance's last arrival: its culprit) and the waits it caused per
+ * rank (blame.c). Pure functions
  * over the aligned job (model/); prints nothing. */
 #include "tools/commlens/analyse/analysis.h"
 #include "common/nccl.h"
@@ -43,8 +44,10 @@ static int cmp_lowbw(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-void cl_analyse(cl_job *job, cl_analysis *an) {
+void cl_analyse(cl_job *job, const cl_clock_model *cm, cl_analysis *an) {
   memset(an, 0, sizeof *an);
+  an->cm = cm;
+  cl_verdict_compute(job, cm, &an->vd);
   an->ra = cl_xcalloc((size_t)job->n, sizeof(cl_rank_an));
   an->ia = cl_xcalloc(job->inst.n ? job->inst.n : 1, sizeof(cl_inst_an));
   int64_t t0 = INT64_MAX, t1 = INT64_MIN;
@@ -56,9 +59,9 @@ void cl_analyse(cl_job *job, cl_analysis *an) {
     if (cl_aligned(r, r->t_max) > t1) t1 = cl_aligned(r, r->t_max);
   }
   an->span = t1 > t0 ? (double)(t1 - t0) : 0;
-  /* each instance's last arrival (its culprit), its waits and its transfer time are measured
-   * once, by the slow-rank ranking (blame.c); the figures below build on them */
-  cl_blame_compute(job, &an->bl);
+  /* each instance's last arrival (its culprit) and its waits are decided once, by the verdict
+   * (verdict.c), and summed per rank by blame.c; the figures below build on them */
+  cl_blame_compute(job, &an->vd.v, &an->bl);
   int64_t *tmp = cl_xmalloc(((size_t)job->n + 1) * sizeof(int64_t));
   for (size_t ii = 0; ii < job->inst.n; ii++) {
     cl_inst *in = &job->inst.a[ii]; cl_inst_an *ia = &an->ia[ii];
@@ -66,11 +69,13 @@ void cl_analyse(cl_job *job, cl_analysis *an) {
     ia->culprit = -1;
     if (in->count < 2) continue;
     an->n_multi++;
-    int64_t last = bi->last_arrival; int culprit = bi->culprit; double wait = bi->wait, mind = bi->transfer;
+    if (bi->culprit < 0) continue;
+    int64_t last = INT64_MIN; int culprit = bi->culprit; double wait = bi->wait, mind = bi->transfer;
+    for (uint32_t m = 0; m < in->count; m++) if (an->vd.arrival[in->first + m] > last) last = an->vd.arrival[in->first + m];
     for (uint32_t m = 0; m < in->count; m++) {
       cl_member *mb = &job->mem.a[in->first + m];
       cl_rank *r = job->r[mb->rank_idx]; cl_coll *c = &r->colls.a[mb->coll_idx];
-      tmp[m] = cl_aligned(r, c->start);
+      tmp[m] = an->vd.arrival[in->first + m];
       double w = (double)(last - tmp[m]);
       cl_rank_an *ra = &an->ra[mb->rank_idx];
       ra->waited += w; ra->coll_time += (double)(c->end - c->start); ra->transfer += mind; ra->n_inst++;
@@ -154,6 +159,7 @@ void cl_analyse(cl_job *job, cl_analysis *an) {
 void cl_analysis_free(cl_analysis *an) {
   free(an->ra); free(an->ia); free(an->ch); free(an->lowbw);
   cl_blame_free(&an->bl);
+  cl_verdict_free(&an->vd);
 }
 
 /* The plugin's own total first: operations that share a kernel (a Send and a Recv of one

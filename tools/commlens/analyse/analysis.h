@@ -1,9 +1,10 @@
 /* analysis.h: what the report concludes (analyse/analysis.c), computed once from the aligned
- * job for every output form; the slow-rank ranking is analyse/blame.h's. */
+ * job for every output form: the verdict first (analyse/verdict.h), then the figures. */
 #ifndef COMMLENS_CLI_ANALYSIS_H
 #define COMMLENS_CLI_ANALYSIS_H
 #include "tools/commlens/model/load.h"
 #include "tools/commlens/analyse/blame.h"
+#include "tools/commlens/analyse/verdict.h"
 #include <stdint.h>
 
 /* What the report concludes, for every output form (text, JSON, HTML). Times in ns. */
@@ -27,10 +28,13 @@ typedef struct {
   double tot_coll, tot_wait, tot_transfer;
   double span;                     /* first to last event of every rank, aligned */
   int64_t n_multi;                 /* instances matched on 2+ ranks */
-  cl_blame bl;                     /* the slow-rank ranking: persistence before one-off waits */
+  const cl_clock_model *cm;         /* the clock model the job was aligned with (the caller's) */
+  cl_verdict_an vd;                /* the answer: the straggler verdict, its steps (verdict.h) */
+  cl_blame bl;                     /* waits per rank and NVTX step, from the verdict's instances */
 } cl_analysis;
-/* Fills *an from an aligned job with instances built; cl_analysis_free releases it. */
-void cl_analyse(cl_job *job, cl_analysis *an);
+/* Fills *an from a job aligned by cl_clock_align with model cm (borrowed: it must outlive an);
+ * cl_analysis_free releases it. */
+void cl_analyse(cl_job *job, const cl_clock_model *cm, cl_analysis *an);
 void cl_analysis_free(cl_analysis *an);
 /* A rank's exposed communication into *out (-1: none recorded); returns its source or NULL. */
 const char *cl_rank_exposed(const cl_rank *r, double *out);

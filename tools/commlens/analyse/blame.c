@@ -1,80 +1,23 @@
-/* blame.c: see blame.h. Works from the loader's aggregates only; arrivals are aligned onto
- * the reference rank's clock (cl_aligned). */
+/* blame.c: see blame.h. Each instance's culprit, margin, wait and start-up flag are the
+ * verdict's (analyse/verdict.c: decided once); this file sums them per rank and per NVTX step. */
 #include "tools/commlens/analyse/blame.h"
 #include "tools/commlens/base/util.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Arrivals, margin, wait and times of one instance. */
-static void measure(const cl_job *job, const cl_inst *in, cl_blame_inst *bi) {
-  int64_t last = INT64_MIN, second = INT64_MIN, first = INT64_MAX, end = INT64_MIN, mind = INT64_MAX;
-  int32_t culprit = -1;
+/* The instance's times from its spans: transfer (the shortest duration across ranks) and the
+ * collective time (last end - first arrival); who was last, by how much and the wait it caused
+ * are the verdict's (analyse/verdict.c), not measured again here. */
+static void measure(const cl_job *job, const cl_inst *in, const cl_sg_inst_result *vi, cl_blame_inst *bi) {
+  int64_t mind = INT64_MAX;
   for (uint32_t m = 0; m < in->count; m++) {
     const cl_member *mb = &job->mem.a[in->first + m];
-    const cl_rank *r = job->r[mb->rank_idx];
-    const cl_coll *c = &r->colls.a[mb->coll_idx];
-    int64_t s = cl_aligned(r, c->start), e = cl_aligned(r, c->end);
-    if (s > last) { second = last; last = s; culprit = (int32_t)mb->rank_idx; }
-    else if (s > second) second = s;
-    if (s < first) first = s;
-    if (e > end) end = e;
+    const cl_coll *c = &job->r[mb->rank_idx]->colls.a[mb->coll_idx];
     if (c->end - c->start < mind) mind = c->end - c->start;
   }
-  double wait = 0;
-  for (uint32_t m = 0; m < in->count; m++) {
-    const cl_member *mb = &job->mem.a[in->first + m];
-    const cl_rank *r = job->r[mb->rank_idx];
-    wait += (double)(last - cl_aligned(r, r->colls.a[mb->coll_idx].start));
-  }
-  *bi = (cl_blame_inst){culprit, wait, (double)(last - second), (double)mind, (double)(end - first), 0, 0, first, last, -1};
-}
-
-/* Instance ids sorted by (comm, func, bytes, seq): groups of like instances in order. */
-static const cl_job *g_job;
-static int cmp_group(const void *a, const void *b) {
-  const cl_inst *x = &g_job->inst.a[*(const uint32_t *)a], *y = &g_job->inst.a[*(const uint32_t *)b];
-  if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
-  if (x->func != y->func) return x->func < y->func ? -1 : 1;
-  if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
-  return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-static int same_group(const cl_inst *x, const cl_inst *y) {
-  return x->comm == y->comm && x->func == y->func && x->bytes == y->bytes;
-}
-
-static void find_warmup(const cl_job *job, cl_blame *b, uint32_t *ids, size_t nid) {
-  g_job = job;
-  qsort(ids, nid, sizeof *ids, cmp_group);
-  double *t = cl_xmalloc((nid + 1) * sizeof(double));
-  b->warmup_end = 0;
-  for (size_t a = 0; a < nid;) {            /* large groups: the leading run of outliers */
-    size_t e = a;
-    while (e < nid && same_group(&job->inst.a[ids[e]], &job->inst.a[ids[a]])) e++;
-    if (e - a >= 3) {
-      for (size_t k = a; k < e; k++) t[k - a] = b->inst[ids[k]].coll_time;
-      double med = cl_median_dbl(t, e - a);
-      for (size_t k = a; k < e && k - a < (e - a) / 2; k++) {
-        cl_blame_inst *bi = &b->inst[ids[k]];
-        if (bi->coll_time <= CL_BLAME_WARMUP_FACTOR * med) break;
-        bi->warmup = 1;
-        int64_t end = bi->first_arrival + (int64_t)bi->coll_time;
-        if (end > b->warmup_end) b->warmup_end = end;
-      }
-    }
-    a = e;
-  }
-  for (size_t a = 0; a < nid;) {            /* small groups: inside the warm-up found above */
-    size_t e = a;
-    while (e < nid && same_group(&job->inst.a[ids[e]], &job->inst.a[ids[a]])) e++;
-    if (e - a < 3)
-      for (size_t k = a; k < e; k++) {
-        cl_blame_inst *bi = &b->inst[ids[k]];
-        if (b->warmup_end && bi->first_arrival + (int64_t)bi->coll_time <= b->warmup_end) bi->warmup = 1;
-      }
-    a = e;
-  }
-  free(t);
+  *bi = (cl_blame_inst){ vi->last, vi->wait_ns, vi->margin_ns, (double)mind, vi->coll_ns, vi->startup, vi->called,
+                         vi->t_first, vi->t_last, -1 };
 }
 
 static const cl_blame *g_b;
@@ -141,23 +84,20 @@ static void per_step(const cl_job *job, cl_blame *b) {
   qsort(b->steps, b->nsteps, sizeof *b->steps, cmp_step);
 }
 
-void cl_blame_compute(const cl_job *job, cl_blame *b) {
+void cl_blame_compute(const cl_job *job, const cl_sg_verdict *v, cl_blame *b) {
   memset(b, 0, sizeof *b);
   size_t ni = job->inst.n;
   b->inst = cl_xcalloc(ni ? ni : 1, sizeof *b->inst);
   b->rank = cl_xcalloc((size_t)job->n + 1, sizeof *b->rank);
   b->order = cl_xcalloc((size_t)job->n + 1, sizeof *b->order);
-  uint32_t *ids = cl_xmalloc((ni + 1) * sizeof *ids);
-  size_t nid = 0;
   for (size_t ii = 0; ii < ni; ii++) {
     b->inst[ii].culprit = -1;
     b->inst[ii].step = -1;
-    if (job->inst.a[ii].count < 2) continue;
-    measure(job, &job->inst.a[ii], &b->inst[ii]);
-    ids[nid++] = (uint32_t)ii;
+    if (job->inst.a[ii].count < 2 || v->inst[ii].last < 0) continue;
+    measure(job, &job->inst.a[ii], &v->inst[ii], &b->inst[ii]);
+    if (b->inst[ii].warmup && b->inst[ii].first_arrival + (int64_t)b->inst[ii].coll_time > b->warmup_end)
+      b->warmup_end = b->inst[ii].first_arrival + (int64_t)b->inst[ii].coll_time;
   }
-  find_warmup(job, b, ids, nid);
-  free(ids);
   double **margins = cl_xcalloc((size_t)job->n + 1, sizeof *margins);
   for (size_t ii = 0; ii < ni; ii++) {
     cl_blame_inst *bi = &b->inst[ii];
@@ -171,9 +111,7 @@ void cl_blame_compute(const cl_job *job, cl_blame *b) {
     cl_blame_rank *r = &b->rank[bi->culprit];
     r->wait_all += bi->wait;
     if (bi->warmup) { r->wait_warmup += bi->wait; r->n_last_warmup++; continue; }
-    double need = fmax(CL_BLAME_MIN_MARGIN_NS, CL_BLAME_MARGIN_OF_TRANSFER * bi->transfer);
-    if (bi->margin <= need) continue;
-    bi->significant = 1;
+    if (!bi->significant) continue;
     if (!margins[bi->culprit]) margins[bi->culprit] = cl_xmalloc((ni + 1) * sizeof(double));
     margins[bi->culprit][r->n_sig++] = bi->margin;
     r->wait_sig += bi->wait;
@@ -194,11 +132,6 @@ void cl_blame_compute(const cl_job *job, cl_blame *b) {
   free(margins);
   g_b = b;
   qsort(b->order, (size_t)job->n, sizeof *b->order, cmp_rank);
-  if (job->n >= 2) {
-    const cl_blame_rank *a = &b->rank[b->order[0]], *c = &b->rank[b->order[1]];
-    double ka = rank_key(a), kc = a->persistent && !c->persistent ? c->wait_sig : rank_key(c);
-    b->confidence = kc > 0 ? ka / kc : (ka > 0 ? INFINITY : 0);
-  }
   per_step(job, b);
 }
 

@@ -15,6 +15,42 @@ static int cmp_kind(const void *a, const void *b) {
   if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
   return 0;
 }
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The gap before a collective that sets a step's boundary apart: the two classes of gaps
+ * (in log time: the microseconds between one step's buckets, the forward pass, optimizer and
+ * data loading between steps) split where their between-class variance is largest (Otsu),
+ * kept when the classes' medians differ CL_ST_GAP_JUMP times or more and each holds at least
+ * 1/CL_ST_GAP_MIN_SHARE of the gaps. 0: no such split (or times unknown). */
+static int64_t big_gap(const cl_st_coll *c, size_t n) {
+  int64_t *g = cl_xmalloc((n + 1) * sizeof *g);
+  size_t ng = 0;
+  for (size_t i = 1; i < n; i++) {
+    if (!c[i].t || !c[i - 1].t) { free(g); return 0; }
+    g[ng++] = c[i].t - c[i - 1].t > 1000 ? c[i].t - c[i - 1].t : 1000;   /* gaps under 1 us are one */
+  }
+  qsort(g, ng, sizeof *g, cmp_i64);
+  double *lg = cl_xmalloc((ng + 1) * sizeof *lg), tot = 0, left = 0, best = -1;
+  for (size_t k = 0; k < ng; k++) { lg[k] = log((double)g[k]); tot += lg[k]; }
+  size_t lo = ng / CL_ST_GAP_MIN_SHARE > 1 ? ng / CL_ST_GAP_MIN_SHARE : 1, split = 0;
+  for (size_t k = 1; k < ng; k++) {        /* classes [0, k) and [k, ng) */
+    left += lg[k - 1];
+    if (k < lo || ng - k < lo || g[k] == g[k - 1]) continue;
+    double m0 = left / (double)k, m1 = (tot - left) / (double)(ng - k);
+    double bv = (double)k * (double)(ng - k) * (m1 - m0) * (m1 - m0);
+    if (bv > best) { best = bv; split = k; }
+  }
+  int64_t thr = 0;
+  if (split && (double)g[split + (ng - split) / 2] >= CL_ST_GAP_JUMP * (double)g[split / 2]) thr = g[split];
+  free(lg); free(g);
+  return thr;
+}
+
+/* Tokens: equal (func, bytes) get equal small ids, told apart by whether a step-sized gap
+ * comes before them (a job whose every collective is alike still has its steps in time). */
 static uint32_t *tokens(const cl_st_coll *c, size_t n) {
   uint32_t *ord = cl_xmalloc((n + 1) * sizeof *ord), *tok = cl_xmalloc((n + 1) * sizeof *tok);
   for (size_t i = 0; i < n; i++) ord[i] = (uint32_t)i;
@@ -26,6 +62,9 @@ static uint32_t *tokens(const cl_st_coll *c, size_t n) {
     tok[ord[k]] = id;
   }
   free(ord);
+  int64_t thr = big_gap(c, n);
+  if (thr)
+    for (size_t i = 0; i < n; i++) tok[i] = 2 * tok[i] + (i && c[i].t - c[i - 1].t >= thr);
   return tok;
 }
 
@@ -43,10 +82,6 @@ static int period_at(const uint32_t *tok, size_t n, size_t s, size_t p) {
   return 1;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
 /* The offset in the period where steps begin: after the largest typical gap (the forward pass,
  * the optimizer step, data loading sit between steps, not between a step's collectives). */
 static size_t phase(const cl_st_coll *c, size_t n, size_t s, size_t p) {

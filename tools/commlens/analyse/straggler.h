@@ -16,6 +16,9 @@
                                          (connection set-up; a late rank does not lengthen it) */
 #define CL_SG_FLOOR_SHARE 0.5         /* a straggler's median lateness is at least this share of
                                          the noise floor (the run's median margin) */
+#define CL_SG_AT_FLOOR 1.25           /* a median lateness up to this many times the noise floor is
+                                         at the floor: then a straggler is last in half the units
+                                         or more (a scheduler's favourite beats chance at the floor) */
 #define CL_SG_STALL_FACTOR 10.0       /* a one-off stall: at least this many times the noise
                                          floor (and the median margin where no suspect was last);
                                          more for long runs: log2(instances / alpha) times */
@@ -36,6 +39,8 @@ typedef struct {
   int64_t value;      /* see cl_sg_evidence */
   int64_t err;        /* +- clock uncertainty of value, ns (0 on one clock, or no clock) */
   int64_t end;        /* aligned end of the participant's part, ns; 0: unknown */
+  int32_t clock;      /* which clock value was read on, 1-based; two arrivals of one clock
+                         differ by no clock error (their errs are not added); 0: unknown */
 } cl_sg_arrival;
 
 typedef struct {

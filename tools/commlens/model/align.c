@@ -1,11 +1,8 @@
-/* align.c: matches collective instances (comm, func, seq, occurrence) across ranks and
- * estimates each rank's clock offset from them. The occurrence tells apart instances that share
- * a seq on one rank: NCCL numbers CUDA-graph replays all 0 (without KernelCh), and every rank
- * replays its graphs in the same order, so the k-th (comm, func, seq) on one rank is the k-th
- * on every other. Blocking collectives end within about one hop of each
- * other everywhere, so end-time differences (never starts: a late rank starts late but
- * ends with the others) estimate offsets; a median keeps outliers out. Host clocks of
- * different machines are never trusted. */
+/* align.c: matches collective instances (comm, func, seq, occurrence) across ranks; the
+ * clock alignment of those instances is the analyse stage's (analyse/clock_align.c). The
+ * occurrence tells apart instances that share a seq on one rank: NCCL numbers CUDA-graph
+ * replays all 0 (without KernelCh), and every rank replays its graphs in the same order, so the
+ * k-th (comm, func, seq) on one rank is the k-th on every other. */
 #include "tools/commlens/model/load.h"
 #include <json-c/json.h>
 #include <math.h>
@@ -84,62 +81,6 @@ void cl_job_instances(cl_job *job) {
       job->mem.a[in->first + in->count++] = (cl_member){ (uint32_t)ri, (uint32_t)k };
     }
   }
-}
-
-void cl_job_align(cl_job *job) {
-  if (!job->n) return;
-  job->ref_rank = job->r[0]->rank;
-  int *solved = cl_xcalloc((size_t)job->n, sizeof(int));
-  solved[0] = 1;
-  cl_rank *ref = job->r[0];
-  ref->aligned = 1; ref->offset_ns = 0; ref->off_via = ref->rank;
-  CL_VEC(int64_t) *d = cl_xcalloc((size_t)job->n, sizeof(*d));
-  int *via = cl_xcalloc((size_t)job->n, sizeof(int));
-  for (int round = 0;; round++) {
-    for (int i = 0; i < job->n; i++) d[i].n = 0;
-    for (size_t ii = 0; ii < job->inst.n; ii++) {
-      cl_inst *in = &job->inst.a[ii];
-      if (in->count < 2) continue;
-      /* members are in rank order: the first solved one is the reference for this instance */
-      int sref = -1; int64_t sref_end = 0;
-      for (uint32_t m = 0; m < in->count; m++) {
-        cl_member *mb = &job->mem.a[in->first + m];
-        if (solved[mb->rank_idx] == 1 || (solved[mb->rank_idx] && round > 0)) {
-          cl_rank *s = job->r[mb->rank_idx];
-          sref = (int)mb->rank_idx; sref_end = cl_aligned(s, s->colls.a[mb->coll_idx].end); break;
-        }
-      }
-      if (sref < 0) continue;
-      for (uint32_t m = 0; m < in->count; m++) {
-        cl_member *mb = &job->mem.a[in->first + m];
-        if (solved[mb->rank_idx]) continue;
-        CL_PUSH(d[mb->rank_idx], job->r[mb->rank_idx]->colls.a[mb->coll_idx].end - sref_end);
-        via[mb->rank_idx] = job->r[sref]->rank;
-      }
-    }
-    int progress = 0;
-    for (int i = 0; i < job->n; i++) {
-      if (solved[i] || !d[i].n) continue;
-      cl_rank *r = job->r[i];
-      size_t n = d[i].n;
-      int64_t med = cl_median_i64(d[i].a, n);
-      for (size_t k = 0; k < n; k++) d[i].a[k] = d[i].a[k] > med ? d[i].a[k] - med : med - d[i].a[k];
-      double mad = 1.4826 * (double)cl_median_i64(d[i].a, n);
-      r->aligned = 1; r->offset_ns = med; r->off_samples = (int)n;
-      r->off_mad_ns = (int64_t)mad;
-      r->off_err_ns = (int64_t)(1.2533 * mad / sqrt((double)n) + 0.5);
-      r->off_via = round == 0 ? job->ref_rank : via[i];
-      solved[i] = 2; progress = 1;
-    }
-    if (!progress) break;
-  }
-  for (int i = 0; i < job->n; i++) {
-    if (!solved[i])
-      fprintf(stderr, "commlens: %s: rank %d shares no collective with the ranks aligned so far; "
-              "its clock is left as recorded (host clock)\n", job->r[i]->path, job->r[i]->rank);
-    free(d[i].a);
-  }
-  free(d); free(via); free(solved);
 }
 
 void cl_clock_json(json_object *o, const cl_rank *r) {

@@ -107,6 +107,43 @@ static cl_chan *chan_get(cl_rank *r, uint64_t comm, int ch) {
   return c;
 }
 
+/* Host enqueue slices ("coll") of one rank, paired with its GPU spans after the scan. */
+typedef struct { uint64_t comm; int64_t seq, ts; int32_t func; uint32_t order; } host_coll;
+typedef struct { CL_VEC(host_coll) v; } host_colls;
+
+static int cmp_host_coll(const void *a, const void *b) {
+  const host_coll *x = a, *y = b;
+  if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
+  if (x->func != y->func) return x->func < y->func ? -1 : 1;
+  if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The k-th GPU span of a (comm, func, seq) is the k-th enqueue of it (a graph replays all
+ * share one seq, in one order): both lists sorted by key then file order, walked together. */
+static void pair_enqueues(cl_rank *r) {
+  host_colls *hc = r->enq_scratch;
+  if (!hc) return;
+  host_coll *g = cl_xmalloc((r->colls.n + 1) * sizeof *g);
+  size_t ng = 0;
+  for (size_t k = 0; k < r->colls.n; k++) {
+    const cl_coll *c = &r->colls.a[k];
+    if (c->seq >= 0 && !c->p2p) g[ng++] = (host_coll){ c->comm, c->seq, 0, c->func, (uint32_t)k };
+  }
+  qsort(g, ng, sizeof *g, cmp_host_coll);
+  qsort(hc->v.a, hc->v.n, sizeof *hc->v.a, cmp_host_coll);
+  size_t i = 0, j = 0;
+  while (i < ng && j < hc->v.n) {
+    host_coll a = g[i], b = hc->v.a[j];
+    a.order = b.order = 0;
+    int c = cmp_host_coll(&a, &b);
+    if (c < 0) i++;
+    else if (c > 0) j++;
+    else { r->colls.a[g[i].order].enq = hc->v.a[j].ts; r->n_enq++; i++; j++; }
+  }
+  free(g); free(hc->v.a); free(hc); r->enq_scratch = NULL;
+}
+
 typedef struct {
   cl_rank *r; const char *last_f; int last_fn, last_id; uint64_t last_comm; int comm_seen;
   cl_progress_batch prog;
@@ -139,7 +176,7 @@ static void on_event(const cl_ev *ev, void *arg) {
   case CAT_COLL_GPU: {
     cl_coll k;
     memset(&k, 0, sizeof k);
-    k.comm = ev->comm; k.seq = ev->has_seq ? ev->seq : -1; k.start = ev->ts_ns; k.end = end;
+    k.comm = ev->comm; k.seq = ev->has_seq ? ev->seq : -1; k.start = ev->ts_ns; k.end = end; k.enq = CL_NO_TIME;
     k.bytes = ev->bytes; k.nranks = ev->nranks; k.tid = (int32_t)ev->tid; k.tid_ok = (uint8_t)ev->tid_is_num;
     k.func = (uint16_t)func_of(c, ev->name); k.inst = UINT32_MAX;
     k.p2p = (uint8_t)(ev->has_p2p_peer || cl_str_eq(ev->name, "Send") || cl_str_eq(ev->name, "Recv"));
@@ -148,6 +185,13 @@ static void on_event(const cl_ev *ev, void *arg) {
     if (ev->has_comm && (!c->comm_seen || c->last_comm != ev->comm)) {
       c->comm_seen = 1; c->last_comm = ev->comm; note_comm(ev->comm, ev->comm_name);
     }
+    break;
+  }
+  case CAT_COLL: {
+    if (!ev->has_seq) break;
+    if (!r->enq_scratch) r->enq_scratch = cl_xcalloc(1, sizeof(host_colls));
+    host_colls *hc = r->enq_scratch;
+    CL_PUSH(hc->v, ((host_coll){ ev->comm, ev->seq, ev->ts_ns, func_of(c, ev->name), (uint32_t)hc->v.n }));
     break;
   }
   case CAT_KERNEL_CH: {
@@ -207,6 +251,7 @@ static void rank_scan(cl_rank *r) {
     free(m->t); free(m); r->tail_map = NULL;
   }
   free(r->chan_idx); r->chan_idx = NULL; r->chan_cap = 0;
+  pair_enqueues(r);
   if (r->t_min == INT64_MAX) r->t_min = r->t_max = 0;
 }
 

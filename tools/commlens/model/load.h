@@ -7,9 +7,12 @@
 #include "tools/commlens/base/util.h"
 #include <stdint.h>
 
-/* One coll_gpu slice on one rank (times in the rank's own clock, ns). */
+/* One coll_gpu slice on one rank (times in the rank's own clock, ns). enq: the host enqueue of
+ * the same collective (its "coll" slice: the k-th (comm, func, seq) of each kind pairs up),
+ * CL_NO_TIME when the trace has none. */
+#define CL_NO_TIME INT64_MIN
 typedef struct {
-  uint64_t comm; int64_t seq, start, end, bytes;
+  uint64_t comm; int64_t seq, start, end, bytes, enq;
   int32_t tid, nranks; uint32_t inst;   /* inst: index into cl_job.inst, UINT32_MAX if none */
   uint16_t func; uint8_t p2p, tid_ok;
 } cl_coll;
@@ -34,12 +37,14 @@ typedef struct {
   CL_VEC(cl_coll) colls;
   CL_VEC(cl_chan) chans;
   CL_VEC(cl_step) steps;
+  int64_t n_enq;             /* collectives whose host enqueue was paired with their GPU span */
   int64_t exposed_args, exposed_evs; int has_exposed_args, has_exposed_evs;
   int64_t n_kch_implausible;
-  /* clock alignment: aligned = own - offset_ns */
+  /* clock alignment (analyse/clock_align.c): aligned = own - offset_ns */
   int aligned; int64_t offset_ns, off_err_ns, off_mad_ns; int off_samples, off_via;
   /* scan scratch */
-  uint32_t *chan_idx; size_t chan_cap;   /* hash of (comm, channel) -> chans index + 1 */
+  uint32_t *chan_idx; size_t chan_cap;
+  void *enq_scratch;                     /* host "coll" slices until they are paired */   /* hash of (comm, channel) -> chans index + 1 */
   void *tail_map;
 } cl_rank;
 
@@ -72,8 +77,6 @@ int cl_comm_by_name(const char *name, uint64_t *out);
 int cl_job_load(cl_job *job, char **paths, int npaths, int threads);
 /* Builds cl_job.inst from matching (comm, func, seq) across ranks (not p2p). */
 void cl_job_instances(cl_job *job);
-/* Estimates every rank's clock offset against the lowest rank (see align.c). */
-void cl_job_align(cl_job *job);
 /* Adds a rank's alignment (aligned, offset_ns, err_ns, mad_ns, samples, via_rank) to a JSON
  * object: merge's metadata and report --json describe it the same way. */
 struct json_object;

@@ -354,6 +354,7 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   if (!o || !json_object_is_type(o, json_type_object)) { if (o) json_object_put(o); return; }
   in->has_header = 1;
   free(in->version); free(in->host); free(in->job); free(in->rank_source);   /* a repeated header replaces the first */
+  free(in->boot_id); in->boot_id = NULL; in->sync_known = 0;
   in->format = (int)get_i64(o, "format", -1);
   in->abi = (int)get_i64(o, "abi", 0);
   in->rank = (int)get_i64(o, "rank", -1);
@@ -363,7 +364,16 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   in->host = dup_json_str(o, "host");
   in->job = dup_json_str(o, "job");
   in->rank_source = dup_json_str(o, "rank_source");
-  json_object *c;
+  in->boot_id = dup_json_str(o, "boot_id");
+  json_object *c, *sv;
+  if (json_object_object_get_ex(o, "clock_sync", &c) && json_object_is_type(c, json_type_object) &&
+      json_object_object_get_ex(c, "synchronised", &sv) && json_object_is_type(sv, json_type_boolean)) {
+    in->sync_known = 1;
+    in->sync_unsynchronised = !json_object_get_boolean(sv);
+    in->sync_esterror_us = get_i64(c, "esterror_us", 0);
+    in->sync_maxerror_us = get_i64(c, "maxerror_us", 0);
+    if (in->sync_esterror_us < 0 || in->sync_maxerror_us < 0) in->sync_known = 0;   /* nothing read is trusted */
+  }
   if (json_object_object_get_ex(o, "clock", &c)) {
     in->realtime_offset_ns = get_i64(c, "realtime_offset_ns", 0);
     in->offset_error_ns = get_i64(c, "offset_error_ns", 0);
@@ -485,8 +495,8 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
 }
 
 void cl_info_free(cl_info *in) {
-  free(in->version); free(in->host); free(in->job); free(in->rank_source);
-  in->version = in->host = in->job = in->rank_source = NULL;
+  free(in->version); free(in->host); free(in->job); free(in->rank_source); free(in->boot_id);
+  in->version = in->host = in->job = in->rank_source = in->boot_id = NULL;
 }
 
 int cl_str_eq(cl_str_t s, const char *lit) {

@@ -38,6 +38,9 @@ typedef struct {
   int cuda_dev;             /* the participant's GPU from the header, -1 if not said */
   char *version, *host, *job, *rank_source;
   int64_t realtime_offset_ns, offset_error_ns;
+  char *boot_id;            /* the host's boot id (same boot and host: one clock), NULL if not said */
+  int sync_known, sync_unsynchronised;   /* the host clock's NTP state (clock_sync), if said */
+  int64_t sync_esterror_us, sync_maxerror_us;
   int64_t st_events, st_dropped, st_calls, st_overhead_ns, st_overhead_med_ns;   /* mean, median (0: not said) */
   double st_overhead_pct;
   int has_st_exposed;               /* the plugin's exposure totals (commlensStats.exposure) */

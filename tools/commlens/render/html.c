@@ -161,12 +161,40 @@ static const char SELF_CHECK[] =
   "for(var i=0;i<s.length;i++){var b=s[i].getBBox();if(b.width>0&&b.height>0)n++;}"
   "d.setAttribute('data-charts-drawn',n+'/'+s.length);put();});})();</script>\n";
 
+/* The answer at the top of the page: the verdict line, its evidence, the clock model. */
+static void verdict_section(FILE *o, cl_job *job, cl_analysis *an) {
+  const cl_sg_verdict *v = &an->vd.v;
+  fputs("<section id=\"verdict\"><h2>Verdict</h2>\n<p><b>", o);
+  cl_html_esc(o, an->vd.line);
+  fputs("</b></p>\n<p class=\"meta\">", o);
+  hp_escf(o, "evidence: %s; %lld instance(s), %lld in the start-up period, %lld not called inside the clock error; "
+          "false-accusation rate %.0f%% per job", cl_sg_evidence_name(v->evidence), (long long)v->n_inst,
+          (long long)v->n_startup, (long long)v->n_within_clock, 100 * v->alpha);
+  fputs("</p>\n<p>Clock model:</p><ul>\n", o);
+  char *buf = NULL; size_t n = 0;
+  FILE *m = open_memstream(&buf, &n);
+  if (m) {
+    cl_render_clock_lines(job, an->cm, m);
+    fclose(m);
+    for (char *line = buf, *e; line && *line; line = e ? e + 1 : NULL) {
+      e = strchr(line, '\n');
+      if (e) *e = 0;
+      fputs("<li>", o); cl_html_esc(o, line + strspn(line, " ")); fputs("</li>\n", o);
+    }
+    free(buf);
+  }
+  fputs("</ul></section>\n", o);
+}
+
 int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {
   hp_page p;
   memset(&p, 0, sizeof p);
   p.job = job; p.an = an; p.top = -1;
-  /* the rank the text report names first: persistent stragglers before one-off waits */
-  if (job->n && (an->bl.rank[an->bl.order[0]].n_sig || an->ra[an->bl.order[0]].n_last)) p.top = an->bl.order[0];
+  /* the rank the verdict names (else its largest effect, else the one that caused most wait) */
+  const cl_sg_verdict *v = &an->vd.v;
+  if (v->nstraggler) p.top = v->straggler[0].who;
+  else if (v->largest.who >= 0) p.top = v->largest.who;
+  else if (job->n && (an->bl.rank[an->bl.order[0]].n_sig || an->ra[an->bl.order[0]].n_last)) p.top = an->bl.order[0];
   /* the charts first, into memory: their readings open the page */
   char *body = NULL; size_t blen = 0;
   p.o = open_memstream(&body, &blen);
@@ -195,7 +223,9 @@ int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {
           job->n_files_seen - job->n_files_skipped, job->n_files_skipped,
           cl_fmt_time(span, sizeof span, an->span), job->ref_rank, (long long)an->n_multi,
           job->r[0]->info.version ? job->r[0]->info.version : "?");
-  fputs("</p>\n<section id=\"findings\"><h2>Findings</h2><ul class=\"find\">\n", o);
+  fputs("</p>\n", o);
+  verdict_section(o, job, an);
+  fputs("<section id=\"findings\"><h2>Findings</h2><ul class=\"find\">\n", o);
   for (int k = 0; k < HP_NCHARTS; k++) {
     fprintf(o, "<li><a href=\"#%s\">", hp_chart_id[k]);
     cl_html_esc(o, hp_chart_title[k]);

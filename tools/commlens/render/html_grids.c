@@ -157,7 +157,6 @@ void hp_chart_lateness(hp_page *p) {
   m.cols = nraw > HEAT_COLS ? HEAT_COLS : (int)nraw;
   int rows = (n + m.g.per - 1) / m.g.per;
   /* fill: lateness = aligned arrival - the instance's median arrival */
-  double *top_late = cl_xmalloc((ni + 1) * sizeof(double)); size_t ntop = 0;
   if (m.cols) {
     m.sum = cl_xcalloc((size_t)n * (size_t)m.cols, sizeof(double));
     m.cnt = cl_xcalloc((size_t)n * (size_t)m.cols, sizeof(int));
@@ -175,7 +174,6 @@ void hp_chart_lateness(hp_page *p) {
         cl_member *mb = &job->mem.a[in->first + j];
         cl_rank *r = job->r[mb->rank_idx]; cl_coll *cc = &r->colls.a[mb->coll_idx];
         double late = (double)(cl_aligned(r, cc->start) - an->ia[ord[k]].med_arrival);
-        if ((int)mb->rank_idx == p->top) top_late[ntop++] = late;
         size_t raw = k;
         if (m.steps) {
           long s = st[mb->rank_idx] ? step_at(st[mb->rank_idx], r->steps.n, cc->start) : -1;
@@ -189,23 +187,17 @@ void hp_chart_lateness(hp_page *p) {
     }
   }
   /* reading, colour domain */
-  char *rd = p->reading[HP_LATENESS], a[32], b[32];
+  char *rd = p->reading[HP_LATENESS], b[32];
   size_t rn = sizeof p->reading[0];
   if (!ni) snprintf(rd, rn, n < 2 ? "one rank: arrivals need two or more ranks to compare"
                                   : "no collective instance was matched on two or more ranks");
   else {
     cl_rank_an *ra = &an->ra[p->top];
-    const cl_blame_rank *br = &an->bl.rank[p->top];
-    if (br->persistent)
-      snprintf(rd, rn, "rank %d (%s) arrived last by a clear margin in %lld/%lld instances outside warm-up, %s late on "
-               "median then; the others waited %s for it in all", job->r[p->top]->rank, cl_rank_host(job->r[p->top]),
-               (long long)br->n_sig, (long long)br->n_eligible, cl_fmt_time(a, sizeof a, br->median_margin),
-               cl_fmt_time(b, sizeof b, ra->blame));
-    else
-      snprintf(rd, rn, "no rank is late again and again; rank %d (%s) arrived last in %lld/%lld instances, %s late on "
-               "median; the others waited %s for it in all", job->r[p->top]->rank, cl_rank_host(job->r[p->top]),
-               (long long)ra->n_last, (long long)ra->n_inst, cl_fmt_time(a, sizeof a, cl_median_dbl(top_late, ntop)),
-               cl_fmt_time(b, sizeof b, ra->blame));
+    if (p->top >= 0)   /* the verdict says who, if anyone, is a straggler: the reading repeats it */
+      snprintf(rd, rn, "%.300s; rank %d (%s) arrived last in %lld/%lld instances, the others waited %s for it in all",
+               an->vd.line, job->r[p->top]->rank, cl_rank_host(job->r[p->top]), (long long)ra->n_last,
+               (long long)ra->n_inst, cl_fmt_time(b, sizeof b, ra->blame));
+    else snprintf(rd, rn, "%.300s", an->vd.line);
   }
   hp_section(p, HP_LATENESS);
   if (!ni || !m.cols) hp_placeholder(p, n < 2 ? "One rank: there is no other rank to arrive earlier or later than it."
@@ -235,7 +227,7 @@ void hp_chart_lateness(hp_page *p) {
   }
   fputs("</section>\n", p->o);
   for (int i = 0; i < n; i++) free(st[i]);
-  free(st); free(stepno); free(ord); free(top_late);
+  free(st); free(stepno); free(ord);
   free(m.sum); free(m.cnt); free(m.first); free(m.last); free(m.nraw);
 }
 

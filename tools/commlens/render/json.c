@@ -14,6 +14,7 @@ static json_object *jcomm(uint64_t c) { char b[24]; snprintf(b, sizeof b, "0x%ll
 
 void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object *root = json_object_new_object(), *ranks = json_object_new_array();
+  cl_render_verdict_json(job, an, root);   /* the answer first (docs/verdict.md) */
   json_object_object_add(root, "job", js(job->job));
   json_object_object_add(root, "ref_rank", ji(job->ref_rank));
   json_object_object_add(root, "instances_matched", ji(an->n_multi));
@@ -73,7 +74,6 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
     if (!ra->n_last) continue;
     json_object *x = json_object_new_object();
     json_object_object_add(x, "rank", ji(job->r[ri]->rank));
-    json_object_object_add(x, "persistent", json_object_new_boolean(br->persistent));
     json_object_object_add(x, "late_significant", ji(br->n_sig));
     json_object_object_add(x, "instances_outside_warmup", ji(br->n_eligible));
     json_object_object_add(x, "median_margin_ns", jd(br->median_margin));
@@ -101,8 +101,6 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object *at = json_object_new_object();
   json_object_object_add(at, "warmup_instances", ji(bl->n_warmup));
   json_object_object_add(at, "instances_outside_warmup", ji(bl->n_eligible));
-  json_object_object_add(at, "confidence", isinf(bl->confidence) ? NULL : jd(bl->confidence));
-  json_object_object_add(at, "top_is_alone", json_object_new_boolean(isinf(bl->confidence)));
   json_object *sj = json_object_new_array();
   for (size_t k = 0; k < bl->nsteps; k++) {
     const cl_blame_step *st = &bl->steps[k]; json_object *e = json_object_new_object();

@@ -10,6 +10,15 @@
 void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *out);
 /* Every row as one JSON object. */
 void cl_render_json(cl_job *job, cl_analysis *an, FILE *out);
+/* The verdict, the clock model and the steps: the report's first lines (render/verdict.c). */
+void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *out);
+/* The clock model, one line per clock ("  clock K: host H, rank(s) ...: one clock (same boot),
+ * offset 0 exactly; vs host P: +O in [lo, hi], drift, from <source> (N instance(s))"). */
+void cl_render_clock_lines(const cl_job *job, const cl_clock_model *m, FILE *out);
+/* The same as the documented objects verdict, clock_model and steps (docs/verdict.md), added
+ * to root. */
+struct json_object;
+void cl_render_verdict_json(cl_job *job, cl_analysis *an, struct json_object *root);
 /* "host" or "host:GPU" (a thread-local buffer, valid for 4 calls). */
 const char *cl_rank_host(const cl_rank *r);
 #endif

@@ -1,5 +1,5 @@
-/* text.c: `commlens report`'s text: per-rank communication and exposure, slow ranks (who
- * made the others wait), slow channels, low-bandwidth collectives, clock offsets and plugin
+/* text.c: `commlens report`'s text: the verdict first (render/verdict.c), then per-rank
+ * communication and exposure, the waits each rank caused, slow channels, low-bandwidth collectives, clock offsets and plugin
  * health, top N rows per table. Reads the analysis (analyse/); computes nothing. */
 #include "tools/commlens/render/report.h"
 #include "common/nccl.h"
@@ -13,6 +13,7 @@ static void inst_label(cl_job *job, uint32_t id, char *buf, size_t n) {
 }
 void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   char b1[32], b2[32], b3[32], b4[32], b5[32];
+  cl_render_verdict_text(job, an, top, o);   /* the answer first, then what it rests on */
   fprintf(o, "commlens report: %d rank(s) of job \"%s\" (ranks %d..%d), %d file(s) read, %d skipped\n",
           job->n, job->job, job->r[0]->rank, job->r[job->n - 1]->rank, job->n_files_seen - job->n_files_skipped,
           job->n_files_skipped);
@@ -48,11 +49,11 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   }
   if (job->n > shown) fprintf(o, "  ... %d more rank(s) (--top N)\n", job->n - shown);
 
-  /* slow ranks: persistent stragglers first (blame.h) */
+  /* waits caused per rank (blame.h), from the verdict's per-instance last arrivals */
   const cl_blame *bl = &an->bl;
-  fprintf(o, "\nSlow ranks (last to arrive by a clear margin, again and again, first; warm-up apart)\n");
-  fprintf(o, "  %5s  %-16s %11s %11s %12s %12s %12s  %s\n", "rank", "host", "late (sig)", "median by", "wait caused",
-          "all waits", "in warm-up", "worst instances (wait caused)");
+  fprintf(o, "\nWaits caused (who arrived last, per rank, on the verdict's evidence; the verdict above says who is a straggler)\n");
+  fprintf(o, "  %5s  %-16s %11s %11s %12s %12s %12s  %s\n", "rank", "host", "late", "median by", "wait caused",
+          "all waits", "in start-up", "worst instances (wait caused)");
   int shown_sr = 0;
   for (int k = 0; k < job->n && shown_sr < top; k++) {
     int ri = bl->order[k];
@@ -60,7 +61,7 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     if (!br->n_sig && !an->ra[ri].n_last) continue;
     shown_sr++;
     char late[32], worst[160] = ""; size_t wl = 0;
-    snprintf(late, sizeof late, "%lld/%lld%s", (long long)br->n_sig, (long long)br->n_eligible, br->persistent ? "" : " *");
+    snprintf(late, sizeof late, "%lld/%lld", (long long)br->n_sig, (long long)br->n_eligible);
     for (int w = 0; w < 3 && w < br->n_sig; w++) {
       char lab[64]; inst_label(job, br->worst[w], lab, sizeof lab);
       wl += (size_t)snprintf(worst + wl, sizeof worst - wl, "%s%s (%s)", w ? ", " : "", lab, cl_fmt_time(b4, sizeof b4, br->worst_w[w]));
@@ -72,13 +73,8 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   }
   if (!shown_sr) fprintf(o, "  (no rank was last on any instance matched on 2+ ranks)\n");
   else {
-    fprintf(o, "  (late (sig) = instances it was last by > max(50 us, 1/10 of the transfer) over the next-latest rank, of the\n"
-            "   instances outside warm-up it took part in; * = fewer than 2: a one-off, ranked after the persistent ones)\n");
-    fprintf(o, "  warm-up: %lld instance(s) (the leading outliers of each collective and size)", (long long)bl->n_warmup);
-    if (job->n >= 2 && bl->confidence > 0) {
-      if (isinf(bl->confidence)) fprintf(o, "; the top rank is the only one to blame\n");
-      else fprintf(o, "; the top rank's figure is %.1fx the next one's\n", bl->confidence);
-    } else fputc('\n', o);
+    fprintf(o, "  (late = instances it was last in by more than 50 us and the clock error over the next-latest rank, of the\n"
+            "   instances outside start-up it took part in; start-up: %lld instance(s), detected)\n", (long long)bl->n_warmup);
   }
   if (bl->nsteps) {
     fprintf(o, "\nSteps that lost the most time (NVTX steps; lost = waits for the last arrival within the step)\n");
@@ -136,9 +132,9 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     if (llabs(r->offset_ns) > llabs(maxoff)) maxoff = r->offset_ns;
     if (r->off_err_ns > maxerr) maxerr = r->off_err_ns;
   }
-  fprintf(o, "\nClock alignment vs rank %d (median of coll_gpu end differences; err = 1.25*MAD/sqrt(n)): largest |offset| %s, largest err %s%s\n",
+  fprintf(o, "\nClock alignment vs rank %d (the clock model above; err = half its interval, 0 on one host boot): largest |offset| %s, largest err %s%s\n",
           job->ref_rank, cl_fmt_time(b1, sizeof b1, (double)maxoff), cl_fmt_time(b2, sizeof b2, (double)maxerr), unal ? ", some ranks unaligned" : "");
-  fprintf(o, "  %5s %14s %11s %11s %8s %5s\n", "rank", "offset", "err", "spread", "samples", "via");
+  fprintf(o, "  %5s %14s %11s %8s %5s\n", "rank", "offset", "err", "samples", "via");
   for (int i = 0; i < job->n; i++) ord[i] = i;
   for (int k = 0; k < job->n && k < top; k++) {
     int best = k;
@@ -147,8 +143,8 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     int t = ord[k]; ord[k] = ord[best]; ord[best] = t;
     cl_rank *r = job->r[ord[k]];
     if (!r->aligned) { fprintf(o, "  %5d %14s\n", r->rank, "unaligned"); continue; }
-    fprintf(o, "  %5d %14s %11s %11s %8d %5d\n", r->rank, cl_fmt_time(b1, sizeof b1, (double)r->offset_ns),
-            cl_fmt_time(b2, sizeof b2, (double)r->off_err_ns), cl_fmt_time(b3, sizeof b3, (double)r->off_mad_ns), r->off_samples, r->off_via);
+    fprintf(o, "  %5d %14s %11s %8d %5d\n", r->rank, cl_fmt_time(b1, sizeof b1, (double)r->offset_ns),
+            cl_fmt_time(b2, sizeof b2, (double)r->off_err_ns), r->off_samples, r->off_via);
   }
 
   /* plugin health */

@@ -1,0 +1,37 @@
+/* verdict.h: the product's answer, built from the aligned job: the straggler verdict
+ * (analyse/straggler.h) over every instance, in steps (NVTX, else detected by analyse/steps.h),
+ * with the evidence it used, and the per-step verdict. Each instance's last arrival, margin
+ * and wait are computed here once (cl_sg_verdict.inst, by job instance index); blame.c and the
+ * renderers read them. */
+#ifndef COMMLENS_ANALYSE_VERDICT_H
+#define COMMLENS_ANALYSE_VERDICT_H
+#include "tools/commlens/model/load.h"
+#include "tools/commlens/analyse/clock_model.h"
+#include "tools/commlens/analyse/straggler.h"
+#include "tools/commlens/analyse/steps.h"
+
+enum cl_steps_source { CL_STEPS_NONE, CL_STEPS_NVTX, CL_STEPS_PATTERN };
+const char *cl_steps_source_key(enum cl_steps_source s);   /* "nvtx", "pattern", NULL */
+
+typedef struct {
+  cl_sg_verdict v;                   /* v.inst[i] is job instance i */
+  int32_t *inst_step;                /* per job instance: its step, -1 none */
+  int64_t *arrival;                  /* per job member (cl_job.mem): its arrival (GPU start) on
+                                        the reference clock */
+  enum cl_steps_source steps_source;
+  uint64_t steps_comm;               /* CL_STEPS_PATTERN: the communicator it was found on */
+  cl_steps st;                       /* CL_STEPS_PATTERN: the detected steps */
+  uint32_t nsteps;                   /* steps counted (pattern: st.nsteps; NVTX: largest + 1) */
+  cl_step_verdict *stepv;            /* by step */
+  uint32_t *step_order;              /* steps by lost time, most first */
+  char line[512];                    /* cl_sg_verdict_line, as printed */
+} cl_verdict_an;
+
+/* Computes *out from an aligned job (cl_clock_align done; m its model, only read). The
+ * evidence is the GPU start on the modelled clock (a GPU-side straggler shows there and not in
+ * its host enqueues); steps are found in the issue order and gaps of the host enqueues when
+ * every rank has them (a time-shared GPU's starts blur the gaps between steps), else of the
+ * GPU starts. docs/decisions.md has the measurements. Frees with cl_verdict_free. */
+void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out);
+void cl_verdict_free(cl_verdict_an *out);
+#endif
