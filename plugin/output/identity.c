@@ -1,7 +1,7 @@
 /* identity.c: settles who this process is (cl_proc) at its first communicator init: pid,
  * host, the launcher's rank (else the communicator's, else the pid), job, ABI version, the
  * realtime offset of the monotonic clock. Nothing here starts threads or opens files. */
-#include "plugin/identity.h"
+#include "plugin/output/identity.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include <stdio.h>

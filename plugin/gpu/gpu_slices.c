@@ -1,5 +1,5 @@
 /* gpu_slices.c: see gpu_slices.h. Tracks come from the registry (tracks.c). */
-#include "plugin/output/gpu_slices.h"
+#include "plugin/gpu/gpu_slices.h"
 #include "plugin/output/tracks.h"
 #include <stdio.h>
 
