@@ -38,7 +38,10 @@ $(eval $(call SAN_VARIANT,tsan,$(TSAN_SAN)))
 # threads or unloading instrumented code, and exec'd TSan children intermittently fail to map
 # their shadow memory on this machine ("failed to allocate ... errno 12"). Those suites run
 # plain and under ASan+UBSan; TSan keeps every concurrency suite (stress, ABI, replay, robust).
-TSAN_SKIP := test/faults/test_faults.c test/abi/test_real_runs.c test/tools/test_multirank.c
+# The recorded verdict data (test/tools/test_verdict_data.c) is one thread reading 36 real traces
+# (70 s under TSan on a busy 2-core machine, for no thread to check): plain and ASan only.
+TSAN_SKIP := test/faults/test_faults.c test/abi/test_real_runs.c test/tools/test_multirank.c \
+             test/tools/test_verdict_data.c
 san_tests = $(if $(filter tsan,$(1)),$(filter-out $(TSAN_SKIP),$(TEST_SRC)),$(TEST_SRC))
 
 # run.sh arguments for one variant: its binaries, with its library, CLI and options.

@@ -1,9 +1,11 @@
 /* identity.c: settles who this process is (cl_proc) at its first communicator init: pid,
  * host, the launcher's rank (else the communicator's, else the pid), job, ABI version, the
- * realtime offset of the monotonic clock. Nothing here starts threads or opens files. */
+ * realtime offset of the monotonic clock, the clock's identity (clock_identity.c). Nothing
+ * here starts threads or opens files. */
 #include "plugin/output/identity.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/log.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,5 +44,10 @@ void cl_identity_settle(int comm_rank, int abi) {
   detect_rank(comm_rank);
   cl_proc.abi = abi;
   cl_proc.realtime_offset_ns = cl_clock_measure_offset(&cl_proc.offset_err_ns);
+  const char *why;
+  if (cl_boot_id_read(CL_BOOT_ID_PATH, cl_proc.boot_id, &why) != 0)
+    cl_log_once("boot_id", CL_LOG_INFO, "%s is %s: the trace names no boot id, so the CLI cannot "
+                "tell that this process shares a clock with the other ranks of its host", CL_BOOT_ID_PATH, why);
+  cl_clock_sync_read(&cl_proc.sync);
   cl_proc.start_ns = cl_now();
 }

@@ -3,6 +3,7 @@
  * cl_identity_settle) and read by the writer and the output, never written by them. */
 #ifndef COMMLENS_IDENTITY_H
 #define COMMLENS_IDENTITY_H
+#include "plugin/output/clock_identity.h"
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -16,6 +17,8 @@ typedef struct {
   char job[128];
   int abi;                  /* first ABI version seen */
   int64_t realtime_offset_ns, offset_err_ns;
+  char boot_id[CL_BOOT_ID_LEN + 1];   /* "" when unreadable: the header leaves it out */
+  cl_clock_sync sync;                 /* the host clock's NTP state at the first init */
   uint64_t start_ns;        /* monotonic time of the first init */
 } cl_process_info;
 

@@ -6,6 +6,8 @@
  * mapping, track sanity and zero drops. */
 #include "harness.h"
 #include "trace_read.h"
+#include <ctype.h>
+#include <sys/timex.h>
 #include <unistd.h>
 
 #define NCOLL 6
@@ -18,6 +20,41 @@ static int env_int(const char *k, int def) {
 }
 
 
+/* The header's clock identity, against this process's own reading (the plugin ran on this
+ * host): boot_id is the kernel's, in lower case, and absent only where the file cannot be read;
+ * clock_sync has its three members exactly when adjtimex answers, and says what it says. */
+static void check_clock_identity(const tr_trace *t) {
+  char want[64] = "";
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f && fgets(want, sizeof want, f)) want[strcspn(want, "\n")] = 0;
+  if (f) fclose(f);
+  for (char *c = want; *c; c++) *c = (char)tolower((unsigned char)*c);
+  json_object *v = NULL, *sync = NULL;
+  int has = json_object_object_get_ex(t->header, "boot_id", &v);
+  if (strlen(want) == 36) {
+    CHECK(has && json_object_is_type(v, json_type_string) && !strcmp(json_object_get_string(v), want),
+          "boot_id %s, the kernel's %s", has ? json_object_get_string(v) : "(absent)", want);
+  } else {
+    CHECK(!has, "boot_id %s written where the file reads \"%s\"", json_object_get_string(v), want);
+  }
+  struct timex tx = {0};
+  int state = adjtimex(&tx);
+  has = json_object_object_get_ex(t->header, "clock_sync", &sync);
+  CHECK(has == (state >= 0), "clock_sync %s, adjtimex %d", has ? "present" : "absent", state);
+  if (!has || state < 0) return;
+  json_object *syn = NULL, *est = NULL, *max = NULL;
+  CHECK(json_object_object_get_ex(sync, "synchronised", &syn) && json_object_is_type(syn, json_type_boolean),
+        "clock_sync.synchronised");
+  CHECK(json_object_object_get_ex(sync, "esterror_us", &est) && json_object_is_type(est, json_type_int) &&
+        json_object_get_int64(est) >= 0, "clock_sync.esterror_us");
+  CHECK(json_object_object_get_ex(sync, "maxerror_us", &max) && json_object_is_type(max, json_type_int) &&
+        json_object_get_int64(max) >= 0, "clock_sync.maxerror_us");
+  int unsync = (tx.status & STA_UNSYNC) || state == TIME_ERROR;
+  if (syn) CHECK(json_object_get_boolean(syn) == !unsync, "synchronised %d, the kernel's status 0x%x state %d",
+                 json_object_get_boolean(syn), tx.status, state);
+  CHECK(json_object_object_length(sync) == 3, "clock_sync has %d members", json_object_object_length(sync));
+}
+
 /* Checks that do not depend on what was driven. */
 static void check_common(const tr_trace *t, int abi) {
   int64_t v = -1;
@@ -25,6 +62,7 @@ static void check_common(const tr_trace *t, int abi) {
   CHECK(tr_header_i64(t, "format", &v) == 0 && v == 1, "format %lld", (long long)v);
   CHECK(tr_header_i64(t, "abi", &v) == 0 && v == abi, "header abi %lld, drove v%d", (long long)v, abi);
   CHECK(tr_header_i64(t, "os_pid", &v) == 0 && v > 0, "os_pid");
+  check_clock_identity(t);
   CHECK(t->stats != NULL, "no commlensStats");
   v = -1;
   CHECK(tr_stats_i64(t, "dropped", &v) == 0 && v == 0, "dropped = %lld", (long long)v);

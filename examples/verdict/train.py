@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""train.py: a short DDP or FSDP training loop with a planted straggler, for recording the traces
+that test the straggler verdict (start it through examples/gpu_verdict.sh; torchrun, every rank
+its own process on GPU 0 as its own emulated node: examples/ddp/one_gpu.py).
+
+What is planted (each flag may repeat):
+  --late RANK:MS[:EVERY[:PHASE]]  RANK sleeps MS ms before the forward pass of every step whose
+                                  number is PHASE modulo EVERY (default every step)
+  --stall RANK:STEP:MS            RANK sleeps MS ms once, before step STEP
+  --gpu-slow RANK:N               RANK runs N extra 8192^3 bf16 matrix products on its own
+                                  stream of work before its backward pass (late on the GPU, not
+                                  on the host)
+Each rank writes OUT/truth-r<RANK>.json: per step, its Unix start and end time (ns) and what
+was planted on it that step, so the recorded lateness can be checked against what was done.
+"""
+import argparse
+import json
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ddp"))
+from one_gpu import share_gpu0  # noqa: E402
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", choices=("ddp", "fsdp"), default="ddp")
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--bucket-mb", type=float, default=2.0, help="DDP bucket_cap_mb")
+    ap.add_argument("--late", action="append", default=[])
+    ap.add_argument("--stall", action="append", default=[])
+    ap.add_argument("--gpu-slow", action="append", default=[])
+    ap.add_argument("--out", default=".")
+    return ap.parse_args()
+
+
+def planted(args, rank, step):
+    """(host sleep ms, extra GPU products) planted on `rank` at `step`."""
+    sleep_ms, products = 0.0, 0
+    for spec in args.late:
+        f = spec.split(":")
+        r, ms = int(f[0]), float(f[1])
+        every = int(f[2]) if len(f) > 2 else 1
+        phase = int(f[3]) if len(f) > 3 else 0
+        if r == rank and step % every == phase:
+            sleep_ms += ms
+    for spec in args.stall:
+        r, s, ms = spec.split(":")
+        if int(r) == rank and int(s) == step:
+            sleep_ms += float(ms)
+    for spec in args.gpu_slow:
+        r, n = spec.split(":")
+        if int(r) == rank:
+            products += int(n)
+    return sleep_ms, products
+
+
+def build(args, device):
+    layers = []
+    for _ in range(args.layers):
+        layers += [torch.nn.Linear(args.hidden, args.hidden), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).to(device)
+    if args.mode == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        return DDP(model, device_ids=[device.index], bucket_cap_mb=args.bucket_mb)
+    from torch.distributed.fsdp import fully_shard
+    for m in model:
+        if isinstance(m, torch.nn.Linear):
+            fully_shard(m)
+    fully_shard(model)
+    return model
+
+
+def main():
+    args = parse_args()
+    local_rank = share_gpu0(int(os.environ.get("LOCAL_RANK", "0")))
+    device = torch.device("cuda", local_rank)
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", device_id=device)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model = build(args, device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device=device).manual_seed(1234 + rank)
+    x = torch.randn(args.batch, args.hidden, device=device, generator=gen)
+    y = torch.randn(args.batch, args.hidden, device=device, generator=gen)
+    heavy = None
+    if any(int(s.split(":")[0]) == rank for s in args.gpu_slow):
+        heavy = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16, generator=gen)
+
+    steps = []
+    for step in range(args.steps):
+        sleep_ms, products = planted(args, rank, step)
+        t0 = time.time_ns()
+        torch.cuda.nvtx.range_push("step %d" % step)
+        if sleep_ms > 0:
+            time.sleep(sleep_ms / 1000.0)
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        for _ in range(products):   # queued ahead of the backward pass's collectives
+            heavy = torch.mm(heavy, heavy).mul_(1.0 / 90.5)   # keeps its scale
+        loss.backward()
+        opt.step()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+        steps.append({"step": step, "start_ns": t0, "end_ns": time.time_ns(), "sleep_ms": sleep_ms,
+                      "gpu_products": products})
+    dist.barrier()
+    dist.destroy_process_group()
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "truth-r%d.json" % rank), "w") as f:
+        json.dump({"rank": rank, "world": world, "mode": args.mode, "steps": steps}, f)
+    durs = sorted((s["end_ns"] - s["start_ns"]) / 1e6 for s in steps[5:])
+    print("# rank %d: %d steps, median %.2f ms" % (rank, len(steps), durs[len(durs) // 2] if durs else 0),
+          flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+/* test_verdict.c: the straggler verdict (tools/commlens/analyse/straggler.c) on synthetic jobs
+ * shaped like the real runs of issue 25: ranks time-sharing one GPU (arrivals on a 2.26 ms
+ * scheduler slice, every rank last about equally often), persistent, every-third-step,
+ * alternating and GPU-side stragglers, a one-off 400 ms stall, start-up outliers; and a
+ * property test: over many clean jobs the false-accusation rate stays under the stated one. */
+#include "tl.h"
+#include "tools/commlens/analyse/straggler.h"
+#include "tools/commlens/analyse/steps.h"
+#include "tools/commlens/base/util.h"
+#include <math.h>
+
+static uint64_t rng_state;
+static double urand(void) {            /* xorshift64*, fixed seeds: deterministic */
+  rng_state ^= rng_state >> 12; rng_state ^= rng_state << 25; rng_state ^= rng_state >> 27;
+  return (double)((rng_state * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+#define SLICE 2260000.0              /* the GPU's scheduler slice, ns */
+#define XFER 300000.0                /* transfer time once everyone is there */
+enum { AR = 1, AG = 2, BC = 3 };      /* func ids */
+
+typedef struct {
+  CL_VEC(cl_sg_inst) inst; CL_VEC(cl_sg_arrival) arr;
+  int64_t t; int64_t seq;
+} job;
+static void job_free(job *j) { free(j->inst.a); free(j->arr.a); }
+
+/* One instance: rank i arrives at j->t + off[i]; all end one transfer after the last. */
+static uint32_t add_inst_x(job *j, int func, int64_t bytes, int step, int R, const double *off, int64_t err, double xfer) {
+  double last = -INFINITY;
+  for (int i = 0; i < R; i++) last = fmax(last, off[i]);
+  CL_PUSH(j->inst, ((cl_sg_inst){0xc0, j->seq++, bytes, func, step, 0, (uint32_t)j->arr.n, (uint32_t)R}));
+  for (int i = 0; i < R; i++)
+    CL_PUSH(j->arr, ((cl_sg_arrival){i, j->t + (int64_t)off[i], err, j->t + (int64_t)(last + xfer)}));
+  j->t += (int64_t)(last + xfer) + 20000000;     /* 20 ms of compute to the next */
+  return (uint32_t)(j->inst.n - 1);
+}
+static uint32_t add_inst(job *j, int func, int64_t bytes, int step, int R, const double *off, int64_t err) {
+  return add_inst_x(j, func, bytes, step, R, off, err, XFER);
+}
+/* Time-sliced arrivals: a random order, one slice apart, plus a few us. */
+static void sliced(int R, double *off) {
+  int perm[64];
+  for (int i = 0; i < R; i++) perm[i] = i;
+  for (int i = R - 1; i > 0; i--) { int k = (int)(urand() * (i + 1)); int t = perm[i]; perm[i] = perm[k]; perm[k] = t; }
+  for (int i = 0; i < R; i++) off[perm[i]] = i * SLICE + urand() * 30000;
+}
+/* The start-up of the issue's clean run: AllGather #0 with rank 0 25.7 ms late, a one-off
+ * Broadcast with rank 0 18.0 ms late, and two slow first AllReduces (connection set-up). */
+static void startup(job *j, int R, uint32_t *ag, uint32_t *bc) {
+  double off[64];
+  sliced(R, off); off[0] += 25.7e6; *ag = add_inst(j, AG, 4096, -1, R, off, 0);
+  sliced(R, off); off[0] += 18.0e6; *bc = add_inst(j, BC, 8, -1, R, off, 0);
+  for (int k = 0; k < 2; k++) {         /* connection set-up: 80 ms once everyone is there */
+    sliced(R, off);
+    add_inst_x(j, AR, 1 << 20, -1, R, off, 0, 80e6);
+  }
+}
+static cl_sg_input input_of(const job *j, int R, enum cl_sg_evidence ev, const char *const *hosts) {
+  return (cl_sg_input){R, hosts, NULL, j->inst.n, j->inst.a, j->arr.a, ev, 0, 0, 0};
+}
+/* The verdict of job j and its line. */
+static void analyse(const job *j, int R, enum cl_sg_evidence ev, const char *const *hosts, cl_sg_verdict *v, char *line) {
+  cl_sg_input in = input_of(j, R, ev, hosts);
+  cl_sg_analyse(&in, v);
+  cl_sg_verdict_line(v, line, 512);
+}
+/* Four ranks on one time-shared GPU: the start-up, then 120 sliced instances that `plant`
+ * may change (step s, offsets); returns the instance id of step `want` in *id. */
+static void sliced_job(job *j, uint64_t seed, void (*plant)(int s, double *off), int want, uint32_t *id) {
+  rng_state = seed;
+  uint32_t ag, bc;
+  startup(j, 4, &ag, &bc);
+  double off[64];
+  for (int s = 0; s < 120; s++) {
+    sliced(4, off);
+    if (plant) plant(s, off);
+    uint32_t k = add_inst(j, AR, 1 << 20, -1, 4, off, 0);
+    if (s == want && id) *id = k;
+  }
+}
+static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+static const char *const HOSTS[4] = {"h0", "h1", "h2", "h3"};
+
+TL_TEST(binomial_tail) {
+  CHECK(cl_sg_binom_tail(0, 10, 0.3) == 1, "P(X>=0) = 1");
+  CHECK(fabs(cl_sg_binom_tail(3, 3, 0.5) - 0.125) < 1e-12, "P(X>=3 | 3, .5) = %g", cl_sg_binom_tail(3, 3, 0.5));
+  CHECK(fabs(cl_sg_binom_tail(2, 3, 0.5) - 0.5) < 1e-12, "P(X>=2 | 3, .5) = %g", cl_sg_binom_tail(2, 3, 0.5));
+  CHECK(fabs(cl_sg_binom_tail(1, 4, 0.25) - (1 - pow(0.75, 4))) < 1e-12, "P(X>=1 | 4, .25)");
+  CHECK(cl_sg_binom_tail(120, 120, 0.25) < 1e-60, "everything last by chance is impossible");
+  CHECK(cl_sg_binom_tail(5, 4, 0.5) == 0, "k > n");
+}
+
+TL_TEST(time_shared_gpu_clean_run_finds_no_straggler_and_ignores_the_startup) {
+  for (int R = 3; R <= 4; R++) {
+    rng_state = 0xabc + (uint64_t)R;
+    job j = {0}; uint32_t ag, bc;
+    j.t = 1000000000;
+    startup(&j, R, &ag, &bc);
+    double off[64];
+    for (int s = 0; s < 120; s++) { sliced(R, off); add_inst(&j, AR, 1 << 20, -1, R, off, 0); }
+    cl_sg_verdict v; char line[512];
+    analyse(&j, R, CL_SG_GPU_START, HOSTS, &v, line);
+    CHECK(v.kind == CL_SG_NONE, "R=%d: %s", R, line);
+    CHECK(starts(line, "no straggler found: the largest effect was rank "), "R=%d: %s", R, line);
+    CHECK(v.inst[ag].startup && v.inst[bc].startup, "the start-up AllGather and Broadcast are start-up");
+    CHECK(v.n_startup == 4, "R=%d: 4 start-up instances (first AllGather, Broadcast, two set-up AllReduce), got %lld",
+          R, (long long)v.n_startup);
+    CHECK(v.n_eligible == 120, "120 steady instances, got %lld", (long long)v.n_eligible);
+    CHECK(v.noise_floor_ns > 0.8 * SLICE && v.noise_floor_ns < 1.5 * SLICE, "noise floor %g: about one slice", v.noise_floor_ns);
+    CHECK(v.startup_end > 0, "the start-up period has an end");
+    cl_sg_free(&v); job_free(&j);
+  }
+}
+
+TL_TEST(persistent_straggler_is_named_with_its_cost) {
+  rng_state = 11;
+  job j = {0}; uint32_t ag, bc;
+  startup(&j, 4, &ag, &bc);
+  double off[64], planted = 0;
+  for (int s = 0; s < 120; s++) {
+    sliced(4, off);
+    double late = 3e6 + urand() * 22e6;
+    off[2] = 3 * SLICE + late;            /* rank 2 comes after everyone, 3-25 ms more */
+    planted += late;
+    add_inst(&j, AR, 1 << 20, -1, 4, off, 0);
+  }
+  cl_sg_verdict v; char line[512];
+  analyse(&j, 4, CL_SG_GPU_START, HOSTS, &v, line);
+  REQUIRE(v.kind == CL_SG_STRAGGLER, "%s", line);
+  CHECK(v.nstraggler == 1 && v.straggler[0].who == 2, "rank 2 alone: %s", line);
+  CHECK(v.straggler[0].last_count == 120 && v.straggler[0].units == 120, "last in 120 of 120");
+  CHECK(v.straggler[0].median_lateness_ns > 3e6, "median lateness %g", v.straggler[0].median_lateness_ns);
+  /* the what-if: arriving at the median saves its lateness plus the slices above the median */
+  CHECK(v.straggler[0].cost_ns > planted && v.straggler[0].cost_ns < planted + 120 * 2.5 * SLICE,
+        "cost %g, planted %g", v.straggler[0].cost_ns, planted);
+  CHECK(v.straggler[0].confidence > 0.99, "confidence %g", v.straggler[0].confidence);
+  CHECK(v.straggler[0].nevidence == CL_SG_EVIDENCE_MAX, "evidence instances kept");
+  CHECK(starts(line, "rank 2 (host h2) is a straggler: last in 120 of 120 instances by a median "), "%s", line);
+  CHECK(strstr(line, "; it cost the job ") && strstr(line, "%)"), "%s", line);
+  CHECK(v.nstall == 0, "no stall: %zu", v.nstall);
+  cl_sg_free(&v); job_free(&j);
+}
+
+static void third_and_stall(int s, double *off) {
+  if (s % 3 == 0) off[1] = 3 * SLICE + 25e6;
+  if (s == 50) off[3] = 3 * SLICE + 400e6;
+}
+TL_TEST(every_third_step_straggler_beside_a_single_stall) {
+  job j = {0}; uint32_t stall = 0;
+  sliced_job(&j, 12, third_and_stall, 50, &stall);
+  cl_sg_verdict v; char line[512];
+  analyse(&j, 4, CL_SG_GPU_START, HOSTS, &v, line);
+  REQUIRE(v.kind == CL_SG_STRAGGLER, "%s", line);
+  CHECK(v.nstraggler == 1 && v.straggler[0].who == 1, "rank 1 named alone: %s", line);
+  CHECK(v.straggler[0].last_count >= 40, "last in %lld", (long long)v.straggler[0].last_count);
+  CHECK(v.n_startup == 4 && v.n_eligible == 120, "its late steps are not start-up (%lld)", (long long)v.n_startup);
+  CHECK(fabs(v.straggler[0].median_lateness_ns - (25e6 + 3 * SLICE - 2 * SLICE)) < 2 * SLICE,
+        "median lateness %g, about 25 ms", v.straggler[0].median_lateness_ns);
+  REQUIRE(v.nstall == 1, "one stall listed, got %zu", v.nstall);
+  CHECK(v.stall[0].who == 3 && v.stall[0].inst == stall && v.stall[0].margin_ns > 390e6, "the 400 ms stall of rank 3");
+  cl_sg_free(&v); job_free(&j);
+}
+
+static void one_stall(int s, double *off) { if (s == 77) off[3] = 3 * SLICE + 400e6; }
+TL_TEST(single_stall_alone_is_one_off_stalls_only) {
+  job j = {0};
+  sliced_job(&j, 13, one_stall, -1, NULL);
+  cl_sg_verdict v; char line[512];
+  analyse(&j, 4, CL_SG_GPU_START, HOSTS, &v, line);
+  CHECK(v.kind == CL_SG_STALLS_ONLY, "%s", line);
+  CHECK(starts(line, "one-off stalls only: rank 3 +"), "%s", line);
+  cl_sg_free(&v); job_free(&j);
+}
+
+static void alternate(int s, double *off) { off[s % 2 ? 2 : 1] = 3 * SLICE + 10e6 + (s % 2 ? 2e6 : 0); }
+TL_TEST(alternating_between_two_ranks_names_both) {
+  job j = {0};
+  sliced_job(&j, 14, alternate, -1, NULL);
+  cl_sg_verdict v; char line[512];
+  analyse(&j, 4, CL_SG_ENQUEUE, NULL, &v, line);
+  REQUIRE(v.kind == CL_SG_STRAGGLER && v.nstraggler == 2, "%s (%d)", line, v.nstraggler);
+  CHECK(v.straggler[0].who == 2 && v.straggler[1].who == 1, "the costlier (rank 2, 12 ms) first");
+  CHECK(starts(line, "rank 2 is a straggler: last in 60 of 120"), "%s", line);
+  cl_sg_free(&v); job_free(&j);
+}
+
+TL_TEST(gpu_side_slow_rank_from_its_gpu_wait) {
+  /* v7 initial_sync: each rank's GPU waits for its peers; the slow GPU's rank waits least */
+  rng_state = 15;
+  job j = {0};
+  for (int s = 0; s < 100; s++) {
+    CL_PUSH(j.inst, ((cl_sg_inst){0xc0, s, 1 << 20, AR, -1, 0, (uint32_t)j.arr.n, 4}));
+    for (int r = 0; r < 4; r++) {
+      double wait = r == 3 ? urand() * 50e3 : 4e6 + urand() * 2e6;
+      CL_PUSH(j.arr, ((cl_sg_arrival){r, (int64_t)wait, 0, 0}));
+    }
+  }
+  cl_sg_input in = input_of(&j, 4, CL_SG_GPU_WAIT, HOSTS);
+  in.job_ns = 10000000000LL;
+  cl_sg_verdict v; cl_sg_analyse(&in, &v);
+  char line[512];
+  cl_sg_verdict_line(&v, line, sizeof line);
+  REQUIRE(v.kind == CL_SG_STRAGGLER, "%s", line);
+  CHECK(v.straggler[0].who == 3 && v.evidence == CL_SG_GPU_WAIT, "rank 3 by GPU wait: %s", line);
+  CHECK(!strcmp(cl_sg_evidence_key(v.evidence), "gpu_wait"), "the JSON key says which evidence");
+  CHECK(v.straggler[0].last_count == 99, "last in all but the first, got %lld", (long long)v.straggler[0].last_count);
+  CHECK(v.straggler[0].median_lateness_ns > 3.5e6, "lateness = the others' least wait: %g", v.straggler[0].median_lateness_ns);
+  CHECK(strstr(line, "of 10.000 s ("), "%s", line);
+  cl_sg_free(&v); job_free(&j);
+}
+
+TL_TEST(always_a_little_behind_in_a_run_of_ms_margins_is_not_a_straggler) {
+  /* rank 0 is last by 70 us in 40% of the instances (a fixed extra bit of host work); the
+   * run's margins are ms: its count is beyond chance, its lateness is not of the run's kind */
+  rng_state = 21;
+  job j = {0};
+  double off[64];
+  for (int s = 0; s < 200; s++) {
+    double last = 0;
+    for (int r = 0; r < 4; r++) { off[r] = urand() * 5e6; if (r) last = fmax(last, off[r]); }
+    if (urand() < 0.4) off[0] = last + 70e3;
+    add_inst(&j, AR, 1 << 20, -1, 4, off, 0);
+  }
+  cl_sg_verdict v; char line[512];
+  analyse(&j, 4, CL_SG_ENQUEUE, HOSTS, &v, line);
+  CHECK(v.kind == CL_SG_NONE, "%s", line);
+  CHECK(v.largest.who == 0 && v.largest.p_value < CL_SG_ALPHA, "the largest effect is rank 0's count: %s", line);
+  CHECK(v.largest.median_lateness_ns < CL_SG_FLOOR_SHARE * v.noise_floor_ns, "by less than half the floor: %s", line);
+  cl_sg_free(&v); job_free(&j);
+}
+
+TL_TEST(lateness_inside_the_clock_error_is_not_called) {
+  /* two hosts whose clocks are known to 2 ms each: a 3 ms lateness could be the clocks */
+  rng_state = 16;
+  job j = {0};
+  double off[64];
+  for (int s = 0; s < 100; s++) {
+    for (int r = 0; r < 4; r++) off[r] = urand() * 30e3;
+    off[2] = 3e6;
+    add_inst(&j, AR, 1 << 20, -1, 4, off, 2000000);
+  }
+  cl_sg_verdict v; char line[512];
+  analyse(&j, 4, CL_SG_ENQUEUE, HOSTS, &v, line);
+  CHECK(v.kind == CL_SG_NONE, "%s", line);
+  CHECK(v.n_within_clock == 99, "99 lasts inside the clock error, got %lld", (long long)v.n_within_clock);
+  CHECK(starts(line, "no straggler found: no rank was last by more than 50.0 us and the clock error; noise floor "), "%s", line);
+  cl_sg_free(&v);
+  /* the same lateness with clocks known to 100 us is called */
+  for (size_t k = 0; k < j.arr.n; k++) j.arr.a[k].err = 100000;
+  analyse(&j, 4, CL_SG_ENQUEUE, HOSTS, &v, line);
+  CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 2, "%s", line);
+  cl_sg_free(&v); job_free(&j);
+}
+
+/* DDP-like steps of 10 buckets: a clean run whose scheduler delays one random rank for a whole
+ * step (the buckets of a step are not independent), and the same with a real straggler. */
+TL_TEST(steps_are_the_units_when_known) {
+  for (int planted = 0; planted < 2; planted++) {
+    rng_state = 17 + (uint64_t)planted;
+    job j = {0};
+    double off[64];
+    for (int s = 0; s < 60; s++) {
+      int slow = (int)(urand() * 4);
+      for (int b = 0; b < 10; b++) {
+        for (int r = 0; r < 4; r++) off[r] = urand() * 100e3 + (r == slow ? SLICE : 0);
+        if (planted) off[1] = SLICE + 6e6;
+        add_inst(&j, AR, (b + 1) << 20, s, 4, off, 0);
+      }
+    }
+    cl_sg_verdict v; char line[512];
+    analyse(&j, 4, CL_SG_ENQUEUE, HOSTS, &v, line);
+    CHECK(v.unit_is_step, "units are steps");
+    if (!planted) CHECK(v.kind == CL_SG_NONE, "clean: %s", line);
+    else CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 1 && v.straggler[0].last_count == 59 &&
+               v.straggler[0].units == 59, "planted: %s", line);
+    cl_sg_free(&v); job_free(&j);
+  }
+}
+
+TL_TEST(tail_channel_with_the_same_machinery) {
+  rng_state = 18;
+  job j = {0};
+  double off[64];
+  for (int k = 0; k < 80; k++) {
+    for (int c = 0; c < 8; c++) off[c] = urand() * 20e3 + (c == 5 ? 200e3 : 0);
+    add_inst(&j, AR, 1 << 20, -1, 8, off, 0);
+  }
+  cl_sg_input in = input_of(&j, 8, CL_SG_CHANNEL_END, NULL);
+  in.who_word = "channel";
+  cl_sg_verdict v; cl_sg_analyse(&in, &v);
+  char line[512];
+  cl_sg_verdict_line(&v, line, sizeof line);
+  CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 5, "%s", line);
+  CHECK(starts(line, "channel 5 is a straggler: last in 79 of 79"), "%s", line);
+  cl_sg_free(&v); job_free(&j);
+}
+
+/* Many clean jobs of random shapes and noise (fixed seeds): accusations stay under alpha. */
+TL_TEST(false_accusation_rate_stays_under_the_stated_rate) {
+  int jobs = 400, accused = 0, stalls = 0;
+  for (int n = 0; n < jobs; n++) {
+    rng_state = 0x5eed0000ULL + (uint64_t)n;
+    int R = 2 + (int)(urand() * 31), N = 20 + (int)(urand() * 300), noise = n % 3;
+    job j = {0};
+    double off[64];
+    for (int s = 0; s < N; s++) {
+      if (noise == 0) sliced(R, off);
+      else for (int r = 0; r < R; r++) off[r] = noise == 1 ? urand() * 5e6 : -log(1 - urand()) * 1e6;
+      add_inst(&j, AR, 1 << 20, -1, R, off, 0);
+    }
+    cl_sg_input in = input_of(&j, R, CL_SG_ENQUEUE, NULL);
+    cl_sg_verdict v; cl_sg_analyse(&in, &v);
+    if (v.kind == CL_SG_STRAGGLER) accused++;
+    if (v.kind == CL_SG_STALLS_ONLY) stalls++;
+    cl_sg_free(&v); job_free(&j);
+  }
+  CHECK(accused <= (int)(CL_SG_ALPHA * jobs), "%d of %d clean jobs accused (alpha %g)", accused, jobs, CL_SG_ALPHA);
+  /* a stall is listed where chance would give one with probability alpha (exponential tails) */
+  CHECK(accused + stalls <= (int)(2 * CL_SG_ALPHA * jobs), "%d of %d clean jobs not \"no straggler found\"", accused + stalls, jobs);
+  /* and the test has power: a rank last 60% of the time over 4 is found */
+  int found = 0;
+  for (int n = 0; n < 50; n++) {
+    rng_state = 0xbeef0000ULL + (uint64_t)n;
+    job j = {0};
+    double off[64];
+    for (int s = 0; s < 100; s++) {
+      for (int r = 0; r < 4; r++) off[r] = urand() * 5e6;
+      if (urand() < 0.47) off[0] = 5e6 + urand() * 5e6;
+      add_inst(&j, AR, 1 << 20, -1, 4, off, 0);
+    }
+    cl_sg_input in = input_of(&j, 4, CL_SG_ENQUEUE, NULL);
+    cl_sg_verdict v; cl_sg_analyse(&in, &v);
+    if (v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 0) found++;
+    cl_sg_free(&v); job_free(&j);
+  }
+  CHECK(found >= 45, "a rank last 60%% of the time found in %d of 50 jobs", found);
+}
+
+TL_TEST(large_job_is_bounded) {
+  /* 4,096 ranks x 300 instances: linear passes and sorts only (no per-pair work) */
+  rng_state = 19;
+  job j = {0};
+  static double off[4096];
+  for (int s = 0; s < 300; s++) {
+    double last = 0;
+    CL_PUSH(j.inst, ((cl_sg_inst){0xc0, s, 1 << 20, AR, -1, 0, (uint32_t)j.arr.n, 4096}));
+    for (int r = 0; r < 4096; r++) { off[r] = urand() * 1e6 + (r == 4000 ? 2e6 : 0); last = fmax(last, off[r]); }
+    for (int r = 0; r < 4096; r++) CL_PUSH(j.arr, ((cl_sg_arrival){r, j.t + (int64_t)off[r], 0, j.t + (int64_t)last + 100000}));
+    j.t += 30000000;
+  }
+  cl_sg_input in = input_of(&j, 4096, CL_SG_ENQUEUE, NULL);
+  cl_sg_verdict v; cl_sg_analyse(&in, &v);
+  CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 4000 && v.straggler[0].last_count == 299, "rank 4000");
+  cl_sg_free(&v); job_free(&j);
+}
+
+TL_MAIN("tools/verdict")

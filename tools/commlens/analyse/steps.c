@@ -1,0 +1,227 @@
+/* steps.c: see steps.h. Owns the period search, the start-up and phase of the pattern, the walk
+ * that follows it through extra and missing collectives, and the per-step culprit. Bounded:
+ * the search scores at most CL_ST_WINDOW positions per period. No I/O. */
+#include "tools/commlens/analyse/steps.h"
+#include "tools/commlens/base/util.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- tokens: equal (func, bytes) get equal small ids ---- */
+static const cl_st_coll *g_c;
+static int cmp_kind(const void *a, const void *b) {
+  const cl_st_coll *x = &g_c[*(const uint32_t *)a], *y = &g_c[*(const uint32_t *)b];
+  if (x->func != y->func) return x->func < y->func ? -1 : 1;
+  if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
+  return 0;
+}
+static uint32_t *tokens(const cl_st_coll *c, size_t n) {
+  uint32_t *ord = cl_xmalloc((n + 1) * sizeof *ord), *tok = cl_xmalloc((n + 1) * sizeof *tok);
+  for (size_t i = 0; i < n; i++) ord[i] = (uint32_t)i;
+  g_c = c;
+  qsort(ord, n, sizeof *ord, cmp_kind);
+  uint32_t id = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (k && cmp_kind(&ord[k - 1], &ord[k])) id++;
+    tok[ord[k]] = id;
+  }
+  free(ord);
+  return tok;
+}
+
+/* Share of positions i in [from, to) with tok[i] == tok[i + p]. */
+static double score(const uint32_t *tok, size_t n, size_t from, size_t to, size_t p) {
+  size_t m = 0, k = 0;
+  for (size_t i = from; i < to && i + p < n; i++, k++) m += tok[i] == tok[i + p];
+  return k ? (double)m / (double)k : 0;
+}
+
+/* Whether tok[s .. s+p) repeats at s+p. */
+static int period_at(const uint32_t *tok, size_t n, size_t s, size_t p) {
+  if (s + 2 * p > n) return 0;
+  for (size_t k = 0; k < p; k++) if (tok[s + k] != tok[s + k + p]) return 0;
+  return 1;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+/* The offset in the period where steps begin: after the largest typical gap (the forward pass,
+ * the optimizer step, data loading sit between steps, not between a step's collectives). */
+static size_t phase(const cl_st_coll *c, size_t n, size_t s, size_t p) {
+  if (p == 1) return 0;
+  int64_t *g = cl_xmalloc(64 * sizeof *g);
+  size_t best = 0; int64_t best_med = INT64_MIN;
+  for (size_t f = 0; f < p; f++) {
+    size_t ng = 0;
+    for (size_t i = s + f + (f ? 0 : p); i < n && ng < 64; i += p) g[ng++] = c[i].t - c[i - 1].t;
+    if (!ng) continue;
+    qsort(g, ng, sizeof *g, cmp_i64);
+    if (g[ng / 2] > best_med) { best_med = g[ng / 2]; best = f; }
+  }
+  free(g);
+  return best;
+}
+
+static void new_step(cl_steps *o, const cl_st_coll *c, size_t i, size_t *cap) {
+  if (o->nsteps == *cap) {
+    *cap = *cap ? 2 * *cap : 64;
+    o->step_first = cl_xrealloc(o->step_first, *cap * sizeof *o->step_first);
+    o->step_t = cl_xrealloc(o->step_t, *cap * sizeof *o->step_t);
+  }
+  o->step_first[o->nsteps] = (uint32_t)i; o->step_t[o->nsteps] = c[i].t;
+  o->nsteps++;
+}
+
+/* How many of the next AGREE_LEN collectives from i follow the pattern from its place j. */
+#define AGREE_LEN 16
+static size_t agree(const uint32_t *tok, size_t n, size_t i, const uint32_t *pat, size_t p, size_t j) {
+  size_t m = 0;
+  for (size_t k = 0; k < AGREE_LEN && i + k < n; k++) m += tok[i + k] == pat[(j + k) % p];
+  return m;
+}
+
+/* Follows the pattern pat[0..p) from position i0. A collective the pattern does not expect is
+ * an extra (kept in its step), or stands in for the expected one, or shows that the expected
+ * ones before it are missing: whichever reading the next collectives agree with. A step begins at the first pat[0] after a complete period. More than p unexpected
+ * collectives in a row leave the pattern (they belong to no step) until a whole period is seen
+ * again. */
+static void walk(const cl_st_coll *c, const uint32_t *tok, size_t n, size_t i0, const uint32_t *pat, size_t p, cl_steps *o) {
+  size_t cap = 0, j = 0, off = 0;
+  int on = 1, pending = 0;
+  new_step(o, c, i0, &cap);
+  for (size_t i = i0; i < n; i++) {
+    if (!on) {
+      int back = 1;
+      for (size_t k = 0; k < p && back; k++) back = i + k < n && tok[i + k] == pat[k];
+      if (!back) continue;
+      on = 1; j = 0; off = 0; pending = 0;
+      new_step(o, c, i, &cap);
+    }
+    if (pending && j == 0 && tok[i] == pat[0]) { new_step(o, c, i, &cap); pending = 0; }
+    int32_t cur = (int32_t)o->nsteps - 1;
+    if (tok[i] == pat[j]) {
+      o->step_of[i] = cur; off = 0;
+      if (++j == p) { j = 0; pending = 1; }
+      continue;
+    }
+    /* which reading explains the next collectives best: this one is extra, it stands in for
+     * the expected one, or the next m expected ones are missing (ties: extra) */
+    size_t best = agree(tok, n, i + 1, pat, p, j), miss = 0;
+    int sub = 0;
+    for (size_t m = 1; m <= 3 && m < p; m++) {
+      if (tok[i] != pat[(j + m) % p]) continue;
+      size_t a = agree(tok, n, i, pat, p, j + m);
+      if (a > best) { best = a; miss = m; }
+    }
+    if (!miss && agree(tok, n, i + 1, pat, p, j + 1) > best) sub = 1;
+    if (miss) {
+      o->nmissing += (uint32_t)miss;
+      for (size_t m = 0; m < miss; m++) {
+        if (pending && j == 0) { new_step(o, c, i, &cap); pending = 0; }
+        if (++j == p) { j = 0; pending = 1; }
+      }
+      i--;                                    /* now tok[i] == pat[j] */
+      continue;
+    }
+    if (sub) { o->nmissing++; if (++j == p) { j = 0; pending = 1; } }
+    o->step_of[i] = cur; o->nextra++;
+    if (++off > p) {                          /* off the pattern: these belong to no step */
+      for (size_t k = i + 1 - off; k <= i; k++) o->step_of[k] = -1;
+      o->nextra -= (uint32_t)off;
+      on = 0;
+    }
+  }
+}
+
+void cl_steps_detect(const cl_st_coll *c, size_t n, cl_steps *o) {
+  memset(o, 0, sizeof *o);
+  o->step_of = cl_xmalloc((n + 1) * sizeof *o->step_of);
+  for (size_t i = 0; i < n; i++) o->step_of[i] = -1;
+  if (n < 6) return;
+  uint32_t *tok = tokens(c, n);
+  /* score periods on the sequence past its first quarter (past the start-up) */
+  size_t from = n / 4, to = n;
+  if (to - from > CL_ST_WINDOW) to = from + CL_ST_WINDOW;
+  size_t pmax = (n - from) / 3;
+  if (pmax > CL_ST_MAX_PERIOD) pmax = CL_ST_MAX_PERIOD;
+  /* each period's score: the median over CL_ST_CHUNKS stretches, so that a different phase in
+   * one of them (an evaluation pass) does not decide */
+  double *sc = cl_xmalloc((pmax + 2) * sizeof *sc), best = 0, part[CL_ST_CHUNKS];
+  size_t len = (to - from + CL_ST_CHUNKS - 1) / CL_ST_CHUNKS;
+  for (size_t p = 1; p <= pmax; p++) {
+    size_t np = 0;
+    for (size_t a = from; a < to; a += len) part[np++] = score(tok, n, a, a + len < to ? a + len : to, p);
+    sc[p] = cl_median_dbl(part, np);
+    if (sc[p] > best) best = sc[p];
+  }
+  size_t p = 0;
+  for (size_t q = 1; q <= pmax && !p; q++) if (sc[q] >= best - CL_ST_NEAR_BEST) p = q;
+  free(sc);
+  if (!p || best < CL_ST_MIN_SCORE) { free(tok); return; }
+  size_t s = 0;
+  while (s < n && !period_at(tok, n, s, p)) s++;
+  if (s >= n) { free(tok); return; }
+  size_t i0 = s + phase(c, n, s, p);
+  uint32_t *pat = cl_xmalloc(p * sizeof *pat);
+  memcpy(pat, tok + i0, p * sizeof *pat);
+  o->found = 1; o->period = (uint32_t)p; o->score = best; o->startup = (uint32_t)i0;
+  walk(c, tok, n, i0, pat, p, o);
+  free(pat); free(tok);
+}
+
+void cl_steps_free(cl_steps *s) {
+  free(s->step_of); free(s->step_first); free(s->step_t);
+  memset(s, 0, sizeof *s);
+}
+
+int32_t cl_steps_at(const cl_steps *s, int64_t t) {
+  if (!s->nsteps || t < s->step_t[0]) return -1;
+  size_t lo = 0, hi = s->nsteps;
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (s->step_t[mid] <= t) lo = mid; else hi = mid;
+  }
+  return (int32_t)lo;
+}
+
+/* ---- per step: the culprit and what the step lost ---- */
+typedef struct { int32_t step, who; double wait, margin; } rec;
+static int cmp_rec(const void *a, const void *b) {
+  const rec *x = a, *y = b;
+  return x->step != y->step ? x->step - y->step : x->who - y->who;
+}
+static const cl_step_verdict *g_sv;
+static int cmp_lost(const void *a, const void *b) {
+  const cl_step_verdict *x = &g_sv[*(const uint32_t *)a], *y = &g_sv[*(const uint32_t *)b];
+  if (x->lost_ns != y->lost_ns) return x->lost_ns < y->lost_ns ? 1 : -1;
+  return x->step - y->step;
+}
+
+void cl_steps_attribute(const cl_st_inst *in, size_t n, uint32_t nsteps, cl_step_verdict *out, uint32_t *order) {
+  for (uint32_t k = 0; k < nsteps; k++) out[k] = (cl_step_verdict){(int32_t)k, -1, 0, 0, 0, 0};
+  rec *r = cl_xmalloc((n + 1) * sizeof *r);
+  size_t nr = 0;
+  for (size_t i = 0; i < n; i++) {
+    const cl_st_inst *x = &in[i];
+    if (x->step < 0 || (uint32_t)x->step >= nsteps) continue;
+    cl_step_verdict *v = &out[x->step];
+    v->ninst++; v->lost_ns += x->over_median_ns; v->wait_ns += x->wait_ns;
+    if (x->called && x->last >= 0) r[nr++] = (rec){x->step, x->last, x->wait_ns, x->margin_ns};
+  }
+  qsort(r, nr, sizeof *r, cmp_rec);
+  double best = 0;
+  for (size_t a = 0; a < nr;) {
+    size_t e = a; double w = 0, lat = 0;
+    while (e < nr && r[e].step == r[a].step && r[e].who == r[a].who) { w += r[e].wait; lat = fmax(lat, r[e].margin); e++; }
+    cl_step_verdict *v = &out[r[a].step];
+    if (v->culprit < 0) best = 0;
+    if (v->culprit < 0 || w > best) { v->culprit = r[a].who; v->lateness_ns = lat; best = w; }
+    a = e;
+  }
+  free(r);
+  for (uint32_t k = 0; k < nsteps; k++) order[k] = k;
+  g_sv = out;
+  qsort(order, nsteps, sizeof *order, cmp_lost);
+}
