@@ -83,9 +83,12 @@ lib: $(LIB) $(LIBLINK)
 LIB_A := $(BUILD)/libcommlens.a
 $(LIB_A): $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $(LIB_OBJ)
-$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h) $(CLI_HDR)
+$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+$(BUILD)/obj/tools/%.o: tools/%.c $(wildcard include/commlens/*.h common/*.h) $(CLI_HDR)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 ifeq ($(HAVE_CUPTI),)
 $(LIB):
 	@echo "commlens plugin not built: CUDA headers missing ($(CUPTI_INC)); set CUDA=<toolkit dir>"; exit 1

@@ -4,7 +4,7 @@
  * (pipeline/writer.c); the last finalize stops it; exit finishes the output; a fork child
  * starts over at its next init. */
 #include "plugin/plugin.h"
-#include "plugin/identity.h"
+#include "plugin/output/identity.h"
 #include "plugin/gpu/device.h"
 #include "common/config.h"
 #include "plugin/capture/gate.h"

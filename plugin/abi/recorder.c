@@ -3,7 +3,7 @@
  * state args, the calling thread and the time. tools/replay/replay.c drives the plugin with such
  * files. A diagnostic mode: it takes a mutex per call, so it is never on by default. */
 #include "plugin/abi/recorder.h"
-#include "plugin/identity.h"
+#include "plugin/output/identity.h"
 #include "plugin/gpu/device.h"
 #include "common/clock.h"
 #include "common/config.h"

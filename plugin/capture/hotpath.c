@@ -4,7 +4,7 @@
  * Each call writes one fixed-size record into the calling thread's ring and returns; a full
  * ring drops the record and counts it; the id is still handed out, so children of a dropped
  * event keep their parent link. */
-#include "plugin/plugin.h"
+#include "plugin/capture/hotpath.h"
 #include "common/clock.h"
 #include "plugin/capture/gate.h"
 #include "plugin/capture/ring.h"

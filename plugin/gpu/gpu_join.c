@@ -1,7 +1,7 @@
 /* gpu_join.c: see gpu_join.h. Tables are small open-addressed maps and FIFO windows, bounded
  * by count; what falls out of them is counted, never waited for. Writer thread only. */
 #include "plugin/gpu/gpu_join.h"
-#include "plugin/output/gpu_slices.h"
+#include "plugin/gpu/gpu_slices.h"
 #include "common/grow.h"
 #include "common/config.h"
 #include <stdio.h>

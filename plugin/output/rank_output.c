@@ -2,7 +2,7 @@
  * text of one rank; nothing here decides what to do about a failure. */
 #include "plugin/output/rank_output.h"
 #include "common/config.h"
-#include "plugin/identity.h"
+#include "plugin/output/identity.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #include "common/config.h"
 #include "plugin/capture/gate.h"
 #include "plugin/gpu/cupti.h"
-#include "plugin/identity.h"
+#include "plugin/output/identity.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>

@@ -6,7 +6,7 @@
 #include "common/config.h"
 #include "plugin/capture/ring.h"
 #include "plugin/gpu/cupti.h"
-#include "plugin/identity.h"
+#include "plugin/output/identity.h"
 #include <stdio.h>
 #include <string.h>
 

@@ -15,7 +15,7 @@
 #include "plugin/pipeline/drain.h"
 #include "plugin/pipeline/format.h"
 #include "plugin/pipeline/self_stats.h"
-#include "plugin/identity.h"
+#include "plugin/output/identity.h"
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

@@ -1,14 +1,15 @@
 /* test_clock_identity.c: the boot id and clock-sync state the trace header carries
- * (plugin/clock_identity.c). A boot id is written only when the file holds exactly one UUID;
+ * (plugin/output/clock_identity.c). A boot id is written only when the file holds exactly one UUID;
  * a missing, empty, oversized, malformed or linked file leaves it out, and so does a failed
  * adjtimex for clock_sync: never an empty string or a guess. */
 #include "tl.h"
-#include "plugin/clock_identity.h"
-#include <sys/timex.h>
-#include <unistd.h>
+#include "plugin/output/clock_identity.h"
+#include "exporters/strbuf.h"
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/timex.h>
+#include <unistd.h>
 
 static char g_dir[] = "/tmp/commlens-bootid-XXXXXX";
 

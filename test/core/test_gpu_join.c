@@ -6,7 +6,7 @@
 #include "plugin/output/participants.h"
 #include "exporters/summary.h"
 #include "common/nccl.h"
-#include "plugin/output/gpu_slices.h"
+#include "plugin/gpu/gpu_slices.h"
 #include "plugin/output/tracks.h"
 #include "plugin/gpu/exposure.h"
 #include "common/grow.h"

@@ -20,7 +20,7 @@
 #include "plugin/output/names.h"
 #include "plugin/output/nccl_slices.h"
 #include "plugin/output/participants.h"
-#include "plugin/output/gpu_slices.h"
+#include "plugin/gpu/gpu_slices.h"
 #include "plugin/output/tracks.h"
 #include "plugin/pipeline/assemble.h"
 #include <json-c/json.h>

@@ -1,23 +1,24 @@
 #!/bin/sh
-# check_outputs.sh: the CLI's outputs for every kept trace directory under test/data/traces/ and
-# for one synthetic job (bench/gen_traces.c: late rank, slow channel, proxy steps, NVTX steps,
-# clock offsets; deterministic), byte for byte against the goldens in test/data/golden/<dir>/: `commlens report` (text),
-# `report --json`, the `report --html` page, and `merge` as Chrome JSON and as Perfetto protobuf.
-# Text and JSON goldens are kept plain (a failure shows the diff), the HTML page and the merged
-# JSON gzipped (a failure shows the diff of the unpacked files), the pftrace as its sha256 (the
-# merged JSON carries the same events: its diff shows what moved).
-# The recordings of test/data/real/ are not here: a replay's trace varies run to run (each replay
-# process starts its own virtual clock, so ranks' offsets differ, and the GPU lanes and thread
-# tracks follow the replay's real pacing); test/abi/test_real_runs.c checks their meaning.
+# check_outputs.sh: the CLI's outputs for every kept trace directory under test/data/ (the
+# directories holding *.trace.json[.gz]: test/data/traces/*, test/data/verdict/*) and for one
+# synthetic job (bench/gen_traces.c: late rank, slow channel, proxy steps, NVTX steps, clock
+# offsets; deterministic), byte for byte against the goldens in test/data/golden/<set>/<dir>/:
+# `commlens report` (text), `report --json`, the `report --html` page, and `merge` as Chrome
+# JSON and as Perfetto protobuf. The text golden is kept plain, the others gzipped while that
+# stays under GZ_MAX bytes (a failure shows the diff of the unpacked files), else, and for
+# every pftrace, as a sha256 (the merged JSON, or the report, then shows what moved).
+# The recordings of test/data/real/ are not here: a replay's trace varies run to run (each
+# replay process starts its own virtual clock, so ranks' offsets differ, and the GPU lanes and
+# thread tracks follow the replay's real pacing); test/abi/test_real_runs.c checks them.
 #
 # usage: check_outputs.sh CLI            check (prints "golden/outputs: N passed, N failed")
 #        check_outputs.sh CLI --update   rewrite the goldens from CLI (only for intended changes)
-# Run from the repository root: paths inside the outputs are the relative ones used here.
 cli=${1:?usage: check_outputs.sh CLI [--update]}
 mode=${2:-check}
 case $cli in /*) ;; *) cli=$PWD/$cli ;; esac
 cd "$(dirname "$0")/../.." || exit 1
 regen="sh test/tools/check_outputs.sh $cli --update"
+GZ_MAX=150000
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/commlens-golden-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 passed=0; failed=0
@@ -37,44 +38,53 @@ outputs() {
     "$3/page.html" "$3/report.html" "$(pwd -P)")
 }
 
+# keep FILE GOLDEN_BASE [plain]: writes the golden of FILE as GOLDEN_BASE (plain), .gz or .sha256
+keep() {
+  rm -f "$2" "$2.gz" "$2.sha256"
+  if [ "${3:-}" = plain ]; then cp "$1" "$2"
+  elif case $1 in *.pftrace) false ;; esac && [ "$(gzip -9n <"$1" | wc -c)" -le $GZ_MAX ]; then gzip -9n <"$1" >"$2.gz"
+  else sha256sum <"$1" | cut -d' ' -f1 >"$2.sha256"; fi
+}
+
+# same NAME GOT GOLDEN_BASE: one comparison, counted; a diff on failure where the golden has text
+same() {
+  if [ -f "$3" ]; then want=$3
+  elif [ -f "$3.gz" ]; then gunzip <"$3.gz" >"$tmp/want"; want=$tmp/want
+  elif [ -f "$3.sha256" ]; then
+    if [ "$(sha256sum <"$2" | cut -d' ' -f1)" = "$(cat "$3.sha256")" ]; then passed=$((passed+1)); return; fi
+    failed=$((failed+1)); echo "  FAIL $1: its sha256 is not $(cat "$3.sha256") (kept as a hash only: compare with an older build's output)"
+    return
+  else failed=$((failed+1)); echo "  FAIL $1: no golden $3[.gz|.sha256]"; return; fi
+  if cmp -s "$2" "$want"; then passed=$((passed+1)); return; fi
+  failed=$((failed+1))
+  echo "  FAIL $1 differs from its golden:"
+  diff -u "$want" "$2" | head -n 40 | sed 's/^/    /'
+}
+
 # the synthetic jobs: 4 ranks of 1,500 events, written by one process (pids 1000..1003), on one
 # host (one clock), and on four hosts with planted clock offsets (the clock model's intervals)
-mkdir -p "$tmp/synth/synthetic-4rank" "$tmp/synth/synthetic-4host"
+mkdir -p "$tmp/synthetic/synthetic-4rank" "$tmp/synthetic/synthetic-4host"
 if ! ${CC:-cc} -O2 -Itest/tools -o "$tmp/gen_traces" bench/gen_traces.c -lz ||
-   ! "$tmp/gen_traces" "$tmp/synth/synthetic-4rank" 4 1500 1 ||
-   ! "$tmp/gen_traces" "$tmp/synth/synthetic-4host" 4 1500 1 --per-host 1; then
+   ! "$tmp/gen_traces" "$tmp/synthetic/synthetic-4rank" 4 1500 1 ||
+   ! "$tmp/gen_traces" "$tmp/synthetic/synthetic-4host" 4 1500 1 --per-host 1; then
   echo "  FAIL cannot build or run bench/gen_traces.c"; failed=$((failed+1))
 fi
 
-# same NAME GOT WANT: one comparison, counted; a diff (or the first differing bytes) on failure
-same() {
-  if cmp -s "$2" "$3"; then passed=$((passed+1)); return; fi
-  failed=$((failed+1))
-  echo "  FAIL $1 differs from its golden:"
-  diff -u "$3" "$2" | head -n 40 | sed 's/^/    /'
-}
-
-for d in test/data/traces/*/ "$tmp/synth/synthetic-4rank/" "$tmp/synth/synthetic-4host/"; do
-  d=${d%/}; name=$(basename "$d"); gold=test/data/golden/$name; out=$tmp/out/$name
+dirs=$(for f in test/data/*/*/*.trace.json test/data/*/*/*.trace.json.gz; do [ -f "$f" ] && dirname "$f"; done | sort -u)
+for d in $dirs "$tmp/synthetic/synthetic-4rank" "$tmp/synthetic/synthetic-4host"; do
+  name=$(basename "$d"); set_=$(basename "$(dirname "$d")"); gold=test/data/golden/$set_/$name; out=$tmp/out/$set_/$name
   mkdir -p "$out"
   if ! outputs "$(dirname "$d")" "$name" "$out"; then
-    failed=$((failed+1)); echo "  FAIL $name: the CLI failed:"; sed 's/^/    /' "$out/stderr"; continue
+    failed=$((failed+1)); echo "  FAIL $set_/$name: the CLI failed:"; sed 's/^/    /' "$out/stderr"; continue
   fi
   if [ "$mode" = --update ]; then
     mkdir -p "$gold"
-    cp "$out/report.txt" "$out/report.json" "$gold/"
-    gzip -9n <"$out/report.html" >"$gold/report.html.gz"
-    gzip -9n <"$out/merge.json" >"$gold/merge.json.gz"
-    (cd "$out" && sha256sum merge.pftrace) >"$gold/merge.pftrace.sha256"
+    keep "$out/report.txt" "$gold/report.txt" plain
+    for f in report.json report.html merge.json merge.pftrace; do keep "$out/$f" "$gold/$f"; done
     echo "  wrote $gold"; passed=$((passed+1)); continue
   fi
-  if [ ! -d "$gold" ]; then failed=$((failed+1)); echo "  FAIL $name: no goldens in $gold"; continue; fi
-  same "$name/report.txt" "$out/report.txt" "$gold/report.txt"
-  same "$name/report.json" "$out/report.json" "$gold/report.json"
-  gunzip <"$gold/report.html.gz" >"$tmp/want.html"; same "$name/report.html" "$out/report.html" "$tmp/want.html"
-  gunzip <"$gold/merge.json.gz" >"$tmp/want.json"; same "$name/merge.json" "$out/merge.json" "$tmp/want.json"
-  if (cd "$out" && sha256sum -c --status "$OLDPWD/$gold/merge.pftrace.sha256"); then passed=$((passed+1))
-  else failed=$((failed+1)); echo "  FAIL $name/merge.pftrace: its sha256 is not $(cut -d' ' -f1 "$gold/merge.pftrace.sha256")"; fi
+  if [ ! -d "$gold" ]; then failed=$((failed+1)); echo "  FAIL $set_/$name: no goldens in $gold"; continue; fi
+  for f in report.txt report.json report.html merge.json merge.pftrace; do same "$set_/$name/$f" "$out/$f" "$gold/$f"; done
 done
 [ "$failed" -eq 0 ] || echo "  if the change is intended, regenerate the goldens: $regen"
 echo "golden/outputs: $passed passed, $failed failed"

@@ -2,11 +2,12 @@
  * model loaded from synthetic jobs with known behaviour (synth_gen.h): the late rank is every
  * instance's culprit, named once (the blame measurement and the analysis agree on it and on
  * each instance's wait), ranked first; the slow channel leads the channel table; a job with
- * no late rank names none persistently. */
+ * no late rank names none persistently; the verdict's kinds keep their documented names. */
 #include "tl.h"
 #include "synth_gen.h"
 #include "tools/commlens/analyse/analysis.h"
 #include "tools/commlens/analyse/clock_align.h"
+#include "tools/commlens/analyse/straggler.h"
 #include <math.h>
 #include <unistd.h>
 
@@ -100,6 +101,14 @@ TL_TEST(no_late_rank_no_persistent_culprit) {
   cl_analysis_free(&an);
   cl_job_free(&job); cl_cm_free(&g_cm);
   if (!tl_cur_failed) cleanup(dir);
+}
+
+/* report --json's verdict.kind values are a stable schema (docs/verdict.md). */
+TL_TEST(verdict_kinds_keep_their_documented_names) {
+  CHECK(!strcmp(cl_sg_kind_name(CL_SG_STRAGGLER), "straggler"), "%s", cl_sg_kind_name(CL_SG_STRAGGLER));
+  CHECK(!strcmp(cl_sg_kind_name(CL_SG_STALLS_ONLY), "stalls_only"), "%s", cl_sg_kind_name(CL_SG_STALLS_ONLY));
+  CHECK(!strcmp(cl_sg_kind_name(CL_SG_NONE), "none"), "%s", cl_sg_kind_name(CL_SG_NONE));
+  CHECK(!strcmp(cl_sg_kind_name(CL_SG_NO_DATA), "no_data"), "%s", cl_sg_kind_name(CL_SG_NO_DATA));
 }
 
 TL_MAIN("tools/analyse")

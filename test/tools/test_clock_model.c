@@ -3,8 +3,8 @@
  * times look like; offsets of several ms and 20 ppm drift over an hour between hosts are
  * recovered inside the stated interval; a lateness inside the interval is never called. */
 #include "tl.h"
-#include "tools/commlens/base/util.h"
 #include "tools/commlens/analyse/clock_model.h"
+#include "tools/commlens/base/util.h"
 #include <math.h>
 
 static uint64_t rng_state;

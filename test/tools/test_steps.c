@@ -3,8 +3,8 @@
  * layer) sequences behind a start-up prefix, with extra and missing collectives; and the
  * per-step verdict. */
 #include "tl.h"
-#include "tools/commlens/base/util.h"
 #include "tools/commlens/analyse/steps.h"
+#include "tools/commlens/base/util.h"
 
 enum { AR = 1, AG = 2, RS = 3, BC = 4 };
 typedef struct { CL_VEC(cl_st_coll) c; int64_t t; CL_VEC(int32_t) truth; } seq;

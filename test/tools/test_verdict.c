@@ -4,9 +4,9 @@
  * alternating and GPU-side stragglers, a one-off 400 ms stall, start-up outliers; and a
  * property test: over many clean jobs the false-accusation rate stays under the stated one. */
 #include "tl.h"
-#include "tools/commlens/base/util.h"
 #include "tools/commlens/analyse/straggler.h"
 #include "tools/commlens/analyse/steps.h"
+#include "tools/commlens/base/util.h"
 #include <math.h>
 
 static uint64_t rng_state;

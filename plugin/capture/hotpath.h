@@ -1,0 +1,15 @@
+/* hotpath.h: the hot path the ABI shims call (plugin/capture/hotpath.c), for every event NCCL
+ * starts, stops or updates. */
+#ifndef COMMLENS_HOTPATH_H
+#define COMMLENS_HOTPATH_H
+#include "commlens/event.h"
+#include <stdint.h>
+
+/* ---- hot path: no allocation, no lock, no system call but the vDSO clock ---- */
+/* Starts an event; returns the handle for NCCL (never NULL unless disabled). payload_bytes
+ * counts the union member used (rank/pad come on top). */
+void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint64_t parent,
+                     const cl_payload *p, unsigned payload_bytes);
+void cl_event_stop(void *handle);
+void cl_event_state(void *handle, int state, uint64_t arg);
+#endif
