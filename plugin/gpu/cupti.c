@@ -450,14 +450,26 @@ void cl_cupti_flush(int force) {
 static struct { const char *raw, *shown; uint64_t h; } g_names[CL_CUPTI_NAMES];
 static size_t g_nnames;
 
+/* The entry last found for a name pointer: CUPTI hands the same kernel's name at the same
+ * address in record after record, and hashing a long C++ name per record cost more than the
+ * rest of a record's parse. A hit is checked against the text, so a reused address is safe. */
+#define CL_NAME_CACHE 256
+static struct { const char *raw; size_t slot; } g_name_cache[CL_NAME_CACHE];
+
 static const char *intern(const char *raw) {
   if (!raw) return "(unknown)";
+  size_t ci = ((uintptr_t)raw >> 4) & (CL_NAME_CACHE - 1);
+  if (g_name_cache[ci].raw == raw && strcmp(g_names[g_name_cache[ci].slot].raw, raw) == 0)
+    return g_names[g_name_cache[ci].slot].shown;
   uint64_t h = 1469598103934665603ull;
   for (const unsigned char *p = (const unsigned char *)raw; *p; p++) h = (h ^ *p) * 1099511628211ull;
   size_t i = h & (CL_CUPTI_NAMES - 1);
   for (size_t k = 0; k < CL_CUPTI_NAMES; k++, i = (i + 1) & (CL_CUPTI_NAMES - 1)) {
     if (!g_names[i].raw) break;
-    if (g_names[i].h == h && strcmp(g_names[i].raw, raw) == 0) return g_names[i].shown;
+    if (g_names[i].h == h && strcmp(g_names[i].raw, raw) == 0) {
+      g_name_cache[ci].raw = raw; g_name_cache[ci].slot = i;
+      return g_names[i].shown;
+    }
   }
   if (g_names[i].raw || g_nnames >= CL_CUPTI_NAMES * 3 / 4) return "(kernel)";  /* table full */
   char *copy = strdup(raw);
@@ -470,6 +482,7 @@ static const char *intern(const char *raw) {
   }
   g_names[i].raw = copy; g_names[i].shown = shown; g_names[i].h = h;
   g_nnames++;
+  g_name_cache[ci].raw = raw; g_name_cache[ci].slot = i;
   return shown;
 }
 

@@ -79,6 +79,7 @@ struct cl_gj {
   cl_gj_exposed_fn fn;
   void *arg;
   int by_stream;                         /* no launch records: join NCCL kernels by stream order */
+  int draw_compute;                      /* a slice per compute kernel (cl_gj_draw_compute) */
   kl_win win[NWIN];
   uint64_t nwin_total;
   stream_q *sq;                          /* NSQ of them (with launch records: a check only) */
@@ -228,6 +229,7 @@ cl_gj *cl_gj_new(cl_parts *parts, int by_stream) {
 }
 
 int cl_gj_by_stream(const cl_gj *g) { return g->by_stream; }
+void cl_gj_draw_compute(cl_gj *g, int on) { g->draw_compute = on != 0; }
 
 void cl_gj_free(cl_gj *g) {
   if (!g) return;
@@ -283,9 +285,15 @@ static span_ent *span_slot(cl_gj *g, uint64_t group, uint32_t comm, int make) {
  * ("ncclDevKernel_...", "_Z39ncclDevKernel_...", "ncclSymkDevKernel_..."). */
 static int is_nccl_name(const char *n) {
   if (!n) return 0;
-  char head[48];
-  snprintf(head, sizeof head, "%s", n);
-  return strstr(head, "ncclDevKernel") || strstr(head, "ncclKernel") || strstr(head, "ncclSymk");
+  /* a match within the first 47 characters; no copy of the name (every compute kernel comes
+   * through here: copying a long C++ name cost more than the rest of the record's work) */
+  static const struct { const char *s; size_t n; } pat[] = {{"ncclDevKernel", 13}, {"ncclKernel", 10}, {"ncclSymk", 8}};
+  for (size_t i = 0; i < 47 && n[i]; i++) {
+    if (n[i] != 'n') continue;
+    for (size_t k = 0; k < sizeof pat / sizeof *pat; k++)
+      if (i + pat[k].n <= 47 && !strncmp(n + i, pat[k].s, pat[k].n)) return 1;
+  }
+  return 0;
 }
 
 /* Counts a replayed kernel no collective claimed as communication on its own. Its tag carries
@@ -535,7 +543,10 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   gj_part *q = dev_state(g, (int)k->device);   /* the kernel's GPU's trace */
   if (!q) return 1;
   if (nccl && !known) q->by_name++;
-  cl_draw_gpu_kernel(q->p->ct, k, nccl);
+  /* compute kernels: a slice each only when asked (COMMLENS_CUPTI=full); the default keeps
+   * them as exposure's compute intervals and a count (a slice cost more CPU than all the rest
+   * of a record's work: docs/decisions.md) */
+  if (nccl || g->draw_compute) cl_draw_gpu_kernel(q->p->ct, k, nccl);
   if (!nccl) {
     q->compute_kernels++;
     cl_expo_add_compute(g->expo, k->device, k->start_ns, k->end_ns);
