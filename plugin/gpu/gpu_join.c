@@ -281,19 +281,10 @@ static span_ent *span_slot(cl_gj *g, uint64_t group, uint32_t comm, int make) {
   return old;
 }
 
-/* Fallback only (CUDA-graph replays, ABI < v5): NCCL's kernel names, demangled or not
- * ("ncclDevKernel_...", "_Z39ncclDevKernel_...", "ncclSymkDevKernel_..."). */
-static int is_nccl_name(const char *n) {
-  if (!n) return 0;
-  /* a match within the first 47 characters; no copy of the name (every compute kernel comes
-   * through here: copying a long C++ name cost more than the rest of the record's work) */
-  static const struct { const char *s; size_t n; } pat[] = {{"ncclDevKernel", 13}, {"ncclKernel", 10}, {"ncclSymk", 8}};
-  for (size_t i = 0; i < 47 && n[i]; i++) {
-    if (n[i] != 'n') continue;
-    for (size_t k = 0; k < sizeof pat / sizeof *pat; k++)
-      if (i + pat[k].n <= 47 && !strncmp(n + i, pat[k].s, pat[k].n)) return 1;
-  }
-  return 0;
+/* Fallback only (CUDA-graph replays, ABI < v5, the join by stream order): NCCL's kernel names
+ * (cupti.h), told once per distinct name by the bridge when it can. */
+static int is_nccl_name(const cl_gpu_activity *k) {
+  return k->name_class ? k->name_class == CL_GPU_NAME_NCCL : cl_gpu_is_nccl_name(k->name);
 }
 
 /* Counts a replayed kernel no collective claimed as communication on its own. Its tag carries
@@ -537,7 +528,7 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   else if (g->by_stream || k->graph_node || force || !g->nwin_total) {
     /* no launch record of its own (a graph replay carries the graph launch's correlation id;
      * a runtime launch; no KernelLaunch events): by name */
-    nccl = is_nccl_name(k->name);
+    nccl = is_nccl_name(k);
   }
   else return 0;
   gj_part *q = dev_state(g, (int)k->device);   /* the kernel's GPU's trace */
