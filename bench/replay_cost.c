@@ -449,7 +449,10 @@ static int fn_is(const char *fn, const char **set) {
 static ir_split callgrind_split(const char *cg_out) {
   ir_split s = {0, 0};
   char cmd[4400];
-  snprintf(cmd, sizeof cmd, "callgrind_annotate --inclusive=yes --threshold=100 '%s' 2>/dev/null", cg_out);
+  /* from /: inside the source tree callgrind_annotate shortens paths and then splits a function
+   * whose code is partly inlined from a header into entries per file, and the inclusive count
+   * of the function's own entry shrinks to what its own file holds */
+  snprintf(cmd, sizeof cmd, "cd / && callgrind_annotate --inclusive=yes --threshold=100 '%s' 2>/dev/null", cg_out);
   FILE *p = popen(cmd, "r");
   if (!p) return s;
   char line[8192];
@@ -542,12 +545,18 @@ static int usage(void) {
           "                         [--lib PLUGIN.so] [--null NULL.so] [--fake-cupti LIBCUPTI.so] [--data DIR]\n"
           "                         [RECORDING ...]   (a name under --data, or a .rec.gz path; ABI v5/v6)\n"
           "       bench-replay-cost --make-stream REC.rec.gz OUT.rec.gz COPIES ABI   (the stream it replays)\n"
+          "       bench-replay-cost --split CALLGRIND.OUT   (its launch-side and writer-side instructions)\n"
           "       bench-replay-cost --child PLUGIN.so STREAM.rec.gz LIBCUPTI.so COMPUTE (one replay: result on fd 3)\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
   if (argc == 6 && !strcmp(argv[1], "--child")) return child_main(argv[2], argv[3], argv[4], atoi(argv[5]));
+  if (argc == 3 && !strcmp(argv[1], "--split")) {   /* a callgrind file's launch and writer counts */
+    ir_split sp = callgrind_split(argv[2]);
+    printf("launch %.0f writer %.0f\n", sp.launch, sp.writer);
+    return 0;
+  }
   if (argc == 6 && !strcmp(argv[1], "--make-stream")) {   /* for a run by hand (callgrind_annotate) */
     stream_counts c;
     if (make_stream(argv[2], argv[3], atoi(argv[4]), MASK_DEFAULT, atoi(argv[5]), &c)) return 1;

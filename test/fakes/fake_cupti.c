@@ -117,7 +117,6 @@ FAKE_API CUptiResult cuptiActivityGetNextRecord(uint8_t *b, size_t valid, CUpti_
 static pthread_mutex_t g_smu = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *g_sbuf;
 static size_t g_ssize, g_sused;
-static uint64_t g_srefused;
 
 static void script_complete(void) {   /* g_smu held */
   if (g_sbuf) dn(0, 0, g_sbuf, g_ssize, g_sused);
@@ -128,7 +127,7 @@ static void script_complete(void) {   /* g_smu held */
 FAKE_API void commlens_fake_cupti_script(void) { atomic_store(&g_script, 1); }
 
 /* Appends one CONCURRENT_KERNEL record (times on the timestamp callback's clock; `name` must
- * live until the program exits). 0, or -1 when no client has buffers for it (counted). */
+ * live until the program exits). 0, or -1 when no client has buffers for it (the caller counts). */
 FAKE_API int commlens_fake_cupti_push_kernel(uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
                                              uint32_t corr, const char *name) {
   CUpti_ActivityKernel10 k;
@@ -146,7 +145,6 @@ FAKE_API int commlens_fake_cupti_push_kernel(uint64_t start, uint64_t end, uint3
   }
   int rc = -1;
   if (g_sbuf) { put(g_sbuf + g_sused, &k, sizeof k); g_sused += need; rc = 0; }
-  else g_srefused++;
   pthread_mutex_unlock(&g_smu);
   return rc;
 }
