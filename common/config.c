@@ -187,7 +187,7 @@ static const cl_var g_vars[] = {
    "GPU timing from CUPTI: kernels (every collective and p2p operation GPU-timed from CUPTI's "
    "kernel records alone, matched to NCCL's launches by stream and launch order; exposed "
    "communication per collective, rank, communicator and NVTX step; on says the same), full "
-   "(also CUDA launch calls, memcpy and memset: NCCL's kernels matched by correlation id; "
+   "(also a slice per compute kernel, CUDA launch calls, memcpy and memset: NCCL's kernels matched by correlation id; "
    "costs more per launch, see README), off (NCCL's own events only)", p_cupti},
   {"COMMLENS_CUPTI_LIB", "(search)",
    "path of libcupti to load; default: the one already loaded, then libcupti.so(.13/.12) on the "

@@ -141,6 +141,7 @@ static int setup(void) {
    * finish again here makes it run while CUPTI is still whole. */
   if (cupti) atexit(cl_writer_finish);
   if (cupti) g_run.gj = cl_gj_new(g_run.parts, !cl_cupti_launch_records());
+  if (g_run.gj) cl_gj_draw_compute(g_run.gj, cl_cfg.cupti == CL_CUPTI_FULL);
   if (cupti && !g_run.gj) cl_cupti_stop();
   static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
   g_run.asm_ = cl_asm_new(g_run.parts, g_run.gj, &deps);
