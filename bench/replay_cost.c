@@ -1,6 +1,6 @@
 /* replay_cost.c: what the plugin costs on the CPU per collective and per compute-kernel record,
  * in the default mode. Recorded real NCCL event streams (test/data/real/, .rec.gz) are replayed
- * as fast as possible through the exported ncclProfiler_vN table (test/lib/replay.c), filtered to
+ * as fast as possible through the exported ncclProfiler_vN table (tools/replay/replay.c), filtered to
  * the events NCCL sends for the default mask and repeated so that per-run costs (start, files,
  * summary) fall out of a slope between two lengths. The stand-in libcupti (test/fakes/fake_cupti.c,
  * scripted) hands the plugin a kernel record for every NCCL launch and, on request, compute-kernel

@@ -7,6 +7,7 @@
  * messages go to /dev/null. */
 #include "tools/commlens/merge/merge.h"
 #include "tools/commlens/render/report.h"
+#include "tools/commlens/analyse/clock_align.h"
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,9 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cl_job job;
   if (cl_job_load(&job, dirs, 1, 1) > 0) {
     cl_job_instances(&job);
-    cl_job_align(&job);
+    cl_clock_model cm;
+    cl_clock_align(&job, &cm);
     cl_analysis an;
-    cl_analyse(&job, &an);
+    cl_analyse(&job, &cm, &an);
     if (size & 1) cl_render_json(&job, &an, g_null); else cl_render_text(&job, &an, 3, g_null);
     cl_analysis_free(&an);
     char out[400];
@@ -65,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       json_object_put(o);
     }
     unlink(out);
+    cl_cm_free(&cm);
   }
   cl_job_free(&job);
   for (int i = 0; i < nf; i++) unlink(paths[i]);
