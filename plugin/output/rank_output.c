@@ -40,10 +40,7 @@ void cl_out_name(cl_rank_output *o, const char *dir, int gzip, const cl_out_who 
   snprintf(o->path, sizeof o->path, "%s.trace.json%s", o->base, gzip ? ".gz" : "");
 }
 
-int cl_out_prepare(const char *dir, char *spill, size_t n, const char **what) {
-  char host[128];
-  safe_name(host, sizeof host, cl_proc.host);
-  snprintf(spill, n, "%s/commlens-%s-%d.spill", dir, host, (int)cl_proc.pid);
+int cl_out_prepare(const char *dir, const char **what) {
   *what = "cannot create the output directory";
   return mkdir_p(dir);
 }

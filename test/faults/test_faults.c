@@ -466,21 +466,7 @@ H_CHILD(same_rank_writer) {
 
 /* ---- the parent side: one fresh process per case ------------------------------------ */
 static void run_case(const char *name, const char *const *extra, const char *subdir) {
-  char dir[256], dd[400], direnv[420];
-  h_fresh_dir(dir, sizeof dir);
-  snprintf(dd, sizeof dd, "%s%s", dir, subdir ? subdir : "");
-  snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s", dd);
-  const char *env[16];
-  int n = 0;
-  env[n++] = direnv;
-  env[n++] = "COMMLENS_SUMMARY=off";
-  env[n++] = "COMMLENS_CUPTI=0";
-  for (int i = 0; extra && extra[i] && n < 15; i++) env[n++] = extra[i];
-  env[n] = NULL;
-  int rc = h_spawn(name, env);
-  CHECK(rc == 0, "case %s exited %d (dir %s)", name, rc, dir);
-  if (!tl_cur_failed) h_rm_rf(dir);
-  else fprintf(stderr, "  kept %s\n", dir);
+  h_run_case(name, (const char *const[]){"COMMLENS_CUPTI=0", NULL}, extra, subdir);
 }
 
 TL_TEST(output_dir_missing_is_created) { run_case("missing_dir", NULL, "/a/b/c"); }
