@@ -7,6 +7,7 @@
  * lock released, each on a region nobody else touches until the lock is taken again. */
 #include "plugin/pipeline/staging.h"
 #include "plugin/pipeline/spill_codec.h"
+#include "plugin/pipeline/spill_strings.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -35,6 +36,7 @@ struct cl_stage {
   int writing;                             /* the drain writes a chunk, lock released */
   int resetting;                           /* the consumer truncates the file, lock released */
   char dir[1400];                          /* where the spill file lives, unnamed */
+  cl_spill_strings *strs;                  /* the spilled records' strings, by index */
   cl_rec **pool;                           /* free chunk buffers */
   uint32_t npool;
 };
@@ -51,7 +53,8 @@ cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_dir) {
   s->rbuf_for = -1;
   pthread_mutex_init(&s->mu, NULL);
   snprintf(s->dir, sizeof s->dir, "%s", spill_dir ? spill_dir : "");
-  if (!s->q || !s->pool) { free(s->q); free(s->pool); free(s); return NULL; }
+  s->strs = cl_spill_strings_new();
+  if (!s->q || !s->pool || !s->strs) { free(s->q); free(s->pool); cl_spill_strings_free(s->strs); free(s); return NULL; }
   s->wbuf = malloc(CL_SPILL_ENC_MAX(CHUNK_SLOTS));
   if (s->wbuf) memset(s->wbuf, 0, CL_SPILL_ENC_MAX(CHUNK_SLOTS));
   /* The in-memory chunks are allocated and touched now, not at the first burst: a page
@@ -85,6 +88,7 @@ void cl_stage_free(cl_stage *s) {
   if (s->fd >= 0) close(s->fd);              /* it has no name: closing frees it */
   free(s->pool);
   free(s->q);
+  cl_spill_strings_free(s->strs);
   free(s);
 }
 
@@ -140,6 +144,7 @@ static void seal(cl_stage *s, int may_unlock) {
     if (s->fd >= 0 && s->wbuf) {
       s->writing = 1;
       if (may_unlock) pthread_mutex_unlock(&s->mu);
+      cl_spill_strings_out(s->strs, buf, c.used);   /* no pointer goes to disk */
       bytes = cl_spill_encode(buf, c.used, s->wbuf);
       w = pwrite(s->fd, s->wbuf, bytes, (off_t)c.off);
       if (may_unlock) pthread_mutex_lock(&s->mu);
@@ -209,8 +214,11 @@ static size_t peek_locked(cl_stage *s, const cl_rec **out) {
         int ok = 0;
         if (s->rbuf && s->ebuf) {
           pthread_mutex_unlock(&s->mu);
+          /* the file is not trusted: a chunk that decodes to anything but whole, well-formed
+           * records naming known strings is lost (counted), never followed */
           ok = pread(s->fd, s->ebuf, bytes, (off_t)off) == (ssize_t)bytes &&
-               cl_spill_decode(s->ebuf, bytes, s->rbuf, CHUNK_SLOTS) == used;
+               cl_spill_decode(s->ebuf, bytes, s->rbuf, CHUNK_SLOTS) == used &&
+               cl_spill_strings_in(s->strs, s->rbuf, used) == 0;
           pthread_mutex_lock(&s->mu);
         }
         c = &s->q[at];
