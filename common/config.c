@@ -70,10 +70,12 @@ static int p_buffer_mb(const char *v) {
   cl_cfg.buffer_bytes = m << 20;
   return 0;
 }
+static int g_ring_set;     /* COMMLENS_RING_KB was given (and valid) */
 static int p_ring_kb(const char *v) {
   uint64_t k;
   if (parse_u64(v, &k, 16, 1 << 20)) return -1;
   cl_cfg.ring_bytes = k << 10;
+  g_ring_set = 1;
   return 0;
 }
 static int p_bool(const char *v, int *out) {
@@ -237,8 +239,11 @@ static void settle_job_and_dir(void) {
   snprintf(cl_cfg.dir, sizeof cl_cfg.dir, "./commlens-%s", clean);
 }
 
+static void fit_rings(void);
+
 void cl_config_load(void) {
   set_defaults();
+  g_ring_set = 0;
   for (size_t i = 0; i < sizeof g_vars / sizeof g_vars[0]; i++) {
     const char *v = getenv(g_vars[i].name);
     if (!v) continue;
@@ -254,11 +259,27 @@ void cl_config_load(void) {
   }
 #endif
   if (cl_cfg.cupti) cl_cfg.mask |= CL_MASK_KERNEL_LAUNCH;
-  if (cl_cfg.ring_bytes > cl_cfg.buffer_bytes) {
-    cl_log(CL_LOG_WARN, "COMMLENS_RING_KB is larger than COMMLENS_BUFFER_MB; using one ring of %llu KiB",
-           (unsigned long long)(cl_cfg.buffer_bytes >> 10));
-    cl_cfg.ring_bytes = cl_cfg.buffer_bytes;
-  }
+  fit_rings();
+}
+
+/* A ring the budget cannot hold CL_RING_ROOM of shrinks to the largest power of two it can
+ * (at least 16 KiB: the smallest budget, 1 MiB, holds more), said once: before, a ring larger
+ * than the rings' share recorded nothing at all, and one that fitted once left the proxy
+ * thread without a ring. */
+static void fit_rings(void) {
+  cl_cfg.rings_bytes = cl_cfg.buffer_bytes / 4 * 3;
+  uint64_t fit = cl_cfg.rings_bytes / CL_RING_ROOM, ring = 16u << 10;
+  if (cl_cfg.ring_bytes <= fit) return;
+  while (ring * 2 <= fit) ring *= 2;
+  if (g_ring_set)
+    cl_log(CL_LOG_WARN, "COMMLENS_RING_KB=%llu does not fit COMMLENS_BUFFER_MB=%llu %d times (rings get 3/4 of it); "
+           "using rings of %llu KiB", (unsigned long long)(cl_cfg.ring_bytes >> 10),
+           (unsigned long long)(cl_cfg.buffer_bytes >> 20), CL_RING_ROOM, (unsigned long long)(ring >> 10));
+  else
+    cl_log(CL_LOG_WARN, "COMMLENS_BUFFER_MB=%llu cannot hold %d rings of the default %llu KiB (rings get 3/4 of it); "
+           "using rings of %llu KiB", (unsigned long long)(cl_cfg.buffer_bytes >> 20), CL_RING_ROOM,
+           (unsigned long long)(cl_cfg.ring_bytes >> 10), (unsigned long long)(ring >> 10));
+  cl_cfg.ring_bytes = ring;
 }
 
 void cl_config_print_table(void (*out)(const char *line, void *arg), void *arg) {

@@ -16,6 +16,7 @@
 
 #define CL_MAX_RINGS 1024
 #define CL_RING_MAX_BYTES (16u << 20)
+#define CL_RING_MIN_SLOTS 512   /* 16 KiB: the smallest ring a crowded budget hands out */
 #define CL_RING_SPARE 8          /* default-size rings the budget keeps for new threads */
 
 enum { CL_RING_FREE = 0, CL_RING_LIVE = 1, CL_RING_DEAD = 2 };

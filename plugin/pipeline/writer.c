@@ -226,7 +226,7 @@ static int setup(void) {
     disable_output(what, cl_cfg.dir, errno);
     return 0;
   }
-  g_run.stage = cl_stage_new(cl_cfg.buffer_bytes / 4, cl_cfg.dir);   /* the rest of the budget is rings */
+  g_run.stage = cl_stage_new(cl_cfg.buffer_bytes - cl_cfg.rings_bytes, cl_cfg.dir);
   if (!g_run.stage) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   g_out_ok = 1;
   return 0;

@@ -1,0 +1,96 @@
+/* test_sizes.c: buffer settings at the edges of their range, and what is counted when records
+ * are lost. A ring larger than the budget shrinks to fit and says so once; a budget too small
+ * for the threads present says so once and keeps recording what fits; every lost record is
+ * counted, and so is every event lost with its parent (a proxy step whose proxy op was
+ * dropped). Each case runs in a fresh process (the settings are read once). */
+#include "harness.h"
+#include "trace_read.h"
+#include <pthread.h>
+#include <unistd.h>
+
+static int64_t stat_of(const tr_trace *t, const char *key) {
+  int64_t v = -1;
+  CHECK(tr_stats_i64(t, key, &v) == 0, "commlensStats.%s missing", key);
+  return v;
+}
+
+/* 400 collectives of one rank, paced so that the drain keeps up: everything must be there. */
+H_CHILD(sized_job) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  h_counts c;
+  memset(&c, 0, sizeof c);
+  for (int i = 0; i < 400; i++) {
+    h_drive_coll(&p, ctx, &(h_opts){.network = 1}, (uint64_t)i, &c);
+    usleep(1000);
+  }
+  h_finalize(&p, ctx);
+  h_close(&p);
+  CHECK(h_bad_rc == 0, "%d calls failed", h_bad_rc);
+  long driven = 0;
+  for (int k = 0; k < 16; k++) driven += c.started[k];
+  tr_trace t;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t, NULL, 0)) return;
+  int64_t dropped = stat_of(&t, "dropped"), events = stat_of(&t, "events");
+  CHECK(tr_count(&t, 'X', "coll") == 400 && dropped == 0, "%zu of 400 collectives, %lld of %ld events, %lld records dropped",
+        tr_count(&t, 'X', "coll"), (long long)events, driven, (long long)dropped);
+  const char *say = getenv("SAYS");            /* the setting the one warning must name, or none */
+  int warns = h_log_count(CLABI_LOG_WARN, NULL);
+  if (say) CHECK(warns == 1 && h_log_count(CLABI_LOG_WARN, say) == 1, "want one warning naming %s; log:\n%s", say, h_log_text());
+  else CHECK(warns == 0, "warnings: %s", h_log_text());
+  tr_free(&t);
+}
+static void sized(const char *setting, const char *says) {
+  char s[64];
+  snprintf(s, sizeof s, "SAYS=%s", says ? says : "");
+  h_run_case("sized_job", (const char *const[]){"COMMLENS_CUPTI=0", setting, NULL},
+             says ? (const char *const[]){s, NULL} : NULL, NULL);
+}
+TL_TEST(ring_larger_than_the_budget_shrinks_and_records) { sized("COMMLENS_RING_KB=65536", "COMMLENS_RING_KB"); }
+TL_TEST(buffer_of_1_mb_records) { sized("COMMLENS_BUFFER_MB=1", "COMMLENS_BUFFER_MB"); }
+TL_TEST(buffer_of_2_mb_records) { sized("COMMLENS_BUFFER_MB=2", "COMMLENS_BUFFER_MB"); }
+TL_TEST(buffer_of_3_mb_records) { sized("COMMLENS_BUFFER_MB=3", "COMMLENS_BUFFER_MB"); }
+TL_TEST(buffer_of_4_mb_records) { sized("COMMLENS_BUFFER_MB=4", "COMMLENS_BUFFER_MB"); }
+TL_TEST(buffer_of_16_mb_records_silently) { sized("COMMLENS_BUFFER_MB=16", NULL); }
+
+/* More threads at once than a 1 MiB budget holds rings for: one message, the threads that got
+ * rings are recorded, every other record counted. */
+static h_plugin g_p;
+static void *g_ctx;
+static pthread_barrier_t g_bar;
+static void *group_burst(void *arg) {
+  (void)arg;
+  pthread_barrier_wait(&g_bar);               /* all alive at once */
+  for (int i = 0; i < 100; i++) {
+    h_event e = {.type = CLABI_EV_GROUP};
+    h_stop(&g_p, h_start(&g_p, g_ctx, &e, NULL));
+  }
+  pthread_barrier_wait(&g_bar);
+  return NULL;
+}
+H_CHILD(crowded_budget) {
+  enum { NT = 100 };
+  h_open_init(&g_p, 5, &g_ctx);
+  pthread_barrier_init(&g_bar, NULL, NT);
+  pthread_t t[NT];
+  for (int i = 0; i < NT; i++) pthread_create(&t[i], NULL, group_burst, NULL);
+  for (int i = 0; i < NT; i++) pthread_join(t[i], NULL);
+  h_finalize(&g_p, g_ctx);
+  h_close(&g_p);
+  tr_trace t2;
+  if (h_load_one_trace(getenv("COMMLENS_DIR"), &t2, NULL, 0)) return;
+  int64_t groups = (int64_t)tr_count(&t2, 'X', "group"), dropped = stat_of(&t2, "dropped");
+  CHECK(groups > 0 && groups < NT * 100, "%lld of %d groups recorded", (long long)groups, NT * 100);
+  CHECK(groups + dropped >= NT * 100, "%lld groups recorded, %lld records dropped: %lld lost uncounted",
+        (long long)groups, (long long)dropped, (long long)(NT * 100 - groups - dropped));
+  CHECK(h_log_count(CLABI_LOG_WARN, "COMMLENS_BUFFER_MB") == 1, "want one warning naming COMMLENS_BUFFER_MB; log:\n%s",
+        h_log_text());
+  tr_free(&t2);
+}
+TL_TEST(budget_too_small_for_the_threads_says_so_once) {
+  h_run_case("crowded_budget", (const char *const[]){"COMMLENS_CUPTI=0", "COMMLENS_BUFFER_MB=1", "COMMLENS_RING_KB=64", NULL},
+             NULL, NULL);
+}
+
+H_MAIN("core/sizes")
