@@ -50,6 +50,7 @@ cl_ring *cl_ring_claim(void) {
   int n = atomic_load(&g_nrings);
   uint64_t cap = default_cap();
   cl_ring *r = free_ring(n, cap);        /* reuse a recycled ring of the right size */
+  if (g_next_serial >= CL_SERIAL_LIMIT) { pthread_mutex_unlock(&g_ring_mu); return NULL; }  /* ids are spent */
   /* A budget too full for another default ring gives a smaller one (said once): a thread that
    * records some is better than one that records nothing. */
   uint64_t left = rings_budget() > g_bytes ? rings_budget() - g_bytes : 0;
@@ -243,6 +244,7 @@ void cl_rings_totals(cl_ring_totals *t) {
   int n = ring_count();
   for (int i = 0; i < n; i++) {
     t->dropped += atomic_load_explicit(&cl_rings[i].dropped, memory_order_relaxed);
+    t->dropped_children += atomic_load_explicit(&cl_rings[i].dropped_children, memory_order_relaxed);
     t->calls += atomic_load_explicit(&cl_rings[i].calls, memory_order_relaxed);
     t->sampled_ns += atomic_load_explicit(&cl_rings[i].sampled_ns, memory_order_relaxed);
     t->nsampled += atomic_load_explicit(&cl_rings[i].nsampled, memory_order_relaxed);

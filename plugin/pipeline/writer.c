@@ -58,7 +58,8 @@ static void gather(cl_run_stats *s, const cl_part *p) {
   s->dropped_ring = rt.dropped;
   s->dropped_no_ring = rt.unclaimed;
   s->dropped_staging = staging_dropped;
-  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + as.writer_drops;
+  s->dropped_children = rt.dropped_children;
+  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + rt.dropped_children + as.writer_drops;
   s->stale = as.stale;
   s->foreign = as.foreign;
   s->orphans = as.orphans;

@@ -5,6 +5,7 @@
  * dropped). Each case runs in a fresh process (the settings are read once). */
 #include "harness.h"
 #include "trace_read.h"
+#include <json-c/json.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -91,6 +92,98 @@ H_CHILD(crowded_budget) {
 TL_TEST(budget_too_small_for_the_threads_says_so_once) {
   h_run_case("crowded_budget", (const char *const[]){"COMMLENS_CUPTI=0", "COMMLENS_BUFFER_MB=1", "COMMLENS_RING_KB=64", NULL},
              NULL, NULL);
+}
+
+/* ---- children of a dropped parent ------------------------------------------------------- */
+/* The largest "dropped" anywhere in a JSON document (the report nests it per rank). */
+static int64_t max_dropped(json_object *o) {
+  int64_t m = -1;
+  if (json_object_is_type(o, json_type_object)) {
+    json_object_object_foreach(o, k, v) {
+      if (!strcmp(k, "dropped") && json_object_is_type(v, json_type_int) && json_object_get_int64(v) > m) m = json_object_get_int64(v);
+      int64_t c = max_dropped(v);
+      if (c > m) m = c;
+    }
+  } else if (json_object_is_type(o, json_type_array)) {
+    for (size_t i = 0; i < json_object_array_length(o); i++) {
+      int64_t c = max_dropped(json_object_array_get_idx(o, i));
+      if (c > m) m = c;
+    }
+  }
+  return m;
+}
+static pthread_barrier_t g_hold;
+static void *hold_a_ring(void *arg) {           /* claims a ring, keeps it until released */
+  (void)arg;
+  h_event e = {.type = CLABI_EV_GROUP};
+  h_stop(&g_p, h_start(&g_p, g_ctx, &e, NULL));
+  pthread_barrier_wait(&g_hold);
+  pthread_barrier_wait(&g_hold);
+  return NULL;
+}
+static void *g_ops[50];
+static void *start_ops(void *arg) {             /* a thread the budget has no ring left for */
+  (void)arg;
+  for (int i = 0; i < 50; i++) {
+    h_event e = {.type = CLABI_EV_PROXY_OP, .pid = getpid(), .channel = 0, .peer = 1, .nsteps = 1, .is_send = 1};
+    g_ops[i] = h_start(&g_p, g_ctx, &e, NULL);
+  }
+  return NULL;
+}
+/* Proxy ops whose starts are lost (their thread got no ring); their steps come from a thread
+ * that records: each step is lost with its op, and counted. */
+H_CHILD(children_of_dropped_ops) {
+  enum { HOLD = 12 };                           /* more than a 1 MiB budget has rings for */
+  h_open_init(&g_p, 5, &g_ctx);
+  h_event g = {.type = CLABI_EV_GROUP};
+  h_stop(&g_p, h_start(&g_p, g_ctx, &g, NULL)); /* this thread's ring first */
+  pthread_barrier_init(&g_hold, NULL, HOLD + 1);
+  pthread_t t[HOLD], ops;
+  for (int i = 0; i < HOLD; i++) pthread_create(&t[i], NULL, hold_a_ring, NULL);
+  pthread_barrier_wait(&g_hold);                /* every ring handed out */
+  pthread_create(&ops, NULL, start_ops, NULL);
+  pthread_join(ops, NULL);
+  pthread_barrier_wait(&g_hold);
+  for (int i = 0; i < HOLD; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < 50; i++) {                /* what NCCL's proxy thread does next */
+    h_event e = {.type = CLABI_EV_PROXY_STEP, .parent = g_ops[i], .step = 0};
+    void *s = h_start(&g_p, g_ctx, &e, NULL);
+    h_state(&g_p, s, CLABI_ST_STEP_SEND_WAIT, 4096);
+    h_stop(&g_p, s);
+    h_stop(&g_p, g_ops[i]);
+  }
+  h_finalize(&g_p, g_ctx);
+  h_close(&g_p);
+  CHECK(h_bad_rc == 0, "%d calls failed", h_bad_rc);
+  const char *dir = getenv("COMMLENS_DIR");
+  tr_trace t2;
+  if (h_load_one_trace(dir, &t2, NULL, 0)) return;
+  size_t ops_in = tr_count(&t2, 'X', "proxy_op"), steps_in = tr_count(&t2, 'X', "proxy_step");
+  int64_t children = -1;
+  tr_stats_i64(&t2, "dropped_children", &children);
+  CHECK(ops_in == 0 && steps_in == 0, "%zu proxy ops and %zu proxy steps drawn; their ops were never recorded", ops_in, steps_in);
+  CHECK(children == 50, "dropped_children %lld, want the 50 steps of the lost ops", (long long)children);
+  CHECK(stat_of(&t2, "dropped") >= 100, "dropped %lld: the 50 ops and their 50 steps", (long long)stat_of(&t2, "dropped"));
+  tr_free(&t2);
+}
+/* The summary is written at the process's exit: the parent reads it, and the report. */
+TL_TEST(children_of_a_dropped_parent_are_counted_dropped) {
+  char dir[256], kv[300];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
+  int rc = h_spawn("children_of_dropped_ops", (const char *const[]){kv, "COMMLENS_CUPTI=0", "COMMLENS_EVENTS=full",
+                   "COMMLENS_BUFFER_MB=1", "COMMLENS_RING_KB=64", "COMMLENS_SUMMARY=file", NULL});
+  CHECK(rc == 0, "children_of_dropped_ops exited %d (dir %s)", rc, dir);
+  char *sums[2];
+  REQUIRE(h_find_files(dir, ".summary.json", sums, 2) == 1, "one summary.json in %s", dir);
+  json_object *sum = json_object_from_file(sums[0]);
+  CHECK(max_dropped(sum) >= 100, "summary.json: dropped %lld", (long long)max_dropped(sum));
+  json_object_put(sum);
+  free(sums[0]);
+  json_object *rep = h_report_json(dir);
+  CHECK(rep && max_dropped(rep) >= 100, "commlens report --json: dropped %lld", (long long)(rep ? max_dropped(rep) : -1));
+  if (rep) json_object_put(rep);
+  if (!tl_cur_failed) h_rm_rf(dir);
 }
 
 H_MAIN("core/sizes")
