@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -104,11 +106,12 @@ void cl_prom_format(cl_sb *b, const cl_prom_rank *r, const cl_summary *sum) {
 int cl_prom_write(const char *path, const cl_prom_rank *r, const cl_summary *sum) {
   cl_sb b = {0};
   cl_prom_format(&b, r, sum);
+  /* A fresh temporary beside the target (mkostemp: a new name, O_EXCL, never a planted file or
+   * link), made readable for node-exporter whatever the umask, then renamed over the target. */
   char tmp[2500];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int err = 0;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) err = errno;
+  int err = 0, fd = -1;
+  if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) err = ENAMETOOLONG;
+  else if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0 || fchmod(fd, 0644) != 0) err = errno;
   for (size_t off = 0; !err && off < b.len;) {
     ssize_t n = write(fd, b.p + off, b.len - off);
     if (n < 0) { if (errno != EINTR) err = errno; continue; }
@@ -116,7 +119,7 @@ int cl_prom_write(const char *path, const cl_prom_rank *r, const cl_summary *sum
   }
   if (fd >= 0 && close(fd) != 0 && !err) err = errno;
   if (!err && rename(tmp, path) != 0) err = errno;
-  if (err) unlink(tmp);
+  if (err && fd >= 0) unlink(tmp);
   sb_free(&b);
   return err;
 }
