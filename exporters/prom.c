@@ -2,11 +2,10 @@
  * quote, newline); numbers are integers where the quantity is a count or nanoseconds turned
  * into seconds with nine decimals, never a lossy float for a counter. */
 #include "exporters/prom.h"
+#include "common/newfile.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -106,12 +105,11 @@ void cl_prom_format(cl_sb *b, const cl_prom_rank *r, const cl_summary *sum) {
 int cl_prom_write(const char *path, const cl_prom_rank *r, const cl_summary *sum) {
   cl_sb b = {0};
   cl_prom_format(&b, r, sum);
-  /* A fresh temporary beside the target (mkostemp: a new name, O_EXCL, never a planted file or
-   * link), made readable for node-exporter whatever the umask, then renamed over the target. */
+  /* A fresh temporary beside the target (never a planted file or link), readable for
+   * node-exporter whatever the umask, then renamed over the target. */
   char tmp[2500];
-  int err = 0, fd = -1;
-  if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) err = ENAMETOOLONG;
-  else if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0 || fchmod(fd, 0644) != 0) err = errno;
+  int err = 0, fd = cl_file_create_temp(tmp, sizeof tmp, path, 0644);
+  if (fd < 0) err = errno;
   for (size_t off = 0; !err && off < b.len;) {
     ssize_t n = write(fd, b.p + off, b.len - off);
     if (n < 0) { if (errno != EINTR) err = errno; continue; }

@@ -26,18 +26,16 @@ struct cl_tfile {
   size_t last_len;
 };
 
-cl_tfile *cl_tfile_create(const char *path, int gzip) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return NULL;
+cl_tfile *cl_tfile_open(int fd, int gzip) {
   cl_tfile *f = calloc(1, sizeof *f);
-  if (!f) { close(fd); unlink(path); errno = ENOMEM; return NULL; }
+  if (!f) { close(fd); errno = ENOMEM; return NULL; }
   f->fd = fd;
 #ifdef COMMLENS_NO_ZLIB
   (void)gzip;                 /* built without zlib: plain JSON (the configuration said so) */
 #else
   f->gzip = gzip;
   if (gzip && deflateInit2(&f->z, 3, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    close(fd); unlink(path); free(f); errno = ENOMEM; return NULL;
+    close(fd); free(f); errno = ENOMEM; return NULL;
   }
 #endif
   return f;

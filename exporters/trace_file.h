@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 typedef struct cl_tfile cl_tfile;
-/* Creates `path` exclusively (no symlinks followed, never clobbers). NULL on failure, with
- * errno set; the caller logs. */
-cl_tfile *cl_tfile_create(const char *path, int gzip);
+/* Takes fd, a new empty file the caller created (common/newfile.h), and writes the trace
+ * into it. NULL on failure, with errno set and fd closed; the caller logs and removes it. */
+cl_tfile *cl_tfile_open(int fd, int gzip);
 /* Appends body bytes and rewrites the tail; 0 on success, -1 once writing has failed. */
 int cl_tfile_flush(cl_tfile *f, const char *body, size_t body_len, const char *tail, size_t tail_len);
 int cl_tfile_failed(const cl_tfile *f);     /* errno of the failure, 0 if none */

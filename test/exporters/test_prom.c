@@ -3,6 +3,7 @@
  * the format's grammar accepts (test/tools/check_prom.py) with the job's counts in it. */
 #include "harness.h"
 #include "../../exporters/prom.c"
+#include "../../common/newfile.c"
 #include "../../exporters/summary.c"
 #include "../../exporters/strbuf.c"
 #include "../../common/nccl.c"

@@ -433,6 +433,11 @@ H_CHILD(symlink_planted) {
   CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
   CHECK(count_warn() == 1 && h_log_count(CLABI_LOG_WARN, "commlens-r0") == 1,
         "want one warning naming the refused path; log:\n%s", h_log_text());
+  unlink(link);                                 /* the job's trace is written under a fresh name */
+  tr_trace t;
+  if (h_load_one_trace(dir, &t, NULL, 0)) return;
+  CHECK(tr_count(&t, 'X', "coll") == 1, "coll %zu", tr_count(&t, 'X', "coll"));
+  tr_free(&t);
 }
 H_CHILD(hostile_hostname) {
   const char *dir = getenv("COMMLENS_DIR");

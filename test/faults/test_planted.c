@@ -139,6 +139,68 @@ H_CHILD(spill_planted) {
   tr_free(&tr);
 }
 
+/* ---- the trace, the summaries, the ABI recording --------------------------------------- */
+static const char *const g_outputs[] = {".trace.json", ".summary.txt", ".summary.json", ".rec.gz"};
+enum { NOUT = sizeof g_outputs / sizeof g_outputs[0] };
+/* Plants a symlink at the trace's and summary.json's names and a hard link at the summary's
+ * and the recording's (rank 0 of this process), all to one victim; runs a short job. The
+ * summaries are written at exit: the parent checks them. */
+H_CHILD(outputs_planted) {
+  const char *dir = getenv("COMMLENS_DIR");
+  char victim[600], host[200];
+  make_victim(victim, sizeof victim, dir);
+  host_in_name(host, sizeof host);
+  for (int i = 0; i < NOUT; i++) {
+    char at[1200];
+    if (i == 3) snprintf(at, sizeof at, "%s/commlens-r0-%d%s", dir, (int)getpid(), g_outputs[i]);
+    else snprintf(at, sizeof at, "%s/commlens-r0-%s-%d%s", dir, host, (int)getpid(), g_outputs[i]);
+    plant(i == 0 || i == 2 ? "symlink" : "hardlink", victim, at);
+  }
+  h_short_job(5, NULL);
+  CHECK(h_bad_rc == 0, "%d calls failed", h_bad_rc);
+  CHECK(h_log_count(CLABI_LOG_WARN, "writing the trace to") == 1, "want one warning naming the fresh trace; log:\n%s",
+        h_log_text());
+}
+/* Files of dir ending in suffix that are the plugin's own: regular, one link, not the victim. */
+static int own_files(const char *dir, const char *suffix, char *first, size_t n) {
+  char *paths[8];
+  int k = h_find_files(dir, suffix, paths, 8), own = 0;
+  for (int i = 0; i < k; i++) {
+    struct stat st;
+    if (lstat(paths[i], &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && own++ == 0) snprintf(first, n, "%s", paths[i]);
+    free(paths[i]);
+  }
+  return own;
+}
+TL_TEST(planted_links_at_every_output_name_are_never_opened) {
+  char dir[256], kv[300], victim[300];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
+  char rec[320];
+  snprintf(rec, sizeof rec, "COMMLENS_RECORD=%s", dir);
+  int rc = h_spawn("outputs_planted", (const char *const[]){kv, rec, "RANK=0", "COMMLENS_CUPTI=0", "COMMLENS_SUMMARY=file", NULL});
+  CHECK(rc == 0, "outputs_planted exited %d (dir %s)", rc, dir);
+  snprintf(victim, sizeof victim, "%s.victim", dir);
+  check_victim(victim);
+  for (int i = 0; i < NOUT; i++) {
+    char first[1200] = "";
+    int n = own_files(dir, g_outputs[i], first, sizeof first);
+    CHECK(n == 1, "%d files of the plugin's own ending in %s, want 1 under a fresh name", n, g_outputs[i]);
+    struct stat st;
+    CHECK(n != 1 || (stat(first, &st) == 0 && (st.st_mode & 07777) == 0644 && st.st_size > 0), "%s: mode %o, %lld bytes",
+          first, st.st_mode & 07777, (long long)st.st_size);
+    if (i == 0 && n == 1) {
+      tr_trace t;
+      char err[256];
+      int lr = tr_load(&t, first, err, sizeof err);
+      CHECK(lr == 0, "%s: %s", first, err);
+      if (lr == 0) { CHECK(tr_count(&t, 'X', "coll") == 5, "coll %zu", tr_count(&t, 'X', "coll")); tr_free(&t); }
+    }
+  }
+  if (!tl_cur_failed) h_rm_rf(dir);
+  else fprintf(stderr, "  kept %s\n", dir);
+}
+
 /* ---- the parent side ------------------------------------------------------------------ */
 static void run_case(const char *name, const char *const *extra) {
   h_run_case(name, (const char *const[]){"COMMLENS_CUPTI=0", NULL}, extra, NULL);
