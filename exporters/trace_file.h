@@ -8,6 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Gzip: a body is written as independent RFC 1952 members of at most this many uncompressed
+ * bytes, each starting at an event boundary, so a reader can start again at the next member
+ * after damage (layout: docs/decisions.md). */
+#define CL_GZ_MEMBER_BYTES (4u << 20)
+
 typedef struct cl_tfile cl_tfile;
 /* Takes fd, a new empty file the caller created (common/newfile.h), and writes the trace
  * into it. NULL on failure, with errno set and fd closed; the caller logs and removes it. */
