@@ -1,21 +1,28 @@
-/* prom.c: see prom.h. Label values are escaped as the format requires (backslash, double
- * quote, newline); numbers are integers where the quantity is a count or nanoseconds turned
+/* prom.c: see prom.h. Label values are valid UTF-8, escaped as the format requires (backslash,
+ * double quote, newline); numbers are integers where the quantity is a count or nanoseconds turned
  * into seconds with nine decimals, never a lossy float for a counter. */
 #include "exporters/prom.h"
 #include "common/newfile.h"
+#include "common/utf8.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+/* The exposition format wants label values in UTF-8 with backslash, double quote and line feed
+ * escaped: invalid bytes become U+FFFD (the trace's header counts them once). */
 static void label_value(cl_sb *b, const char *v) {
   sb_puts(b, "\"");
-  for (const char *c = v ? v : ""; *c; c++) {
-    if (*c == '\\') sb_puts(b, "\\\\");
+  const unsigned char *c = (const unsigned char *)(v ? v : ""), *e = c + strlen((const char *)c);
+  while (c < e) {
+    size_t l = cl_utf8_len(c, e);
+    if (!l) sb_puts(b, CL_UTF8_REPLACEMENT);
+    else if (*c == '\\') sb_puts(b, "\\\\");
     else if (*c == '"') sb_puts(b, "\\\"");
     else if (*c == '\n') sb_puts(b, "\\n");
-    else sb_put(b, c, 1);
+    else sb_put(b, (const char *)c, l);
+    c += l ? l : 1;
   }
   sb_puts(b, "\"");
 }

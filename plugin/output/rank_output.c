@@ -119,13 +119,13 @@ void cl_out_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_off
   sb_reset(b);
   sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
             "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
-            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"dropped_children\":%llu,\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
+            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"dropped_children\":%llu,\"spilled\":%llu,\"invalid_utf8_replaced\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
             "\"overhead_ns_per_call\":%llu,\"overhead_ns_per_call_median\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
             final ? "true" : "false", (unsigned long long)s->events, (unsigned long long)s->records,
             (unsigned long long)s->dropped, (unsigned long long)s->stale,
             (unsigned long long)s->foreign, (unsigned long long)s->orphans, (unsigned long long)s->open_now,
             (unsigned long long)s->dropped_ring, (unsigned long long)s->dropped_no_ring,
-            (unsigned long long)s->dropped_staging, (unsigned long long)s->dropped_children, (unsigned long long)s->spilled,
+            (unsigned long long)s->dropped_staging, (unsigned long long)s->dropped_children, (unsigned long long)s->spilled, (unsigned long long)s->utf8_replaced,
             (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
             (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
             (unsigned long long)s->per_call_ns, (unsigned long long)s->per_call_median_ns, cl_out_overhead_pct(s),

@@ -65,6 +65,7 @@ static void gather(cl_run_stats *s, const cl_part *p) {
   s->orphans = as.orphans;
   s->open_now = as.open_now;
   s->spilled = g_run.stage ? cl_stage_spilled(g_run.stage) : 0;
+  s->utf8_replaced = sb_utf8_replaced();
   s->colls_done = p->colls_done;
   s->colls_timed = p->colls_timed;
   s->implausible_gpu = as.implausible_gpu;

@@ -6,6 +6,7 @@
 #include "../../common/newfile.c"
 #include "../../exporters/summary.c"
 #include "../../exporters/strbuf.c"
+#include "../../common/utf8.c"
 #include "../../common/nccl.c"
 #include "../../common/grow.c"
 #include "../../common/clock.c"
