@@ -4,6 +4,7 @@
  * every setting ends inside its range (a refused value leaves the default). */
 #include "common/config.h"
 #include "common/log.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,21 +20,37 @@ static void quiet(int level, unsigned long flags, const char *file, int line, co
 }
 static int terminated(const char *s, size_t n) { return memchr(s, 0, n) != NULL; }
 
+extern char **environ;
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  for (int i = 0; i < NNAMES; i++) unsetenv(g_names[i]);
-  char *buf = malloc(size + 1);
-  if (!buf) return 0;
-  memcpy(buf, data, size);
-  buf[size] = 0;
-  for (char *line = buf, *next; line && line < buf + size; line = next) {
-    next = memchr(line, '\n', (size_t)(buf + size - line));
-    if (next) *next++ = 0;
-    if (!*line) continue;
-    setenv(g_names[(unsigned char)line[0] % NNAMES], line + 1, 1);   /* stops at a NUL byte */
+  /* The environment is an array of our own for the call (setenv would leak every value). A
+   * later line for the same name comes first, as setenv would leave it. */
+  enum { MAXV = 64 };
+  char *env[MAXV + 1];
+  int n = 0;
+  for (size_t at = 0; at < size && n < MAXV;) {
+    const uint8_t *nl = memchr(data + at, '\n', size - at);
+    size_t len = nl ? (size_t)(nl - (data + at)) : size - at;
+    if (len) {
+      const char *name = g_names[data[at] % NNAMES];
+      char *kv = malloc(strlen(name) + len + 1);
+      if (!kv) break;
+      size_t k = (size_t)sprintf(kv, "%s=", name);
+      memcpy(kv + k, data + at + 1, len - 1);
+      kv[k + len - 1] = 0;                    /* a NUL inside ends the value, as in a real one */
+      memmove(env + 1, env, (size_t)n * sizeof *env);
+      env[0] = kv;
+      n++;
+    }
+    at += len + 1;
   }
-  free(buf);
+  env[n] = NULL;
+  char **saved = environ;
+  environ = env;
   cl_log_set_logger(quiet);
   cl_config_load();
+  environ = saved;
+  for (int i = 0; i < n; i++) free(env[i]);
   const cl_config *c = &cl_cfg;
   if (c->buffer_bytes < (1ull << 20) || c->buffer_bytes > (65536ull << 20)) abort();
   if (c->rings_bytes != c->buffer_bytes / 4 * 3) abort();
