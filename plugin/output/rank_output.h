@@ -12,7 +12,8 @@
 /* What the stats tail and the summary report, gathered by the writer from every stage. */
 typedef struct {
   uint64_t events, records, dropped, stale, foreign, orphans, open_now;
-  uint64_t dropped_ring, dropped_no_ring, dropped_staging, spilled;
+  uint64_t dropped_ring, dropped_no_ring, dropped_staging, dropped_children, spilled;
+  uint64_t utf8_replaced;   /* invalid UTF-8 bytes written as U+FFFD (the process's) */
   uint64_t colls_done, colls_timed, implausible_gpu, calls, per_call_ns, elapsed_ns;
   uint64_t per_call_median_ns;     /* the median timed call (per_call_ns is their mean) */
   unsigned process_gpus;    /* participants of this process (files it writes) */
@@ -32,9 +33,9 @@ typedef struct {
 /* Names the files after the participant and this process (rank, host, pid, GPU when known)
  * under `dir`. */
 void cl_out_name(cl_rank_output *o, const char *dir, int gzip, const cl_out_who *w);
-/* Creates the directory (0, or -1 with errno and *what) and names the process's staging
- * spill file in it. */
-int cl_out_prepare(const char *dir, char *spill, size_t n, const char **what);
+/* Creates the directory (0, or -1 with errno and *what); staging makes its nameless spill
+ * file there. */
+int cl_out_prepare(const char *dir, const char **what);
 /* Creates the directory and the trace file (exclusively, never through a symlink). 0, or -1
  * with errno, *what (what failed) and *where (the path it failed on). */
 int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **what, const char **where);

@@ -58,12 +58,14 @@ static void gather(cl_run_stats *s, const cl_part *p) {
   s->dropped_ring = rt.dropped;
   s->dropped_no_ring = rt.unclaimed;
   s->dropped_staging = staging_dropped;
-  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + as.writer_drops;
+  s->dropped_children = rt.dropped_children;
+  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + rt.dropped_children + as.writer_drops;
   s->stale = as.stale;
   s->foreign = as.foreign;
   s->orphans = as.orphans;
   s->open_now = as.open_now;
   s->spilled = g_run.stage ? cl_stage_spilled(g_run.stage) : 0;
+  s->utf8_replaced = sb_utf8_replaced();
   s->colls_done = p->colls_done;
   s->colls_timed = p->colls_timed;
   s->implausible_gpu = as.implausible_gpu;
@@ -222,13 +224,12 @@ static int setup(void) {
   if (g_run.gj) { cl_gj_start(g_run.gj, cl_now()); g_run.cupti_rec = 1; }
   if (cl_cfg.record[0]) cl_recorder_open(cl_cfg.record, cl_proc.rank);
   /* a directory that cannot be made is said at once; the files come at the first flush */
-  char spill[1500];
   const char *what;
-  if (cl_out_prepare(cl_cfg.dir, spill, sizeof spill, &what) != 0) {
+  if (cl_out_prepare(cl_cfg.dir, &what) != 0) {
     disable_output(what, cl_cfg.dir, errno);
     return 0;
   }
-  g_run.stage = cl_stage_new(cl_cfg.buffer_bytes / 4, spill);   /* the rest of the budget is rings */
+  g_run.stage = cl_stage_new(cl_cfg.buffer_bytes - cl_cfg.rings_bytes, cl_cfg.dir);
   if (!g_run.stage) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   g_out_ok = 1;
   return 0;

@@ -12,6 +12,7 @@
 #include "../../common/grow.c"
 #include "../../exporters/chrome_trace.c"
 #include "../../exporters/strbuf.c"
+#include "../../common/utf8.c"
 #include "../../common/clock.c"
 
 /* No communicator registered: everything goes to one participant (the process's GPU). */

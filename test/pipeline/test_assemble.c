@@ -11,6 +11,7 @@
 #include "../../common/nccl.c"
 #include "../../exporters/chrome_trace.c"
 #include "../../exporters/strbuf.c"
+#include "../../common/utf8.c"
 #include "../../exporters/summary.c"
 #include "../../plugin/capture/contexts.c"
 #include "../../plugin/capture/ring.c"
