@@ -274,7 +274,10 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
       cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
     }
     if (r->info.rank < 0) {
-      fprintf(stderr, "commlens: %s: header has no rank; skipped\n", r->path);
+      if (r->info.rank_bad)
+        fprintf(stderr, "commlens: %s: header rank %s is not an integer in 0..%d; skipped\n", r->path,
+                r->info.rank_text, CL_RANK_MAX);
+      else fprintf(stderr, "commlens: %s: header has no rank; skipped\n", r->path);
       cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
     }
     r->rank = r->info.rank;
@@ -331,13 +334,22 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   for (int i = 0; i < job->n; i++) {
     cl_rank *r = job->r[i];
     if (r->info.bad)
-      fprintf(stderr, "commlens: %s: %s; using the %lld events before it\n", r->path, r->info.msg, (long long)r->info.n_events);
+      fprintf(stderr, "commlens: %s: %s; kept the %lld complete events around it (%lld damaged stretch(es) skipped)\n",
+              r->path, r->info.msg, (long long)r->info.n_events, (long long)(r->info.n_gz_damage + r->info.n_skipped));
     else if (r->info.truncated)
       fprintf(stderr, "commlens: %s: file ends mid-trace%s%s (rank killed?); using the %lld complete events\n", r->path,
               r->info.msg[0] ? ": " : "", r->info.msg, (long long)r->info.n_events);
     if (r->info.n_events == 0) fprintf(stderr, "commlens: %s: no events\n", r->path);
   }
   return job->n;
+}
+
+int cl_job_input(const cl_job *job, const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return -1;   /* follows links: what a write to path would reach */
+  for (int i = 0; i < job->n; i++)
+    if (job->r[i]->info.dev == (uint64_t)st.st_dev && job->r[i]->info.ino == (uint64_t)st.st_ino) return i;
+  return -1;
 }
 
 void cl_job_free(cl_job *job) {

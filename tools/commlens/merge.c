@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <unistd.h>
 
 #define CHUNK (4u << 20)
 #define QUEUE_MAX (64u << 20)
@@ -453,10 +454,20 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
   out_t out = {0};
   if (merge_select(&m) != 0) { free(m.sel); free(m.qi_of); return -1; }
   out.warned = !json || json_size_warning(&m);   /* one warning at most, and only for JSON */
+  int in = cl_job_input(job, o->out);
+  if (in >= 0) {
+    fprintf(stderr, "commlens: merge: -o %s is the trace of rank %d (%s), one of the inputs; refusing to overwrite it\n",
+            o->out, job->r[in]->rank, job->r[in]->path);
+    free(m.sel); free(m.qi_of); return -1;
+  }
   size_t ol = strlen(o->out);
-  if (ol > 3 && !strcmp(o->out + ol - 3, ".gz")) out.gz = gzopen(o->out, "wb3");
-  else { out.f = fopen(o->out, "wb"); if (out.f) setvbuf(out.f, NULL, _IOFBF, 1u << 22); }
-  if (!out.f && !out.gz) { fprintf(stderr, "commlens: merge: cannot write %s\n", o->out); free(m.sel); free(m.qi_of); return -1; }
+  cl_outfile of;
+  if (cl_out_open(&of, o->out, "merge") >= 0) {
+    if (ol > 3 && !strcmp(o->out + ol - 3, ".gz")) out.gz = gzdopen(of.fd, "wb3");
+    else { out.f = fdopen(of.fd, "wb"); if (out.f) setvbuf(out.f, NULL, _IOFBF, 1u << 22); }
+    if (!out.f && !out.gz) { close(of.fd); cl_out_finish(&of, 0, "merge"); fprintf(stderr, "commlens: merge: out of memory\n"); }
+  }
+  if (!out.f && !out.gz) { free(m.sel); free(m.qi_of); return -1; }
 
   int64_t nflows = 0;
   if (json) json_head(&m, &out); else nflows = pftrace_head(&m, &out);
@@ -467,6 +478,7 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
   if (out.gz) err = gzclose(out.gz) != Z_OK;
   else { err = fflush(out.f) != 0 || ferror(out.f); err |= fclose(out.f) != 0; }
   if (err) fprintf(stderr, "commlens: merge: error writing %s (disk full?)\n", o->out);
+  if (cl_out_finish(&of, !err, "merge") != 0) err = 1;
   fprintf(stderr, "commlens: merge: wrote %s: %d rank(s), %lld events, %lld cross-rank flows, %.1f MB of %s\n",
           o->out, m.nsel, (long long)m.kept, (long long)nflows, out.bytes / 1e6, json ? "JSON" : "Perfetto protobuf");
   if (m.not_carried)

@@ -1,11 +1,16 @@
 /* util.c: allocation, the interning table, selection (median), rank lists and time
  * formatting for the CLI.
- * Pure helpers: no I/O besides the out-of-memory message. */
+ * and the one way the CLI creates its output files (cl_out_open). */
 #include "util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 static void cl_oom(size_t n) {
   fprintf(stderr, "commlens: out of memory (%zu bytes)\n", n);
@@ -118,4 +123,38 @@ const char *cl_fmt_time(char *buf, size_t n, double ns) {
   else if (a >= 1e3) snprintf(buf, n, "%.1f us", ns / 1e3);
   else snprintf(buf, n, "%.0f ns", ns);
   return buf;
+}
+
+int cl_out_open(cl_outfile *o, const char *path, const char *what) {
+  size_t n = strlen(path);
+  o->path = cl_xstrndup(path, n); o->tmp = cl_xmalloc(n + 32); o->fd = -1;
+  static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (int tries = 0; tries < 100; tries++) {
+    unsigned char rnd[12];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {   /* no entropy source: still unique per attempt */
+      uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL) ^ (uint64_t)tries << 40 ^ (uint64_t)clock();
+      for (size_t i = 0; i < sizeof rnd; i++) { rnd[i] = (unsigned char)x; x = cl_hash64(x + i); }
+    }
+    char suf[sizeof rnd + 1];
+    for (size_t i = 0; i < sizeof rnd; i++) suf[i] = digits[rnd[i] % 36];
+    suf[sizeof rnd] = 0;
+    snprintf(o->tmp, n + 32, "%s.%s.tmp", path, suf);
+    o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+    if (o->fd >= 0) return o->fd;
+    if (errno != EEXIST) break;
+  }
+  fprintf(stderr, "commlens: %s: cannot write %s: %s\n", what, path, strerror(errno));
+  free(o->path); free(o->tmp); o->path = o->tmp = NULL;
+  return -1;
+}
+
+int cl_out_finish(cl_outfile *o, int ok, const char *what) {
+  int rc = -1;
+  if (ok) {
+    if (rename(o->tmp, o->path) == 0) rc = 0;
+    else fprintf(stderr, "commlens: %s: cannot write %s: %s\n", what, o->path, strerror(errno));
+  }
+  if (rc) unlink(o->tmp);
+  free(o->path); free(o->tmp); o->path = o->tmp = NULL; o->fd = -1;
+  return rc;
 }

@@ -31,6 +31,17 @@ void cl_strtab_free(cl_strtab *t);
  * The caller owns *out (65536 bytes, 1 = selected). */
 int cl_parse_ranks(const char *s, unsigned char **out);
 
+/* Every file the CLI writes goes through these: a new temporary beside the target, created
+ * with O_CREAT|O_EXCL|O_NOFOLLOW under a random name (never a planted file or link), then
+ * renamed onto the target once complete. */
+typedef struct { char *path, *tmp; int fd; } cl_outfile;
+/* Opens the temporary for `path` (mode 0666 less the umask); returns its fd, or -1 after
+ * saying "commlens: WHAT: cannot write PATH: why" on stderr. */
+int cl_out_open(cl_outfile *o, const char *path, const char *what);
+/* With ok: renames the (already closed) temporary onto the target and returns 0, or -1
+ * after saying why. Without: removes it and returns -1. Either way the temporary is gone. */
+int cl_out_finish(cl_outfile *o, int ok, const char *what);
+
 /* Median of v[0..n) (reorders v). n must be > 0. */
 int64_t cl_median_i64(int64_t *v, size_t n);
 double cl_median_dbl(double *v, size_t n);
