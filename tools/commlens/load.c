@@ -23,19 +23,36 @@ const char *cl_func_name(int id) {
   return id >= 0 && id < atomic_load_explicit(&g_nfunc, memory_order_acquire) ? g_func[id] : "?";
 }
 
+/* Invalid UTF-8 replaced in the names kept here (all files of the load). */
+static _Atomic int64_t g_utf8;
+/* A name from an event (still JSON-escaped) as the text every output shows: unescaped,
+ * valid UTF-8 (replacements counted), at most 4 KiB. Caller frees. */
+static char *clean_name(cl_str_t s, int count) {
+  char *u = cl_xmalloc(4096);
+  cl_str_unescape(s, u, 4096);
+  int64_t bad = 0;
+  char *c = cl_utf8_dup(u, strlen(u), &bad);
+  free(u);
+  if (count && bad) atomic_fetch_add(&g_utf8, bad);
+  return c;
+}
+
 static int func_id(const char *s, int n) {
+  char *name = clean_name((cl_str_t){ s, n }, 0);
   pthread_mutex_lock(&g_mu);
   int id = -1;
   int nf = atomic_load_explicit(&g_nfunc, memory_order_relaxed);
   for (int i = 0; i < nf; i++)
-    if ((int)strlen(g_func[i]) == n && !memcmp(g_func[i], s, (size_t)n)) { id = i; break; }
+    if (!strcmp(g_func[i], name)) { id = i; break; }
   if (id < 0 && nf < 1024) {
-    g_func[nf] = cl_xstrndup(s, (size_t)n);
+    free(name); name = clean_name((cl_str_t){ s, n }, 1);   /* counted once, when kept */
+    g_func[nf] = name; name = NULL;
     id = nf;
     atomic_store_explicit(&g_nfunc, nf + 1, memory_order_release);
   }
   if (id < 0) id = 1023;
   pthread_mutex_unlock(&g_mu);
+  free(name);
   return id;
 }
 
@@ -43,13 +60,8 @@ static void note_comm(uint64_t comm, cl_str_t name) {
   pthread_mutex_lock(&g_mu);
   size_t i;
   for (i = 0; i < g_comms.n; i++) if (g_comms.a[i].comm == comm) break;
-  if (i == g_comms.n) {
-    char buf[256];
-    CL_PUSH(g_comms, ((cl_commname){ comm, strdup(cl_str_unescape(name, buf, sizeof buf)) }));
-  } else if (!g_comms.a[i].name[0] && name.n) {
-    char buf[256];
-    free(g_comms.a[i].name); g_comms.a[i].name = strdup(cl_str_unescape(name, buf, sizeof buf));
-  }
+  if (i == g_comms.n) CL_PUSH(g_comms, ((cl_commname){ comm, clean_name(name, 1) }));
+  else if (!g_comms.a[i].name[0] && name.n) { free(g_comms.a[i].name); g_comms.a[i].name = clean_name(name, 1); }
   pthread_mutex_unlock(&g_mu);
 }
 const char *cl_comm_name(uint64_t comm) {
@@ -114,10 +126,11 @@ typedef struct {
 
 static int func_of(scan_ctx *c, cl_str_t s) {
   if (!s.p) s = (cl_str_t){"", 0};   /* an event without the field: memcmp(NULL) is undefined */
-  if (c->last_f && c->last_fn == s.n && !memcmp(c->last_f, s.p, (size_t)s.n)) return c->last_id;
+  if (c->last_f && c->last_fn == s.n && !memcmp(c->last_f, s.p, (size_t)s.n) && !memchr(s.p, '\\', (size_t)s.n))
+    return c->last_id;
   int id = func_id(s.p, s.n);
   /* the slice points into the reader's buffer: cache the interned copy instead */
-  c->last_f = cl_func_name(id); c->last_fn = s.n; c->last_id = id;
+  c->last_f = cl_func_name(id); c->last_fn = (int)strlen(c->last_f); c->last_id = id;   /* a hit: raw text equal to the clean name */
   return id;
 }
 
@@ -126,7 +139,7 @@ static void on_event(const cl_ev *ev, void *arg) {
   cl_progress_count(&c->prog, ev->end - ev->beg);
   if (ev->ph == 'M') {
     if (!r->pname && cl_str_eq(ev->name, "process_name") && ev->arg_name.n) {
-      char buf[512]; r->pname = strdup(cl_str_unescape(ev->arg_name, buf, sizeof buf));
+      r->pname = clean_name(ev->arg_name, 1);
     }
     return;
   }
@@ -331,6 +344,8 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   cl_progress_end();
 
   job->r = use.a; job->n = (int)use.n;
+  job->n_utf8 = atomic_exchange(&g_utf8, 0);
+  for (int i = 0; i < job->n; i++) job->n_utf8 += job->r[i]->info.n_utf8;
   for (int i = 0; i < job->n; i++) {
     cl_rank *r = job->r[i];
     if (r->info.bad)

@@ -59,6 +59,7 @@ typedef struct {
   CL_VEC(cl_inst) inst;
   CL_VEC(cl_member) mem;
   int ref_rank;
+  int64_t n_utf8;                      /* invalid UTF-8 bytes in the traces' strings, shown as U+FFFD */
 } cl_job;
 
 /* Function names are interned process-wide (by the loader): id -> name. */

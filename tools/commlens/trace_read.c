@@ -4,6 +4,7 @@
  * output; it must never load a whole file into memory or parse events through json-c. */
 #include "trace_read.h"
 #include "util.h"
+#include "common/utf8.h"
 #include <json-c/json.h>
 #include <zlib.h>
 #include <stdio.h>
@@ -482,11 +483,12 @@ static void reader_close(cl_reader *r) {
   free(r->buf);
 }
 
-static char *dup_json_str(json_object *o, const char *key) {
+/* A header string as valid UTF-8 (json-c does not check): replacements counted in *bad. */
+static char *dup_json_str(json_object *o, const char *key, int64_t *bad) {
   json_object *v;
   if (!json_object_object_get_ex(o, key, &v)) return NULL;
   const char *s = json_object_get_string(v);
-  return s ? strdup(s) : NULL;
+  return s ? cl_utf8_dup(s, strlen(s), bad) : NULL;
 }
 static int64_t get_i64(json_object *o, const char *key, int64_t dflt) {
   json_object *v;
@@ -513,6 +515,7 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   if (!o || !json_object_is_type(o, json_type_object)) { if (o) json_object_put(o); return; }
   in->has_header = 1;
   free(in->version); free(in->host); free(in->job); free(in->rank_source);   /* a repeated header replaces the first */
+  in->n_utf8 = 0;
   in->format = get_int_in(o, "format", 0, 1000000, -1);
   in->abi = get_int_in(o, "abi", 0, 1000000, 0);
   in->rank = get_int_in(o, "rank", 0, CL_RANK_MAX, -1);
@@ -522,10 +525,10 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   in->rank_bad = json_object_object_get_ex(o, "rank", &rv) && in->rank < 0;
   if (in->rank_bad)
     snprintf(in->rank_text, sizeof in->rank_text, "%.40s", json_object_to_json_string_ext(rv, JSON_C_TO_STRING_PLAIN));
-  in->version = dup_json_str(o, "version");
-  in->host = dup_json_str(o, "host");
-  in->job = dup_json_str(o, "job");
-  in->rank_source = dup_json_str(o, "rank_source");
+  in->version = dup_json_str(o, "version", &in->n_utf8);
+  in->host = dup_json_str(o, "host", &in->n_utf8);
+  in->job = dup_json_str(o, "job", &in->n_utf8);
+  in->rank_source = dup_json_str(o, "rank_source", &in->n_utf8);
   json_object *c;
   if (json_object_object_get_ex(o, "clock", &c)) {
     in->realtime_offset_ns = get_i64(c, "realtime_offset_ns", 0);
@@ -778,27 +781,16 @@ int cl_json_member(const char **pp, const char *e, cl_str_t *key, cl_str_t *val)
 /* ---- strict validation of one value (for text passed through verbatim) ---- */
 static const char *jv_value(const char *p, const char *e, int depth);
 static const char *jv_ws(const char *p, const char *e) { return js_ws(p, e); }
-/* One well-formed UTF-8 sequence at p (lead byte >= 0x80): its last byte, or NULL (overlong
- * forms, surrogates, beyond U+10FFFF and stray continuation bytes are not UTF-8; a JSON text
- * must be, and json-c and Perfetto refuse it otherwise: fuzz_cli found a merge passing a
- * foreign byte through). */
-static const char *jv_utf8(const char *p, const char *e) {
-  const unsigned char *u = (const unsigned char *)p;
-  unsigned c = u[0], n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-  if (!n || c > 0xF4 || c == 0xC0 || c == 0xC1 || e - p <= (long)n) return NULL;
-  for (unsigned i = 1; i <= n; i++) if ((u[i] & 0xC0) != 0x80) return NULL;
-  if ((c == 0xE0 && u[1] < 0xA0) || (c == 0xED && u[1] > 0x9F) ||   /* overlong; surrogates */
-      (c == 0xF0 && u[1] < 0x90) || (c == 0xF4 && u[1] > 0x8F))     /* overlong; > U+10FFFF */
-    return NULL;
-  return p + n;
-}
 static const char *jv_string(const char *p, const char *e) {
   for (p++; p < e; p++) {
     unsigned char c = (unsigned char)*p;
     if (c == '"') return p + 1;
     if (c < 0x20) return NULL;
-    if (c >= 0x80) {
-      if (!(p = jv_utf8(p, e))) return NULL;
+    if (c >= 0x80) {   /* a JSON text is UTF-8: json-c and Perfetto refuse it otherwise (fuzz_cli found
+                          a merge passing a foreign byte through) */
+      size_t l = cl_utf8_len((const unsigned char *)p, (const unsigned char *)e);
+      if (!l) return NULL;
+      p += l - 1;
       continue;
     }
     if (c == '\\') {

@@ -38,7 +38,8 @@ typedef struct {
   int cuda_dev;             /* the participant's GPU from the header, -1 if not said */
   int rank_bad;             /* the header's rank is no integer in [0, CL_RANK_MAX]: rank_text */
   char rank_text[48];
-  char *version, *host, *job, *rank_source;
+  char *version, *host, *job, *rank_source;   /* valid UTF-8: n_utf8 bytes were replaced by U+FFFD */
+  int64_t n_utf8;
   int64_t realtime_offset_ns, offset_error_ns;
   int64_t st_events, st_dropped, st_calls, st_overhead_ns, st_overhead_med_ns;   /* mean, median (0: not said) */
   double st_overhead_pct;

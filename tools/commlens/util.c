@@ -2,6 +2,7 @@
  * formatting for the CLI.
  * and the one way the CLI creates its output files (cl_out_open). */
 #include "util.h"
+#include "common/utf8.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,4 +158,72 @@ int cl_out_finish(cl_outfile *o, int ok, const char *what) {
   if (rc) unlink(o->tmp);
   free(o->path); free(o->tmp); o->path = o->tmp = NULL; o->fd = -1;
   return rc;
+}
+
+char *cl_utf8_dup(const char *s, size_t n, int64_t *count) {
+  char *d = cl_xmalloc(3 * n + 1);
+  size_t bad = cl_utf8_clean(s ? s : "", s ? n : 0, d, 3 * n + 1);
+  if (count) *count += (int64_t)bad;
+  return d;
+}
+
+/* ---- the terminal filter: a cookie stream over an fd, carrying a UTF-8 sequence cut by a
+ * buffer boundary over to the next write ---- */
+typedef struct { int fd; unsigned char carry[4]; size_t ncarry; } term_cookie;
+
+static int term_put(int fd, const char *b, size_t n) {
+  while (n) {
+    ssize_t k = write(fd, b, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    b += k; n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* 1 if [p, e) may be the start of a sequence that more bytes complete. */
+static int utf8_prefix(const unsigned char *p, const unsigned char *e) {
+  size_t need = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
+  if (p[0] < 0xC2 || p[0] > 0xF4 || (size_t)(e - p) >= need) return 0;
+  for (const unsigned char *q = p + 1; q < e; q++) if ((*q & 0xC0) != 0x80) return 0;
+  return 1;
+}
+
+static ssize_t term_write(void *c_, const char *buf, size_t size) {
+  term_cookie *c = c_;
+  size_t n = c->ncarry + size;
+  unsigned char *in = cl_xmalloc(n);
+  memcpy(in, c->carry, c->ncarry); memcpy(in + c->ncarry, buf, size);
+  c->ncarry = 0;
+  char out[4096 + 64];
+  size_t o = 0;
+  int rc = 0;
+  for (const unsigned char *p = in, *e = in + n; p < e && !rc;) {
+    size_t l = cl_utf8_len(p, e);
+    if (!l && utf8_prefix(p, e)) { c->ncarry = (size_t)(e - p); memcpy(c->carry, p, c->ncarry); break; }
+    if (!l) { memcpy(out + o, CL_UTF8_REPLACEMENT, 3); o += 3; }
+    else if ((p[0] < 0x20 && p[0] != '\n' && p[0] != '\r' && p[0] != '\t') || p[0] == 0x7f || (p[0] == 0xC2 && p[1] < 0xA0))
+      for (size_t k = 0; k < l; k++) o += (size_t)snprintf(out + o, 5, "\\x%02x", p[k]);
+    else { memcpy(out + o, p, l); o += l; }
+    p += l ? l : 1;
+    if (o >= 4096) { rc = term_put(c->fd, out, o); o = 0; }
+  }
+  if (!rc && o) rc = term_put(c->fd, out, o);
+  free(in);
+  return rc ? -1 : (ssize_t)size;
+}
+
+static int term_close(void *c_) {
+  term_cookie *c = c_;
+  int rc = c->ncarry ? term_put(c->fd, CL_UTF8_REPLACEMENT, 3) : 0;   /* a sequence never completed */
+  free(c);
+  return rc;
+}
+
+FILE *cl_term_stream(int fd) {
+  term_cookie *c = cl_xcalloc(1, sizeof *c);
+  c->fd = fd;
+  FILE *f = fopencookie(c, "w", (cookie_io_functions_t){ .write = term_write, .close = term_close });
+  if (!f) free(c);
+  return f;
 }

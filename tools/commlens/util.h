@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include "common/hash.h"
 #include <stdint.h>
+#include <stdio.h>
 
 /* Allocation that never returns NULL: the CLI has nothing sensible to do without memory. */
 void *cl_xmalloc(size_t n);
@@ -41,6 +42,15 @@ int cl_out_open(cl_outfile *o, const char *path, const char *what);
 /* With ok: renames the (already closed) temporary onto the target and returns 0, or -1
  * after saying why. Without: removes it and returns -1. Either way the temporary is gone. */
 int cl_out_finish(cl_outfile *o, int ok, const char *what);
+
+/* s[0..n) as valid UTF-8 (common/utf8.h: each invalid byte becomes U+FFFD and is added to
+ * *count when count is given); malloc'd, NUL-terminated. */
+char *cl_utf8_dup(const char *s, size_t n, int64_t *count);
+/* A stream onto fd that shows what a terminal would act on as text: control characters but
+ * newline, carriage return and tab (ESC above all), DEL and the C1 controls become \xNN,
+ * invalid UTF-8 becomes U+FFFD. For the CLI's stdout text and stderr, whatever trace or file
+ * names they carry. NULL if the C library cannot make one. */
+FILE *cl_term_stream(int fd);
 
 /* Median of v[0..n) (reorders v). n must be > 0. */
 int64_t cl_median_i64(int64_t *v, size_t n);
