@@ -173,7 +173,7 @@ static void outlier_tables(hp_page *p) {
     fputs("<tr>", o);
     td(o, 1, "%d", r->rank); td(o, 0, "%s", cl_rank_host(r)); td(o, 1, "%d", r->info.abi);
     td(o, 1, "%lld", (long long)r->info.n_events);
-    td(o, 0, "%s", r->info.bad ? "invalid JSON mid-file" : r->info.truncated ? "truncated" : r->info.final ? "final" : "not final");
+    td(o, 0, "%s", r->info.bad ? "damaged mid-file" : r->info.truncated ? "truncated" : r->info.final ? "final" : "not final");
     fputs("<td class=\"f\">", o); file_link(o, r); fputs("</td></tr>\n", o);
   }
   fputs("</tbody></table></details>\n</section>\n", o);

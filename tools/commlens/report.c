@@ -361,7 +361,7 @@ static void print_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     fprintf(o, "  %5d %4d %-9.9s %10lld %10lld %8.3f%% %12lld  %s\n", job->r[ord[k]]->rank, in->abi, in->version ? in->version : "?",
             (long long)in->n_events, (long long)in->st_dropped, in->st_overhead_pct,
             (long long)(in->st_overhead_med_ns ? in->st_overhead_med_ns : in->st_overhead_ns),   /* older traces: the mean */
-            in->bad ? "invalid JSON mid-file" : in->truncated ? "truncated" : in->final ? "final" : "not final (no exit flush)");
+            in->bad ? "damaged mid-file" : in->truncated ? "truncated" : in->final ? "final" : "not final (no exit flush)");
   }
   (void)b5;
   free(ord);
