@@ -20,7 +20,7 @@ static void cl_oom(size_t n) {
 void *cl_xmalloc(size_t n) { void *p = malloc(n ? n : 1); if (!p) cl_oom(n); return p; }
 void *cl_xcalloc(size_t n, size_t sz) { void *p = calloc(n ? n : 1, sz ? sz : 1); if (!p) cl_oom(n * sz); return p; }
 void *cl_xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); if (!p) cl_oom(n); return p; }
-char *cl_xstrndup(const char *s, size_t n) {
+static char *xstrndup(const char *s, size_t n) {
   char *d = cl_xmalloc(n + 1); if (n) memcpy(d, s, n); d[n] = 0; return d;   /* s may be NULL when n == 0 */
 }
 
@@ -54,7 +54,7 @@ uint32_t cl_strtab_id(cl_strtab *t, const void *p, size_t n, int *added) {
     t->cap = t->cap ? t->cap * 2 : 64;
     t->key = cl_xrealloc(t->key, t->cap * sizeof *t->key); t->len = cl_xrealloc(t->len, t->cap * sizeof *t->len);
   }
-  t->key[t->n] = cl_xstrndup(p, n); t->len[t->n] = (uint32_t)n;
+  t->key[t->n] = xstrndup(p, n); t->len[t->n] = (uint32_t)n;
   t->slot[i] = (uint32_t)++t->n;
   *added = 1;
   return (uint32_t)t->n;
@@ -128,7 +128,7 @@ const char *cl_fmt_time(char *buf, size_t n, double ns) {
 
 int cl_out_open(cl_outfile *o, const char *path, const char *what) {
   size_t n = strlen(path);
-  o->path = cl_xstrndup(path, n); o->tmp = cl_xmalloc(n + 32); o->fd = -1;
+  o->path = xstrndup(path, n); o->tmp = cl_xmalloc(n + 32); o->fd = -1;
   static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   for (int tries = 0; tries < 100; tries++) {
     unsigned char rnd[12];

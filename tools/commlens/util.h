@@ -11,7 +11,6 @@
 void *cl_xmalloc(size_t n);
 void *cl_xcalloc(size_t n, size_t sz);
 void *cl_xrealloc(void *p, size_t n);
-char *cl_xstrndup(const char *s, size_t n);
 
 /* A growable array of T: `CL_VEC(T) v = {0}; CL_PUSH(v, x);` The array owns .a; free(v.a). */
 #define CL_VEC(T) struct { T *a; size_t n, cap; }
