@@ -278,11 +278,13 @@ static json_object *rank_meta(const cl_rank *r) {
   return x;
 }
 
-/* The file's own process name when it has one, else "rank R (host, GPU d)". */
+/* The file's own process name when it has one, else "rank R (host, GPU d)"; a long one ends
+ * at a whole character (fuzz_pftrace found one cut inside). */
 static void process_name(const cl_rank *r, char *nm, size_t n) {
   if (r->pname) snprintf(nm, n, "%s", r->pname);
   else if (r->device >= 0) snprintf(nm, n, "rank %d (%s, GPU %d)", r->rank, r->info.host ? r->info.host : "?", r->device);
   else snprintf(nm, n, "rank %d (%s)", r->rank, r->info.host ? r->info.host : "?");
+  cl_utf8_cut(nm);
 }
 
 /* The merge's metadata: job, reference rank, clock method, window, communicator. */

@@ -214,6 +214,7 @@ static void counters(cl_pft_seq *s, const cl_ev *ev, int64_t ts) {
       cl_str_unescape(k, series, sizeof series);
       snprintf(name, sizeof name, nseries > 1 ? "%s %s" : "%s", unescaped(s, ev->name.p ? ev->name.p : "", (size_t)ev->name.n),
                series);
+      cl_utf8_cut(name);   /* fuzz_pftrace found a long name written cut mid-character */
       packet_begin(s, 0, 0, 0);
       cl_pb_begin(&s->out, PKT_TRACK_DESCRIPTOR);
       cl_pb_uint(&s->out, TD_UUID, uuid);

@@ -167,6 +167,12 @@ char *cl_utf8_dup(const char *s, size_t n, int64_t *count) {
   return d;
 }
 
+void cl_utf8_cut(char *s) {
+  const unsigned char *p = (const unsigned char *)s, *e = p + strlen(s);
+  for (size_t l; p < e && (l = cl_utf8_len(p, e)); p += l) {}
+  s[(const char *)p - s] = 0;
+}
+
 /* ---- the terminal filter: a cookie stream over an fd, carrying a UTF-8 sequence cut by a
  * buffer boundary over to the next write ---- */
 typedef struct { int fd; unsigned char carry[4]; size_t ncarry; } term_cookie;

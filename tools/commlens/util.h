@@ -45,6 +45,8 @@ int cl_out_finish(cl_outfile *o, int ok, const char *what);
 /* s[0..n) as valid UTF-8 (common/utf8.h: each invalid byte becomes U+FFFD and is added to
  * *count when count is given); malloc'd, NUL-terminated. */
 char *cl_utf8_dup(const char *s, size_t n, int64_t *count);
+/* Ends s before a UTF-8 sequence a bounded snprintf cut in two (s was valid before the cut). */
+void cl_utf8_cut(char *s);
 /* A stream onto fd that shows what a terminal would act on as text: control characters but
  * newline, carriage return and tab (ESC above all), DEL and the C1 controls become \xNN,
  * invalid UTF-8 becomes U+FFFD. For the CLI's stdout text and stderr, whatever trace or file
