@@ -134,6 +134,16 @@ static int func_of(scan_ctx *c, cl_str_t s) {
   return id;
 }
 
+/* Sums of values read from a file saturate at +-2^61: the reader bounds each value (+-2^62),
+ * not a sum of many (fuzz_pftrace found two proxy-step waits of 2^62 overflowing a channel's
+ * total), and the analyses may still add two sums. */
+#define SUM_LIM ((int64_t)1 << 61)
+static inline void add_sat(int64_t *acc, int64_t v) {
+  int64_t s;
+  if (__builtin_add_overflow(*acc, v, &s)) s = v > 0 ? SUM_LIM : -SUM_LIM;
+  *acc = s > SUM_LIM ? SUM_LIM : s < -SUM_LIM ? -SUM_LIM : s;
+}
+
 static void on_event(const cl_ev *ev, void *arg) {
   scan_ctx *c = arg; cl_rank *r = c->r;
   cl_progress_count(&c->prog, ev->end - ev->beg);
@@ -157,7 +167,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     k.func = (uint16_t)func_of(c, ev->name); k.inst = UINT32_MAX;
     k.p2p = (uint8_t)(ev->has_p2p_peer || cl_str_eq(ev->name, "Send") || cl_str_eq(ev->name, "Recv"));
     CL_PUSH(r->colls, k);
-    if (ev->has_exposed) { r->exposed_args += ev->exposed_ns; r->has_exposed_args = 1; }
+    if (ev->has_exposed) { add_sat(&r->exposed_args, ev->exposed_ns); r->has_exposed_args = 1; }
     if (ev->has_comm && (!c->comm_seen || c->last_comm != ev->comm)) {
       c->comm_seen = 1; c->last_comm = ev->comm; note_comm(ev->comm, ev->comm_name);
     }
@@ -167,7 +177,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     if (!ev->has_channel) break;
     if (ev->implausible) { r->n_kch_implausible++; break; }
     cl_chan *ch = chan_get(r, ev->comm, ev->channel);
-    ch->n++; ch->sum_dur += ev->dur_ns;
+    ch->n++; add_sat(&ch->sum_dur, ev->dur_ns);
     if (ev->dur_ns > ch->max_dur) { ch->max_dur = ev->dur_ns; ch->max_seq = ev->has_seq ? ev->seq : -1; }
     if (ev->has_seq) {
       int f = ev->func.n ? func_of(c, ev->func) : -1;
@@ -180,19 +190,20 @@ static void on_event(const cl_ev *ev, void *arg) {
     if (!ev->has_channel) break;
     cl_chan *ch = chan_get(r, ev->comm, ev->channel);
     ch->nsteps++;
-    ch->w_gpu += ev->w_gpu; ch->w_peer += ev->w_peer; ch->w_send += ev->w_send;
-    ch->w_recv += ev->w_recv; ch->w_flush += ev->w_flush; ch->w_recv_gpu += ev->w_recv_gpu;
-    int64_t pw = ev->w_peer + ev->w_recv;
+    add_sat(&ch->w_gpu, ev->w_gpu); add_sat(&ch->w_peer, ev->w_peer); add_sat(&ch->w_send, ev->w_send);
+    add_sat(&ch->w_recv, ev->w_recv); add_sat(&ch->w_flush, ev->w_flush); add_sat(&ch->w_recv_gpu, ev->w_recv_gpu);
+    int64_t pw = ev->w_peer;
+    add_sat(&pw, ev->w_recv);
     if (pw > 0 && ev->has_peer) {
       size_t i;
       for (i = 0; i < ch->peers.n; i++) if (ch->peers.a[i].peer == ev->peer) break;
       if (i == ch->peers.n) CL_PUSH(ch->peers, ((cl_peerwait){ ev->peer, 0 }));
-      ch->peers.a[i].wait += pw;
+      add_sat(&ch->peers.a[i].wait, pw);
     }
     break;
   }
   case CAT_EXPOSED:
-    r->exposed_evs += ev->dur_ns; r->has_exposed_evs = 1;
+    add_sat(&r->exposed_evs, ev->dur_ns); r->has_exposed_evs = 1;
     break;
   case CAT_GPU_KERNEL:
     if (r->device < 0 && ev->has_device) r->device = ev->device;   /* traces before the header said it */
