@@ -1,7 +1,9 @@
 # fuzz.mk: libFuzzer targets (fuzz/fuzz_abi.c over the plugin's ABI tables, fuzz/fuzz_cli.c
 # over the CLI's trace reader, fuzz/fuzz_join.c over the CUPTI join and the participants,
 # fuzz/fuzz_replay.c over real NCCL call streams mutated record by record, fuzz/fuzz_config.c over
-# the COMMLENS_* settings parser), built with clang into $(BUILD)/fuzz. `make test` replays
+# the COMMLENS_* settings parser, fuzz/fuzz_gz.c over the CLI's gzip trace reader,
+# fuzz/fuzz_pftrace.c over the merge's Perfetto protobuf writer), built with clang into
+# $(BUILD)/fuzz. `make test` replays
 # every input kept in fuzz/regress/<target>/ (each once crashed something) and fuzzes each
 # target for FUZZ_TEST_SECONDS from every 16th input of fuzz/corpus/<target>/ with a fixed seed; `make fuzz
 # FUZZ_SECONDS=3600` fuzzes each target longer (new inputs go to $(BUILD)/fuzz/work/,
@@ -16,7 +18,7 @@ FUZZ_CC ?= clang
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 $(FUZZ_SAN)
-FUZZ_TARGETS := abi cli join replay config
+FUZZ_TARGETS := abi cli join replay config gz pftrace
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_STAMP := $(FUZZ_DIR)/.clang
 
@@ -52,7 +54,8 @@ $(1)/fuzz_replay: fuzz/fuzz_replay.c fuzz/trace_check.h $$(TEST_LIB_SRC) $$(LIB_
 	$$(Q)$$(FUZZ_CC) $(2) -Itest/lib -fsanitize=fuzzer -rdynamic -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -ldl -lpthread -lm
 $(1)/fuzz_config: fuzz/fuzz_config.c $(1)/obj/common/config.o $(1)/obj/common/log.o | $$(FUZZ_STAMP)
 	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.o,$$^) -lpthread
-$(1)/fuzz_cli: fuzz/fuzz_cli.c $$(filter-out %/main.o,$$(CLI_SRC:%.c=$(1)/obj/%.o)) | $$(FUZZ_STAMP)
+# The CLI's targets: its sources but main.c.
+$(1)/fuzz_cli $(1)/fuzz_gz $(1)/fuzz_pftrace: $(1)/fuzz_%: fuzz/fuzz_%.c fuzz/pft_check.h fuzz/rank_files.h $$(filter-out %/main.o,$$(CLI_SRC:%.c=$(1)/obj/%.o)) | $$(FUZZ_STAMP)
 	$$(Q)$$(FUZZ_CC) $(2) -Itools/commlens -fsanitize=fuzzer -o $$@ $$(filter %.c %.o,$$^) -ljson-c -lz -lpthread -lm
 endef
 $(eval $(call FUZZ_VARIANT,$(FUZZ_DIR),$(FUZZ_CFLAGS)))

@@ -11,6 +11,7 @@
 /* The CLI's own streaming reader: what `commlens report` and `merge` make of a torn file. */
 #include "../../tools/commlens/trace_read.c"
 #include "../../tools/commlens/util.c"
+#include "../../common/utf8.c"
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>

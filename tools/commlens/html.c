@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void esc_v(FILE *o, const char *fmt, va_list ap) {
   char b[1024];
@@ -172,7 +173,7 @@ static void outlier_tables(hp_page *p) {
     fputs("<tr>", o);
     td(o, 1, "%d", r->rank); td(o, 0, "%s", cl_rank_host(r)); td(o, 1, "%d", r->info.abi);
     td(o, 1, "%lld", (long long)r->info.n_events);
-    td(o, 0, "%s", r->info.bad ? "invalid JSON mid-file" : r->info.truncated ? "truncated" : r->info.final ? "final" : "not final");
+    td(o, 0, "%s", r->info.bad ? "damaged mid-file" : r->info.truncated ? "truncated" : r->info.final ? "final" : "not final");
     fputs("<td class=\"f\">", o); file_link(o, r); fputs("</td></tr>\n", o);
   }
   fputs("</tbody></table></details>\n</section>\n", o);
@@ -210,6 +211,12 @@ static const char SELF_CHECK[] =
   "d.setAttribute('data-charts-drawn',n+'/'+s.length);put();});})();</script>\n";
 
 int cl_report_html(cl_job *job, const char *path) {
+  int in = cl_job_input(job, path);
+  if (in >= 0) {
+    fprintf(stderr, "commlens: --html: %s is the trace of rank %d (%s), an input; not overwritten\n", path,
+            job->r[in]->rank, job->r[in]->path);
+    return -1;
+  }
   cl_analysis an;
   cl_analyse(job, &an);
   hp_page p;
@@ -224,10 +231,12 @@ int cl_report_html(cl_job *job, const char *path) {
   hp_charts(&p);
   outlier_tables(&p);
   fclose(p.o);
-  char tmp[PATH_MAX + 8];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *o = fopen(tmp, "w");
-  if (!o) { fprintf(stderr, "commlens: --html: cannot write %s: %m\n", tmp); free(body); cl_analysis_free(&an); return -1; }
+  cl_outfile of;
+  FILE *o = cl_out_open(&of, path, "--html") < 0 ? NULL : fdopen(of.fd, "w");
+  if (!o) {
+    if (of.path) { close(of.fd); cl_out_finish(&of, 0, "--html"); }
+    free(body); cl_analysis_free(&an); return -1;
+  }
   char span[32];
   fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
@@ -258,10 +267,9 @@ int cl_report_html(cl_job *job, const char *path) {
   fputs("</main></body></html>\n", o);
   free(body);
   int bad = ferror(o);
-  if (fclose(o) || bad || rename(tmp, path)) {
-    fprintf(stderr, "commlens: --html: cannot write %s: %m\n", path);
-    remove(tmp); cl_analysis_free(&an); return -1;
-  }
+  bad |= fclose(o) != 0;
+  if (bad) fprintf(stderr, "commlens: --html: error writing %s (disk full?)\n", path);
+  if (cl_out_finish(&of, !bad, "--html") != 0) { cl_analysis_free(&an); return -1; }
   fprintf(stderr, "commlens: wrote %s\n", path);
   cl_analysis_free(&an);
   return 0;

@@ -203,6 +203,7 @@ static void print_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   int gaps = 0;
   for (int i = 1; i < job->n; i++) gaps += job->r[i]->rank - job->r[i - 1]->rank - 1;
   if (gaps || job->r[0]->rank != 0) fprintf(o, "  missing ranks: %d between 0 and %d\n", gaps + job->r[0]->rank, job->r[job->n - 1]->rank);
+  if (job->n_utf8) fprintf(o, "  %lld invalid UTF-8 byte(s) in the traces' strings, shown as U+FFFD\n", (long long)job->n_utf8);
   fprintf(o, "  span %s on rank %d's clock; %lld collective instances matched on 2+ ranks\n\n",
           cl_fmt_time(b1, sizeof b1, an->span), job->ref_rank, (long long)an->n_multi);
 
@@ -360,7 +361,7 @@ static void print_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     fprintf(o, "  %5d %4d %-9.9s %10lld %10lld %8.3f%% %12lld  %s\n", job->r[ord[k]]->rank, in->abi, in->version ? in->version : "?",
             (long long)in->n_events, (long long)in->st_dropped, in->st_overhead_pct,
             (long long)(in->st_overhead_med_ns ? in->st_overhead_med_ns : in->st_overhead_ns),   /* older traces: the mean */
-            in->bad ? "invalid JSON mid-file" : in->truncated ? "truncated" : in->final ? "final" : "not final (no exit flush)");
+            in->bad ? "damaged mid-file" : in->truncated ? "truncated" : in->final ? "final" : "not final (no exit flush)");
   }
   (void)b5;
   free(ord);
@@ -369,6 +370,13 @@ static void print_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
 static json_object *jd(double v) { return json_object_new_double(round(v * 1000) / 1000); }
 static json_object *ji(int64_t v) { return json_object_new_int64(v); }
 static json_object *js(const char *s) { return json_object_new_string(s ? s : ""); }
+/* A file name (bytes, not necessarily UTF-8) as a JSON string: invalid bytes as U+FFFD. */
+static json_object *jpath(const char *p) {
+  char *c = cl_utf8_dup(p, strlen(p), NULL);
+  json_object *o = json_object_new_string(c);
+  free(c);
+  return o;
+}
 static json_object *jcomm(uint64_t c) { char b[24]; snprintf(b, sizeof b, "0x%llx", (unsigned long long)c); return js(b); }
 
 static void print_json(cl_job *job, cl_analysis *an, FILE *o) {
@@ -377,13 +385,14 @@ static void print_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object_object_add(root, "ref_rank", ji(job->ref_rank));
   json_object_object_add(root, "instances_matched", ji(an->n_multi));
   json_object_object_add(root, "files_skipped", ji(job->n_files_skipped));
+  json_object_object_add(root, "utf8_replaced", ji(job->n_utf8));
   for (int i = 0; i < job->n; i++) {
     cl_rank *r = job->r[i]; cl_rank_an *ra = &an->ra[i]; json_object *x = json_object_new_object();
     double ex; const char *src = cl_rank_exposed(r, &ex);
     json_object_object_add(x, "rank", ji(r->rank));
     json_object_object_add(x, "host", js(r->info.host));
     json_object_object_add(x, "gpu", ji(r->device));
-    json_object_object_add(x, "file", js(r->path));
+    json_object_object_add(x, "file", jpath(r->path));
     json_object_object_add(x, "comm_ns", jd(ra->comm_union));
     json_object_object_add(x, "exposed_ns", src ? jd(ex) : NULL);
     json_object_object_add(x, "exposed_source", src ? js(src) : NULL);
