@@ -140,8 +140,14 @@ test: test-deps lib cli $(TEST_BIN)
 	  sh test/run.sh $(TEST_BIN) $(TEST_MORE)
 
 # ---- benchmarks (on demand) ----
+# Builds the helpers, then prices the default mode on the CPU (bench/replay_cost.c): per-unit
+# times, and instruction counts under callgrind compared with bench/replay_cost.baseline (10% more
+# fails `make bench` with REGRESSION). BENCH_ARGS=--update-baseline rewrites the baseline.
+BENCH_ARGS ?=
 bench: lib
 	$(Q)$(MAKE) -s -C bench BUILD=$(abspath $(BUILD)) LIB=$(abspath $(LIB))
+	$(Q)if command -v valgrind >/dev/null; then cg=--callgrind; else echo "valgrind missing: no instruction counts"; cg=; fi; \
+	  $(BUILD)/bench-replay-cost --lib $(LIB) $$cg $(BENCH_ARGS)
 
 # make test SOAK_RUNS times beside busy loops on every core (issue: a CI that never flakes).
 SOAK_RUNS ?= 30

@@ -11,6 +11,7 @@ $(FAKE_CUPTI): test/fakes/fake_cupti.c
 	$(Q)mkdir -p $(BUILD)
 	$(Q)$(CC) $(CFLAGS) -shared -o $@ $<
 replay: $(FAKE_CUDA)
+bench: $(FAKE_CUDA) $(FAKE_CUPTI)
 test: $(FAKE_CUDA) $(FAKE_CUPTI)
 test-bins: $(FAKE_CUDA) $(FAKE_CUPTI)
 demo: $(FAKE_CUDA)

@@ -415,21 +415,41 @@ void cl_cupti_flush(int force) {
 }
 
 /* ---- kernel names: interned copies that live until exit ---- */
-static struct { const char *raw, *shown; uint64_t h; } g_names[CL_CUPTI_NAMES];
+static struct { const char *raw, *shown; uint64_t h; uint8_t cls; } g_names[CL_CUPTI_NAMES];
 static size_t g_nnames;
 
-static const char *intern(const char *raw) {
+/* The entry last found for a name pointer: CUPTI hands the same kernel's name at the same
+ * address in record after record, and hashing a long C++ name per record cost more than the
+ * rest of a record's parse. A hit is checked against the text, so a reused address is safe. */
+#define CL_NAME_CACHE 256
+static struct { const char *raw; size_t slot; } g_name_cache[CL_NAME_CACHE];
+
+/* The shown name of `raw` and, in *cls, whether it is NCCL's (cl_gpu_name_class). */
+static const char *intern(const char *raw, uint8_t *cls) {
+  *cls = CL_GPU_NAME_OTHER;
   if (!raw) return "(unknown)";
+  size_t ci = ((uintptr_t)raw >> 4) & (CL_NAME_CACHE - 1);
+  if (g_name_cache[ci].raw == raw && strcmp(g_names[g_name_cache[ci].slot].raw, raw) == 0) {
+    *cls = g_names[g_name_cache[ci].slot].cls;
+    return g_names[g_name_cache[ci].slot].shown;
+  }
   uint64_t h = 1469598103934665603ull;
   for (const unsigned char *p = (const unsigned char *)raw; *p; p++) h = (h ^ *p) * 1099511628211ull;
   size_t i = h & (CL_CUPTI_NAMES - 1);
   for (size_t k = 0; k < CL_CUPTI_NAMES; k++, i = (i + 1) & (CL_CUPTI_NAMES - 1)) {
     if (!g_names[i].raw) break;
-    if (g_names[i].h == h && strcmp(g_names[i].raw, raw) == 0) return g_names[i].shown;
+    if (g_names[i].h == h && strcmp(g_names[i].raw, raw) == 0) {
+      g_name_cache[ci].raw = raw; g_name_cache[ci].slot = i;
+      *cls = g_names[i].cls;
+      return g_names[i].shown;
+    }
   }
-  if (g_names[i].raw || g_nnames >= CL_CUPTI_NAMES * 3 / 4) return "(kernel)";  /* table full */
+  if (g_names[i].raw || g_nnames >= CL_CUPTI_NAMES * 3 / 4) {   /* table full */
+    *cls = cl_gpu_is_nccl_name(raw) ? CL_GPU_NAME_NCCL : CL_GPU_NAME_OTHER;
+    return "(kernel)";
+  }
   char *copy = strdup(raw);
-  if (!copy) return "(kernel)";
+  if (!copy) { *cls = cl_gpu_is_nccl_name(raw) ? CL_GPU_NAME_NCCL : CL_GPU_NAME_OTHER; return "(kernel)"; }
   const char *shown = copy;
   if (cl_cupti_g.demangle && raw[0] == '_' && raw[1] == 'Z') {
     int st = -1;
@@ -437,7 +457,10 @@ static const char *intern(const char *raw) {
     if (d && st == 0) shown = d; else free(d);
   }
   g_names[i].raw = copy; g_names[i].shown = shown; g_names[i].h = h;
+  g_names[i].cls = cl_gpu_is_nccl_name(shown) ? CL_GPU_NAME_NCCL : CL_GPU_NAME_OTHER;
+  *cls = g_names[i].cls;
   g_nnames++;
+  g_name_cache[ci].raw = raw; g_name_cache[ci].slot = i;
   return shown;
 }
 
@@ -467,7 +490,7 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
     if (!k->start && !k->end) return 0;   /* CUPTI could not time it */
     o->kind = CL_GPU_KERNEL;
     GPU_WORK_FIELDS(o, k);
-    o->name = intern(k->name);
+    o->name = intern(k->name, &o->name_class);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -496,7 +519,8 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
     if (!m->timestamp || (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS)) return 0;
     if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
       o->kind = CL_GPU_MARK_START;
-      o->name = intern(m->name);
+      uint8_t cls;
+      o->name = intern(m->name, &cls);
     } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
       o->kind = CL_GPU_MARK_END;
     } else {

@@ -8,6 +8,7 @@
 #define COMMLENS_CUPTI_H
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 /* MARK_START/MARK_END: NVTX ranges (push/pop, start/end), recorded by CUPTI when the job runs
  * with NVTX_INJECTION64_PATH pointing at libcupti; `correlation` is the range id, `name` is set
@@ -24,7 +25,25 @@ typedef struct {
   uint32_t graph_id;          /* KERNEL, MEMCPY, MEMSET: CUDA graph id (0: not from a graph) */
   uint64_t graph_node;        /* KERNEL, MEMCPY, MEMSET: graph node id (0: not from a graph) */
   const char *name;           /* KERNEL: demangled-or-raw name, interned, lives until exit */
+  uint8_t name_class;         /* KERNEL: cl_gpu_name_class of `name` (0: not told) */
 } cl_gpu_activity;
+
+/* Whether a kernel's name is NCCL's, told once per distinct name when the bridge interns it
+ * (a compute kernel's long C++ name is not searched again in every record). */
+typedef enum { CL_GPU_NAME_UNTOLD = 0, CL_GPU_NAME_NCCL = 1, CL_GPU_NAME_OTHER = 2 } cl_gpu_name_class;
+
+/* NCCL's kernel names, demangled or not ("ncclDevKernel_...", "_Z39ncclDevKernel_...",
+ * "ncclSymkDevKernel_..."): one of these within the first 47 characters. The one rule: the
+ * join falls back on it (graph replays, ABI < v5, the join by stream order). */
+static inline int cl_gpu_is_nccl_name(const char *n) {
+  static const struct { const char *s; size_t n; } pat[] = {{"ncclDevKernel", 13}, {"ncclKernel", 10}, {"ncclSymk", 8}};
+  for (size_t i = 0; n && i < 47 && n[i]; i++) {
+    if (n[i] != 'n') continue;
+    for (size_t k = 0; k < sizeof pat / sizeof *pat; k++)
+      if (i + pat[k].n <= 47 && !strncmp(n + i, pat[k].s, pat[k].n)) return 1;
+  }
+  return 0;
+}
 
 typedef struct {
   uint64_t records, dropped, buffers;

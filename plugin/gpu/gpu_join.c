@@ -79,6 +79,7 @@ struct cl_gj {
   cl_gj_exposed_fn fn;
   void *arg;
   int by_stream;                         /* no launch records: join NCCL kernels by stream order */
+  int draw_compute;                      /* a slice per compute kernel (cl_gj_draw_compute) */
   kl_win win[NWIN];
   uint64_t nwin_total;
   stream_q *sq;                          /* NSQ of them (with launch records: a check only) */
@@ -228,6 +229,7 @@ cl_gj *cl_gj_new(cl_parts *parts, int by_stream) {
 }
 
 int cl_gj_by_stream(const cl_gj *g) { return g->by_stream; }
+void cl_gj_draw_compute(cl_gj *g, int on) { g->draw_compute = on != 0; }
 
 void cl_gj_free(cl_gj *g) {
   if (!g) return;
@@ -279,13 +281,10 @@ static span_ent *span_slot(cl_gj *g, uint64_t group, uint32_t comm, int make) {
   return old;
 }
 
-/* Fallback only (CUDA-graph replays, ABI < v5): NCCL's kernel names, demangled or not
- * ("ncclDevKernel_...", "_Z39ncclDevKernel_...", "ncclSymkDevKernel_..."). */
-static int is_nccl_name(const char *n) {
-  if (!n) return 0;
-  char head[48];
-  snprintf(head, sizeof head, "%s", n);
-  return strstr(head, "ncclDevKernel") || strstr(head, "ncclKernel") || strstr(head, "ncclSymk");
+/* Fallback only (CUDA-graph replays, ABI < v5, the join by stream order): NCCL's kernel names
+ * (cupti.h), told once per distinct name by the bridge when it can. */
+static int is_nccl_name(const cl_gpu_activity *k) {
+  return k->name_class ? k->name_class == CL_GPU_NAME_NCCL : cl_gpu_is_nccl_name(k->name);
 }
 
 /* Counts a replayed kernel no collective claimed as communication on its own. Its tag carries
@@ -529,13 +528,16 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   else if (g->by_stream || k->graph_node || force || !g->nwin_total) {
     /* no launch record of its own (a graph replay carries the graph launch's correlation id;
      * a runtime launch; no KernelLaunch events): by name */
-    nccl = is_nccl_name(k->name);
+    nccl = is_nccl_name(k);
   }
   else return 0;
   gj_part *q = dev_state(g, (int)k->device);   /* the kernel's GPU's trace */
   if (!q) return 1;
   if (nccl && !known) q->by_name++;
-  cl_draw_gpu_kernel(q->p->ct, k, nccl);
+  /* compute kernels: a slice each only when asked (COMMLENS_CUPTI=full); the default keeps
+   * them as exposure's compute intervals and a count (a slice cost more CPU than all the rest
+   * of a record's work: docs/decisions.md) */
+  if (nccl || g->draw_compute) cl_draw_gpu_kernel(q->p->ct, k, nccl);
   if (!nccl) {
     q->compute_kernels++;
     cl_expo_add_compute(g->expo, k->device, k->start_ns, k->end_ns);

@@ -44,6 +44,10 @@ cl_gj *cl_gj_new(cl_parts *parts, int by_stream);
 /* Who hears about each reported span (the assembler; set once, before any span is queued). */
 void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg);
 void cl_gj_free(cl_gj *g);
+/* Draws every compute kernel as a slice on its stream's track (on: COMMLENS_CUPTI=full). Off,
+ * the default: compute kernels count only as exposure's compute and in the totals; NCCL's
+ * kernels are drawn either way. */
+void cl_gj_draw_compute(cl_gj *g, int on);
 /* 1 if NCCL's kernels are joined by stream and launch order, 0 by correlation id. */
 int cl_gj_by_stream(const cl_gj *g);
 /* A KernelLaunch event ended. */

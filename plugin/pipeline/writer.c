@@ -141,6 +141,7 @@ static int setup(void) {
    * finish again here makes it run while CUPTI is still whole. */
   if (cupti) atexit(cl_writer_finish);
   if (cupti) g_run.gj = cl_gj_new(g_run.parts, !cl_cupti_launch_records());
+  if (g_run.gj) cl_gj_draw_compute(g_run.gj, cl_cfg.cupti == CL_CUPTI_FULL);
   if (cupti && !g_run.gj) cl_cupti_stop();
   static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
   g_run.asm_ = cl_asm_new(g_run.parts, g_run.gj, &deps);
@@ -148,13 +149,12 @@ static int setup(void) {
   if (!g_run.asm_ || !cl_parts_count(g_run.parts)) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (g_run.gj) { cl_gj_start(g_run.gj, cl_now()); g_run.cupti_rec = 1; }
   /* a directory that cannot be made is said at once; the files come at the first flush */
-  char spill[1500];
   const char *what;
-  if (cl_out_prepare(cl_cfg.dir, spill, sizeof spill, &what) != 0) {
+  if (cl_out_prepare(cl_cfg.dir, &what) != 0) {
     disable_output(what, cl_cfg.dir, errno);
     return 0;
   }
-  g_run.stage = cl_stage_new(cl_cfg.buffer_bytes / 4, spill);   /* the rest of the budget is rings */
+  g_run.stage = cl_stage_new(cl_cfg.buffer_bytes - cl_cfg.rings_bytes, cl_cfg.dir);
   if (!g_run.stage) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   g_out_ok = 1;
   return 0;

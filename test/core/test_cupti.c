@@ -172,6 +172,11 @@ TL_TEST(delivers_records) {
         a[0].context == 2 && a[0].stream == 7 && a[0].correlation == 42 && !a[0].graph_node, "k0");
   CHECK(a[1].graph_node && a[1].correlation == 43 && strcmp(a[1].name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL") == 0, "k1");
   CHECK(a[2].name == a[0].name, "names not interned");
+  /* each kernel says whether its name is NCCL's, the second record of a name too (from the
+   * interned entry, not by searching the name again) */
+  CHECK(a[0].name_class == CL_GPU_NAME_OTHER && a[1].name_class == CL_GPU_NAME_NCCL &&
+        a[2].name_class == CL_GPU_NAME_OTHER, "name classes %d %d %d", a[0].name_class, a[1].name_class,
+        a[2].name_class);
   CHECK(strcmp(a[0].name, "myGemm(float*, float*)") == 0 || strcmp(a[0].name, "_Z6myGemmPfS_") == 0, "name %s", a[0].name);
   CHECK(a[3].kind == CL_GPU_LAUNCH && a[3].thread == 1234 && a[3].correlation == 43 && a[3].start_ns == 900, "launch");
   CHECK(a[4].kind == CL_GPU_MEMCPY && a[4].stream == 3 && a[4].end_ns == 7100, "memcpy");

@@ -13,6 +13,7 @@
 #include "exporters/chrome_trace.h"
 #include "exporters/strbuf.h"
 #include "common/clock.h"
+#include "common/utf8.h"
 
 /* No communicator registered: everything goes to one participant (the process's GPU). */
 static uint32_t no_comms(void) { return 0; }
@@ -540,6 +541,137 @@ TL_TEST(stream_order_tells_unknown_names_from_lost_records) {
     if (gone) CHECK(ok == T + 40 * ms + 100, "last ok %llu", (unsigned long long)(ok - T));
     done(g, ps);
   }
+}
+
+/* ---- compute kernels: exposure without a slice each (the default) ---- */
+#define AGG_N 60                      /* collectives */
+#define AGG_K 20                      /* compute kernels around each */
+static uint64_t g_agg_exposed[AGG_N];
+static void on_exp_agg(void *arg, const cl_expo_result *r) {
+  (void)arg;
+  if (r->span.tag < AGG_N) g_agg_exposed[r->span.tag] = r->exposed_ns;
+}
+/* "ts":<us>.<3 digits> and "dur":... of a slice, in ns: the trace's own text, exactly. */
+static int slice_ns(const char *p, const char *key, uint64_t *ns) {
+  const char *k = strstr(p, key);
+  unsigned long long us, frac;
+  if (!k || sscanf(k + strlen(key), "%llu.%3llu", &us, &frac) != 2) return -1;
+  *ns = us * 1000 + frac;
+  return 0;
+}
+/* |[s, e) - union(iv)|, iv sorted by start: what a reader of the trace computes. */
+static uint64_t exposed_by_slices(uint64_t s, uint64_t e, const uint64_t (*iv)[2], size_t n) {
+  uint64_t cur = s, out = 0;
+  for (size_t i = 0; i < n && cur < e; i++) {
+    if (iv[i][1] <= cur) continue;
+    if (iv[i][0] >= e) break;
+    if (iv[i][0] > cur) out += iv[i][0] - cur;
+    cur = iv[i][1];
+  }
+  return out + (cur < e ? e - cur : 0);
+}
+static int cmp_iv(const void *a, const void *b) {
+  const uint64_t *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The default keeps compute kernels as exposure's compute intervals and a count, without a
+ * slice each (COMMLENS_CUPTI=full draws them). Driven with the same stream of 60 collectives
+ * among 1,200 compute kernels (overlapping, touching, apart; NCCL's kernel partly hidden), the
+ * default reports every collective's exposed time equal to full mode's and to what a reader
+ * computes from full mode's compute slices (the span minus their union), the same totals, and
+ * draws NCCL's kernels but no compute kernel. */
+TL_TEST(exposure_without_compute_slices_equals_the_per_slice_computation) {
+  const uint64_t T = 10 * SEC;
+  uint64_t totals[2][2], exposed[2][AGG_N];
+  uint64_t (*iv)[2] = calloc(AGG_N * AGG_K, sizeof *iv);
+  size_t niv = 0;
+  const char *body[2] = {NULL, NULL};
+  cl_parts *ps[2];
+  cl_gj *g[2];
+  for (int full = 0; full < 2; full++) {
+    g[full] = stream_join(&ps[full], T);
+    REQUIRE(g[full] && iv, "alloc");
+    cl_gj_draw_compute(g[full], full);
+    cl_gj_on_exposed(g[full], on_exp_agg, NULL);
+    uint32_t seed = 12345, corr = 0;
+    for (uint64_t i = 0; i < AGG_N; i++) {
+      uint64_t base = T + i * 100000;
+      launch_on(g[full], base, i + 1, 5, 0);
+      uint64_t cur = base + 1000;
+      for (int k = 0; k < AGG_K; k++) {   /* 0.5 .. 3.5 us each; gaps of -0.5 .. 1.5 us */
+        seed = seed * 1103515245u + 12345u;
+        uint64_t dur = 500 + (seed >> 16) % 3000;
+        seed = seed * 1103515245u + 12345u;
+        int64_t gap = (int64_t)((seed >> 16) % 2000) - 500;
+        uint64_t st = (int64_t)cur + gap > (int64_t)base ? (uint64_t)((int64_t)cur + gap) : cur;
+        cl_gpu_activity c = kern_on(st, st + dur, 9, "void at::native::vectorized_elementwise_kernel<4>", ++corr);
+        cl_gj_activity(g[full], &c);
+        cur = st + dur;
+        if (k == AGG_K / 2) {   /* NCCL's kernel starts among them */
+          cl_gpu_activity n = kern_on(cur - 800, cur + 9000, 5, k_nccl, ++corr);
+          cl_gj_activity(g[full], &n);
+        }
+      }
+    }
+    uint64_t end = T + AGG_N * 100000;
+    cl_gj_advance(g[full], end + SEC, 0);          /* the joins settle */
+    for (uint64_t i = 0; i < AGG_N; i++) {
+      uint64_t s, e; uint32_t dev;
+      REQUIRE(cl_gj_span(g[full], i + 1, 1, &s, &e, &dev), "collective %llu has no GPU span", (unsigned long long)i);
+      cl_gj_expose(g[full], i, dev, 0xabc, s, e);
+    }
+    memset(g_agg_exposed, 0xff, sizeof g_agg_exposed);
+    cl_gj_advance(g[full], end + 3 * SEC, 1);
+    memcpy(exposed[full], g_agg_exposed, sizeof g_agg_exposed);
+    cl_gj_counts n;
+    cl_gj_totals(g[full], cl_parts_at(ps[full], 0), &n);
+    CHECK(n.compute_kernels == AGG_N * AGG_K && n.nccl_kernels == AGG_N, "%s: compute %llu nccl %llu",
+          full ? "full" : "default", (unsigned long long)n.compute_kernels, (unsigned long long)n.nccl_kernels);
+    totals[full][0] = n.t.comm_ns;
+    totals[full][1] = n.t.exposed_ns;
+    body[full] = ct_body(cl_parts_of_dev(ps[full], -1)->ct)->p;
+  }
+  /* full mode's compute slices, as a reader of its trace sees them */
+  int nccl_slices[2] = {0, 0}, compute_slices[2] = {0, 0};
+  for (int full = 0; full < 2; full++)
+    for (const char *p = body[full]; p && (p = strstr(p, "\"cat\":\"gpu_kernel\"")); p++) {
+      const char *open = p;
+      while (open > body[full] && *open != '{') open--;
+      const char *nc = strstr(p, "\"nccl\":");
+      if (!nc) break;
+      if (!strncmp(nc + 7, "true", 4)) { nccl_slices[full]++; continue; }
+      compute_slices[full]++;
+      uint64_t ts, dur;
+      if (full && niv < AGG_N * AGG_K && !slice_ns(open, "\"ts\":", &ts) && !slice_ns(open, "\"dur\":", &dur)) {
+        iv[niv][0] = ts; iv[niv][1] = ts + dur; niv++;
+      }
+    }
+  CHECK(compute_slices[0] == 0, "the default drew %d compute kernels, want none", compute_slices[0]);
+  CHECK(compute_slices[1] == AGG_N * AGG_K && niv == AGG_N * AGG_K, "full mode drew %d compute kernels (%zu read), want %d",
+        compute_slices[1], niv, AGG_N * AGG_K);
+  CHECK(nccl_slices[0] == AGG_N && nccl_slices[1] == AGG_N, "NCCL kernels drawn: default %d, full %d, want %d each",
+        nccl_slices[0], nccl_slices[1], AGG_N);
+  qsort(iv, niv, sizeof *iv, cmp_iv);
+  int differ = 0, hidden = 0;
+  for (uint64_t i = 0; i < AGG_N; i++) {
+    uint64_t s, e; uint32_t dev;
+    REQUIRE(cl_gj_span(g[0], i + 1, 1, &s, &e, &dev), "span %llu", (unsigned long long)i);
+    uint64_t want = exposed_by_slices(s, e, (const uint64_t (*)[2])iv, niv);
+    if (exposed[0][i] != want || exposed[1][i] != want) {
+      if (!differ++)
+        fprintf(stderr, "  collective %llu: default %llu full %llu, from the slices %llu\n", (unsigned long long)i,
+                (unsigned long long)exposed[0][i], (unsigned long long)exposed[1][i], (unsigned long long)want);
+    }
+    hidden += want < e - s;
+  }
+  CHECK(differ == 0, "%d of %d collectives' exposed time differs from the per-slice computation", differ, AGG_N);
+  CHECK(hidden > AGG_N / 2, "only %d collectives were partly hidden: the stream does not test much", hidden);
+  CHECK(totals[0][0] == totals[1][0] && totals[0][1] == totals[1][1],
+        "totals: default %llu/%llu, full %llu/%llu (exposed/comm)", (unsigned long long)totals[0][1],
+        (unsigned long long)totals[0][0], (unsigned long long)totals[1][1], (unsigned long long)totals[1][0]);
+  free(iv);
+  for (int full = 0; full < 2; full++) done(g[full], ps[full]);
 }
 
 TL_MAIN("core/gpu_join")

@@ -3,10 +3,13 @@
  * subscriber holds the slot), FAKE_NOINIT, FAKE_OLD (version 12), FAKE_NOKERNEL (kernel activity
  * refused). Each flush hands over one synthetic buffer: two compute kernels and an NCCL kernel,
  * launch, alloc and memcpy records. A test can hold the next flush until it releases it (a
- * CUPTI flush that hangs, as on a wedged driver): commlens_fake_cupti_hold_next_flush. */
+ * CUPTI flush that hangs, as on a wedged driver): commlens_fake_cupti_hold_next_flush. In
+ * scripted mode (commlens_fake_cupti_script, bench/replay_cost.c) flushes carry only the kernel
+ * records the program pushed, in buffers filled and handed over as CUPTI does. */
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,9 +91,11 @@ FAKE_API CUptiResult cuptiGetTimestamp(uint64_t *t) {
   *t = tsf ? tsf() : 0;
   return CUPTI_SUCCESS;
 }
+static _Atomic int g_script;   /* scripted mode: only pushed records */
+
 FAKE_API CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *d) {
   (void)c; (void)s;
-  *d = 3;
+  *d = atomic_load(&g_script) ? 0 : 3;
   return CUPTI_SUCCESS;
 }
 
@@ -108,10 +113,52 @@ FAKE_API CUptiResult cuptiActivityGetNextRecord(uint8_t *b, size_t valid, CUpti_
   return CUPTI_SUCCESS;
 }
 
+/* ---- scripted mode: the buffer being filled, handed over when full or at a flush ---- */
+static pthread_mutex_t g_smu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *g_sbuf;
+static size_t g_ssize, g_sused;
+
+static void script_complete(void) {   /* g_smu held */
+  if (g_sbuf) dn(0, 0, g_sbuf, g_ssize, g_sused);
+  g_sbuf = NULL;
+  g_sused = 0;
+}
+
+FAKE_API void commlens_fake_cupti_script(void) { atomic_store(&g_script, 1); }
+
+/* Appends one CONCURRENT_KERNEL record (times on the timestamp callback's clock; `name` must
+ * live until the program exits). 0, or -1 when no client has buffers for it (the caller counts). */
+FAKE_API int commlens_fake_cupti_push_kernel(uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
+                                             uint32_t corr, const char *name) {
+  CUpti_ActivityKernel10 k;
+  memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start; k.end = end; k.deviceId = device; k.contextId = 1; k.streamId = stream;
+  k.correlationId = corr; k.name = name;
+  size_t need = 8 + ((sizeof k + 7) & ~(size_t)7);
+  pthread_mutex_lock(&g_smu);
+  if (g_sbuf && g_sused + need > g_ssize) script_complete();
+  if (!g_sbuf && rq) {
+    size_t maxr = 0;
+    rq(&g_sbuf, &g_ssize, &maxr);
+    if (g_sbuf && g_ssize < need) script_complete();
+  }
+  int rc = -1;
+  if (g_sbuf) { put(g_sbuf + g_sused, &k, sizeof k); g_sused += need; rc = 0; }
+  pthread_mutex_unlock(&g_smu);
+  return rc;
+}
+
 FAKE_API CUptiResult cuptiActivityFlushAll(uint32_t f) {
   (void)f;
   hold_if_armed();
   __atomic_add_fetch(&fake_flushes, 1, __ATOMIC_RELAXED);
+  if (atomic_load(&g_script)) {
+    pthread_mutex_lock(&g_smu);
+    if (g_sused) script_complete();
+    pthread_mutex_unlock(&g_smu);
+    return CUPTI_SUCCESS;
+  }
   uint8_t *b = 0;
   size_t size = 0, maxr = 0;
   rq(&b, &size, &maxr);

@@ -23,6 +23,7 @@
 #include "plugin/gpu/gpu_slices.h"
 #include "plugin/output/tracks.h"
 #include "plugin/pipeline/assemble.h"
+#include "common/utf8.h"
 #include <json-c/json.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -163,6 +164,7 @@ static int count_cat(json_object *arr, const char *cat) {
 TL_TEST(commless_event_and_gpu_kernels_get_their_own_tracks) {
   fixture f;
   fx_open(&f, 1);
+  cl_gj_draw_compute(f.gj, 1);                 /* COMMLENS_CUPTI=full: compute kernels drawn */
   cl_gpu_activity k = {.start_ns = 1000000, .end_ns = 2000000, .correlation = 1, .device = 0, .stream = 7,
                        .kind = CL_GPU_KERNEL, .name = "computeKernel"};
   cl_gj_activity(f.gj, &k);                    /* no KernelLaunch seen: classified by name, drawn */
@@ -344,6 +346,7 @@ TL_TEST(proxy_step_phases_nest_in_their_step) {
 TL_TEST(kernel_ending_before_it_starts_is_an_instant) {
   fixture f;
   fx_open(&f, 1);
+  cl_gj_draw_compute(f.gj, 1);                 /* COMMLENS_CUPTI=full: compute kernels drawn */
   cl_gpu_activity k = {.start_ns = 2000000, .end_ns = 1000000, .correlation = 1, .device = 0, .stream = 3,
                        .kind = CL_GPU_KERNEL, .name = "computeKernel"};
   cl_gj_activity(f.gj, &k);

@@ -216,6 +216,18 @@ typedef struct {
 
 static rp_clock_hook g_clock_hook;
 void rp_set_clock_hook(rp_clock_hook fn) { g_clock_hook = fn; }
+static rp_call_hook g_call_hook;
+void rp_set_call_hook(rp_call_hook fn) { g_call_hook = fn; }
+
+/* Runs one call into the plugin, adding the time it took to st->FIELD and setting v.ns. */
+#define TIMED(r, field, call) do {                                                                   \
+    struct timespec t0_, t1_;                                                                 \
+    clock_gettime(CLOCK_MONOTONIC_RAW, &t0_);                                                 \
+    call;                                                                                     \
+    clock_gettime(CLOCK_MONOTONIC_RAW, &t1_);                                                 \
+    v.ns = (t1_.tv_sec - t0_.tv_sec) * 1000000000LL + (t1_.tv_nsec - t0_.tv_nsec);            \
+    (r)->st->field += v.ns;                                                                   \
+  } while (0)
 
 /* The kernel's monotonic clock, never an interposed clock_gettime (commlens-replay
  * --virtual-clock replaces the one the plugin sees): pacing runs on real time. */
@@ -255,8 +267,11 @@ static void patch_parent(rp_run *r, unsigned char *d, unsigned off) {
   else if (v) r->st->foreign_passed++;
 }
 
+/* Makes the call, then tells the call hook what it was. */
 static void do_call(rp_run *r, rp_call *c) {
   h_plugin *p = &r->plug[c->abi];
+  rp_call_view v = {c->kind, c->abi, 0, NULL, 0};
+  _Alignas(16) unsigned char d[128];   /* an S call's descriptor, as passed */
   r->st->calls++;
   r->st->abi = c->abi;
   switch (c->kind) {
@@ -266,13 +281,12 @@ static void do_call(rp_run *r, rp_call *c) {
     /* the recorded communicator's GPU is current on this thread, as it was in the job (a
      * process driving several GPUs); without the stand-in, every communicator is GPU-less */
     if (c->dev >= 0) h_cuda_set_device(r->lib, c->dev);
-    h_init(p, &ctx, &info);
+    TIMED(r, lifecycle_ns, h_init(p, &ctx, &info));
     map_put(&r->ctx, c->a, (uint64_t)(uintptr_t)ctx);
     r->st->inits++;
     break;
   }
   case 'S': {
-    _Alignas(16) unsigned char d[128];
     memset(d, 0, sizeof d);
     memcpy(d, c->descr, c->dlen);
     for (int i = 0; i < c->nrefs; i++) {
@@ -292,30 +306,44 @@ static void do_call(rp_run *r, rp_call *c) {
     if (c->abi >= 5 && type == CLABI_EV_P2P) patch_parent(r, d, offsetof(clabi_descr_v5, p2p.parentGroup));
     void *ctx = (void *)(uintptr_t)map_or_pass(r, &r->ctx, c->a);
     void *h = NULL;
-    if (h_start_raw(p, ctx, &h, d) != 0) r->st->bad_rc++;
+    int rc;
+    TIMED(r, plugin_ns, rc = h_start_raw(p, ctx, &h, d));
+    if (rc != 0) r->st->bad_rc++;
+    v.type = type;
+    v.descr = d;
     map_put(&r->handle, c->b, (uint64_t)(uintptr_t)h);
     r->st->starts++;
     break;
   }
-  case 'E':
-    if (h_stop(p, (void *)(uintptr_t)map_or_pass(r, &r->handle, c->a)) != 0) r->st->bad_rc++;
+  case 'E': {
+    void *h = (void *)(uintptr_t)map_or_pass(r, &r->handle, c->a);
+    int rc;
+    TIMED(r, plugin_ns, rc = h_stop(p, h));
+    if (rc != 0) r->st->bad_rc++;
     r->st->stops++;
     break;
+  }
   case 'T': {
     _Alignas(16) unsigned char a[16];
     memset(a, 0, sizeof a);
     if (c->args) memcpy(a, c->args, c->alen);
     void *h = (void *)(uintptr_t)map_or_pass(r, &r->handle, c->a);
-    int rc = c->args ? h_state_raw(p, h, c->state, a) : h_state_noargs(p, h, c->state);
+    int rc;
+    TIMED(r, plugin_ns, rc = c->args ? h_state_raw(p, h, c->state, a) : h_state_noargs(p, h, c->state));
     if (rc != 0) r->st->bad_rc++;
     r->st->states++;
     break;
   }
-  case 'F':
-    if (h_finalize(p, (void *)(uintptr_t)map_or_pass(r, &r->ctx, c->a)) != 0) r->st->bad_rc++;
+  case 'F': {
+    void *ctx = (void *)(uintptr_t)map_or_pass(r, &r->ctx, c->a);
+    int rc;
+    TIMED(r, lifecycle_ns, rc = h_finalize(p, ctx));
+    if (rc != 0) r->st->bad_rc++;
     r->st->finalizes++;
     break;
   }
+  }
+  if (g_call_hook) g_call_hook(&v);
 }
 
 static void *rp_thread_main(void *arg) {
@@ -333,6 +361,9 @@ static void *rp_thread_main(void *arg) {
     r->next++;
     pthread_cond_broadcast(&r->cv);
   }
+  struct timespec cpu;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+    r->st->threads_cpu_ns += cpu.tv_sec * 1000000000LL + cpu.tv_nsec;
   pthread_mutex_unlock(&r->mu);
   return NULL;
 }

@@ -15,6 +15,10 @@ typedef struct {
   int nthreads;
   int abi;               /* the last ABI version seen */
   long long max_late_ns; /* paced: the most a call ran after its due time */
+  long long plugin_ns;   /* time inside startEvent, stopEvent and recordEventState, summed
+                            (a CLOCK_MONOTONIC_RAW read on each side: their cost is included) */
+  long long lifecycle_ns;   /* ... inside init and finalize (the last finalize stops the writer) */
+  long long threads_cpu_ns; /* CPU time of the replaying threads, all of it (their calls too) */
   char err[256];         /* why rp_replay failed */
 } rp_stats;
 
@@ -32,4 +36,12 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
  * uses it to make the plugin's clock read the recorded times. */
 typedef void (*rp_clock_hook)(uint64_t recorded_ns);
 void rp_set_clock_hook(rp_clock_hook fn);
+/* Called after each replayed call, on the thread that made it, outside the timed part
+ * (bench/replay_cost.c hands CUPTI a kernel record for each KernelLaunch): the call's kind
+ * ('I' 'S' 'E' 'T' 'F'), its ABI version, its time, and for 'S' the event type and the
+ * descriptor as passed (valid during the hook only). NULL: none. */
+typedef struct { char kind; int abi; uint64_t type; const unsigned char *descr;
+                 long long ns; /* the time the call took, as added to plugin_ns or lifecycle_ns */ } rp_call_view;
+typedef void (*rp_call_hook)(const rp_call_view *c);
+void rp_set_call_hook(rp_call_hook fn);
 #endif

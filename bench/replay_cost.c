@@ -1,0 +1,678 @@
+/* replay_cost.c: what the plugin costs on the CPU per collective and per compute-kernel record,
+ * in the default mode. Recorded real NCCL event streams (test/data/real/, .rec.gz) are replayed
+ * as fast as possible through the exported ncclProfiler_vN table (tools/replay/replay.c), filtered to
+ * the events NCCL sends for the default mask and repeated so that per-run costs (start, files,
+ * summary) fall out of a slope between two lengths. The stand-in libcupti (test/fakes/fake_cupti.c,
+ * scripted) hands the plugin a kernel record for every NCCL launch and, on request, compute-kernel
+ * records beside each: the GPU join, exposure and the trace writer do their whole default work.
+ * Each measurement is a fresh process. Timings are medians; `--callgrind` adds instruction counts
+ * (valgrind), compared with bench/replay_cost.baseline: 10% more is flagged as a regression.
+ * It asserts nothing else; the numbers are for docs/decisions.md and the README. */
+#include "commlens/nccl_profiler_abi.h"
+#include "tools/replay/replay.h"
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define MASK_DEFAULT 0x0F0F   /* common/config.h: CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH (CUPTI on) */
+#define MAX_RUNS 32
+
+/* ---------------------------------------------------------------------------------------- */
+/* The stream: a recording filtered to `mask`, its body repeated `copies` times (collective
+ * sequence numbers and times moved on each time), every communicator on GPU 0, no finalize
+ * (the writer finishes at exit, as in a job that never destroys its communicators). */
+typedef struct { long colls, p2ps, launches, events, calls; } stream_counts;
+
+typedef struct { uint64_t *k; unsigned char *v; size_t cap, n; } hflag;   /* recorded handle -> dropped */
+static unsigned char *hflag_slot(hflag *m, uint64_t k) {
+  static unsigned char nil;   /* a NULL handle: never dropped */
+  if (!k) { nil = 0; return &nil; }
+  if (4 * (m->n + 1) > 3 * m->cap) {   /* grow: rehash what is there */
+    hflag g = {calloc(m->cap ? 2 * m->cap : 1 << 12, 8), calloc(m->cap ? 2 * m->cap : 1 << 12, 1),
+               m->cap ? 2 * m->cap : 1 << 12, 0};
+    if (!g.k || !g.v) { fprintf(stderr, "out of memory\n"); exit(2); }
+    for (size_t i = 0; i < m->cap; i++) if (m->k[i]) *hflag_slot(&g, m->k[i]) = m->v[i];
+    free(m->k); free(m->v);
+    *m = g;
+  }
+  size_t i = (k * 0x9E3779B97F4A7C15ull >> 20) & (m->cap - 1);
+  while (m->k[i] && m->k[i] != k) i = (i + 1) & (m->cap - 1);
+  if (!m->k[i]) { m->k[i] = k; m->n++; }
+  return &m->v[i];
+}
+
+static uint64_t hex_u64le(const char *h) {   /* 16 hex digits, little-endian bytes */
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) {
+    unsigned b;
+    sscanf(h + 2 * i, "%2x", &b);
+    v = v << 8 | b;
+  }
+  return v;
+}
+static void put_u64le(char *h, uint64_t v) {
+  for (int i = 0; i < 8; i++, v >>= 8) {
+    char t[3];
+    snprintf(t, sizeof t, "%02x", (unsigned)(v & 0xff));
+    h[2 * i] = t[0]; h[2 * i + 1] = t[1];
+  }
+}
+
+static int split(char *line, char **tok, int max) {
+  int n = 0;
+  for (char *p = line; n < max;) {
+    tok[n++] = p;
+    char *sp = strchr(p, ' ');
+    if (!sp) break;
+    *sp = 0;
+    p = sp + 1;
+  }
+  return n;
+}
+
+static char **read_lines(const char *path, size_t *n) {
+  gzFile gz = gzopen(path, "rb");
+  if (!gz) return NULL;
+  size_t cap = 1024;
+  char **v = malloc(cap * sizeof *v), *buf = malloc(1 << 20);
+  *n = 0;
+  while (gzgets(gz, buf, 1 << 20)) {
+    size_t l = strlen(buf);
+    if (l && buf[l - 1] == '\n') buf[--l] = 0;
+    if (!l) continue;
+    if (*n == cap) v = realloc(v, (cap *= 2) * sizeof *v);
+    v[(*n)++] = strdup(buf);
+  }
+  free(buf);
+  gzclose(gz);
+  return v;
+}
+
+static int make_stream(const char *src, const char *dst, int copies, int mask, int abi, stream_counts *c) {
+  size_t n;
+  char **lines = read_lines(src, &n);
+  if (!lines) { fprintf(stderr, "cannot read %s\n", src); return -1; }
+  uint64_t maxseq = 0, last_t = 0;
+  for (size_t i = 0; i < n; i++) {
+    char *tok[16], *dup = strdup(lines[i]);
+    int nt = split(dup, tok, 16);
+    if (lines[i][0] != '#' && nt > 4) {
+      uint64_t t = strtoull(tok[3], NULL, 10);
+      if (t > last_t) last_t = t;
+      if (tok[0][0] == 'S' && nt > 7 && strlen(tok[7]) >= 64 && hex_u64le(tok[7]) == CLABI_EV_COLL) {
+        uint64_t s = hex_u64le(tok[7] + 48);
+        if (s > maxseq) maxseq = s;
+      }
+    }
+    free(dup);
+  }
+  gzFile out = gzopen(dst, "wb1");
+  if (!out) { fprintf(stderr, "cannot write %s\n", dst); return -1; }
+  memset(c, 0, sizeof *c);
+  hflag dropped = {0};
+  for (int copy = 0; copy < copies; copy++) {
+    uint64_t dt = (uint64_t)copy * (last_t + 1000000), dseq = (uint64_t)copy * (maxseq + 1);
+    for (size_t i = 0; i < n; i++) {
+      if (lines[i][0] == '#') { if (!copy) gzprintf(out, "%s\n", lines[i]); continue; }
+      char *tok[300], *dup = strdup(lines[i]);
+      int nt = split(dup, tok, 300);
+      char kind = tok[0][0];
+      char abis[8];
+      snprintf(abis, sizeof abis, "%d", abi ? abi : atoi(tok[4]));
+      tok[4] = abis;
+      char ts[32];
+      snprintf(ts, sizeof ts, "%llu", (unsigned long long)(strtoull(tok[3], NULL, 10) + dt));
+      tok[3] = ts;
+      int keep = 1;
+      if (kind == 'I') {
+        keep = !copy;
+      } else if (kind == 'F') {
+        keep = 0;
+      } else if (kind == 'S') {
+        char *d = tok[7];
+        uint64_t type = hex_u64le(d), h = strtoull(tok[6], NULL, 16);
+        unsigned char *f = hflag_slot(&dropped, h);
+        *f = !(type & (uint64_t)mask);
+        keep = !*f;
+        if (keep) {
+          uint64_t parent = hex_u64le(d + 16);
+          if (parent && *hflag_slot(&dropped, parent)) put_u64le(d + 16, 0);
+          if (type == CLABI_EV_COLL) { put_u64le(d + 48, hex_u64le(d + 48) + dseq); c->colls++; }
+          if (type == CLABI_EV_P2P) c->p2ps++;
+          if (type == CLABI_EV_KERNEL_LAUNCH) c->launches++;
+          c->events++;
+        }
+      } else {   /* E, T */
+        keep = !*hflag_slot(&dropped, strtoull(tok[5], NULL, 16));
+      }
+      if (keep) {
+        if (kind != 'I') c->calls++;
+        for (int k = 0; k < nt; k++) gzprintf(out, k ? " %s" : "%s", tok[k]);
+        if (kind == 'I' && nt == 12) gzprintf(out, " 0");   /* GPU 0 */
+        gzprintf(out, "\n");
+      }
+      free(dup);
+    }
+  }
+  gzclose(out);
+  for (size_t i = 0; i < n; i++) free(lines[i]);
+  free(lines);
+  free(dropped.k);
+  free(dropped.v);
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The child: one replay, kernel records pushed from the call hook, one result line at exit. */
+typedef int (*push_fn)(uint64_t, uint64_t, uint32_t, uint32_t, uint32_t, const char *);
+static push_fn g_push;
+static int g_compute;                 /* compute kernels before each NCCL launch */
+static uint64_t g_gpu;                /* the GPU's timeline: where the next kernel may start */
+static uint32_t g_corr;
+static long g_pushed, g_push_fail;
+static long long g_launch_ns;         /* event calls' time, preempted calls left out */
+static long g_timed, g_preempted;
+/* A hot-path call never takes this long on its own: on a busy 2-core machine such a call was
+ * preempted (counted, left out of the sum; a thread's first call, which sets up its buffer,
+ * goes too, as a per-run cost). */
+#define PREEMPTED_NS 20000
+static rp_stats g_st;
+static long long g_main_pre;
+
+static uint64_t mono_ns(int clk) {
+  struct timespec t;
+  clock_gettime(clk, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* What a launch-bound PyTorch step runs (names as CUPTI gives them once demangled). */
+static const char *const k_compute_names[] = {
+  "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+  "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+  "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, "
+  "float const*, float const*, float const*, float*, float*, float*)",
+  "ampere_sgemm_32x32_sliced1x4_nn",
+  "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>"
+  "(cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4::Params)",
+  "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+  "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > >"
+  "(at::TensorIteratorBase&, at::native::BinaryFunctor<float, float, float, "
+  "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1}>(int, "
+  "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, "
+  "at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, at::native::BinaryFunctor<"
+  "float, float, float, at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1})",
+};
+#define NCOMPUTE_NAMES (sizeof k_compute_names / sizeof *k_compute_names)
+#define COMPUTE_NS 10000ull   /* a compute kernel: 10 us, then 1 us idle */
+#define NCCL_NS 20000ull
+
+static void push(uint64_t s, uint64_t e, uint32_t stream, const char *name) {
+  if (g_push(s, e, 0, stream, ++g_corr, name) == 0) g_pushed++;
+  else g_push_fail++;
+}
+
+/* A KernelLaunch: `g_compute` compute kernels on stream 13, then the NCCL kernel on the launch's
+ * stream (the stand-in's stream id: handle / 16), overlapping the last compute kernel by half. */
+static void on_call(const rp_call_view *v) {
+  if (v->kind == 'S' || v->kind == 'E' || v->kind == 'T') {
+    if (v->ns > PREEMPTED_NS) g_preempted++;
+    else { g_launch_ns += v->ns; g_timed++; }
+  }
+  if (v->kind != 'S' || v->type != CLABI_EV_KERNEL_LAUNCH || !g_push) return;
+  uint64_t stream;
+  memcpy(&stream, v->descr + offsetof(clabi_descr_v5, kernelLaunch.stream), 8);
+  uint64_t now = mono_ns(CLOCK_MONOTONIC);
+  if (g_gpu < now) g_gpu = now;
+  for (int i = 0; i < g_compute; i++, g_gpu += COMPUTE_NS + 1000)
+    push(g_gpu, g_gpu + COMPUTE_NS, 13, k_compute_names[g_corr % NCOMPUTE_NAMES]);
+  uint64_t s = g_compute ? g_gpu - 1000 - COMPUTE_NS / 2 : g_gpu;
+  push(s, s + NCCL_NS, (uint32_t)(stream >> 4), "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  g_gpu = s + NCCL_NS + 1000;
+}
+
+static long long thread_cpu(void) { return (long long)mono_ns(CLOCK_THREAD_CPUTIME_ID); }
+
+/* Registered before the plugin is loaded, so it runs after the plugin's exit handler. */
+static void child_report(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  long long total = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+                    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+  char line[512];
+  int l = snprintf(line, sizeof line,
+                   "RESULT calls %ld plugin_ns %lld preempted %ld threads_cpu_ns %lld total_cpu_ns %lld main_pre_ns %lld "
+                   "main_final_ns %lld pushed %ld push_fail %ld bad %ld\n",
+                   g_timed, g_launch_ns, g_preempted, g_st.threads_cpu_ns, total,
+                   g_main_pre, thread_cpu(), g_pushed, g_push_fail, g_st.bad_rc);
+  if (write(3, line, (size_t)l) != l) { /* the parent sees no result */ }
+}
+
+static int child_main(const char *lib, const char *stream, const char *cupti, int compute) {
+  atexit(child_report);
+  g_compute = compute;
+  void *fc = cupti && *cupti ? dlopen(cupti, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (fc) {
+    void (*script)(void) = (void (*)(void))dlsym(fc, "commlens_fake_cupti_script");
+    g_push = (push_fn)dlsym(fc, "commlens_fake_cupti_push_kernel");
+    if (!script || !g_push) { fprintf(stderr, "%s: not the scripted stand-in libcupti\n", cupti); return 2; }
+    script();
+  }
+  rp_set_call_hook(on_call);
+  if (rp_replay(stream, lib, &g_st) != 0) { fprintf(stderr, "replay: %s\n", g_st.err); return 2; }
+  g_main_pre = thread_cpu();
+  return 0;   /* exit(): the plugin's exit handler finishes the trace, then child_report */
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The parent: runs children, reads their results, takes medians and slopes. */
+typedef struct {
+  int ok;
+  long calls;
+  double launch_ns;    /* inside startEvent/stopEvent/recordEventState, timer cost removed */
+  double writer_ns;    /* the plugin's threads + the exit path */
+  double bytes;        /* the run's output files */
+  long pushed, push_fail, bad, preempted;
+  long colls, timed;   /* collectives in the run's summaries, and how many were GPU-timed */
+} run_result;
+
+static const char *g_self, *g_fake_cupti, *g_tmp;
+static double g_pair_ns;   /* one timed call's clock reads */
+
+static long g_sum_count, g_sum_timed;   /* collectives in the summaries read, and GPU-timed */
+
+/* Adds a summary's per-collective counts ("count":N,"timed":M) to the sums above. */
+static void read_summary(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  for (const char *p = buf; (p = strstr(p, "\"count\":")); p++) {
+    long c, t;
+    if (sscanf(p, "\"count\":%ld,\"timed\":%ld", &c, &t) == 2) { g_sum_count += c; g_sum_timed += t; }
+  }
+}
+
+/* The bytes of the files under `dir`, which it removes (summaries read first). */
+static double du_bytes(const char *dir) {
+  double sum = 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    struct stat st;
+    size_t l = strlen(e->d_name);
+    if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+      if (l > 13 && !strcmp(e->d_name + l - 13, ".summary.json")) read_summary(p);
+      sum += (double)st.st_size;
+      unlink(p);
+    }
+    else if (S_ISDIR(st.st_mode)) { sum += du_bytes(p); rmdir(p); }
+  }
+  closedir(d);
+  return sum;
+}
+
+/* One child: `valgrind` (NULL: none) runs it under callgrind into `cg_out`. */
+static run_result run_child(const char *lib, const char *stream, int with_cupti, int compute,
+                            const char *cg_out) {
+  run_result r;
+  memset(&r, 0, sizeof r);
+  char dir[4200], comp[16];
+  snprintf(dir, sizeof dir, "%s/out", g_tmp);
+  mkdir(dir, 0700);
+  snprintf(comp, sizeof comp, "%d", compute);
+  int pfd[2];
+  if (pipe(pfd) != 0) return r;
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (pfd[0] != 3) close(pfd[0]);   /* else dup2 closes it */
+    dup2(pfd[1], 3);
+    if (pfd[1] != 3) close(pfd[1]);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1); dup2(null, 2);
+    setenv("COMMLENS_DIR", dir, 1);
+    if (with_cupti) setenv("COMMLENS_CUPTI_LIB", g_fake_cupti, 1);
+    else setenv("COMMLENS_CUPTI", "off", 1);
+    const char *cupti = with_cupti ? g_fake_cupti : "";
+    if (cg_out) {
+      char of[4300];
+      snprintf(of, sizeof of, "--callgrind-out-file=%s", cg_out);
+      execlp("valgrind", "valgrind", "--tool=callgrind", of, "--dump-instr=no", g_self, "--child", lib,
+             stream, cupti, comp, (char *)NULL);
+    } else {
+      execl(g_self, g_self, "--child", lib, stream, cupti, comp, (char *)NULL);
+    }
+    _exit(127);
+  }
+  close(pfd[1]);
+  char buf[1024];
+  ssize_t got = 0, k;
+  while ((k = read(pfd[0], buf + got, sizeof buf - 1 - (size_t)got)) > 0) got += k;
+  buf[got > 0 ? got : 0] = 0;
+  close(pfd[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  g_sum_count = g_sum_timed = 0;
+  r.bytes = du_bytes(dir);
+  r.colls = g_sum_count;
+  r.timed = g_sum_timed;
+  long long plugin_ns, threads, total, pre, fin;
+  if (sscanf(buf, "RESULT calls %ld plugin_ns %lld preempted %ld threads_cpu_ns %lld total_cpu_ns %lld main_pre_ns %lld "
+                  "main_final_ns %lld pushed %ld push_fail %ld bad %ld",
+             &r.calls, &plugin_ns, &r.preempted, &threads, &total, &pre, &fin, &r.pushed, &r.push_fail,
+             &r.bad) == 10 &&
+      WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    r.ok = 1;
+    /* the calls left out (preempted) are priced at the mean of the others */
+    r.launch_ns = r.calls ? ((double)plugin_ns / (double)r.calls - g_pair_ns) * (double)(r.calls + r.preempted) : 0;
+    /* everything not on the main thread or the replaying threads is the plugin's threads' */
+    r.writer_ns = (double)(total - fin - threads) + (double)(fin - pre);
+  } else {
+    fprintf(stderr, "child failed (status %#x): %s\n", status, buf);
+  }
+  return r;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+}
+
+/* What the clock reads add to each timed call (replay.c's TIMED): the span from one read to the
+ * next holds about one read's cost besides the call. */
+static double read_cost(void) {
+  double v[15];
+  for (int k = 0; k < 15; k++) {
+    struct timespec a;
+    uint64_t t0 = mono_ns(CLOCK_MONOTONIC_RAW);
+    for (int i = 0; i < 20000; i++) clock_gettime(CLOCK_MONOTONIC_RAW, &a);
+    v[k] = (double)(mono_ns(CLOCK_MONOTONIC_RAW) - t0) / 20000.0;
+  }
+  return median(v, 15);
+}
+
+typedef struct { double launch, writer, bytes; long colls, timed; } unit_cost;
+
+/* Per unit: the slope between `k1` and `k2` copies (or compute counts), median over runs. The
+ * unit count of each length is `u1`, `u2`. */
+static unit_cost slope(const char *lib, const char *s1, const char *s2, int cupti, int c1, int c2,
+                       double u1, double u2, int runs) {
+  double l[MAX_RUNS], w[MAX_RUNS], b[MAX_RUNS];
+  int n = 0;
+  run_result last = {0};
+  for (int i = 0; i < runs; i++) {
+    run_result a = run_child(lib, s1, cupti, c1, NULL), z = run_child(lib, s2, cupti, c2, NULL);
+    if (!a.ok || !z.ok) continue;
+    last = z;
+    if (a.push_fail || z.push_fail) fprintf(stderr, "  (%ld kernel records refused)\n", a.push_fail + z.push_fail);
+    l[n] = (z.launch_ns - a.launch_ns) / (u2 - u1);
+    w[n] = (z.writer_ns - a.writer_ns) / (u2 - u1);
+    b[n] = (z.bytes - a.bytes) / (u2 - u1);
+    n++;
+  }
+  unit_cost u = {median(l, n), median(w, n), median(b, n), last.colls, last.timed};
+  return u;
+}
+
+/* ---- callgrind: inclusive instructions of the plugin's entry points and threads ---- */
+typedef struct { double launch, writer; } ir_split;
+static const char *k_launch_fns[] = {"v5_start", "v5_stop", "v5_state", "v6_start", "v6_stop", "v6_state", NULL};
+static const char *k_writer_fns[] = {"drain_main", "format_main", "cl_writer_finish", NULL};
+/* once per thread, inside its first call: a per-run cost, left out of the per-call count */
+static const char *k_once_fns[] = {"cl_ring_claim", "cl_ring_move", NULL};
+
+static int fn_is(const char *fn, const char **set) {
+  for (int i = 0; set[i]; i++) if (!strcmp(fn, set[i])) return 1;
+  return 0;
+}
+
+static ir_split callgrind_split(const char *cg_out) {
+  ir_split s = {0, 0};
+  char cmd[4400];
+  /* from /: inside the source tree callgrind_annotate shortens paths and then splits a function
+   * whose code is partly inlined from a header into entries per file, and the inclusive count
+   * of the function's own entry shrinks to what its own file holds */
+  snprintf(cmd, sizeof cmd, "cd / && callgrind_annotate --inclusive=yes --threshold=100 '%s' 2>/dev/null", cg_out);
+  FILE *p = popen(cmd, "r");
+  if (!p) return s;
+  char line[8192];
+  while (fgets(line, sizeof line, p)) {
+    /* "  1,234,567 (12.34%)  SOURCE:FUNCTION [OBJECT]" */
+    char *q = line;
+    while (*q == ' ') q++;
+    if (*q < '0' || *q > '9') continue;
+    double v = 0;
+    for (; (*q >= '0' && *q <= '9') || *q == ','; q++) if (*q != ',') v = v * 10 + (*q - '0');
+    char *colon = strrchr(q, ':'), *br = strstr(q, " [");
+    if (!colon || !br || colon > br) continue;
+    char fn[256];
+    size_t n = (size_t)(br - colon - 1);
+    if (n >= sizeof fn) continue;
+    memcpy(fn, colon + 1, n);
+    fn[n] = 0;
+    if (fn_is(fn, k_launch_fns)) s.launch += v;
+    if (fn_is(fn, k_writer_fns)) s.writer += v;
+    if (fn_is(fn, k_once_fns)) s.launch -= v;
+  }
+  pclose(p);
+  return s;
+}
+
+/* The smaller count of two runs, per side: the writer's threads also do work paced by the clock
+ * (polls, flushes: more of it the longer a run takes under valgrind), which only ever adds. */
+static ir_split cg_run(const char *lib, const char *stream, int compute, const char *tag) {
+  ir_split best = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    char out[4200];
+    snprintf(out, sizeof out, "%s/callgrind.%s.%d", g_tmp, tag, k);
+    run_result r = run_child(lib, stream, 1, compute, out);
+    if (!r.ok) continue;
+    ir_split s = callgrind_split(out);
+    unlink(out);
+    if (!best.writer || s.writer < best.writer) best.writer = s.writer;
+    if (!best.launch || s.launch < best.launch) best.launch = s.launch;
+  }
+  return best;
+}
+
+/* ---- the baseline file: "name value" lines ---- */
+typedef struct { char name[64]; double v; } metric;
+static metric g_metrics[32];
+static int g_nmetrics;
+static void add_metric(const char *name, double v) {
+  if (g_nmetrics < 32) { snprintf(g_metrics[g_nmetrics].name, 64, "%s", name); g_metrics[g_nmetrics++].v = v; }
+}
+static int compare_baseline(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) { printf("no baseline at %s: run with --update-baseline to make one\n", path); return 0; }
+  char name[64];
+  double v;
+  int regressions = 0;
+  while (fscanf(f, "%63s %lf", name, &v) == 2)
+    for (int i = 0; i < g_nmetrics; i++) {
+      if (strcmp(name, g_metrics[i].name)) continue;
+      double ch = v > 0 ? (g_metrics[i].v - v) / v * 100 : 0;
+      int bad = ch >= 10.0;
+      regressions += bad;
+      printf("  %-34s %12.0f instr  baseline %12.0f  %+6.1f%%%s\n", name, g_metrics[i].v, v, ch,
+             bad ? "   <== REGRESSION (>= 10% more instructions)" : "");
+    }
+  fclose(f);
+  return regressions;
+}
+static void write_baseline(const char *path) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) { perror(tmp); return; }
+  for (int i = 0; i < g_nmetrics; i++) fprintf(f, "%s %.0f\n", g_metrics[i].name, g_metrics[i].v);
+  fclose(f);
+  rename(tmp, path);
+  printf("baseline written to %s\n", path);
+}
+
+static void rm_tree(const char *dir) { du_bytes(dir); rmdir(dir); }
+
+/* A recording given by name (under `data`, without .rec.gz) or by path. */
+static void rec_path(char *out, size_t n, const char *data, const char *rec) {
+  if (strchr(rec, '/') || strstr(rec, ".rec.gz")) snprintf(out, n, "%s", rec);
+  else snprintf(out, n, "%s/%s.rec.gz", data, rec);
+}
+
+static int usage(void) {
+  fprintf(stderr,
+          "usage: bench-replay-cost [--runs N] [--callgrind] [--update-baseline] [--baseline FILE]\n"
+          "                         [--lib PLUGIN.so] [--null NULL.so] [--fake-cupti LIBCUPTI.so] [--data DIR]\n"
+          "                         [RECORDING ...]   (a name under --data, or a .rec.gz path; ABI v5/v6)\n"
+          "       bench-replay-cost --make-stream REC.rec.gz OUT.rec.gz COPIES ABI   (the stream it replays)\n"
+          "       bench-replay-cost --split CALLGRIND.OUT   (its launch-side and writer-side instructions)\n"
+          "       bench-replay-cost --child PLUGIN.so STREAM.rec.gz LIBCUPTI.so COMPUTE (one replay: result on fd 3)\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 6 && !strcmp(argv[1], "--child")) return child_main(argv[2], argv[3], argv[4], atoi(argv[5]));
+  if (argc == 3 && !strcmp(argv[1], "--split")) {   /* a callgrind file's launch and writer counts */
+    ir_split sp = callgrind_split(argv[2]);
+    printf("launch %.0f writer %.0f\n", sp.launch, sp.writer);
+    return 0;
+  }
+  if (argc == 6 && !strcmp(argv[1], "--make-stream")) {   /* for a run by hand (callgrind_annotate) */
+    stream_counts c;
+    if (make_stream(argv[2], argv[3], atoi(argv[4]), MASK_DEFAULT, atoi(argv[5]), &c)) return 1;
+    printf("%ld collectives, %ld p2p, %ld launches, %ld events, %ld calls\n", c.colls, c.p2ps, c.launches, c.events, c.calls);
+    return 0;
+  }
+  g_self = argv[0];
+  const char *lib = getenv("COMMLENS_LIB"), *null_lib = NULL, *data = "test/data/real",
+             *baseline = "bench/replay_cost.baseline";
+  int runs = 5, callgrind = 0, update = 0, nrecs = 0;
+  /* the recordings priced per collective (default: NVLink and sockets, NCCL 2.28.3); the first
+   * also prices compute-kernel records and gives the instruction counts */
+  const char *recs[9] = {NULL};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--callgrind")) callgrind = 1;
+    else if (!strcmp(argv[i], "--update-baseline")) callgrind = update = 1;
+    else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) baseline = argv[++i];
+    else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
+    else if (!strcmp(argv[i], "--null") && i + 1 < argc) null_lib = argv[++i];
+    else if (!strcmp(argv[i], "--fake-cupti") && i + 1 < argc) g_fake_cupti = argv[++i];
+    else if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
+    else if (argv[i][0] != '-' && nrecs < 8) recs[nrecs++] = argv[i];   /* NAME.rec.gz or a path */
+    else return usage();
+  }
+  if (runs < 1) runs = 1;
+  if (runs > MAX_RUNS) runs = MAX_RUNS;
+  static char libp[4096], nullp[4200], cuptip[4200];
+  if (!lib) lib = "build/libnccl-profiler-commlens.so";
+  if (!realpath(lib, libp)) { fprintf(stderr, "no plugin at %s\n", lib); return 2; }
+  lib = libp;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", lib);
+  *strrchr(dir, '/') = 0;
+  if (!null_lib) { snprintf(nullp, sizeof nullp, "%s/libnccl-profiler-null.so", dir); null_lib = nullp; }
+  if (!g_fake_cupti) { snprintf(cuptip, sizeof cuptip, "%s/libcommlens-fakecupti.so", dir); g_fake_cupti = cuptip; }
+  if (access(null_lib, R_OK) || access(g_fake_cupti, R_OK)) {
+    fprintf(stderr, "need %s and %s (make bench builds them)\n", null_lib, g_fake_cupti);
+    return 2;
+  }
+  char tmpl[] = "/tmp/commlens-bench-XXXXXX";
+  if (!mkdtemp(tmpl)) { perror("mkdtemp"); return 2; }
+  g_tmp = tmpl;
+  setenv("NULLPROF_MASK", "0x0F0F", 1);
+  g_pair_ns = read_cost();
+
+  printf("commlens CPU replay benchmark: default mode (COMMLENS_CUPTI=kernels, mask 0x%04x), recorded\n"
+         "NCCL 2.28.3 streams replayed as fast as possible, a kernel record per NCCL launch from the\n"
+         "stand-in libcupti; medians of %d runs; slopes between two stream lengths (per-run costs\n"
+         "cancel). launch = inside NCCL's calls (clock reads of %.0f ns per call removed);\n"
+         "writer = the plugin's own threads and its exit path (CPU time).\n\n", MASK_DEFAULT, runs, g_pair_ns);
+
+  /* 1a: per collective, per recording, ABI v5 and v6, commlens and the null plugin */
+  if (!nrecs) { recs[0] = "nccl2.28.3-h200x2-nvlink-r0"; recs[1] = "nccl2.28.3-h200x2-socket-r0"; }
+  const int K1 = 2, K2 = 8;
+  printf("%-30s %4s %-9s %9s %12s %12s %12s\n", "recording (per collective)", "abi", "plugin", "ops/run",
+         "launch ns", "writer ns", "bytes");
+  char s1[4200], s2[4200], src[4200];
+  for (int ri = 0; recs[ri]; ri++) {
+    rec_path(src, sizeof src, data, recs[ri]);
+    for (int abi = 5; abi <= 6; abi++) {
+      stream_counts c1, c2;
+      snprintf(s1, sizeof s1, "%s/a.rec.gz", g_tmp);
+      snprintf(s2, sizeof s2, "%s/b.rec.gz", g_tmp);
+      if (make_stream(src, s1, K1, MASK_DEFAULT, abi, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, abi, &c2)) return 1;
+      double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
+      unit_cost cl = slope(lib, s1, s2, 1, 0, 0, u1, u2, runs);
+      unit_cost nl = slope(null_lib, s1, s2, 0, 0, 0, u1, u2, runs);
+      printf("%-30s %4d %-9s %9ld %12.0f %12.0f %12.0f   GPU-timed %ld of %ld\n", recs[ri], abi, "commlens",
+             c2.colls + c2.p2ps, cl.launch, cl.writer, cl.bytes, cl.timed, cl.colls);
+      printf("%-30s %4d %-9s %9s %12.0f %12s %12s\n", "", abi, "null", "", nl.launch, "-", "-");
+      if (abi == 5)
+        printf("%-30s      (%.1f events, %.1f calls per collective)\n", "",
+               (double)(c2.events - c1.events) / (u2 - u1), (double)(c2.calls - c1.calls) / (u2 - u1));
+    }
+  }
+
+  /* 1b: per compute-kernel record */
+  const int KC = 4, C = 100;
+  stream_counts cc;
+  rec_path(src, sizeof src, data, recs[0]);
+  snprintf(s1, sizeof s1, "%s/c.rec.gz", g_tmp);
+  if (make_stream(src, s1, KC, MASK_DEFAULT, 5, &cc)) return 1;
+  unit_cost ck = slope(lib, s1, s1, 1, 0, C, 0, (double)C * (double)cc.launches, runs);
+  printf("\nper compute-kernel record (%s x%d, %d compute kernels per NCCL launch, %ld launches):\n"
+         "  writer %.0f ns, trace %.0f bytes (launch-side plugin time per compute kernel: %.1f ns; "
+         "GPU-timed %ld of %ld collectives)\n", recs[0], KC, C, cc.launches, ck.writer, ck.bytes, ck.launch,
+         ck.timed, ck.colls);
+
+  int regressions = 0;
+  if (callgrind) {
+    printf("\ninstructions (valgrind --tool=callgrind, inclusive; slopes as above):\n");
+    stream_counts c1, c2;
+    rec_path(src, sizeof src, data, recs[0]);
+    snprintf(s1, sizeof s1, "%s/a.rec.gz", g_tmp);
+    snprintf(s2, sizeof s2, "%s/b.rec.gz", g_tmp);
+    if (make_stream(src, s1, K1, MASK_DEFAULT, 5, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, 5, &c2)) return 1;
+    double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
+    ir_split a = cg_run(lib, s1, 0, "k1"), z = cg_run(lib, s2, 0, "k2");
+    double il = (z.launch - a.launch) / (u2 - u1), iw = (z.writer - a.writer) / (u2 - u1);
+    ir_split cn = cg_run(lib, s2, C, "cn");
+    double ic = (cn.writer - z.writer) / ((double)C * (double)c2.launches);
+    if (make_stream(src, s1, K1, MASK_DEFAULT, 6, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, 6, &c2)) return 1;
+    ir_split a6 = cg_run(lib, s1, 0, "k1v6"), z6 = cg_run(lib, s2, 0, "k2v6");
+    double il6 = (z6.launch - a6.launch) / (u2 - u1), iw6 = (z6.writer - a6.writer) / (u2 - u1);
+    printf("  per collective (%s): launch %.0f, writer %.0f (ABI v6: launch %.0f, writer %.0f)\n"
+           "  per compute-kernel record: writer %.0f\n", recs[0], il, iw, il6, iw6, ic);
+    add_metric("launch_instr_per_collective", il);
+    add_metric("writer_instr_per_collective", iw);
+    add_metric("launch_instr_per_collective_v6", il6);
+    add_metric("writer_instr_per_compute_kernel", ic);
+    if (nrecs) printf("  (recordings given: not compared with %s, which prices the default ones)\n", baseline);
+    else if (update) write_baseline(baseline);
+    else regressions = compare_baseline(baseline);
+    if (regressions) printf("%d REGRESSION(S): instructions grew by 10%% or more over %s\n", regressions, baseline);
+  }
+  rm_tree(g_tmp);
+  return regressions ? 1 : 0;
+}
