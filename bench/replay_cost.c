@@ -9,7 +9,7 @@
  * (valgrind), compared with bench/replay_cost.baseline: 10% more is flagged as a regression.
  * It asserts nothing else; the numbers are for docs/decisions.md and the README. */
 #include "commlens/nccl_profiler_abi.h"
-#include "replay.h"
+#include "tools/replay/replay.h"
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>

@@ -11,14 +11,43 @@
 cl_config cl_cfg;
 
 typedef int (*cl_parse_fn)(const char *value);
-typedef struct { const char *name, *def, *help; cl_parse_fn parse; } cl_var;
+/* want: what a valid value is, said when one is refused (numbers: their range) */
+typedef struct { const char *name, *def, *help, *want; cl_parse_fn parse; } cl_var;
 
+/* An integer in [lo, hi]: decimal, or 0x hex; nothing before or after it. */
 static int parse_u64(const char *s, uint64_t *out, uint64_t lo, uint64_t hi) {
   char *end;
+  if (!isdigit((unsigned char)s[0])) return -1;      /* no sign, no space, no "inf" */
   errno = 0;
   unsigned long long v = strtoull(s, &end, 0);
-  if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) return -1;
+  if (errno || end == s || *end || v < lo || v > hi) return -1;
   *out = v;
+  return 0;
+}
+
+/* A non-negative decimal ("12", "1.5"; fractional digits only when frac_digits > 0, at most
+ * that many) times `scale` (10^frac_digits or more), exactly, into *out; *end after it. -1 if
+ * malformed or past UINT64_MAX - 1 (UINT64_MAX means "no end"). No floating point: nan, inf,
+ * exponents and overflow cannot get through. */
+static int parse_scaled(const char *s, const char **end, uint64_t scale, int frac_digits, uint64_t *out) {
+  uint64_t ip = 0, fp = 0, place = scale;
+  if (!isdigit((unsigned char)*s)) return -1;
+  for (; isdigit((unsigned char)*s); s++) {
+    unsigned d = (unsigned)(*s - '0');
+    if (ip > (UINT64_MAX - d) / 10) return -1;
+    ip = ip * 10 + d;
+  }
+  if (*s == '.') {
+    if (!frac_digits || !isdigit((unsigned char)s[1])) return -1;
+    for (s++; isdigit((unsigned char)*s); s++) {
+      if (frac_digits-- == 0) return -1;
+      place /= 10;
+      fp += place * (uint64_t)(*s - '0');
+    }
+  }
+  if (ip > (UINT64_MAX - 1 - fp) / scale) return -1;
+  *out = ip * scale + fp;
+  *end = s;
   return 0;
 }
 
@@ -70,10 +99,12 @@ static int p_buffer_mb(const char *v) {
   cl_cfg.buffer_bytes = m << 20;
   return 0;
 }
+static int g_ring_set;     /* COMMLENS_RING_KB was given (and valid) */
 static int p_ring_kb(const char *v) {
   uint64_t k;
   if (parse_u64(v, &k, 16, 1 << 20)) return -1;
   cl_cfg.ring_bytes = k << 10;
+  g_ring_set = 1;
   return 0;
 }
 static int p_bool(const char *v, int *out) {
@@ -113,20 +144,14 @@ static int p_window(const char *v) {
   if (!strncmp(v, "coll:", 5)) { k = CL_WIN_COLL; rest = v + 5; }
   else if (!strncmp(v, "time:", 5)) { k = CL_WIN_TIME; rest = v + 5; }
   else return -1;
-  char *end;
-  errno = 0;
-  double a = strtod(rest, &end);
-  if (errno || end == rest || *end != '-' || a < 0) return -1;
-  const char *bs = end + 1;
-  double b = -1;
-  if (*bs) {
-    b = strtod(bs, &end);
-    if (errno || end == bs || *end || b <= a) return -1;
-  }
-  double scale = k == CL_WIN_TIME ? 1e9 : 1.0;
+  uint64_t scale = k == CL_WIN_TIME ? 1000000000u : 1u, a, b = UINT64_MAX;
+  int frac = k == CL_WIN_TIME ? 9 : 0;                /* seconds to the nanosecond; whole collectives */
+  const char *end;
+  if (parse_scaled(rest, &end, scale, frac, &a) || *end != '-') return -1;
+  if (end[1] && (parse_scaled(end + 1, &end, scale, frac, &b) || *end || b <= a)) return -1;
   cl_cfg.window = k;
-  cl_cfg.win_start = (uint64_t)(a * scale);
-  cl_cfg.win_stop = b < 0 ? UINT64_MAX : (uint64_t)(b * scale);
+  cl_cfg.win_start = a;
+  cl_cfg.win_stop = b;
   return 0;
 }
 static int p_summary(const char *v) {
@@ -165,45 +190,49 @@ static int p_record(const char *v) {
 
 static const cl_var g_vars[] = {
   {"COMMLENS_DIR", "./commlens-<job id> (./commlens-trace without one)",
-   "directory for traces and summaries; created if missing", p_dir},
+   "directory for traces and summaries; created if missing", NULL, p_dir},
   {"COMMLENS_EVENTS", "default",
    "event set: default (API, group, collective, p2p, proxy-op events; kernel launches too "
    "unless COMMLENS_CUPTI=off), full (everything), a "
-   "mask number, or names joined by '+' (default+kernelch, proxystep, net, ...)", p_events},
-  {"COMMLENS_BUFFER_MB", "64", "memory for all per-thread event buffers together (MiB)", p_buffer_mb},
-  {"COMMLENS_RING_KB", "2048", "one thread's event buffer (KiB); rings share 3/4 of COMMLENS_BUFFER_MB, staging the rest", p_ring_kb},
-  {"COMMLENS_GZIP", "0", "write .trace.json.gz instead of .trace.json", p_gzip},
-  {"COMMLENS_FLUSH_MS", "250", "flush interval of the trace file (10..250 ms)", p_flush_ms},
+   "mask number, or names joined by '+' (default+kernelch, proxystep, net, ...)",
+   "default, full, a mask 1..0xffff, or event names joined by '+'", p_events},
+  {"COMMLENS_BUFFER_MB", "64", "memory for all per-thread event buffers together (MiB)",
+   "an integer 1..65536 (MiB)", p_buffer_mb},
+  {"COMMLENS_RING_KB", "2048", "one thread's event buffer (KiB); rings share 3/4 of COMMLENS_BUFFER_MB, staging the rest",
+   "an integer 16..1048576 (KiB)", p_ring_kb},
+  {"COMMLENS_GZIP", "0", "write .trace.json.gz instead of .trace.json", "1/0, true/false, yes/no, on/off", p_gzip},
+  {"COMMLENS_FLUSH_MS", "250", "flush interval of the trace file (10..250 ms)", "an integer 10..250 (ms)", p_flush_ms},
   {"COMMLENS_EXIT_WAIT_S", "30",
    "longest the job's exit (or its last communicator's finalize) waits for a stuck writer thread "
    "(1..600 s, both writer threads together; the drain thread at most 10 s of it); past it the "
    "trace ends at its last complete flush, with one warning. Keep it below the scheduler's kill "
-   "grace (Kubernetes' default: 30 s after SIGTERM)", p_exit_wait},
+   "grace (Kubernetes' default: 30 s after SIGTERM)", "an integer 1..600 (s)", p_exit_wait},
   {"COMMLENS_WINDOW", "(everything)",
    "capture window: coll:A-B (collectives A..B) or time:A-B (seconds since the first "
-   "communicator); B may be left out", p_window},
-  {"COMMLENS_SUMMARY", "print", "per-rank summary at exit: print (stderr and file), file, off", p_summary},
+   "communicator); B may be left out",
+   "coll:A-B with whole numbers, or time:A-B with seconds (up to 9 decimals), A < B, B optional", p_window},
+  {"COMMLENS_SUMMARY", "print", "per-rank summary at exit: print (stderr and file), file, off", "print, file or off", p_summary},
   {"COMMLENS_CUPTI", "kernels",
    "GPU timing from CUPTI: kernels (every collective and p2p operation GPU-timed from CUPTI's "
    "kernel records alone, matched to NCCL's launches by stream and launch order; exposed "
    "communication per collective, rank, communicator and NVTX step; on says the same), full "
-   "(also a slice per compute kernel, CUDA launch calls, memcpy and memset: NCCL's kernels matched by correlation id; "
-   "costs more per launch, see README), off (NCCL's own events only)", p_cupti},
+    "(also a slice per compute kernel, CUDA launch calls, memcpy and memset: NCCL's kernels matched by correlation id; "
+    "costs more per launch, see README), off (NCCL's own events only)", "kernels, full, on or off", p_cupti},
   {"COMMLENS_CUPTI_LIB", "(search)",
    "path of libcupti to load; default: the one already loaded, then libcupti.so(.13/.12) on the "
-   "library path, $CUDA_HOME/extras/CUPTI/lib64, /usr/local/cuda/{extras/CUPTI/,}lib64", p_cupti_lib},
+   "library path, $CUDA_HOME/extras/CUPTI/lib64, /usr/local/cuda/{extras/CUPTI/,}lib64", NULL, p_cupti_lib},
   {"COMMLENS_JOB", "(from the launcher)",
    "job id for the default directory and the trace header, when SLURM_JOB_ID, "
-   "TORCHELASTIC_RUN_ID, LSB_JOBID or PBS_JOBID is not set", p_job},
+   "TORCHELASTIC_RUN_ID, LSB_JOBID or PBS_JOBID is not set", "1..127 bytes", p_job},
   {"COMMLENS_PROM", "(off)",
    "directory: every 5 s (and at exit) each rank replaces <dir>/commlens-r<rank>-<host>-<pid>[-g<gpu>].prom "
-   "with its live metrics in the Prometheus text format (for node-exporter's textfile collector)", p_prom},
+   "with its live metrics in the Prometheus text format (for node-exporter's textfile collector)", NULL, p_prom},
   {"COMMLENS_RANK", "(from the launcher or NCCL)",
    "world rank of this process's GPU (of its first GPU when it drives several: the others count "
    "up from it, in device order); default: RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMIX_RANK "
-   "for a process of one GPU, else the GPU's rank in its largest communicator", p_rank},
+   "for a process of one GPU, else the GPU's rank in its largest communicator", "an integer 0..16777216", p_rank},
   {"COMMLENS_RECORD", "(off)",
-   "directory: also record the raw profiler ABI call stream there (for replay in tests)", p_record},
+   "directory: also record the raw profiler ABI call stream there (for replay in tests)", NULL, p_record},
 };
 
 static void set_defaults(void) {
@@ -237,14 +266,34 @@ static void settle_job_and_dir(void) {
   snprintf(cl_cfg.dir, sizeof cl_cfg.dir, "./commlens-%s", clean);
 }
 
+static void fit_rings(void);
+
+/* A refused value as the log shows it: printable ASCII as it is, every other byte as \xNN (a
+ * value may hold anything, and the log goes to a terminal), cut to fit n. */
+static void show(const char *v, char *out, size_t n) {
+  size_t k = 0;
+  for (const unsigned char *c = (const unsigned char *)v; *c && k + 5 < n; c++) {
+    if (*c >= 0x20 && *c < 0x7f && *c != '\\') out[k++] = (char)*c;
+    else k += (size_t)snprintf(out + k, n - k, "\\x%02x", *c);
+  }
+  out[k] = 0;
+}
+
 void cl_config_load(void) {
   set_defaults();
+  g_ring_set = 0;
   for (size_t i = 0; i < sizeof g_vars / sizeof g_vars[0]; i++) {
     const char *v = getenv(g_vars[i].name);
     if (!v) continue;
-    if (g_vars[i].parse(v) != 0)
-      cl_log(CL_LOG_WARN, "ignoring %s=\"%.200s\": not a valid value (%s); using the default %s",
-             g_vars[i].name, v, g_vars[i].help, g_vars[i].def);
+    if (g_vars[i].parse(v) == 0) continue;
+    char shown[256];
+    show(v, shown, sizeof shown);
+    if (g_vars[i].want)
+      cl_log(CL_LOG_WARN, "ignoring %s=\"%s\": want %s; using the default %s", g_vars[i].name, shown,
+             g_vars[i].want, g_vars[i].def);
+    else
+      cl_log(CL_LOG_WARN, "ignoring %s=\"%s\": not a valid value (%s); using the default %s",
+             g_vars[i].name, shown, g_vars[i].help, g_vars[i].def);
   }
   settle_job_and_dir();
 #ifdef COMMLENS_NO_ZLIB
@@ -254,11 +303,27 @@ void cl_config_load(void) {
   }
 #endif
   if (cl_cfg.cupti) cl_cfg.mask |= CL_MASK_KERNEL_LAUNCH;
-  if (cl_cfg.ring_bytes > cl_cfg.buffer_bytes) {
-    cl_log(CL_LOG_WARN, "COMMLENS_RING_KB is larger than COMMLENS_BUFFER_MB; using one ring of %llu KiB",
-           (unsigned long long)(cl_cfg.buffer_bytes >> 10));
-    cl_cfg.ring_bytes = cl_cfg.buffer_bytes;
-  }
+  fit_rings();
+}
+
+/* A ring the budget cannot hold CL_RING_ROOM of shrinks to the largest power of two it can
+ * (at least 16 KiB: the smallest budget, 1 MiB, holds more), said once: before, a ring larger
+ * than the rings' share recorded nothing at all, and one that fitted once left the proxy
+ * thread without a ring. */
+static void fit_rings(void) {
+  cl_cfg.rings_bytes = cl_cfg.buffer_bytes / 4 * 3;
+  uint64_t fit = cl_cfg.rings_bytes / CL_RING_ROOM, ring = 16u << 10;
+  if (cl_cfg.ring_bytes <= fit) return;
+  while (ring * 2 <= fit) ring *= 2;
+  if (g_ring_set)
+    cl_log(CL_LOG_WARN, "COMMLENS_RING_KB=%llu does not fit COMMLENS_BUFFER_MB=%llu %d times (rings get 3/4 of it); "
+           "using rings of %llu KiB", (unsigned long long)(cl_cfg.ring_bytes >> 10),
+           (unsigned long long)(cl_cfg.buffer_bytes >> 20), CL_RING_ROOM, (unsigned long long)(ring >> 10));
+  else
+    cl_log(CL_LOG_WARN, "COMMLENS_BUFFER_MB=%llu cannot hold %d rings of the default %llu KiB (rings get 3/4 of it); "
+           "using rings of %llu KiB", (unsigned long long)(cl_cfg.buffer_bytes >> 20), CL_RING_ROOM,
+           (unsigned long long)(cl_cfg.ring_bytes >> 10), (unsigned long long)(ring >> 10));
+  cl_cfg.ring_bytes = ring;
 }
 
 void cl_config_print_table(void (*out)(const char *line, void *arg), void *arg) {

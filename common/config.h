@@ -9,6 +9,10 @@
 #define CL_MASK_KERNEL_LAUNCH 0x0800u  /* added whenever CUPTI is on: the kernel join needs it */
 #define CL_MASK_FULL    0x7FFFu  /* every event NCCL 2.23 .. 2.30 can emit */
 
+/* Threads the budget holds rings of COMMLENS_RING_KB for at least: a rank has its own thread
+ * and NCCL's proxy thread, often a second proxy thread and more user threads. */
+#define CL_RING_ROOM 4
+
 typedef enum { CL_WIN_NONE = 0, CL_WIN_COLL, CL_WIN_TIME } cl_window_kind;
 typedef enum { CL_SUMMARY_PRINT = 0, CL_SUMMARY_FILE, CL_SUMMARY_OFF } cl_summary_mode;
 
@@ -23,7 +27,8 @@ typedef struct {
   uint32_t mask;             /* NCCL activation mask we ask for */
   char events_name[32];      /* "default", "full" or "custom" */
   uint64_t buffer_bytes;     /* all per-thread rings together */
-  uint64_t ring_bytes;       /* one thread's ring */
+  uint64_t ring_bytes;       /* one thread's ring (at most rings_bytes / CL_RING_ROOM) */
+  uint64_t rings_bytes;      /* all rings together: 3/4 of buffer_bytes (the rest is staging) */
   int gzip;
   int flush_ms;
   int exit_wait_ms;          /* COMMLENS_EXIT_WAIT_S: how long exit waits for a writer thread */

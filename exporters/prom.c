@@ -1,20 +1,28 @@
-/* prom.c: see prom.h. Label values are escaped as the format requires (backslash, double
- * quote, newline); numbers are integers where the quantity is a count or nanoseconds turned
+/* prom.c: see prom.h. Label values are valid UTF-8, escaped as the format requires (backslash,
+ * double quote, newline); numbers are integers where the quantity is a count or nanoseconds turned
  * into seconds with nine decimals, never a lossy float for a counter. */
 #include "exporters/prom.h"
+#include "common/newfile.h"
+#include "common/utf8.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+/* The exposition format wants label values in UTF-8 with backslash, double quote and line feed
+ * escaped: invalid bytes become U+FFFD (the trace's header counts them once). */
 static void label_value(cl_sb *b, const char *v) {
   sb_puts(b, "\"");
-  for (const char *c = v ? v : ""; *c; c++) {
-    if (*c == '\\') sb_puts(b, "\\\\");
+  const unsigned char *c = (const unsigned char *)(v ? v : ""), *e = c + strlen((const char *)c);
+  while (c < e) {
+    size_t l = cl_utf8_len(c, e);
+    if (!l) sb_puts(b, CL_UTF8_REPLACEMENT);
+    else if (*c == '\\') sb_puts(b, "\\\\");
     else if (*c == '"') sb_puts(b, "\\\"");
     else if (*c == '\n') sb_puts(b, "\\n");
-    else sb_put(b, c, 1);
+    else sb_put(b, (const char *)c, l);
+    c += l ? l : 1;
   }
   sb_puts(b, "\"");
 }
@@ -104,10 +112,10 @@ void cl_prom_format(cl_sb *b, const cl_prom_rank *r, const cl_summary *sum) {
 int cl_prom_write(const char *path, const cl_prom_rank *r, const cl_summary *sum) {
   cl_sb b = {0};
   cl_prom_format(&b, r, sum);
+  /* A fresh temporary beside the target (never a planted file or link), readable for
+   * node-exporter whatever the umask, then renamed over the target. */
   char tmp[2500];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int err = 0;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int err = 0, fd = cl_file_create_temp(tmp, sizeof tmp, path, 0644);
   if (fd < 0) err = errno;
   for (size_t off = 0; !err && off < b.len;) {
     ssize_t n = write(fd, b.p + off, b.len - off);
@@ -116,7 +124,7 @@ int cl_prom_write(const char *path, const cl_prom_rank *r, const cl_summary *sum
   }
   if (fd >= 0 && close(fd) != 0 && !err) err = errno;
   if (!err && rename(tmp, path) != 0) err = errno;
-  if (err) unlink(tmp);
+  if (err && fd >= 0) unlink(tmp);
   sb_free(&b);
   return err;
 }

@@ -23,6 +23,7 @@ typedef struct {
 
 /* The whole exposition text into b (reset first). */
 void cl_prom_format(cl_sb *b, const cl_prom_rank *r, const cl_summary *sum);
-/* Formats and replaces `path` atomically (path.tmp, then rename). 0, or an errno. */
+/* Formats and replaces `path` atomically (a fresh path.XXXXXX made exclusively, mode 0644,
+ * then renamed over it). 0, or an errno. */
 int cl_prom_write(const char *path, const cl_prom_rank *r, const cl_summary *sum);
 #endif

@@ -2,6 +2,8 @@
  * code, and it must never go through a double (timestamps are exact). */
 #include "exporters/strbuf.h"
 #include "common/clock.h"
+#include "common/utf8.h"
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,21 +71,40 @@ void sb_us(cl_sb *b, int64_t ns) {
   int n = cl_fmt_us(tmp, ns);
   sb_put(b, tmp, (size_t)n);
 }
+static _Atomic uint64_t g_utf8_replaced;
+uint64_t sb_utf8_replaced(void) { return atomic_load_explicit(&g_utf8_replaced, memory_order_relaxed); }
+
 void sb_jstr(cl_sb *b, const char *s) {
+  static const char hx[] = "0123456789abcdef";
   if (!s) s = "";
   size_t n = strlen(s);
-  sb_reserve(b, 2 * n + 2);
+  sb_reserve(b, 6 * n + 2);                 /* the most a byte becomes: \u00XX */
   if (b->oom) return;
   char *o = b->p + b->len;
   *o++ = '"';
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+  uint64_t bad = 0;
+  for (const unsigned char *c = (const unsigned char *)s, *e = c + n; c < e;) {
+    if (*c >= 0x80) {                       /* UTF-8 kept whole, each stray byte U+FFFD */
+      size_t l = cl_utf8_len(c, e);
+      if (l) { memcpy(o, c, l); o += l; c += l; }
+      else { memcpy(o, CL_UTF8_REPLACEMENT, 3); o += 3; c++; bad++; }
+      continue;
+    }
     if (*c == '"' || *c == '\\') { *o++ = '\\'; *o++ = (char)*c; }
-    else if (*c < 0x20 || *c >= 0x7f) *o++ = '?';
-    else *o++ = (char)*c;
+    else if (*c == '\n') { *o++ = '\\'; *o++ = 'n'; }
+    else if (*c == '\t') { *o++ = '\\'; *o++ = 't'; }
+    else if (*c < 0x20 || *c == 0x7f) {
+      memcpy(o, "\\u00", 4);
+      o[4] = hx[*c >> 4];
+      o[5] = hx[*c & 15];
+      o += 6;
+    } else *o++ = (char)*c;
+    c++;
   }
   *o++ = '"';
   b->len = (size_t)(o - b->p);
   b->p[b->len] = 0;
+  if (bad) atomic_fetch_add_explicit(&g_utf8_replaced, bad, memory_order_relaxed);
 }
 void sb_key(cl_sb *b, int *first, const char *key) {
   if (!*first) sb_put(b, ",", 1);

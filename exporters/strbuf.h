@@ -16,9 +16,13 @@ void sb_u64(cl_sb *b, uint64_t v);
 void sb_i64(cl_sb *b, int64_t v);
 void sb_hex(cl_sb *b, uint64_t v);           /* "0x1a2b" */
 void sb_us(cl_sb *b, int64_t ns);             /* exact microseconds "12.345" */
-/* A JSON string literal with quotes; control characters and non-ASCII bytes become '?' so
- * no \u escape is ever written (old Perfetto tokenizers reject them). */
+/* A JSON string literal with quotes: valid UTF-8 kept, each byte that starts no well-formed
+ * sequence replaced by U+FFFD and counted (sb_utf8_replaced), control characters escaped
+ * (\n, \t, else \u00XX: JSON forbids them raw, and Perfetto's importer refuses them raw while
+ * it reads \u escapes; docs/decisions.md). */
 void sb_jstr(cl_sb *b, const char *s);
+/* Bytes sb_jstr replaced in this process so far (any thread). */
+uint64_t sb_utf8_replaced(void);
 /* ,"key": prefixes for object members; `first` tracks whether a comma is needed. */
 void sb_key(cl_sb *b, int *first, const char *key);
 #endif

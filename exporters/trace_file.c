@@ -1,7 +1,8 @@
 /* trace_file.c: see trace_file.h. All I/O of the trace goes through here, on the writer
  * thread. Plain files: one pwritev of [new body, tail] at the old tail's offset, then a
  * truncate if the file got shorter. Gzip: ftruncate to the old tail member, then append the
- * body member and a fresh tail member. */
+ * body as members of at most CL_GZ_MEMBER_BYTES, split at event boundaries, and a fresh tail
+ * member. */
 #include "exporters/trace_file.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -26,18 +27,16 @@ struct cl_tfile {
   size_t last_len;
 };
 
-cl_tfile *cl_tfile_create(const char *path, int gzip) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return NULL;
+cl_tfile *cl_tfile_open(int fd, int gzip) {
   cl_tfile *f = calloc(1, sizeof *f);
-  if (!f) { close(fd); unlink(path); errno = ENOMEM; return NULL; }
+  if (!f) { close(fd); errno = ENOMEM; return NULL; }
   f->fd = fd;
 #ifdef COMMLENS_NO_ZLIB
   (void)gzip;                 /* built without zlib: plain JSON (the configuration said so) */
 #else
   f->gzip = gzip;
   if (gzip && deflateInit2(&f->z, 3, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    close(fd); unlink(path); free(f); errno = ENOMEM; return NULL;
+    close(fd); free(f); errno = ENOMEM; return NULL;
   }
 #endif
   return f;
@@ -77,6 +76,21 @@ static long gz_member(cl_tfile *f, const char *in, size_t n) {
   if (deflate(&f->z, Z_FINISH) != Z_STREAM_END) { errno = EIO; return -1; }
   return (long)(f->zcap - f->z.avail_out);
 #endif
+}
+
+/* The bytes of body[0..n) that go into one gzip member: all of them up to CL_GZ_MEMBER_BYTES,
+ * else up to the last event boundary (",\n{": the separator before an event) at or below it,
+ * so the next member's text starts at one (docs/decisions.md). An event larger than a member
+ * (none is) would go whole into an oversized one. */
+static size_t member_len(const char *body, size_t n) {
+  if (n <= CL_GZ_MEMBER_BYTES) return n;
+  size_t i = CL_GZ_MEMBER_BYTES;
+  if (i + 2 >= n) i = n - 3;
+  for (; i > 0; i--)
+    if (body[i] == ',' && body[i + 1] == '\n' && body[i + 2] == '{') return i;
+  for (i = CL_GZ_MEMBER_BYTES; i + 2 < n; i++)
+    if (body[i] == ',' && body[i + 1] == '\n' && body[i + 2] == '{') return i;
+  return n;
 }
 
 /* Keeps a copy of the tail just written, to put back if a later flush fails half-way. */
@@ -119,12 +133,14 @@ int cl_tfile_flush(cl_tfile *f, const char *body, size_t blen, const char *tail,
   }
   if (f->end > f->tail_off && ftruncate(f->fd, (off_t)f->tail_off) != 0) { f->err = errno; return -1; }
   f->end = f->tail_off;
-  if (blen) {
-    long m = gz_member(f, body, blen);
+  for (size_t at = 0; at < blen;) {
+    size_t n = member_len(body + at, blen - at);
+    long m = gz_member(f, body + at, n);
     struct iovec iov = {f->zbuf, (size_t)(m < 0 ? 0 : m)};
     if (m < 0 || write_all_at(f, &iov, 1, f->tail_off) != 0) return fail_restore(f, old_off);
     f->tail_off += (uint64_t)m;
     f->end = f->tail_off;
+    at += n;
   }
   long m = gz_member(f, tail, tlen);
   struct iovec iov = {f->zbuf, (size_t)(m < 0 ? 0 : m)};

@@ -8,6 +8,7 @@
 #include "tools/commlens/merge/merge.h"
 #include "tools/commlens/render/report.h"
 #include "tools/commlens/analyse/clock_align.h"
+#include "rank_files.h"
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,22 +29,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const char sep[] = "\n#RANK#\n";
-  char paths[4][400];
-  int nf = 0;
-  const uint8_t *p = data, *end = data + size;
-  while (nf < 4) {
-    const uint8_t *cut = memmem(p, (size_t)(end - p), sep, sizeof sep - 1);
-    const uint8_t *stop = cut && nf < 3 ? cut : end;
-    snprintf(paths[nf], sizeof paths[nf], "%s/commlens-r%d-fuzz-%d.trace.json", g_dir, nf, 100 + nf);
-    FILE *f = fopen(paths[nf], "wb");
-    if (!f) abort();
-    fwrite(p, 1, (size_t)(stop - p), f);
-    fclose(f);
-    nf++;
-    if (stop == end) break;
-    p = stop + sizeof sep - 1;
-  }
+  char paths[FUZZ_MAX_RANKS][400];
+  int nf = fuzz_rank_files(g_dir, data, size, 4, paths);
   char *dirs[1] = {g_dir};
   cl_job job;
   if (cl_job_load(&job, dirs, 1, 1) > 0) {

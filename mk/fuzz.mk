@@ -1,6 +1,9 @@
 # fuzz.mk: libFuzzer targets (fuzz/fuzz_abi.c over the plugin's ABI tables, fuzz/fuzz_cli.c
 # over the CLI's trace reader, fuzz/fuzz_join.c over the CUPTI join and the participants,
-# fuzz/fuzz_replay.c over real NCCL call streams mutated record by record), built with clang into $(BUILD)/fuzz. `make test` replays
+# fuzz/fuzz_replay.c over real NCCL call streams mutated record by record, fuzz/fuzz_config.c over
+# the COMMLENS_* settings parser, fuzz/fuzz_gz.c over the CLI's gzip trace reader,
+# fuzz/fuzz_pftrace.c over the merge's Perfetto protobuf writer), built with clang into
+# $(BUILD)/fuzz. `make test` replays
 # every input kept in fuzz/regress/<target>/ (each once crashed something) and fuzzes each
 # target for FUZZ_TEST_SECONDS from every 16th input of fuzz/corpus/<target>/ with a fixed seed; `make fuzz
 # FUZZ_SECONDS=3600` fuzzes each target longer (new inputs go to $(BUILD)/fuzz/work/,
@@ -15,7 +18,7 @@ FUZZ_CC ?= clang
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 $(FUZZ_SAN)
-FUZZ_TARGETS := abi cli join replay
+FUZZ_TARGETS := abi cli join replay config gz pftrace
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_STAMP := $(FUZZ_DIR)/.clang
 
@@ -40,7 +43,7 @@ $(FUZZ_STAMP): | test-deps
 define FUZZ_VARIANT
 $(1)/obj/%.o: %.c $$(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h) $$(CLI_HDR) | $$(FUZZ_STAMP)
 	$$(Q)mkdir -p $$(dir $$@)
-	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer-no-link -Itools/commlens -c $$< -o $$@
+	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer-no-link -c $$< -o $$@
 # Each variant's own archives of the plugin (with common/ and exporters/) and of the CLI.
 $(1)/libcommlens.a: $$(LIB_SRC:%.c=$(1)/obj/%.o)
 	$$(Q)rm -f $$@ && ar rcs $$@ $$^
@@ -55,8 +58,11 @@ $(1)/fuzz_join: fuzz/fuzz_join.c $(1)/libcommlens.a | $$(FUZZ_STAMP)
 $(1)/fuzz_replay: fuzz/fuzz_replay.c fuzz/trace_check.h $$(TEST_LIB_SRC) $(1)/libcommlens.a | $$(FUZZ_STAMP)
 	$$(Q)$$(FUZZ_CC) $(2) -Itest/lib -fsanitize=fuzzer -rdynamic -o $$@ $$(filter %.c,$$^) \
 	  -Wl,--whole-archive $(1)/libcommlens.a -Wl,--no-whole-archive -ljson-c -lz -ldl -lpthread -lm
-$(1)/fuzz_cli: fuzz/fuzz_cli.c $(1)/libcommlens-cli.a $(1)/libcommlens.a | $$(FUZZ_STAMP)
-	$$(Q)$$(FUZZ_CC) $(2) -Itools/commlens -fsanitize=fuzzer -o $$@ $$(filter %.c %.a,$$^) -ljson-c -lz -lpthread -lm
+$(1)/fuzz_config: fuzz/fuzz_config.c $(1)/libcommlens.a | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.a,$$^) -lpthread
+# The CLI's targets: the CLI's archive (its sources but main.c) and the plugin's (common/).
+$(1)/fuzz_cli $(1)/fuzz_gz $(1)/fuzz_pftrace: $(1)/fuzz_%: fuzz/fuzz_%.c fuzz/pft_check.h fuzz/rank_files.h $(1)/libcommlens-cli.a $(1)/libcommlens.a | $$(FUZZ_STAMP)
+	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.a,$$^) -ljson-c -lz -lpthread -lm
 endef
 $(eval $(call FUZZ_VARIANT,$(FUZZ_DIR),$(FUZZ_CFLAGS)))
 

@@ -100,5 +100,9 @@ _Static_assert(sizeof(cl_payload) <= CL_PAYLOAD_MAX, "payload fits three slots")
 #define CL_ID_SEQ_BITS 40
 #define CL_ID_SERIAL(id) ((uint32_t)((id) >> CL_ID_SEQ_BITS))
 #define CL_ID_SEQ(id) ((id) & ((1ull << CL_ID_SEQ_BITS) - 1))
+/* Set in the handle of an event whose start was lost (full ring, no ring): its stop and states
+ * are not recorded, and a child started under it is lost with it and counted, never drawn
+ * without its parent. Thread serials stay below 2^23 (CL_SERIAL_LIMIT), so no real id has it. */
+#define CL_ID_DROPPED (1ull << 63)
 
 #endif

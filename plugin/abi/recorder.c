@@ -7,6 +7,7 @@
 #include "plugin/gpu/device.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/newfile.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -81,10 +82,10 @@ static void head(char kind, int abi) {
 
 /* Opens the recording for this process; called once the rank is known. */
 static void recorder_open(const char *dir, int rank) {
-  char path[1200];
+  char base[1100], path[1200];
   mkdir(dir, 0755);
-  snprintf(path, sizeof path, "%s/commlens-r%d-%d.rec.gz", dir, rank, (int)getpid());
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  snprintf(base, sizeof base, "%s/commlens-r%d-%d", dir, rank, (int)getpid());
+  int fresh, fd = cl_file_create_new(path, sizeof path, base, ".rec.gz", 0644, &fresh);   /* never an old file */
   gzFile gz = fd >= 0 ? gzdopen(fd, "wb6") : NULL;
   if (!gz) {
     if (fd >= 0) close(fd);

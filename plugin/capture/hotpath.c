@@ -2,8 +2,8 @@
  * The rule for this file: no malloc, no lock, no system call other than the vDSO clock read,
  * and never a dereference of a pointer NCCL gives us (handles are ids, not addresses).
  * Each call writes one fixed-size record into the calling thread's ring and returns; a full
- * ring drops the record and counts it; the id is still handed out, so children of a dropped
- * event keep their parent link. */
+ * ring (or none) drops the record and counts it, and hands out the id marked CL_ID_DROPPED:
+ * the event's children are then dropped at their start and counted too. */
 #include "plugin/capture/hotpath.h"
 #include "common/clock.h"
 #include "plugin/capture/gate.h"
@@ -45,7 +45,12 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
     return NULL;
   if (__builtin_expect(!atomic_load_explicit(&cl_capturing, memory_order_relaxed), 0)) return NULL;
   cl_ring *r = ring_self();
-  if (!r) return NULL;
+  if (!r) return (void *)(uintptr_t)CL_ID_DROPPED;
+  if (__builtin_expect((parent & CL_ID_DROPPED) && !(flags & CL_F_FOREIGN), 0)) {   /* its parent was lost */
+    atomic_store_explicit(&r->dropped_children,
+        atomic_load_explicit(&r->dropped_children, memory_order_relaxed) + 1, memory_order_relaxed);
+    return (void *)(uintptr_t)CL_ID_DROPPED;
+  }
   uint64_t t0 = cl_now();
   uint64_t id = r->id_base | ++r->seq;
   unsigned bytes = (unsigned)offsetof(cl_payload, group_api) + payload_bytes;
@@ -65,7 +70,7 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
     cl_ring_commit(r, pos, n);
   }
   sample_cost(r, t0);
-  return (void *)(uintptr_t)id;
+  return (void *)(uintptr_t)(rec ? id : id | CL_ID_DROPPED);
 }
 
 static inline void put_small(void *handle, unsigned kind, uint32_t aux, uint64_t arg) {
@@ -89,11 +94,11 @@ static inline void put_small(void *handle, unsigned kind, uint32_t aux, uint64_t
 }
 
 void cl_event_stop(void *handle) {
-  if (!handle || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
+  if (!handle || ((uintptr_t)handle & CL_ID_DROPPED) || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
   put_small(handle, CL_REC_STOP, 0, 0);
 }
 
 void cl_event_state(void *handle, int state, uint64_t arg) {
-  if (!handle || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
+  if (!handle || ((uintptr_t)handle & CL_ID_DROPPED) || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
   put_small(handle, CL_REC_STATE, (uint32_t)state, arg);
 }

@@ -35,7 +35,7 @@ static uint64_t default_cap(void) {
   while (cap * 2 * CL_SLOT_BYTES <= want) cap *= 2;
   return cap < 64 ? 64 : cap;
 }
-static uint64_t rings_budget(void) { return cl_cfg.buffer_bytes / 4 * 3; }   /* a quarter is staging */
+static uint64_t rings_budget(void) { return cl_cfg.rings_bytes; }
 
 /* A pooled ring of `cap` slots among the first n, or NULL (caller holds g_ring_mu). */
 static cl_ring *free_ring(int n, uint64_t cap) {
@@ -50,6 +50,13 @@ cl_ring *cl_ring_claim(void) {
   int n = atomic_load(&g_nrings);
   uint64_t cap = default_cap();
   cl_ring *r = free_ring(n, cap);        /* reuse a recycled ring of the right size */
+  if (g_next_serial >= CL_SERIAL_LIMIT) { pthread_mutex_unlock(&g_ring_mu); return NULL; }  /* ids are spent */
+  /* A budget too full for another default ring gives a smaller one (said once): a thread that
+   * records some is better than one that records nothing. */
+  uint64_t left = rings_budget() > g_bytes ? rings_budget() - g_bytes : 0;
+  int smaller = 0;
+  while (!r && cap > CL_RING_MIN_SLOTS && cap * CL_SLOT_BYTES > left) { cap /= 2; smaller = 1; }
+  if (!r && smaller) r = free_ring(n, cap);
   if (!r && n < CL_MAX_RINGS && g_bytes + cap * CL_SLOT_BYTES <= rings_budget()) {
     cl_rec *mem = aligned_alloc(64, cap * CL_SLOT_BYTES);
     if (mem) {
@@ -79,12 +86,12 @@ cl_ring *cl_ring_claim(void) {
     atomic_store_explicit(&r->state, CL_RING_LIVE, memory_order_release);
   }
   pthread_mutex_unlock(&g_ring_mu);
-  if (!r) {
+  if (!r || smaller) {
     cl_log_once("ring-budget", CL_LOG_WARN,
-                "event buffer budget exhausted (COMMLENS_BUFFER_MB=%llu, %d threads): events of "
-                "further threads are dropped and counted",
+                "event buffer budget exhausted (COMMLENS_BUFFER_MB=%llu, %d threads recording): further "
+                "threads get smaller rings, then none; what does not fit is dropped and counted",
                 (unsigned long long)(cl_cfg.buffer_bytes >> 20), n);
-    return NULL;
+    if (!r) return NULL;
   }
   pthread_setspecific(g_ring_key, r);
   cl_t_ring = r;
@@ -237,6 +244,7 @@ void cl_rings_totals(cl_ring_totals *t) {
   int n = cl_rings_count();
   for (int i = 0; i < n; i++) {
     t->dropped += atomic_load_explicit(&cl_rings[i].dropped, memory_order_relaxed);
+    t->dropped_children += atomic_load_explicit(&cl_rings[i].dropped_children, memory_order_relaxed);
     t->calls += atomic_load_explicit(&cl_rings[i].calls, memory_order_relaxed);
     t->sampled_ns += atomic_load_explicit(&cl_rings[i].sampled_ns, memory_order_relaxed);
     t->nsampled += atomic_load_explicit(&cl_rings[i].nsampled, memory_order_relaxed);

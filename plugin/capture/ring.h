@@ -16,6 +16,8 @@
 
 #define CL_MAX_RINGS 1024
 #define CL_RING_MAX_BYTES (16u << 20)
+#define CL_SERIAL_LIMIT (1u << 23)   /* thread serials below it: no id reaches CL_ID_DROPPED */
+#define CL_RING_MIN_SLOTS 512   /* 16 KiB: the smallest ring a crowded budget hands out */
 #define CL_RING_SPARE 8          /* default-size rings the budget keeps for new threads */
 
 enum { CL_RING_FREE = 0, CL_RING_LIVE = 1, CL_RING_DEAD = 2 };
@@ -43,6 +45,7 @@ typedef struct cl_ring {
   uint64_t id_base;                     /* serial << CL_ID_SEQ_BITS */
   uint64_t seq;                         /* last event sequence of this thread */
   _Atomic uint64_t dropped;             /* records that did not fit (relaxed, producer-only) */
+  _Atomic uint64_t dropped_children;    /* events not recorded because their parent was lost (same) */
   _Atomic uint64_t calls;               /* hot-path calls, for the overhead figure */
   _Atomic uint64_t sampled_ns, nsampled;/* timed calls (1 in CL_SAMPLE_EVERY) */
   struct cl_ring *_Atomic next;         /* a larger ring the drain prepared: move at next event */
@@ -73,7 +76,7 @@ cl_ring *cl_ring_claim(void);
 typedef void (*cl_ring_sink)(void *arg, const cl_rec *recs, size_t nslots);
 uint64_t cl_rings_drain(cl_ring_sink fn, void *arg);
 /* Counters of every ring together (relaxed reads; any thread). */
-typedef struct { uint64_t dropped, unclaimed, calls, sampled_ns, nsampled, hist[CL_SAMPLE_BUCKETS]; } cl_ring_totals;
+typedef struct { uint64_t dropped, dropped_children, unclaimed, calls, sampled_ns, nsampled, hist[CL_SAMPLE_BUCKETS]; } cl_ring_totals;
 /* The median timed call from t->hist (the middle of its bucket), 0 if none. */
 uint64_t cl_rings_median_ns(const cl_ring_totals *t);
 void cl_rings_totals(cl_ring_totals *t);

@@ -23,9 +23,9 @@ static void iv_drop_first(cl_ivset *s) {
 
 uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, int *dropped) {
   if (b <= a) return 0;
-  /* touching intervals merge too: first interval whose end >= a */
-  /* Intervals mostly come in time order (a GPU's kernels): at or after the last one's start,
-   * the first interval whose end >= a is the last one or the end, without a search. */
+  /* touching intervals merge too: first interval whose end >= a. Intervals mostly come in
+   * time order (a GPU's kernels): at or after the last one's start, that is the last one or
+   * the end, without a search. */
   size_t i;
   if (s->n && a >= s->v[s->n - 1].start_ns) i = a > s->v[s->n - 1].end_ns ? s->n : s->n - 1;
   else i = a ? cl_iv_first_end_after(s, a - 1) : 0;

@@ -2,11 +2,14 @@
  * text of one rank; nothing here decides what to do about a failure. */
 #include "plugin/output/rank_output.h"
 #include "common/config.h"
+#include "common/log.h"
+#include "common/newfile.h"
 #include "plugin/output/identity.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int mkdir_p(const char *dir) {
   char tmp[1024];
@@ -40,10 +43,7 @@ void cl_out_name(cl_rank_output *o, const char *dir, int gzip, const cl_out_who 
   snprintf(o->path, sizeof o->path, "%s.trace.json%s", o->base, gzip ? ".gz" : "");
 }
 
-int cl_out_prepare(const char *dir, char *spill, size_t n, const char **what) {
-  char host[128];
-  safe_name(host, sizeof host, cl_proc.host);
-  snprintf(spill, n, "%s/commlens-%s-%d.spill", dir, host, (int)cl_proc.pid);
+int cl_out_prepare(const char *dir, const char **what) {
   *what = "cannot create the output directory";
   return mkdir_p(dir);
 }
@@ -52,13 +52,30 @@ int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **wha
   *where = dir;
   if (mkdir_p(dir) != 0) { *what = "cannot create the output directory"; return -1; }
   *where = o->path;
-  o->file = cl_tfile_create(o->path, gzip);
-  if (!o->file) {   /* O_EXCL|O_NOFOLLOW: an existing file or a planted symlink is never written through */
-    *what = errno == EEXIST || errno == ELOOP ? "refusing to write through an existing file or symlink at"
-                                              : "cannot create the trace file";
+  char taken[sizeof o->path];
+  snprintf(taken, sizeof taken, "%s", o->path);
+  int fresh, fd = cl_file_create_new(o->path, sizeof o->path, o->base, gzip ? ".trace.json.gz" : ".trace.json", 0644, &fresh);
+  o->file = fd >= 0 ? cl_tfile_open(fd, gzip) : NULL;
+  if (!o->file) {
+    if (fd >= 0) unlink(o->path);
+    *what = "cannot create the trace file";
     return -1;
   }
+  if (fresh) {   /* an earlier process's file, or a planted one or a link: never written through */
+    snprintf(o->base, sizeof o->base, "%.*s", (int)(strlen(o->path) - strlen(gzip ? ".trace.json.gz" : ".trace.json")), o->path);
+    cl_log(CL_LOG_WARN, "%s exists (another process's file or a planted link); not touching it, writing the trace to %s",
+           taken, o->path);
+  }
   return 0;
+}
+
+/* A summary file <base><suffix>, new (a fresh name beside it if that one is taken). */
+static FILE *summary_file(const cl_rank_output *o, const char *suffix) {
+  char path[1500];
+  int fresh, fd = o->file ? cl_file_create_new(path, sizeof path, o->base, suffix, 0644, &fresh) : -1;
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (fd >= 0 && !f) close(fd);
+  return f;
 }
 
 static void header(cl_sb *b, const cl_out_who *w) {
@@ -113,9 +130,7 @@ int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail) {
 
 void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, uint64_t dropped,
                     const cl_summary *sum, const char *gpu, const char *exposure, int print) {
-  char path[1500];
-  snprintf(path, sizeof path, "%s.summary.txt", o->base);
-  FILE *f = o->file ? fopen(path, "wx") : NULL;
+  FILE *f = summary_file(o, ".summary.txt");
   char prefix[64];
   snprintf(prefix, sizeof prefix, "commlens[rank %d] ", o->who.rank);
   for (int pass = 0; pass < 2; pass++) {
@@ -129,8 +144,7 @@ void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, 
     if (o->file) fprintf(out, "%strace: %s\n", pre, o->path);
   }
   if (f) fclose(f);
-  snprintf(path, sizeof path, "%s.summary.json", o->base);
-  f = o->file ? fopen(path, "wx") : NULL;
+  f = summary_file(o, ".summary.json");
   if (f) {
     fprintf(f, "{\"rank\":%d,\"abi\":%d,\"events\":%llu,\"dropped\":%llu,\"collectives\":", o->who.rank,
             cl_proc.abi, (unsigned long long)events, (unsigned long long)dropped);

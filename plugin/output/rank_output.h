@@ -23,9 +23,9 @@ typedef struct {
 /* Names the files after the participant and this process (rank, host, pid, GPU when known)
  * under `dir`. */
 void cl_out_name(cl_rank_output *o, const char *dir, int gzip, const cl_out_who *w);
-/* Creates the directory (0, or -1 with errno and *what) and names the process's staging
- * spill file in it. */
-int cl_out_prepare(const char *dir, char *spill, size_t n, const char **what);
+/* Creates the directory (0, or -1 with errno and *what); staging makes its nameless spill
+ * file there. */
+int cl_out_prepare(const char *dir, const char **what);
 /* Creates the directory and the trace file (exclusively, never through a symlink). 0, or -1
  * with errno, *what (what failed) and *where (the path it failed on). */
 int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **what, const char **where);

@@ -20,13 +20,13 @@ static void write_tail(cl_sb *b, const cl_run_stats *s, int final, const char *g
   sb_reset(b);
   sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
             "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
-            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"spilled\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
+            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"dropped_children\":%llu,\"spilled\":%llu,\"invalid_utf8_replaced\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
             "\"overhead_ns_per_call\":%llu,\"overhead_ns_per_call_median\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
             final ? "true" : "false", (unsigned long long)s->events, (unsigned long long)s->records,
             (unsigned long long)s->dropped, (unsigned long long)s->stale,
             (unsigned long long)s->foreign, (unsigned long long)s->orphans, (unsigned long long)s->open_now,
             (unsigned long long)s->dropped_ring, (unsigned long long)s->dropped_no_ring,
-            (unsigned long long)s->dropped_staging, (unsigned long long)s->spilled,
+            (unsigned long long)s->dropped_staging, (unsigned long long)s->dropped_children, (unsigned long long)s->spilled, (unsigned long long)s->utf8_replaced,
             (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
             (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
             (unsigned long long)s->per_call_ns, (unsigned long long)s->per_call_median_ns, cl_stats_overhead_pct(s),
@@ -52,12 +52,14 @@ void cl_stats_gather(cl_run_stats *s, const cl_format_deps *run, const cl_part *
   s->dropped_ring = rt.dropped;
   s->dropped_no_ring = rt.unclaimed;
   s->dropped_staging = staging_dropped;
-  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + as.writer_drops;
+  s->dropped_children = rt.dropped_children;
+  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + rt.dropped_children + as.writer_drops;
   s->stale = as.stale;
   s->foreign = as.foreign;
   s->orphans = as.orphans;
   s->open_now = as.open_now;
   s->spilled = run->stage ? cl_stage_spilled(run->stage) : 0;
+  s->utf8_replaced = sb_utf8_replaced();
   s->colls_done = p->colls_done;
   s->colls_timed = p->colls_timed;
   s->implausible_gpu = as.implausible_gpu;

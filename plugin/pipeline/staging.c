@@ -7,6 +7,7 @@
  * lock released, each on a region nobody else touches until the lock is taken again. */
 #include "plugin/pipeline/staging.h"
 #include "plugin/pipeline/spill_codec.h"
+#include "plugin/pipeline/spill_strings.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,12 +35,16 @@ struct cl_stage {
   int fd, spilling;
   int writing;                             /* the drain writes a chunk, lock released */
   int resetting;                           /* the consumer truncates the file, lock released */
-  char path[1400];
+  char dir[1400];                          /* where the spill file lives, unnamed */
+  cl_spill_strings *strs;                  /* the spilled records' strings, by index */
   cl_rec **pool;                           /* free chunk buffers */
   uint32_t npool;
 };
 
-cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_path) {
+int cl_stage_spill_fd(const cl_stage *s) { return s->fd; }
+uint64_t cl_stage_spill_end(const cl_stage *s) { return s->file_end; }
+
+cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_dir) {
   cl_stage *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->cap = 64;
@@ -50,8 +55,9 @@ cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_path) {
   s->fd = -1;
   s->rbuf_for = -1;
   pthread_mutex_init(&s->mu, NULL);
-  snprintf(s->path, sizeof s->path, "%s", spill_path ? spill_path : "");
-  if (!s->q || !s->pool) { free(s->q); free(s->pool); free(s); return NULL; }
+  snprintf(s->dir, sizeof s->dir, "%s", spill_dir ? spill_dir : "");
+  s->strs = cl_spill_strings_new();
+  if (!s->q || !s->pool || !s->strs) { free(s->q); free(s->pool); cl_spill_strings_free(s->strs); free(s); return NULL; }
   s->wbuf = malloc(CL_SPILL_ENC_MAX(CHUNK_SLOTS));
   if (s->wbuf) memset(s->wbuf, 0, CL_SPILL_ENC_MAX(CHUNK_SLOTS));
   /* The in-memory chunks are allocated and touched now, not at the first burst: a page
@@ -82,10 +88,26 @@ void cl_stage_free(cl_stage *s) {
   free(s->ebuf);
   free(s->wbuf);
   for (uint32_t i = 0; i < s->npool; i++) free(s->pool[i]);
-  if (s->fd >= 0) { close(s->fd); unlink(s->path); }
+  if (s->fd >= 0) close(s->fd);              /* it has no name: closing frees it */
   free(s->pool);
   free(s->q);
+  cl_spill_strings_free(s->strs);
   free(s);
+}
+
+/* A new private file in dir that no other process can open and that nothing outlives: an
+ * O_TMPFILE where the file system has them, else a fresh random name made exclusively (0600,
+ * never an existing file or link) and unlinked at once. -1 if neither can be had. */
+static int open_unnamed(const char *dir) {
+#ifdef O_TMPFILE
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+#endif
+  char path[1500];
+  if (snprintf(path, sizeof path, "%s/.commlens-spill-XXXXXX", dir) >= (int)sizeof path) return -1;
+  int t = mkostemp(path, O_CLOEXEC);
+  if (t >= 0) unlink(path);
+  return t;
 }
 
 static int push(cl_stage *s, chunk c) {
@@ -117,8 +139,7 @@ static void seal(cl_stage *s, int may_unlock) {
     c.mem = buf;                 /* (over budget only while a truncation is under way) */
     s->mem_chunks++;
   } else {
-    if (s->fd < 0 && s->path[0])
-      s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (s->fd < 0 && s->dir[0]) s->fd = open_unnamed(s->dir);
     c.off = s->file_end;
     s->spilling = 1;
     ssize_t w = -1;
@@ -126,6 +147,7 @@ static void seal(cl_stage *s, int may_unlock) {
     if (s->fd >= 0 && s->wbuf) {
       s->writing = 1;
       if (may_unlock) pthread_mutex_unlock(&s->mu);
+      cl_spill_strings_out(s->strs, buf, c.used);   /* no pointer goes to disk */
       bytes = cl_spill_encode(buf, c.used, s->wbuf);
       w = pwrite(s->fd, s->wbuf, bytes, (off_t)c.off);
       if (may_unlock) pthread_mutex_lock(&s->mu);
@@ -195,8 +217,11 @@ static size_t peek_locked(cl_stage *s, const cl_rec **out) {
         int ok = 0;
         if (s->rbuf && s->ebuf) {
           pthread_mutex_unlock(&s->mu);
+          /* the file is not trusted: a chunk that decodes to anything but whole, well-formed
+           * records naming known strings is lost (counted), never followed */
           ok = pread(s->fd, s->ebuf, bytes, (off_t)off) == (ssize_t)bytes &&
-               cl_spill_decode(s->ebuf, bytes, s->rbuf, CHUNK_SLOTS) == used;
+               cl_spill_decode(s->ebuf, bytes, s->rbuf, CHUNK_SLOTS) == used &&
+               cl_spill_strings_in(s->strs, s->rbuf, used) == 0;
           pthread_mutex_lock(&s->mu);
         }
         c = &s->q[at];

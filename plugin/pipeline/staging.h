@@ -11,9 +11,11 @@
 #include <stdint.h>
 
 typedef struct cl_stage cl_stage;
-/* mem_budget: bytes kept in memory; spill_path: where overflow goes ("" = drop instead). */
-cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_path);
-void cl_stage_free(cl_stage *s);            /* removes the spill file */
+/* mem_budget: bytes kept in memory; spill_dir: the directory the overflow file is made in,
+ * nameless (O_TMPFILE, else unlinked right after an exclusive create: nothing planted is ever
+ * opened, nothing is left after a crash); "" = drop instead. */
+cl_stage *cl_stage_new(uint64_t mem_budget, const char *spill_dir);
+void cl_stage_free(cl_stage *s);            /* closes (and so frees) the spill file */
 /* Copies whole records (n slots, starting at a record header). Returns slots dropped. */
 size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t nslots);
 /* Consumer: hands up to `max` of the oldest records to `fn` one at a time, in order, and
@@ -22,4 +24,8 @@ typedef void (*cl_stage_sink)(void *arg, const cl_rec *rec);
 size_t cl_stage_take(cl_stage *s, size_t max, cl_stage_sink fn, void *arg);
 uint64_t cl_stage_spilled(const cl_stage *s);   /* slots that went through the file */
 uint64_t cl_stage_dropped(const cl_stage *s);   /* slots lost (spill failed) */
+/* The spill file's descriptor (-1: none yet) and the bytes written to it so far: for tests
+ * that read or damage the file as an outsider could. */
+int cl_stage_spill_fd(const cl_stage *s);
+uint64_t cl_stage_spill_end(const cl_stage *s);
 #endif

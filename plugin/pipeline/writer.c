@@ -149,13 +149,12 @@ static int setup(void) {
   if (!g_run.asm_ || !cl_parts_count(g_run.parts)) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   if (g_run.gj) { cl_gj_start(g_run.gj, cl_now()); g_run.cupti_rec = 1; }
   /* a directory that cannot be made is said at once; the files come at the first flush */
-  char spill[1500];
   const char *what;
-  if (cl_out_prepare(cl_cfg.dir, spill, sizeof spill, &what) != 0) {
+  if (cl_out_prepare(cl_cfg.dir, &what) != 0) {
     disable_output(what, cl_cfg.dir, errno);
     return 0;
   }
-  g_run.stage = cl_stage_new(cl_cfg.buffer_bytes / 4, spill);   /* the rest of the budget is rings */
+  g_run.stage = cl_stage_new(cl_cfg.buffer_bytes - cl_cfg.rings_bytes, cl_cfg.dir);
   if (!g_run.stage) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
   g_out_ok = 1;
   return 0;

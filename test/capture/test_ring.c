@@ -53,6 +53,7 @@ static void *mapper(void *arg) {
 TL_TEST(serial_never_maps_to_another_threads_id) {
   cl_config_load();
   cl_cfg.buffer_bytes = 4u << 20;              /* a small pool: rings are reused at once */
+  cl_cfg.rings_bytes = cl_cfg.buffer_bytes / 4 * 3;
   cl_cfg.ring_bytes = 64u << 10;
   pthread_t m;
   REQUIRE(pthread_create(&m, NULL, mapper, NULL) == 0, "mapper");
@@ -100,6 +101,7 @@ static int put_id(uint64_t id) {
 TL_TEST(a_quarter_full_ring_grows_and_keeps_order) {
   cl_config_load();
   cl_cfg.buffer_bytes = 64u << 20;
+  cl_cfg.rings_bytes = cl_cfg.buffer_bytes / 4 * 3;
   cl_cfg.ring_bytes = 64u << 10;                /* 2048 slots */
   cl_ring *r0 = cl_ring_claim();
   REQUIRE(r0 && r0->cap == 2048, "claim");
@@ -138,6 +140,7 @@ static void *producer(void *arg) {
 TL_TEST(growth_while_the_drain_runs_loses_and_reorders_nothing) {
   cl_config_load();
   cl_cfg.buffer_bytes = 64u << 20;
+  cl_cfg.rings_bytes = cl_cfg.buffer_bytes / 4 * 3;
   cl_cfg.ring_bytes = 16u << 10;                /* 512 slots: the producer outruns the drain */
   uint64_t n = 2000000;
   order_t o = {0};
@@ -166,6 +169,7 @@ static void *fill_and_exit(void *arg) {
 TL_TEST(a_successor_never_moved_to_is_reused) {
   cl_config_load();
   cl_cfg.buffer_bytes = 64u << 20;
+  cl_cfg.rings_bytes = cl_cfg.buffer_bytes / 4 * 3;
   cl_cfg.ring_bytes = 64u << 10;
   order_t o = {0};
   pthread_t t;

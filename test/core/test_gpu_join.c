@@ -13,6 +13,7 @@
 #include "exporters/chrome_trace.h"
 #include "exporters/strbuf.h"
 #include "common/clock.h"
+#include "common/utf8.h"
 
 /* No communicator registered: everything goes to one participant (the process's GPU). */
 static uint32_t no_comms(void) { return 0; }

@@ -309,21 +309,7 @@ H_CHILD(full_ring) {
 }
 
 /* ---- the parent side: one fresh process per case ---------------------------------- */
-static void run_case(const char *name, const char *const *extra) {
-  char dir[256], direnv[300];
-  h_fresh_dir(dir, sizeof dir);
-  snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s", dir);
-  const char *env[16];
-  int n = 0;
-  env[n++] = direnv;
-  env[n++] = "COMMLENS_SUMMARY=off";
-  for (int i = 0; extra && extra[i] && n < 15; i++) env[n++] = extra[i];
-  env[n] = NULL;
-  int rc = h_spawn(name, env);
-  CHECK(rc == 0, "case %s exited %d (dir %s)", name, rc, dir);
-  if (!tl_cur_failed) h_rm_rf(dir);
-  else fprintf(stderr, "  kept %s\n", dir);
-}
+static void run_case(const char *name, const char *const *extra) { h_run_case(name, NULL, extra, NULL); }
 #define FULL ((const char *const[]){"COMMLENS_EVENTS=full", NULL})
 
 TL_TEST(stale_handles_are_safe) { run_case("stale_handles", FULL); }

@@ -11,6 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/newfile.h"
+#include "common/utf8.h"
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A label value with a quote, a backslash and a newline is escaped; every family has one HELP
@@ -47,6 +51,14 @@ TL_TEST(exposition_text) {
 }
 
 H_CHILD(job) { h_short_job(7, NULL); }
+/* Entries of dir, "." and ".." aside. */
+static int entries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *de; d && (de = readdir(d));) n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+  if (d) closedir(d);
+  return n;
+}
 
 /* A job with COMMLENS_PROM=DIR leaves one metrics file per rank that the grammar accepts, with
  * the job's collectives, and no temporary file behind. */
@@ -61,10 +73,8 @@ TL_TEST(job_writes_metrics) {
   char *files[4];
   int n = h_find_files(prom, ".prom", files, 4);
   CHECK(n == 1, "%d metrics files in %s, want 1", n, prom);
-  char *tmps[4];
-  int nt = h_find_files(prom, ".tmp", tmps, 4);
+  int nt = entries(prom) - n;
   CHECK(nt == 0, "%d temporary files left", nt);
-  for (int i = 0; i < nt; i++) free(tmps[i]);
   if (n == 1) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "python3 test/tools/check_prom.py '%s'", files[0]);
@@ -82,6 +92,43 @@ TL_TEST(job_writes_metrics) {
           "7 AllReduce not in the metrics:\n%s", buf);
   }
   for (int i = 0; i < n; i++) free(files[i]);
+  if (!tl_cur_failed) h_rm_rf(dir);
+}
+
+/* Another user plants a symlink or a hard link at the name the temporary file once had
+ * (<file>.tmp) to a file of theirs or ours: it is never opened; the metrics land in <file>
+ * (0644, for node-exporter), and no temporary is left. */
+TL_TEST(planted_links_at_the_temporary_name_are_never_opened) {
+  char dir[256], path[300], tmp[320], victim[320];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/rank0.prom", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  snprintf(victim, sizeof victim, "%s/victim", dir);
+  cl_summary *sum = cl_summary_new();
+  cl_summary_add(sum, "AllReduce", 1 << 20, 2, 1000);
+  cl_prom_rank r = {.rank = 0, .gpu = 0, .host = "h", .job = "j", .version = "0.1.0", .abi = 5, .colls = 1};
+  for (int kind = 0; kind < 2; kind++) {
+    FILE *v = fopen(victim, "w");
+    REQUIRE(v && fputs("precious\n", v) >= 0 && fclose(v) == 0, "victim");
+    unlink(tmp);
+    REQUIRE((kind ? link(victim, tmp) : symlink(victim, tmp)) == 0, "plant %s", kind ? "hard link" : "symlink");
+    umask(077);                                   /* the file's mode must not depend on the job's umask */
+    CHECK(cl_prom_write(path, &r, sum) == 0, "write");
+    umask(022);
+    size_t len = 0;
+    char *vs = h_read_file(victim, &len);
+    CHECK(vs && !strcmp(vs, "precious\n"), "%s: the victim was written through it (%zu bytes)",
+          kind ? "hard link" : "symlink", len);
+    free(vs);
+    char *ps = h_read_file(path, NULL);
+    CHECK(ps && strstr(ps, "commlens_collectives_total{"), "no metrics in %s", path);
+    free(ps);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644, "mode %o, want 644", st.st_mode & 07777);
+    int n = entries(dir);                         /* the victim, the plant, the metrics: nothing else */
+    CHECK(n == 3, "%d files in %s", n, dir);
+  }
+  cl_summary_free(sum);
   if (!tl_cur_failed) h_rm_rf(dir);
 }
 

@@ -11,6 +11,7 @@
 /* The CLI's own streaming reader: what `commlens report` and `merge` make of a torn file. */
 #include "tools/commlens/read/trace_read.h"
 #include "tools/commlens/base/util.h"
+#include "common/utf8.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -433,6 +434,11 @@ H_CHILD(symlink_planted) {
   CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
   CHECK(count_warn() == 1 && h_log_count(CLABI_LOG_WARN, "commlens-r0") == 1,
         "want one warning naming the refused path; log:\n%s", h_log_text());
+  unlink(link);                                 /* the job's trace is written under a fresh name */
+  tr_trace t;
+  if (h_load_one_trace(dir, &t, NULL, 0)) return;
+  CHECK(tr_count(&t, 'X', "coll") == 1, "coll %zu", tr_count(&t, 'X', "coll"));
+  tr_free(&t);
 }
 H_CHILD(hostile_hostname) {
   const char *dir = getenv("COMMLENS_DIR");
@@ -466,21 +472,7 @@ H_CHILD(same_rank_writer) {
 
 /* ---- the parent side: one fresh process per case ------------------------------------ */
 static void run_case(const char *name, const char *const *extra, const char *subdir) {
-  char dir[256], dd[400], direnv[420];
-  h_fresh_dir(dir, sizeof dir);
-  snprintf(dd, sizeof dd, "%s%s", dir, subdir ? subdir : "");
-  snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s", dd);
-  const char *env[16];
-  int n = 0;
-  env[n++] = direnv;
-  env[n++] = "COMMLENS_SUMMARY=off";
-  env[n++] = "COMMLENS_CUPTI=0";
-  for (int i = 0; extra && extra[i] && n < 15; i++) env[n++] = extra[i];
-  env[n] = NULL;
-  int rc = h_spawn(name, env);
-  CHECK(rc == 0, "case %s exited %d (dir %s)", name, rc, dir);
-  if (!tl_cur_failed) h_rm_rf(dir);
-  else fprintf(stderr, "  kept %s\n", dir);
+  h_run_case(name, (const char *const[]){"COMMLENS_CUPTI=0", NULL}, extra, subdir);
 }
 
 TL_TEST(output_dir_missing_is_created) { run_case("missing_dir", NULL, "/a/b/c"); }

@@ -649,6 +649,23 @@ static int spawn_once(const char *name, const char *const *env, pid_t *out_pid) 
   return WEXITSTATUS(status);
 }
 
+void h_run_case(const char *name, const char *const *base, const char *const *extra, const char *subdir) {
+  char dir[256], direnv[600];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s%s", dir, subdir ? subdir : "");
+  const char *env[32];
+  int n = 0;
+  env[n++] = direnv;
+  env[n++] = "COMMLENS_SUMMARY=off";
+  for (int i = 0; base && base[i] && n < 31; i++) env[n++] = base[i];
+  for (int i = 0; extra && extra[i] && n < 31; i++) env[n++] = extra[i];
+  env[n] = NULL;
+  int rc = h_spawn(name, env);
+  CHECK(rc == 0, "case %s exited %d (dir %s)", name, rc, dir);
+  if (!tl_cur_failed) h_rm_rf(dir);
+  else fprintf(stderr, "  kept %s\n", dir);
+}
+
 int h_main(const char *suite, int argc, char **argv) {
   snprintf(g_self, sizeof g_self, "%s", argv[0]);
   if (argc >= 3 && !strcmp(argv[1], "--child")) {

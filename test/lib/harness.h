@@ -145,6 +145,11 @@ void h_child_register(const char *name, h_child_fn fn);
 /* Runs child case `name` in a fresh process with `env` ("K=V" strings, NULL-terminated) on
  * top of ours; returns its exit status (128+signal if killed, 124 on timeout). */
 int h_spawn(const char *name, const char *const *env);
+/* Runs child case `name` in a fresh output directory (COMMLENS_DIR=<fresh><subdir>, subdir
+ * may be NULL) with COMMLENS_SUMMARY=off, then the settings of `base` and `extra` (either
+ * NULL-terminated or NULL); CHECKs a clean exit. Removes the directory, or keeps and names it
+ * when a CHECK failed. */
+void h_run_case(const char *name, const char *const *base, const char *const *extra, const char *subdir);
 /* main(): dispatches "--child NAME" to a registered case, else runs the suite with tl_main. */
 int h_main(const char *suite, int argc, char **argv);
 #define H_MAIN(suite) int main(int argc, char **argv) { return h_main(suite, argc, argv); }

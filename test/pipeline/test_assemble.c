@@ -23,6 +23,7 @@
 #include "plugin/gpu/gpu_slices.h"
 #include "plugin/output/tracks.h"
 #include "plugin/pipeline/assemble.h"
+#include "common/utf8.h"
 #include <json-c/json.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -7,9 +7,12 @@
 #include <unistd.h>
 #include "plugin/pipeline/spill_codec.h"
 #include "plugin/pipeline/staging.h"
+#include "plugin/pipeline/spill_strings.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -108,10 +111,9 @@ static void take_one(void *arg, const cl_rec *r) {
 }
 
 TL_TEST(staging_keeps_order_through_the_spill_file) {
-  char dir[] = "/tmp/commlens-spill-XXXXXX", path[128];
+  char dir[] = "/tmp/commlens-spill-XXXXXX";
   REQUIRE(mkdtemp(dir), "tmp");
-  snprintf(path, sizeof path, "%s/spill", dir);
-  cl_stage *st = cl_stage_new(2u << 20, path);              /* two chunks in memory, then the file */
+  cl_stage *st = cl_stage_new(2u << 20, dir);               /* two chunks in memory, then the file */
   REQUIRE(st, "new");
   feed_t f = {.st = st, .pairs = 400000};
   seen_t seen = {0};
@@ -127,14 +129,12 @@ TL_TEST(staging_keeps_order_through_the_spill_file) {
         (unsigned long long)seen.next, f.pairs, (unsigned long long)seen.bad);
   CHECK(cl_stage_spilled(st) > 0, "the file was used");
   CHECK(cl_stage_dropped(st) == 0, "nothing dropped");
+  CHECK(rmdir(dir) == 0, "the open spill file has a name in %s (a crash would leave it)", dir);
   cl_stage_free(st);
-  struct stat sb;
-  CHECK(stat(path, &sb) != 0, "the spill file is removed");
-  rmdir(dir);
 }
 
 TL_TEST(staging_without_a_spill_file_drops_and_counts) {
-  cl_stage *st = cl_stage_new(2u << 20, "/nonexistent-dir/spill");
+  cl_stage *st = cl_stage_new(2u << 20, "/nonexistent-dir");
   REQUIRE(st, "new");
   static cl_rec buf[3 * 100000];
   size_t n = proxy_steps(buf, 100000, 1);                   /* 9.6 MB: more than the budget */
@@ -145,6 +145,116 @@ TL_TEST(staging_without_a_spill_file_drops_and_counts) {
   CHECK(seen.slots + lost == n && seen.slots >= (2u << 20) / CL_SLOT_BYTES, "%llu slots taken + %zu lost of %zu",
         (unsigned long long)seen.slots, lost, n);
   cl_stage_free(st);
+}
+
+/* ---- the spill file holds no pointers, and nothing read back from it is trusted ---------- */
+static const char *const g_names[] = {"AllReduce", "Float", "Ring", "Simple", "AllGather", "Bfloat16", "Tree", "LL128"};
+enum { NNAMES = sizeof g_names / sizeof g_names[0] };
+#define COLL_SLOTS (1 + (offsetof(cl_payload, group_api) + sizeof(cl_coll) + CL_SLOT_BYTES - 1) / CL_SLOT_BYTES)
+/* n collectives (a START naming four strings and a STOP each); returns the slots. */
+static size_t colls(cl_rec *out, size_t n, uint64_t first) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    cl_rec *h = &out[k];
+    memset(h, 0, (COLL_SLOTS + 1) * sizeof *h);
+    h->kind = CL_REC_START; h->nslots = COLL_SLOTS; h->etype = CL_EV_COLL;
+    h->id = (9ull << CL_ID_SEQ_BITS) | (first + i); h->ts = 1000 * (first + i);
+    cl_payload *p = (cl_payload *)(h + 1);
+    p->coll = (cl_coll){.seq = first + i, .func = g_names[i % NNAMES], .datatype = g_names[(i + 1) % NNAMES],
+                        .algo = g_names[(i + 2) % NNAMES], .proto = (i % 7) ? g_names[(i + 3) % NNAMES] : NULL, .count = i};
+    cl_rec *st = &out[k + COLL_SLOTS];
+    st->kind = CL_REC_STOP; st->nslots = 1; st->id = h->id; st->ts = h->ts + 500;
+    k += COLL_SLOTS + 1;
+  }
+  return k;
+}
+typedef struct { uint64_t slots, colls, strings_bad, strings; } coll_seen;
+static int known(const char *s) {
+  for (int i = 0; i < NNAMES; i++) if (s == g_names[i]) return 1;
+  return 0;
+}
+static void take_coll(void *arg, const cl_rec *r) {
+  coll_seen *s = arg;
+  s->slots += r->nslots;
+  if (r->kind != CL_REC_START || r->etype != CL_EV_COLL) return;
+  s->colls++;
+  const cl_coll *c = &((const cl_start_rec *)r)->p.coll;
+  const char *str[] = {c->func, c->datatype, c->algo, c->proto};
+  for (int i = 0; i < 4; i++) {
+    if (!str[i]) continue;
+    if (!known(str[i])) { s->strings_bad++; continue; }   /* never followed: it could point anywhere */
+    s->strings += strlen(str[i]) > 0;
+  }
+}
+/* Stages enough collectives to spill; returns the slots appended. */
+static size_t spill_colls(cl_stage *st) {
+  static cl_rec buf[(COLL_SLOTS + 1) * 1000];
+  size_t total = 0;
+  for (uint64_t i = 0; i < 200; i++) {
+    size_t n = colls(buf, 1000, 1 + 1000 * i);
+    cl_stage_append(st, buf, n);       /* (nothing is dropped: the file takes the rest) */
+    total += n;
+  }
+  return total;
+}
+
+TL_TEST(spilled_strings_go_to_disk_as_indices_and_come_back) {
+  char dir[] = "/tmp/commlens-spill-XXXXXX";
+  REQUIRE(mkdtemp(dir), "tmp");
+  cl_stage *st = cl_stage_new(2u << 20, dir);
+  REQUIRE(st, "new");
+  size_t total = spill_colls(st);
+  REQUIRE(cl_stage_spilled(st) > 0 && cl_stage_spill_fd(st) >= 0, "the file was used");
+  size_t len = (size_t)cl_stage_spill_end(st);
+  uint8_t *file = malloc(len);
+  REQUIRE(file && pread(cl_stage_spill_fd(st), file, len, 0) == (ssize_t)len, "read the spill file");
+  int found = 0;                       /* a chunk's first record is stored as itself: its words */
+  for (int i = 0; i < NNAMES; i++) {   /* would be there whole if they were pointers */
+    uint64_t v = (uint64_t)(uintptr_t)g_names[i];
+    for (size_t k = 0; k + 6 <= len && !found; k++) found = !memcmp(file + k, &v, 6);
+  }
+  CHECK(!found, "a string's address is in the spill file");
+  free(file);
+  coll_seen seen = {0};
+  while (cl_stage_take(st, 4096, take_coll, &seen)) {}
+  CHECK(seen.slots == total && seen.colls == 200000 && seen.strings_bad == 0 && cl_stage_dropped(st) == 0,
+        "%llu of %zu slots, %llu collectives, %llu bad strings", (unsigned long long)seen.slots, total,
+        (unsigned long long)seen.colls, (unsigned long long)seen.strings_bad);
+  cl_stage_free(st);
+  rmdir(dir);
+}
+
+/* Whoever can write the spill file (another process through /proc, a disk error) changes
+ * bytes under the reader: records are lost and counted, never followed, never a crash. */
+TL_TEST(corrupted_spill_file_loses_counted_records_without_a_crash) {
+  char dir[] = "/tmp/commlens-spill-XXXXXX";
+  REQUIRE(mkdtemp(dir), "tmp");
+  for (int trial = 0; trial < 6; trial++) {
+    cl_stage *st = cl_stage_new(2u << 20, dir);
+    REQUIRE(st, "new");
+    size_t total = spill_colls(st);
+    REQUIRE(cl_stage_spill_fd(st) >= 0 && cl_stage_spill_end(st) > 4096, "spilled");
+    char fdpath[64];                       /* as an outsider would: through the file's /proc name */
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", cl_stage_spill_fd(st));
+    int w = open(fdpath, O_WRONLY);
+    REQUIRE(w >= 0, "open %s: %s", fdpath, strerror(errno));
+    size_t step = trial < 3 ? 101 + 37 * (size_t)trial : (size_t)cl_stage_spill_end(st) / 50;
+    for (uint64_t off = 17 * (uint64_t)trial; off < cl_stage_spill_end(st); off += step) {
+      uint8_t b = (uint8_t)rnd();
+      if (trial % 2) b = 0xff;
+      REQUIRE(pwrite(w, &b, 1, (off_t)off) == 1, "corrupt");
+    }
+    close(w);
+    coll_seen seen = {0};
+    while (cl_stage_take(st, 4096, take_coll, &seen)) {}
+    uint64_t lost = cl_stage_dropped(st);
+    CHECK(seen.strings_bad == 0, "trial %d: %llu strings read back as addresses nobody interned", trial,
+          (unsigned long long)seen.strings_bad);
+    CHECK(lost > 0 && seen.slots + lost == total, "trial %d: %llu slots handed over + %llu lost of %zu", trial,
+          (unsigned long long)seen.slots, (unsigned long long)lost, total);
+    cl_stage_free(st);
+  }
+  rmdir(dir);
 }
 
 TL_MAIN("pipeline/spill")

@@ -347,6 +347,7 @@ TL_TEST(graph_replays_sharing_a_seq_are_matched_in_order) {
 /* A trace cut at any byte still yields exactly the events that were complete before the cut. */
 #include "tools/commlens/read/trace_read.h"
 #include "tools/commlens/base/util.h"
+#include "common/utf8.h"
 static void count_ev(const cl_ev *ev, void *arg) { (void)ev; (*(int *)arg)++; }
 TL_TEST(cut_anywhere_keeps_complete_events) {
   char *d = mkdir_tmp(); synth_cfg c; synth_defaults(&c);

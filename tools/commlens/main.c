@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
 
 enum { O_JSON = CL_OPT_FIRST_FREE, O_TOP, O_THREADS, O_HTML, O_OUT, O_FORMAT, O_RANKS, O_COMM, O_WINDOW, O_STEPS };
 
+#define WINDOW_MAX_MS 1e10      /* 115 days: as ns it fits int64 with any timestamp's room */
+#define STEPS_MAX (1L << 53)
 #define THREADS_HELP "files read at once (default: 2, at most the CPU count)"
 #define DIRS_EPILOG \
   "DIR is a directory of per-rank commlens traces (*.trace.json[.gz]) or a trace file.\n" \
@@ -102,19 +105,25 @@ static int parse(const cl_cmd *cmd, int argc, char **argv, common_opts *co, repo
       if (cl_parse_ranks(v, &mo->ranks)) { cl_opts_usage_error(cmd, "--ranks '%s': expected a list like 0-3,7", v); rc = 2; }
       break;
     case O_COMM: *comm_arg = v; break;
-    case O_WINDOW: {   /* START_MS:END_MS */
+    case O_WINDOW: {   /* START_MS:END_MS, each finite and in [0, WINDOW_MAX_MS] (the window becomes int64 ns) */
       char *e, *e2;
       mo->w_start_ms = strtod(v, &e);
-      int ok = e != v && *e == ':' && (mo->w_end_ms = strtod(e + 1, &e2), e2 != e + 1 && !*e2) && mo->w_end_ms >= mo->w_start_ms;
-      if (!ok) { cl_opts_usage_error(cmd, "--window '%s': expected START_MS:END_MS with START <= END", v); rc = 2; }
+      int ok = e != v && *e == ':' && (mo->w_end_ms = strtod(e + 1, &e2), e2 != e + 1 && !*e2) &&
+               mo->w_start_ms >= 0 && mo->w_end_ms <= WINDOW_MAX_MS && mo->w_end_ms >= mo->w_start_ms;   /* NaN fails */
+      if (!ok) {
+        cl_opts_usage_error(cmd, "--window '%s': expected START_MS:END_MS, numbers from 0 to %.0f with START <= END", v,
+                            WINDOW_MAX_MS);
+        rc = 2;
+      }
       mo->has_window = 1;
       break;
     }
-    case O_STEPS: {   /* A:B */
-      char *e, *e2;
+    case O_STEPS: {   /* A:B, each in [0, STEPS_MAX] (B + 1 is looked up) */
+      char *e, *e2; errno = 0;
       mo->step_a = strtol(v, &e, 10);
-      int ok = e != v && *e == ':' && (mo->step_b = strtol(e + 1, &e2, 10), e2 != e + 1 && !*e2) && mo->step_b >= mo->step_a;
-      if (!ok) { cl_opts_usage_error(cmd, "--steps '%s': expected A:B with A <= B", v); rc = 2; }
+      int ok = e != v && *e == ':' && (mo->step_b = strtol(e + 1, &e2, 10), e2 != e + 1 && !*e2) && !errno &&
+               mo->step_a >= 0 && mo->step_b <= STEPS_MAX && mo->step_b >= mo->step_a;
+      if (!ok) { cl_opts_usage_error(cmd, "--steps '%s': expected A:B, integers from 0 to %ld with A <= B", v, STEPS_MAX); rc = 2; }
       mo->has_steps = 1;
       break;
     }
@@ -139,6 +148,10 @@ static int format_of(const char *out) {
 }
 
 int main(int argc, char **argv) {
+  /* Messages name files and carry strings from traces: what reaches a terminal is shown,
+   * never acted on (cl_term_stream). */
+  FILE *te = cl_term_stream(STDERR_FILENO);
+  if (te) { setvbuf(te, NULL, _IONBF, 0); stderr = te; }
   if (argc < 2) { usage(stderr); return 2; }
   const char *cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) { usage(stdout); return 0; }
@@ -180,9 +193,12 @@ int main(int argc, char **argv) {
       if (c == &cmd_report) {
         cl_analysis an;                   /* read -> model (above) -> analyse -> render */
         cl_analyse(&job, &cm, &an);
-        if (ro.json) cl_render_json(&job, &an, stdout); else cl_render_text(&job, &an, ro.top, stdout);
+        FILE *to = ro.json ? NULL : cl_term_stream(STDOUT_FILENO);   /* JSON escapes its own */
+        if (to) fflush(stdout);
+        if (ro.json) cl_render_json(&job, &an, stdout); else cl_render_text(&job, &an, ro.top, to ? to : stdout);
         rc = 0;
-        if (ro.html && cl_report_html(&job, &an, ro.html) != 0) rc = 2;   /* the page, from the same analysis */
+        if (to && fclose(to) != 0) rc = 2;
+        if (rc == 0 && ro.html && cl_report_html(&job, &an, ro.html) != 0) rc = 2;   /* the page, from the same analysis */
         cl_analysis_free(&an);
       } else if (comm_arg && resolve_comm(comm_arg, &mo.comm) != 0) {
         fprintf(stderr, "commlens: --comm '%s': no communicator with that hash or name in the traces\n", comm_arg);

@@ -1,11 +1,17 @@
 /* util.c: allocation, the interning table, selection (median), rank lists and time
  * formatting for the CLI.
- * Pure helpers: no I/O besides the out-of-memory message. */
+ * and the one way the CLI creates its output files (cl_out_open). */
 #include "tools/commlens/base/util.h"
+#include "common/utf8.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 static void cl_oom(size_t n) {
   fprintf(stderr, "commlens: out of memory (%zu bytes)\n", n);
@@ -14,7 +20,7 @@ static void cl_oom(size_t n) {
 void *cl_xmalloc(size_t n) { void *p = malloc(n ? n : 1); if (!p) cl_oom(n); return p; }
 void *cl_xcalloc(size_t n, size_t sz) { void *p = calloc(n ? n : 1, sz ? sz : 1); if (!p) cl_oom(n * sz); return p; }
 void *cl_xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); if (!p) cl_oom(n); return p; }
-char *cl_xstrndup(const char *s, size_t n) {
+static char *xstrndup(const char *s, size_t n) {
   char *d = cl_xmalloc(n + 1); if (n) memcpy(d, s, n); d[n] = 0; return d;   /* s may be NULL when n == 0 */
 }
 
@@ -48,7 +54,7 @@ uint32_t cl_strtab_id(cl_strtab *t, const void *p, size_t n, int *added) {
     t->cap = t->cap ? t->cap * 2 : 64;
     t->key = cl_xrealloc(t->key, t->cap * sizeof *t->key); t->len = cl_xrealloc(t->len, t->cap * sizeof *t->len);
   }
-  t->key[t->n] = cl_xstrndup(p, n); t->len[t->n] = (uint32_t)n;
+  t->key[t->n] = xstrndup(p, n); t->len[t->n] = (uint32_t)n;
   t->slot[i] = (uint32_t)++t->n;
   *added = 1;
   return (uint32_t)t->n;
@@ -118,4 +124,112 @@ const char *cl_fmt_time(char *buf, size_t n, double ns) {
   else if (a >= 1e3) snprintf(buf, n, "%.1f us", ns / 1e3);
   else snprintf(buf, n, "%.0f ns", ns);
   return buf;
+}
+
+int cl_out_open(cl_outfile *o, const char *path, const char *what) {
+  size_t n = strlen(path);
+  o->path = xstrndup(path, n); o->tmp = cl_xmalloc(n + 32); o->fd = -1;
+  static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (int tries = 0; tries < 100; tries++) {
+    unsigned char rnd[12];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {   /* no entropy source: still unique per attempt */
+      uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL) ^ (uint64_t)tries << 40 ^ (uint64_t)clock();
+      for (size_t i = 0; i < sizeof rnd; i++) { rnd[i] = (unsigned char)x; x = cl_hash64(x + i); }
+    }
+    char suf[sizeof rnd + 1];
+    for (size_t i = 0; i < sizeof rnd; i++) suf[i] = digits[rnd[i] % 36];
+    suf[sizeof rnd] = 0;
+    snprintf(o->tmp, n + 32, "%s.%s.tmp", path, suf);
+    o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+    if (o->fd >= 0) return o->fd;
+    if (errno != EEXIST) break;
+  }
+  fprintf(stderr, "commlens: %s: cannot write %s: %s\n", what, path, strerror(errno));
+  free(o->path); free(o->tmp); o->path = o->tmp = NULL;
+  return -1;
+}
+
+int cl_out_finish(cl_outfile *o, int ok, const char *what) {
+  int rc = -1;
+  if (ok) {
+    if (rename(o->tmp, o->path) == 0) rc = 0;
+    else fprintf(stderr, "commlens: %s: cannot write %s: %s\n", what, o->path, strerror(errno));
+  }
+  if (rc) unlink(o->tmp);
+  free(o->path); free(o->tmp); o->path = o->tmp = NULL; o->fd = -1;
+  return rc;
+}
+
+char *cl_utf8_dup(const char *s, size_t n, int64_t *count) {
+  char *d = cl_xmalloc(3 * n + 1);
+  size_t bad = cl_utf8_clean(s ? s : "", s ? n : 0, d, 3 * n + 1);
+  if (count) *count += (int64_t)bad;
+  return d;
+}
+
+void cl_utf8_cut(char *s) {
+  const unsigned char *p = (const unsigned char *)s, *e = p + strlen(s);
+  for (size_t l; p < e && (l = cl_utf8_len(p, e)); p += l) {}
+  s[(const char *)p - s] = 0;
+}
+
+/* ---- the terminal filter: a cookie stream over an fd, carrying a UTF-8 sequence cut by a
+ * buffer boundary over to the next write ---- */
+typedef struct { int fd; unsigned char carry[4]; size_t ncarry; } term_cookie;
+
+static int term_put(int fd, const char *b, size_t n) {
+  while (n) {
+    ssize_t k = write(fd, b, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    b += k; n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* 1 if [p, e) may be the start of a sequence that more bytes complete. */
+static int utf8_prefix(const unsigned char *p, const unsigned char *e) {
+  size_t need = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
+  if (p[0] < 0xC2 || p[0] > 0xF4 || (size_t)(e - p) >= need) return 0;
+  for (const unsigned char *q = p + 1; q < e; q++) if ((*q & 0xC0) != 0x80) return 0;
+  return 1;
+}
+
+static ssize_t term_write(void *c_, const char *buf, size_t size) {
+  term_cookie *c = c_;
+  size_t n = c->ncarry + size;
+  unsigned char *in = cl_xmalloc(n);
+  memcpy(in, c->carry, c->ncarry); memcpy(in + c->ncarry, buf, size);
+  c->ncarry = 0;
+  char out[4096 + 64];
+  size_t o = 0;
+  int rc = 0;
+  for (const unsigned char *p = in, *e = in + n; p < e && !rc;) {
+    size_t l = cl_utf8_len(p, e);
+    if (!l && utf8_prefix(p, e)) { c->ncarry = (size_t)(e - p); memcpy(c->carry, p, c->ncarry); break; }
+    if (!l) { memcpy(out + o, CL_UTF8_REPLACEMENT, 3); o += 3; }
+    else if ((p[0] < 0x20 && p[0] != '\n' && p[0] != '\r' && p[0] != '\t') || p[0] == 0x7f || (p[0] == 0xC2 && p[1] < 0xA0))
+      for (size_t k = 0; k < l; k++) o += (size_t)snprintf(out + o, 5, "\\x%02x", p[k]);
+    else { memcpy(out + o, p, l); o += l; }
+    p += l ? l : 1;
+    if (o >= 4096) { rc = term_put(c->fd, out, o); o = 0; }
+  }
+  if (!rc && o) rc = term_put(c->fd, out, o);
+  free(in);
+  return rc ? -1 : (ssize_t)size;
+}
+
+static int term_close(void *c_) {
+  term_cookie *c = c_;
+  int rc = c->ncarry ? term_put(c->fd, CL_UTF8_REPLACEMENT, 3) : 0;   /* a sequence never completed */
+  free(c);
+  return rc;
+}
+
+FILE *cl_term_stream(int fd) {
+  term_cookie *c = cl_xcalloc(1, sizeof *c);
+  c->fd = fd;
+  FILE *f = fopencookie(c, "w", (cookie_io_functions_t){ .write = term_write, .close = term_close });
+  if (!f) free(c);
+  return f;
 }

@@ -5,12 +5,12 @@
 #include <stddef.h>
 #include "common/hash.h"
 #include <stdint.h>
+#include <stdio.h>
 
 /* Allocation that never returns NULL: the CLI has nothing sensible to do without memory. */
 void *cl_xmalloc(size_t n);
 void *cl_xcalloc(size_t n, size_t sz);
 void *cl_xrealloc(void *p, size_t n);
-char *cl_xstrndup(const char *s, size_t n);
 
 /* A growable array of T: `CL_VEC(T) v = {0}; CL_PUSH(v, x);` The array owns .a; free(v.a). */
 #define CL_VEC(T) struct { T *a; size_t n, cap; }
@@ -30,6 +30,28 @@ void cl_strtab_free(cl_strtab *t);
 /* Parses "0-3,7" into a sorted bitmap over ranks [0, 65536). Returns 0, or -1 on bad syntax.
  * The caller owns *out (65536 bytes, 1 = selected). */
 int cl_parse_ranks(const char *s, unsigned char **out);
+
+/* Every file the CLI writes goes through these: a new temporary beside the target, created
+ * with O_CREAT|O_EXCL|O_NOFOLLOW under a random name (never a planted file or link), then
+ * renamed onto the target once complete. */
+typedef struct { char *path, *tmp; int fd; } cl_outfile;
+/* Opens the temporary for `path` (mode 0666 less the umask); returns its fd, or -1 after
+ * saying "commlens: WHAT: cannot write PATH: why" on stderr. */
+int cl_out_open(cl_outfile *o, const char *path, const char *what);
+/* With ok: renames the (already closed) temporary onto the target and returns 0, or -1
+ * after saying why. Without: removes it and returns -1. Either way the temporary is gone. */
+int cl_out_finish(cl_outfile *o, int ok, const char *what);
+
+/* s[0..n) as valid UTF-8 (common/utf8.h: each invalid byte becomes U+FFFD and is added to
+ * *count when count is given); malloc'd, NUL-terminated. */
+char *cl_utf8_dup(const char *s, size_t n, int64_t *count);
+/* Ends s before a UTF-8 sequence a bounded snprintf cut in two (s was valid before the cut). */
+void cl_utf8_cut(char *s);
+/* A stream onto fd that shows what a terminal would act on as text: control characters but
+ * newline, carriage return and tab (ESC above all), DEL and the C1 controls become \xNN,
+ * invalid UTF-8 becomes U+FFFD. For the CLI's stdout text and stderr, whatever trace or file
+ * names they carry. NULL if the C library cannot make one. */
+FILE *cl_term_stream(int fd);
 
 /* Median of v[0..n) (reorders v). n must be > 0. */
 int64_t cl_median_i64(int64_t *v, size_t n);

@@ -13,13 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <unistd.h>
 
 #define CHUNK (4u << 20)
 #define QUEUE_MAX (64u << 20)
 #define WARN_BYTES 1e9       /* JSON past this fails in Perfetto's web UI (docs/cli.md says why) */
 #define WARN_SIZE "1 GB"
 #define WARN_HOW "write --format pftrace (-o OUT.pftrace) instead, or narrow it with --ranks/--comm/--window/--steps"
-#define FLOW_ID_BASE (1ull << 52)
+#define FLOW_ID_BASE (1ull << 52)   /* cross-rank flows: FLOW_ID_BASE + instance */
+#define FLOW_LOCAL_BITS 32          /* a file's own flows: (selected index + 1) << 32 | k, below the base */
 
 typedef struct chunk { struct chunk *next; size_t n; char d[CHUNK]; } chunk;
 typedef struct { chunk *head, *tail; size_t bytes; int done; } rank_q;
@@ -32,7 +34,7 @@ typedef struct {
   int64_t t0, t1;                     /* first and last aligned event of the selected ranks */
   rank_q *q; int cur, next;
   pthread_mutex_t mu; pthread_cond_t cv;
-  int64_t kept, not_carried;
+  int64_t kept, not_carried, flows_lost, invalid;
   uint8_t *flow_ok;                   /* pftrace: per instance, 1 if its slices carry a cross-rank flow */
   int64_t base;                       /* aligned ns written as ts 0 in JSON (time_base_unix_ns) */
 } merge_ctx;
@@ -41,6 +43,8 @@ typedef struct {
   merge_ctx *m; int qi; cl_rank *r; chunk *c; int64_t kept;
   size_t ncoll;                       /* coll_gpu slices seen: the next one is r->colls.a[ncoll] */
   cl_pft_seq *pft;                    /* pftrace: the rank's packet sequence; NULL for JSON */
+  cl_strtab flows;                    /* the file's flow ids (raw text) -> k = 1, 2, ... */
+  int64_t flows_lost, invalid;        /* flow events past the id space; events not valid JSON/UTF-8 */
   cl_progress_batch prog;
 } rank_writer;
 
@@ -76,6 +80,19 @@ static int fmt_us(char *b, int64_t ns) {
 
 typedef struct { const char *v, *ve; char s[48]; int n; } repl;
 
+/* A flow id of a rank's file, made unique across ranks for both formats: the k-th distinct
+ * id (by its text, so no two ids of a file meet, whatever their size) of the qi-th selected
+ * rank becomes (qi + 1) << FLOW_LOCAL_BITS | k: below FLOW_ID_BASE, so never an instance's
+ * flow, and below 2^53, where JSON readers that hold numbers as doubles stay exact. 0 when
+ * the rank or its ids run past that space (the event is counted and left out). */
+static uint64_t file_flow_id(rank_writer *w, const cl_ev *ev) {
+  int added;
+  uint64_t k = cl_strtab_id(&w->flows, ev->id_v, (size_t)(ev->id_ve - ev->id_v), &added);
+  uint64_t hi = (uint64_t)w->qi + 1;
+  if (k >> FLOW_LOCAL_BITS || hi >= FLOW_ID_BASE >> FLOW_LOCAL_BITS) { w->flows_lost++; return 0; }
+  return hi << FLOW_LOCAL_BITS | k;
+}
+
 static void on_merge_event(const cl_ev *ev, void *arg) {
   rank_writer *w = arg; merge_ctx *m = w->m; cl_rank *r = w->r;
   cl_progress_count(&w->prog, ev->end - ev->beg);
@@ -91,9 +108,13 @@ static void on_merge_event(const cl_ev *ev, void *arg) {
     }
   }
   repl rp[3]; int nr = 0;
-  if (!cl_json_valid(ev->beg, (size_t)(ev->end - ev->beg))) return;   /* the scanner is lenient: pass through only valid JSON */
+  /* the scanner is lenient: pass through only valid JSON and UTF-8 (counted otherwise) */
+  if (!cl_json_valid(ev->beg, (size_t)(ev->end - ev->beg))) { w->invalid++; return; }
+  int is_flow = ev->has_id && ev->id_ve && (ev->ph == 's' || ev->ph == 't' || ev->ph == 'f');
+  uint64_t fid = is_flow ? file_flow_id(w, ev) : 0;
+  if (is_flow && !fid) return;
   if (w->pft) {
-    uint64_t flow = 0;
+    uint64_t flow = fid;
     if (coll < r->colls.n && r->colls.a[coll].inst != UINT32_MAX && m->flow_ok[r->colls.a[coll].inst])
       flow = FLOW_ID_BASE + r->colls.a[coll].inst;
     cl_pft_event(w->pft, ev, cl_aligned(r, ev->ts_ns), flow);
@@ -104,19 +125,7 @@ static void on_merge_event(const cl_ev *ev, void *arg) {
   }
   if (ev->pid_v && ev->pid_ve) { rp[nr].v = ev->pid_v; rp[nr].ve = ev->pid_ve; rp[nr].n = sprintf(rp[nr].s, "%d", r->rank); nr++; }
   if (ev->has_ts && ev->ts_ve) { rp[nr].v = ev->ts_v; rp[nr].ve = ev->ts_ve; rp[nr].n = fmt_us(rp[nr].s, cl_aligned(r, ev->ts_ns) - m->base); nr++; }
-  if (ev->has_id && (ev->ph == 's' || ev->ph == 't' || ev->ph == 'f')) {
-    rp[nr].v = ev->id_v; rp[nr].ve = ev->id_ve;
-    if (*ev->id_v == '"') {
-      int n = (int)(ev->id_ve - ev->id_v - 2); if (n > 30) n = 30;
-      const char *bs = memchr(ev->id_v + 1, '\\', (size_t)n);   /* never cut an escape in two */
-      if (bs) n = (int)(bs - (ev->id_v + 1));
-      rp[nr].n = sprintf(rp[nr].s, "\"r%d:%.*s\"", r->rank, n, ev->id_v + 1);
-    } else {
-      unsigned long long v = strtoull(ev->id_v, NULL, 0);
-      rp[nr].n = sprintf(rp[nr].s, "%llu", (((unsigned long long)r->rank + 1) << 40) | (v & ((1ull << 40) - 1)));
-    }
-    nr++;
-  }
+  if (is_flow) { rp[nr].v = ev->id_v; rp[nr].ve = ev->id_ve; rp[nr].n = sprintf(rp[nr].s, "%llu", (unsigned long long)fid); nr++; }
   for (int i = 1; i < nr; i++)
     for (int j = i; j > 0 && rp[j].v < rp[j - 1].v; j--) { repl t = rp[j]; rp[j] = rp[j - 1]; rp[j - 1] = t; }
   const char *p = ev->beg;
@@ -153,8 +162,11 @@ static void *merge_worker(void *arg) {
     cl_progress_flush(&w.prog);
     cl_progress_file_done();
     int64_t not_carried = w.pft ? cl_pft_seq_free(w.pft) : 0;
+    cl_strtab_free(&w.flows);
     q_push(m, qi, w.c, 1);
-    pthread_mutex_lock(&m->mu); m->kept += w.kept; m->not_carried += not_carried; pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&m->mu);
+    m->kept += w.kept; m->not_carried += not_carried; m->flows_lost += w.flows_lost; m->invalid += w.invalid;
+    pthread_mutex_unlock(&m->mu);
   }
 }
 
@@ -255,7 +267,9 @@ static json_object *rank_meta(const cl_rank *r) {
   json_object *x = json_object_new_object();
   json_object_object_add(x, "rank", json_object_new_int(r->rank));
   json_object_object_add(x, "host", json_object_new_string(r->info.host ? r->info.host : ""));
-  json_object_object_add(x, "file", json_object_new_string(r->path));
+  char *file = cl_utf8_dup(r->path, strlen(r->path), NULL);   /* a file name is bytes; the output is UTF-8 */
+  json_object_object_add(x, "file", json_object_new_string(file));
+  free(file);
   cl_clock_json(x, r);
   json_object_object_add(x, "abi", json_object_new_int(r->info.abi));
   json_object_object_add(x, "version", json_object_new_string(r->info.version ? r->info.version : ""));
@@ -265,11 +279,13 @@ static json_object *rank_meta(const cl_rank *r) {
   return x;
 }
 
-/* The file's own process name when it has one, else "rank R (host, GPU d)". */
+/* The file's own process name when it has one, else "rank R (host, GPU d)"; a long one ends
+ * at a whole character (fuzz_pftrace found one cut inside). */
 static void process_name(const cl_rank *r, char *nm, size_t n) {
   if (r->pname) snprintf(nm, n, "%s", r->pname);
   else if (r->device >= 0) snprintf(nm, n, "rank %d (%s, GPU %d)", r->rank, r->info.host ? r->info.host : "?", r->device);
   else snprintf(nm, n, "rank %d (%s)", r->rank, r->info.host ? r->info.host : "?");
+  cl_utf8_cut(nm);
 }
 
 /* The merge's metadata: job, reference rank, clock method, window, communicator. */
@@ -283,6 +299,7 @@ static json_object *merge_meta(const merge_ctx *m) {
       "offset = median over matched coll_gpu instances (comm, func, seq) of (end on rank - end on reference); "
       "err_ns = 1.2533*1.4826*MAD/sqrt(samples); ts here = ts in the rank's file - offset_ns - time_base_unix_ns"));
   json_object_object_add(meta, "time_base_unix_ns", json_object_new_int64(m->base));
+  json_object_object_add(meta, "utf8_replaced", json_object_new_int64(job->n_utf8));
   json_object *win = json_object_new_array();
   json_object_array_add(win, json_object_new_int64(m->ws == INT64_MIN ? m->t0 : m->ws));
   json_object_array_add(win, json_object_new_int64(m->we == INT64_MAX ? m->t1 : m->we));
@@ -331,15 +348,27 @@ static int64_t json_tail(merge_ctx *m, out_t *out) {
     size_t n = kept_members(m, ii, arr);
     if (n < 2) continue;
     cl_inst *in = &job->inst.a[ii];
+    json_object *name = NULL;
     for (size_t k = 0; k < n; k++) {
       cl_rank *r = job->r[arr[2 * k + 1] >> 32]; cl_coll *c = &r->colls.a[arr[2 * k + 1] & 0xffffffff];
       int64_t ts = arr[2 * k] + (c->end - c->start >= 2 ? 1 : 0);
       char t[40]; fmt_us(t, ts - m->base);
-      int len = snprintf(b, sizeof b, ",\n{\"ph\":\"%c\",\"cat\":\"coll_instance\",\"name\":\"%s #%lld\",\"id\":%llu,\"pid\":%d,\"tid\":%d,\"ts\":%s,\"bp\":\"e\"}",
-                         k == 0 ? 's' : k + 1 == n ? 'f' : 't', cl_func_name(in->func), (long long)in->seq,
-                         (unsigned long long)(FLOW_ID_BASE + ii), r->rank, c->tid, t);
-      ow(out, b, (size_t)len);
+      /* the name apart, escaped and of any length (a fixed buffer's snprintf once gave its
+       * untruncated length to the write) */
+      snprintf(b, sizeof b, ",\n{\"ph\":\"%c\",\"cat\":\"coll_instance\",\"name\":", k == 0 ? 's' : k + 1 == n ? 'f' : 't');
+      ows(out, b);
+      if (!name) {
+        char *nm = cl_xmalloc(strlen(cl_func_name(in->func)) + 32);
+        sprintf(nm, "%s #%lld", cl_func_name(in->func), (long long)in->seq);
+        name = json_object_new_string(nm);
+        free(nm);
+      }
+      ows(out, json_object_to_json_string_ext(name, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+      snprintf(b, sizeof b, ",\"id\":%llu,\"pid\":%d,\"tid\":%d,\"ts\":%s,\"bp\":\"e\"}",
+               (unsigned long long)(FLOW_ID_BASE + ii), r->rank, c->tid, t);
+      ows(out, b);
     }
+    json_object_put(name);
     nflows++;
   }
   free(arr);
@@ -454,10 +483,20 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
   out_t out = {0};
   if (merge_select(&m) != 0) { free(m.sel); free(m.qi_of); return -1; }
   out.warned = !json || json_size_warning(&m);   /* one warning at most, and only for JSON */
+  int in = cl_job_input(job, o->out);
+  if (in >= 0) {
+    fprintf(stderr, "commlens: merge: -o %s is the trace of rank %d (%s), one of the inputs; refusing to overwrite it\n",
+            o->out, job->r[in]->rank, job->r[in]->path);
+    free(m.sel); free(m.qi_of); return -1;
+  }
   size_t ol = strlen(o->out);
-  if (ol > 3 && !strcmp(o->out + ol - 3, ".gz")) out.gz = gzopen(o->out, "wb3");
-  else { out.f = fopen(o->out, "wb"); if (out.f) setvbuf(out.f, NULL, _IOFBF, 1u << 22); }
-  if (!out.f && !out.gz) { fprintf(stderr, "commlens: merge: cannot write %s\n", o->out); free(m.sel); free(m.qi_of); return -1; }
+  cl_outfile of;
+  if (cl_out_open(&of, o->out, "merge") >= 0) {
+    if (ol > 3 && !strcmp(o->out + ol - 3, ".gz")) out.gz = gzdopen(of.fd, "wb3");
+    else { out.f = fdopen(of.fd, "wb"); if (out.f) setvbuf(out.f, NULL, _IOFBF, 1u << 22); }
+    if (!out.f && !out.gz) { close(of.fd); cl_out_finish(&of, 0, "merge"); fprintf(stderr, "commlens: merge: out of memory\n"); }
+  }
+  if (!out.f && !out.gz) { free(m.sel); free(m.qi_of); return -1; }
 
   int64_t nflows = 0;
   if (json) json_head(&m, &out); else nflows = pftrace_head(&m, &out);
@@ -468,8 +507,17 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
   if (out.gz) err = gzclose(out.gz) != Z_OK;
   else { err = fflush(out.f) != 0 || ferror(out.f); err |= fclose(out.f) != 0; }
   if (err) fprintf(stderr, "commlens: merge: error writing %s (disk full?)\n", o->out);
+  if (cl_out_finish(&of, !err, "merge") != 0) err = 1;
   fprintf(stderr, "commlens: merge: wrote %s: %d rank(s), %lld events, %lld cross-rank flows, %.1f MB of %s\n",
           o->out, m.nsel, (long long)m.kept, (long long)nflows, out.bytes / 1e6, json ? "JSON" : "Perfetto protobuf");
+  if (job->n_utf8)
+    fprintf(stderr, "commlens: merge: %lld invalid UTF-8 byte(s) in the traces' names and header strings written as U+FFFD\n",
+            (long long)job->n_utf8);
+  if (m.invalid)
+    fprintf(stderr, "commlens: merge: %lld event(s) that are not valid JSON or UTF-8 left out\n", (long long)m.invalid);
+  if (m.flows_lost)
+    fprintf(stderr, "commlens: merge: %lld flow event(s) left out: more than 2^32 distinct flow ids in a file, or more "
+            "than 2^20 ranks\n", (long long)m.flows_lost);
   if (m.not_carried)
     fprintf(stderr, "commlens: merge: %lld event(s) of kinds Perfetto's TrackEvent has no form for (async, object) left out\n",
             (long long)m.not_carried);

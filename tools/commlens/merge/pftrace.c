@@ -33,7 +33,6 @@ enum { THD_PID = 1, THD_TID = 2, THD_SORT_INDEX = 3, THD_NAME = 5 };
 #define TRACK_BITS 24          /* rank r's tracks: ((r + 1) << TRACK_BITS) + k, k = 0 its process */
 #define STR_INTERN_MAX 64      /* string argument values up to this many bytes are interned, */
 #define STR_INTERN_TABLE 65536 /* while the table has fewer entries (long or unique ones are not worth it) */
-#define FLOW_RANK_SHIFT 40     /* a file's flow id v -> ((rank + 1) << 40) | v, as the JSON merge does */
 
 enum { K_CAT, K_NAME, K_ANN, K_STR, K_COUNT };
 static const uint32_t k_field[K_COUNT] = { INT_CATEGORIES, INT_NAMES, INT_ANNOTATION_NAMES, INT_STRING_VALUES };
@@ -215,6 +214,7 @@ static void counters(cl_pft_seq *s, const cl_ev *ev, int64_t ts) {
       cl_str_unescape(k, series, sizeof series);
       snprintf(name, sizeof name, nseries > 1 ? "%s %s" : "%s", unescaped(s, ev->name.p ? ev->name.p : "", (size_t)ev->name.n),
                series);
+      cl_utf8_cut(name);   /* fuzz_pftrace found a long name written cut mid-character */
       packet_begin(s, 0, 0, 0);
       cl_pb_begin(&s->out, PKT_TRACK_DESCRIPTOR);
       cl_pb_uint(&s->out, TD_UUID, uuid);
@@ -234,16 +234,6 @@ static void counters(cl_pft_seq *s, const cl_ev *ev, int64_t ts) {
     cl_pb_end(&s->out);
     packet_end(s);
   }
-}
-
-/* A flow id of the file, made unique across ranks the way the JSON merge does. */
-static uint64_t file_flow_id(const cl_ev *ev, int rank) {
-  uint64_t v;
-  if (*ev->id_v == '"') {   /* a string id: its hash */
-    v = 0xcbf29ce484222325ULL;
-    for (const char *p = ev->id_v + 1; p < ev->id_ve - 1; p++) v = (v ^ (unsigned char)*p) * 0x100000001b3ULL;
-  } else v = strtoull(ev->id_v, NULL, 0);
-  return ((uint64_t)(rank + 1) << FLOW_RANK_SHIFT) | (v & ((1ull << FLOW_RANK_SHIFT) - 1));
 }
 
 /* A named event on its thread track: slice begin, instant or flow step. */
@@ -283,8 +273,8 @@ void cl_pft_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, uint64_t flow) {
   case 'E': slice_end(s, ev, ts); break;
   case 'i': case 'I': named_event(s, ev, ts, TYPE_INSTANT, TE_FLOW_IDS, flow); break;
   case 's': case 't': case 'f':   /* a flow step: an instant on its track, carrying the flow */
-    if (!ev->has_id) { s->not_carried++; break; }
-    named_event(s, ev, ts, TYPE_INSTANT, ev->ph == 'f' ? TE_TERMINATING_FLOW_IDS : TE_FLOW_IDS, file_flow_id(ev, s->rank));
+    if (!ev->has_id || !flow) { s->not_carried++; break; }
+    named_event(s, ev, ts, TYPE_INSTANT, ev->ph == 'f' ? TE_TERMINATING_FLOW_IDS : TE_FLOW_IDS, flow);
     break;
   case 'C': counters(s, ev, ts); break;
   default: s->not_carried++;   /* async (b/e/n), object and sample events */

@@ -16,7 +16,8 @@ typedef struct cl_pft_seq cl_pft_seq;
  * an instant "commlens_clock" whose arguments are the flat object `meta` (not taken). */
 cl_pft_seq *cl_pft_seq_new(int rank, const char *pname, int64_t ts, struct json_object *meta);
 /* Encodes one event of the rank's file: `ts` is its aligned time (ns). `flow` (0: none) is a
- * cross-rank flow id the slice takes part in. Events of kinds Perfetto's TrackEvent does not
+ * cross-rank flow id the slice takes part in, or for a flow step (s/t/f) its id made unique
+ * across ranks by the merge (a step without one is not carried). Events of kinds Perfetto's TrackEvent does not
  * carry (async b/e/n, ...) are counted, not written. */
 void cl_pft_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, uint64_t flow);
 /* The bytes encoded since the last call; valid until the next call on s. */

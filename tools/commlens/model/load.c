@@ -23,19 +23,36 @@ const char *cl_func_name(int id) {
   return id >= 0 && id < atomic_load_explicit(&g_nfunc, memory_order_acquire) ? g_func[id] : "?";
 }
 
+/* Invalid UTF-8 replaced in the names kept here (all files of the load). */
+static _Atomic int64_t g_utf8;
+/* A name from an event (still JSON-escaped) as the text every output shows: unescaped,
+ * valid UTF-8 (replacements counted), at most 4 KiB. Caller frees. */
+static char *clean_name(cl_str_t s, int count) {
+  char *u = cl_xmalloc(4096);
+  cl_str_unescape(s, u, 4096);
+  int64_t bad = 0;
+  char *c = cl_utf8_dup(u, strlen(u), &bad);
+  free(u);
+  if (count && bad) atomic_fetch_add(&g_utf8, bad);
+  return c;
+}
+
 static int func_id(const char *s, int n) {
+  char *name = clean_name((cl_str_t){ s, n }, 0);
   pthread_mutex_lock(&g_mu);
   int id = -1;
   int nf = atomic_load_explicit(&g_nfunc, memory_order_relaxed);
   for (int i = 0; i < nf; i++)
-    if ((int)strlen(g_func[i]) == n && !memcmp(g_func[i], s, (size_t)n)) { id = i; break; }
+    if (!strcmp(g_func[i], name)) { id = i; break; }
   if (id < 0 && nf < 1024) {
-    g_func[nf] = cl_xstrndup(s, (size_t)n);
+    free(name); name = clean_name((cl_str_t){ s, n }, 1);   /* counted once, when kept */
+    g_func[nf] = name; name = NULL;
     id = nf;
     atomic_store_explicit(&g_nfunc, nf + 1, memory_order_release);
   }
   if (id < 0) id = 1023;
   pthread_mutex_unlock(&g_mu);
+  free(name);
   return id;
 }
 
@@ -43,13 +60,8 @@ static void note_comm(uint64_t comm, cl_str_t name) {
   pthread_mutex_lock(&g_mu);
   size_t i;
   for (i = 0; i < g_comms.n; i++) if (g_comms.a[i].comm == comm) break;
-  if (i == g_comms.n) {
-    char buf[256];
-    CL_PUSH(g_comms, ((cl_commname){ comm, strdup(cl_str_unescape(name, buf, sizeof buf)) }));
-  } else if (!g_comms.a[i].name[0] && name.n) {
-    char buf[256];
-    free(g_comms.a[i].name); g_comms.a[i].name = strdup(cl_str_unescape(name, buf, sizeof buf));
-  }
+  if (i == g_comms.n) CL_PUSH(g_comms, ((cl_commname){ comm, clean_name(name, 1) }));
+  else if (!g_comms.a[i].name[0] && name.n) { free(g_comms.a[i].name); g_comms.a[i].name = clean_name(name, 1); }
   pthread_mutex_unlock(&g_mu);
 }
 const char *cl_comm_name(uint64_t comm) {
@@ -151,11 +163,22 @@ typedef struct {
 
 static int func_of(scan_ctx *c, cl_str_t s) {
   if (!s.p) s = (cl_str_t){"", 0};   /* an event without the field: memcmp(NULL) is undefined */
-  if (c->last_f && c->last_fn == s.n && !memcmp(c->last_f, s.p, (size_t)s.n)) return c->last_id;
+  if (c->last_f && c->last_fn == s.n && !memcmp(c->last_f, s.p, (size_t)s.n) && !memchr(s.p, '\\', (size_t)s.n))
+    return c->last_id;
   int id = func_id(s.p, s.n);
   /* the slice points into the reader's buffer: cache the interned copy instead */
-  c->last_f = cl_func_name(id); c->last_fn = s.n; c->last_id = id;
+  c->last_f = cl_func_name(id); c->last_fn = (int)strlen(c->last_f); c->last_id = id;   /* a hit: raw text equal to the clean name */
   return id;
+}
+
+/* Sums of values read from a file saturate at +-2^61: the reader bounds each value (+-2^62),
+ * not a sum of many (fuzz_pftrace found two proxy-step waits of 2^62 overflowing a channel's
+ * total), and the analyses may still add two sums. */
+#define SUM_LIM ((int64_t)1 << 61)
+static inline void add_sat(int64_t *acc, int64_t v) {
+  int64_t s;
+  if (__builtin_add_overflow(*acc, v, &s)) s = v > 0 ? SUM_LIM : -SUM_LIM;
+  *acc = s > SUM_LIM ? SUM_LIM : s < -SUM_LIM ? -SUM_LIM : s;
 }
 
 static void on_event(const cl_ev *ev, void *arg) {
@@ -163,7 +186,7 @@ static void on_event(const cl_ev *ev, void *arg) {
   cl_progress_count(&c->prog, ev->end - ev->beg);
   if (ev->ph == 'M') {
     if (!r->pname && cl_str_eq(ev->name, "process_name") && ev->arg_name.n) {
-      char buf[512]; r->pname = strdup(cl_str_unescape(ev->arg_name, buf, sizeof buf));
+      r->pname = clean_name(ev->arg_name, 1);
     }
     return;
   }
@@ -181,7 +204,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     k.func = (uint16_t)func_of(c, ev->name); k.inst = UINT32_MAX;
     k.p2p = (uint8_t)(ev->has_p2p_peer || cl_str_eq(ev->name, "Send") || cl_str_eq(ev->name, "Recv"));
     CL_PUSH(r->colls, k);
-    if (ev->has_exposed) { r->exposed_args += ev->exposed_ns; r->has_exposed_args = 1; }
+    if (ev->has_exposed) { add_sat(&r->exposed_args, ev->exposed_ns); r->has_exposed_args = 1; }
     if (ev->has_comm && (!c->comm_seen || c->last_comm != ev->comm)) {
       c->comm_seen = 1; c->last_comm = ev->comm; note_comm(ev->comm, ev->comm_name);
     }
@@ -198,7 +221,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     if (!ev->has_channel) break;
     if (ev->implausible) { r->n_kch_implausible++; break; }
     cl_chan *ch = chan_get(r, ev->comm, ev->channel);
-    ch->n++; ch->sum_dur += ev->dur_ns;
+    ch->n++; add_sat(&ch->sum_dur, ev->dur_ns);
     if (ev->dur_ns > ch->max_dur) { ch->max_dur = ev->dur_ns; ch->max_seq = ev->has_seq ? ev->seq : -1; }
     if (ev->has_seq) {
       int f = ev->func.n ? func_of(c, ev->func) : -1;
@@ -211,19 +234,20 @@ static void on_event(const cl_ev *ev, void *arg) {
     if (!ev->has_channel) break;
     cl_chan *ch = chan_get(r, ev->comm, ev->channel);
     ch->nsteps++;
-    ch->w_gpu += ev->w_gpu; ch->w_peer += ev->w_peer; ch->w_send += ev->w_send;
-    ch->w_recv += ev->w_recv; ch->w_flush += ev->w_flush; ch->w_recv_gpu += ev->w_recv_gpu;
-    int64_t pw = ev->w_peer + ev->w_recv;
+    add_sat(&ch->w_gpu, ev->w_gpu); add_sat(&ch->w_peer, ev->w_peer); add_sat(&ch->w_send, ev->w_send);
+    add_sat(&ch->w_recv, ev->w_recv); add_sat(&ch->w_flush, ev->w_flush); add_sat(&ch->w_recv_gpu, ev->w_recv_gpu);
+    int64_t pw = ev->w_peer;
+    add_sat(&pw, ev->w_recv);
     if (pw > 0 && ev->has_peer) {
       size_t i;
       for (i = 0; i < ch->peers.n; i++) if (ch->peers.a[i].peer == ev->peer) break;
       if (i == ch->peers.n) CL_PUSH(ch->peers, ((cl_peerwait){ ev->peer, 0 }));
-      ch->peers.a[i].wait += pw;
+      add_sat(&ch->peers.a[i].wait, pw);
     }
     break;
   }
   case CAT_EXPOSED:
-    r->exposed_evs += ev->dur_ns; r->has_exposed_evs = 1;
+    add_sat(&r->exposed_evs, ev->dur_ns); r->has_exposed_evs = 1;
     break;
   case CAT_GPU_KERNEL:
     if (r->device < 0 && ev->has_device) r->device = ev->device;   /* traces before the header said it */
@@ -319,7 +343,10 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
       cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
     }
     if (r->info.rank < 0) {
-      fprintf(stderr, "commlens: %s: header has no rank; skipped\n", r->path);
+      if (r->info.rank_bad)
+        fprintf(stderr, "commlens: %s: header rank %s is not an integer in 0..%d; skipped\n", r->path,
+                r->info.rank_text, CL_RANK_MAX);
+      else fprintf(stderr, "commlens: %s: header has no rank; skipped\n", r->path);
       cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
     }
     r->rank = r->info.rank;
@@ -373,16 +400,27 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   cl_progress_end();
 
   job->r = use.a; job->n = (int)use.n;
+  job->n_utf8 = atomic_exchange(&g_utf8, 0);
+  for (int i = 0; i < job->n; i++) job->n_utf8 += job->r[i]->info.n_utf8;
   for (int i = 0; i < job->n; i++) {
     cl_rank *r = job->r[i];
     if (r->info.bad)
-      fprintf(stderr, "commlens: %s: %s; using the %lld events before it\n", r->path, r->info.msg, (long long)r->info.n_events);
+      fprintf(stderr, "commlens: %s: %s; kept the %lld complete events around it (%lld damaged stretch(es) skipped)\n",
+              r->path, r->info.msg, (long long)r->info.n_events, (long long)(r->info.n_gz_damage + r->info.n_skipped));
     else if (r->info.truncated)
       fprintf(stderr, "commlens: %s: file ends mid-trace%s%s (rank killed?); using the %lld complete events\n", r->path,
               r->info.msg[0] ? ": " : "", r->info.msg, (long long)r->info.n_events);
     if (r->info.n_events == 0) fprintf(stderr, "commlens: %s: no events\n", r->path);
   }
   return job->n;
+}
+
+int cl_job_input(const cl_job *job, const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return -1;   /* follows links: what a write to path would reach */
+  for (int i = 0; i < job->n; i++)
+    if (job->r[i]->info.dev == (uint64_t)st.st_dev && job->r[i]->info.ino == (uint64_t)st.st_ino) return i;
+  return -1;
 }
 
 void cl_job_free(cl_job *job) {

@@ -64,6 +64,7 @@ typedef struct {
   CL_VEC(cl_inst) inst;
   CL_VEC(cl_member) mem;
   int ref_rank;
+  int64_t n_utf8;                      /* invalid UTF-8 bytes in the traces' strings, shown as U+FFFD */
 } cl_job;
 
 /* Function names are interned process-wide (by the loader): id -> name. */
@@ -82,5 +83,8 @@ void cl_job_instances(cl_job *job);
 struct json_object;
 void cl_clock_json(struct json_object *o, const cl_rank *r);
 void cl_job_free(cl_job *job);
+/* The index of the rank whose trace file `path` is (same st_dev and st_ino, links followed),
+ * or -1: an output must never overwrite an input. */
+int cl_job_input(const cl_job *job, const char *path);
 static inline int64_t cl_aligned(const cl_rank *r, int64_t t) { return t - r->offset_ns; }
 #endif

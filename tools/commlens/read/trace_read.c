@@ -4,12 +4,17 @@
  * output; it must never load a whole file into memory or parse events through json-c. */
 #include "tools/commlens/read/trace_read.h"
 #include "tools/commlens/base/util.h"
+#include "common/utf8.h"
 #include <json-c/json.h>
 #include <zlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define CL_BUF_INIT (4u << 20)
 #define CL_BUF_MAX  (1u << 30)
@@ -309,42 +314,198 @@ static const char *parse_event(const char *p, const char *e, cl_ev *ev, int *bad
   }
 }
 
-/* ---- the reader: a gzFile (which also reads plain files) behind a growable buffer ----- */
+/* ---- the reader: the file (plain, or gzip of one or more members) behind a growable
+ * buffer. Gzip is inflated here rather than by gzread: gzread drops what a failing call had
+ * decoded, and stops for good at the first damage. This reader keeps everything decoded
+ * before a damage, says where and what it was, and resumes at the next gzip member (the
+ * plugin starts one every few MiB at an event line), so a flipped byte costs one member. */
 typedef struct {
-  gzFile gz;
+  int fd, is_gz, zinit, in_member, damaged;
+  z_stream zs;
+  unsigned char in[1u << 16];
+  uint64_t in_base;                 /* file offset of in[0] */
+  uint64_t out_base;                /* uncompressed offset of buf[0] */
   char *buf; size_t cap, pos, len;
-  int eof, gzerr;
+  int eof;
+  int resynced; size_t cut;         /* set by a fill that resumed after damage: new data from buf[cut] */
+  int n_damage; char dmsg[200];     /* gzip damage: how many, and what the first one was */
 } cl_reader;
+
+static uint64_t rd_in_off(const cl_reader *r) {
+  return r->in_base + (uint64_t)(r->zs.next_in - r->in);
+}
+
+/* Refills r->in after keeping its last `keep` unread bytes. Returns bytes now available. */
+static size_t rd_more_in(cl_reader *r, size_t keep) {
+  if (keep > r->zs.avail_in) keep = r->zs.avail_in;
+  memmove(r->in, r->zs.next_in + r->zs.avail_in - keep, keep);
+  r->in_base = rd_in_off(r) + r->zs.avail_in - keep;
+  r->zs.next_in = r->in; r->zs.avail_in = (uInt)keep;
+  for (;;) {
+    ssize_t n = read(r->fd, r->in + keep, sizeof r->in - keep);
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0) r->zs.avail_in += (uInt)n;
+    break;
+  }
+  return r->zs.avail_in;
+}
+
+/* Moves the input to the next "1f 8b 08" (a gzip member's start), reading on as needed;
+ * 0 when the file ends first. */
+static int rd_find_member(cl_reader *r) {
+  for (;;) {
+    while (r->zs.avail_in >= 3) {
+      unsigned char *m = memchr(r->zs.next_in, 0x1f, r->zs.avail_in - 2);
+      if (!m) { r->zs.next_in += r->zs.avail_in - 2; r->zs.avail_in = 2; break; }
+      r->zs.avail_in -= (uInt)(m - r->zs.next_in); r->zs.next_in = m;
+      if (m[1] == 0x8b && m[2] == 0x08) return 1;
+      r->zs.next_in++; r->zs.avail_in--;
+    }
+    size_t had = r->zs.avail_in;
+    if (rd_more_in(r, had) == had) return 0;
+  }
+}
+
+static void rd_damage(cl_reader *r, const char *what) {
+  r->damaged = 1;
+  if (!r->n_damage++)
+    snprintf(r->dmsg, sizeof r->dmsg, "gzip data damaged at compressed byte %llu (uncompressed byte %llu): %s",
+             (unsigned long long)rd_in_off(r), (unsigned long long)(r->out_base + r->len), what);
+}
+
+/* Inflates into buf[len, cap). Returns bytes produced; 0 at the end of the file. */
+static size_t rd_inflate(cl_reader *r) {
+  z_stream *zs = &r->zs;
+  zs->next_out = (Bytef *)r->buf + r->len; zs->avail_out = (uInt)(r->cap - r->len);
+  size_t before = zs->avail_out;
+  while (zs->avail_out == before) {
+    if (!zs->avail_in && !rd_more_in(r, 0)) {
+      if (r->in_member) {   /* torn: the file ends inside a member */
+        if (!r->n_damage++)
+          snprintf(r->dmsg, sizeof r->dmsg, "gzip stream cut short at compressed byte %llu (uncompressed byte %llu)",
+                   (unsigned long long)rd_in_off(r), (unsigned long long)(r->out_base + r->len));
+      }
+      r->in_member = 0;
+      break;
+    }
+    if (!r->in_member) {   /* between members: the next must start here */
+      if (zs->avail_in < 3) rd_more_in(r, zs->avail_in);
+      if (zs->avail_in < 3 || zs->next_in[0] != 0x1f || zs->next_in[1] != 0x8b || zs->next_in[2] != 0x08) {
+        rd_damage(r, "bytes where a gzip member should start");
+        if (!rd_find_member(r)) break;
+      }
+      inflateReset(zs);
+      r->in_member = 1;
+      if (r->damaged) { r->damaged = 0; r->resynced = 1; r->cut = r->len; }
+    }
+    int rc = inflate(zs, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) { r->in_member = 0; continue; }
+    if (rc == Z_OK || (rc == Z_BUF_ERROR && zs->avail_in == 0)) continue;
+    char what[120];
+    const char *m = zs->msg ? zs->msg : "inflate error";
+    if (strstr(m, "data check")) snprintf(what, sizeof what, "CRC mismatch (%s)", m);
+    else if (strstr(m, "length check")) snprintf(what, sizeof what, "length mismatch (%s)", m);
+    else snprintf(what, sizeof what, "inflate error (%s)", m);
+    rd_damage(r, what);
+    r->in_member = 0;
+    if (zs->avail_in) { zs->next_in++; zs->avail_in--; }   /* look for the next member past here */
+    if (!rd_find_member(r)) break;
+  }
+  return before - zs->avail_out;
+}
 
 /* Keeps [pos, len) and reads more after it; grows the buffer when it is full of one value.
  * Returns 1 if new bytes arrived. */
 static int reader_fill(cl_reader *r) {
   if (r->eof) return 0;
-  if (r->pos) { memmove(r->buf, r->buf + r->pos, r->len - r->pos); r->len -= r->pos; r->pos = 0; }
+  if (r->pos) {
+    memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+    r->len -= r->pos; r->out_base += r->pos; r->pos = 0;
+  }
   if (r->len == r->cap) {
     if (r->cap >= CL_BUF_MAX) { r->eof = 1; return 0; }
     r->cap *= 2; r->buf = cl_xrealloc(r->buf, r->cap);
   }
-  int n = gzread(r->gz, r->buf + r->len, (unsigned)(r->cap - r->len));
-  if (n <= 0) {
-    int errnum = 0; gzerror(r->gz, &errnum);
-    if (n < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) r->gzerr = 1;
-    r->eof = 1; return 0;
+  size_t n;
+  if (r->is_gz) n = rd_inflate(r);
+  else {
+    ssize_t k;
+    do k = read(r->fd, r->buf + r->len, r->cap - r->len); while (k < 0 && errno == EINTR);
+    n = k > 0 ? (size_t)k : 0;
   }
-  r->len += (size_t)n;
+  if (!n) { r->eof = 1; return 0; }
+  r->len += n;
   return 1;
 }
 
-static char *dup_json_str(json_object *o, const char *key) {
+/* Opens `path` for reading: never blocks (a FIFO planted under a trace's name), never
+ * follows a link, and only a regular file is read. Returns the fd, or -1 with the reason. */
+static int open_input(const char *path, cl_info *info) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    snprintf(info->msg, sizeof info->msg, errno == ELOOP ? "is a symbolic link (not followed)" : "cannot open: %s",
+             strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(info->msg, sizeof info->msg, "not a regular file (%s)",
+             S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ||
+             S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket" : "not readable as a file");
+    close(fd); return -1;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  info->dev = (uint64_t)st.st_dev; info->ino = (uint64_t)st.st_ino;
+  return fd;
+}
+
+/* Starts reading at the file's first bytes: gzip when they are its magic, else plain. */
+static int reader_open(cl_reader *r, const char *path, cl_info *info) {
+  memset(r, 0, sizeof *r);
+  r->fd = open_input(path, info);
+  if (r->fd < 0) return -1;
+  r->cap = CL_BUF_INIT; r->buf = cl_xmalloc(r->cap);
+  r->zs.next_in = r->in;
+  rd_more_in(r, 0);
+  if (r->zs.avail_in >= 2 && r->in[0] == 0x1f && r->in[1] == 0x8b) {
+    if (inflateInit2(&r->zs, 15 + 16) != Z_OK) { close(r->fd); free(r->buf); snprintf(info->msg, sizeof info->msg, "out of memory"); return -1; }
+    r->is_gz = r->zinit = 1;
+  } else {   /* plain: what was read already is the text's start */
+    memcpy(r->buf, r->in, r->zs.avail_in); r->len = r->zs.avail_in; r->zs.avail_in = 0;
+  }
+  return 0;
+}
+
+static void reader_close(cl_reader *r) {
+  if (r->zinit) inflateEnd(&r->zs);
+  close(r->fd);
+  free(r->buf);
+}
+
+/* A header string as valid UTF-8 (json-c does not check): replacements counted in *bad. */
+static char *dup_json_str(json_object *o, const char *key, int64_t *bad) {
   json_object *v;
   if (!json_object_object_get_ex(o, key, &v)) return NULL;
   const char *s = json_object_get_string(v);
-  return s ? strdup(s) : NULL;
+  return s ? cl_utf8_dup(s, strlen(s), bad) : NULL;
 }
 static int64_t get_i64(json_object *o, const char *key, int64_t dflt) {
   json_object *v;
   if (!o || !json_object_object_get_ex(o, key, &v)) return dflt;
   return json_object_get_int64(v);
+}
+
+/* A header integer: `dflt` when absent, not an integer, or outside [lo, hi] (never wrapped
+ * into int: a rank of 4294967296 must not read as 0). */
+static int get_int_in(json_object *o, const char *key, int64_t lo, int64_t hi, int dflt) {
+  json_object *v;
+  if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int)) return dflt;
+  errno = 0;
+  int64_t x = json_object_get_int64(v);
+  if (errno || x < lo || x > hi) return dflt;
+  if (x == INT64_MAX || x == INT64_MIN) return dflt;   /* json-c saturates what does not fit */
+  return (int)x;
 }
 
 static void take_header(cl_info *in, const char *s, size_t n) {
@@ -355,16 +516,21 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   in->has_header = 1;
   free(in->version); free(in->host); free(in->job); free(in->rank_source);   /* a repeated header replaces the first */
   free(in->boot_id); in->boot_id = NULL; in->sync_known = 0;
-  in->format = (int)get_i64(o, "format", -1);
-  in->abi = (int)get_i64(o, "abi", 0);
-  in->rank = (int)get_i64(o, "rank", -1);
-  in->os_pid = (int)get_i64(o, "os_pid", 0);
-  in->cuda_dev = (int)get_i64(o, "cuda_device", -1);
-  in->version = dup_json_str(o, "version");
-  in->host = dup_json_str(o, "host");
-  in->job = dup_json_str(o, "job");
-  in->rank_source = dup_json_str(o, "rank_source");
-  in->boot_id = dup_json_str(o, "boot_id");
+  in->n_utf8 = 0;
+  in->format = get_int_in(o, "format", 0, 1000000, -1);
+  in->abi = get_int_in(o, "abi", 0, 1000000, 0);
+  in->rank = get_int_in(o, "rank", 0, CL_RANK_MAX, -1);
+  in->os_pid = get_int_in(o, "os_pid", 0, INT_MAX, 0);
+  in->cuda_dev = get_int_in(o, "cuda_device", 0, 1 << 20, -1);
+  json_object *rv;
+  in->rank_bad = json_object_object_get_ex(o, "rank", &rv) && in->rank < 0;
+  if (in->rank_bad)
+    snprintf(in->rank_text, sizeof in->rank_text, "%.40s", json_object_to_json_string_ext(rv, JSON_C_TO_STRING_PLAIN));
+  in->version = dup_json_str(o, "version", &in->n_utf8);
+  in->host = dup_json_str(o, "host", &in->n_utf8);
+  in->job = dup_json_str(o, "job", &in->n_utf8);
+  in->rank_source = dup_json_str(o, "rank_source", &in->n_utf8);
+  in->boot_id = dup_json_str(o, "boot_id", &in->n_utf8);
   json_object *c, *sv;
   if (json_object_object_get_ex(o, "clock_sync", &c) && json_object_is_type(c, json_type_object) &&
       json_object_object_get_ex(c, "synchronised", &sv) && json_object_is_type(sv, json_type_boolean)) {
@@ -407,21 +573,50 @@ static void take_stats(cl_info *in, const char *s, size_t n) {
 enum { ST_OPEN, ST_KEY, ST_VALUE, ST_ELEM, ST_DONE };
 enum { K_OTHER, K_HEADER, K_STATS, K_EVENTS };
 
+/* After damage, the event array resumes at the next event line: a '{' opening the new data
+ * (past a separating comma) or one that follows a newline. Returns its position, or NULL
+ * when [p, e) holds none yet. */
+static const char *next_event_line(const char *p, const char *e, int at_cut) {
+  if (at_cut) {
+    const char *q = js_ws(p, e);
+    if (q < e && *q == ',') q = js_ws(q + 1, e);
+    if (q < e && *q == '{') return q;
+  }
+  for (const char *q = p; q + 1 < e && (q = memchr(q, '\n', (size_t)(e - q - 1))); q++)
+    if (q[1] == '{') return q + 1;
+  return NULL;
+}
+
 int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int header_only) {
   memset(info, 0, sizeof *info);
   info->cuda_dev = -1;
   info->rank = -1; info->format = -1;
-  cl_reader r = {0};
-  r.gz = gzopen(path, "rb");
-  if (!r.gz) { snprintf(info->msg, sizeof info->msg, "cannot open: %s", strerror(errno)); info->bad = 1; return -1; }
-  gzbuffer(r.gz, 1u << 20);
-  r.cap = CL_BUF_INIT; r.buf = cl_xmalloc(r.cap);
+  cl_reader r;
+  if (reader_open(&r, path, info) != 0) { info->bad = 1; return -1; }
   int state = ST_OPEN, key = K_OTHER;
+  int resync = 0, at_cut = 0;   /* skipping to the next event line after damage (at_cut: from the new data) */
   cl_ev ev;
   for (;;) {
-    const char *b = r.buf + r.pos, *e = r.buf + r.len, *p = js_ws(b, e);
+    if (r.resynced) {   /* a fill resumed at a new gzip member: the value pending before it is lost */
+      r.resynced = 0;
+      if (state != ST_ELEM && !(state != ST_OPEN && info->saw_events && !info->events_closed)) {
+        info->bad = 1; break;   /* the damage took the header or the end: nothing to resume into */
+      }
+      state = ST_ELEM; r.pos = r.cut; resync = at_cut = 1;
+    }
+    const char *b = r.buf + r.pos, *e = r.buf + r.len;
+    if (resync) {
+      const char *q = next_event_line(b, e, at_cut);
+      if (q) { r.pos = (size_t)(q - r.buf); resync = at_cut = 0; continue; }
+      const char *w = js_ws(b, e);
+      if (at_cut && w < e && *w == ',') w = js_ws(w + 1, e);
+      if (!at_cut || w < e) { at_cut = 0; if (r.len > r.pos + 1) r.pos = r.len - 1; }   /* keep a last newline */
+      if (!reader_fill(&r) && !r.resynced) break;
+      continue;
+    }
+    const char *p = js_ws(b, e);
     r.pos = (size_t)(p - r.buf);
-    if (p == e) { if (reader_fill(&r)) continue; break; }
+    if (p == e) { if (!reader_fill(&r) && !r.resynced) break; continue; }
     int bad = 0;
     const char *q = NULL;
     if (state == ST_OPEN) {
@@ -472,19 +667,25 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
       }
     }
     if (bad) {
-      snprintf(info->msg, sizeof info->msg, "invalid JSON near byte offset %lld of the %s",
-               (long long)(p - r.buf), state == ST_ELEM ? "event array (after the last complete event)" : "top-level object");
-      info->bad = 1; break;
+      if (!info->n_skipped && !r.n_damage)
+        snprintf(info->msg, sizeof info->msg, "invalid JSON at uncompressed byte %llu of the %s",
+                 (unsigned long long)(r.out_base + (uint64_t)(p - r.buf)),
+                 state == ST_ELEM ? "event array (after the last complete event)" : "top-level object");
+      info->bad = 1;
+      if (state != ST_ELEM || header_only) break;
+      info->n_skipped++;   /* damage inside the event array: resume at the next event line */
+      r.pos++; resync = 1; at_cut = 0; continue;
     }
-    if (!reader_fill(&r)) break;   /* value runs past the end of the data */
+    if (!reader_fill(&r) && !r.resynced) break;   /* value runs past the end of the data */
   }
-  if (state != ST_DONE && !info->bad) {
-    info->truncated = 1;
-    if (r.gzerr) snprintf(info->msg, sizeof info->msg, "gzip stream cut short or corrupt");
+  if (r.n_damage) {   /* the gzip damage explains any JSON damage after it: say it instead */
+    snprintf(info->msg, sizeof info->msg, "%s", r.dmsg);
+    info->n_gz_damage = r.n_damage;
+    info->bad = 1;
   }
+  if (state != ST_DONE && !info->bad) info->truncated = 1;
   if (state == ST_ELEM || (info->bad && info->saw_events)) info->truncated = 1;
-  gzclose(r.gz);
-  free(r.buf);
+  reader_close(&r);
   if (!info->has_header) {
     if (!info->msg[0] || !info->bad)
       snprintf(info->msg, sizeof info->msg, "not a commlens trace (no \"commlens\" header object%s)",
@@ -590,27 +791,16 @@ int cl_json_member(const char **pp, const char *e, cl_str_t *key, cl_str_t *val)
 /* ---- strict validation of one value (for text passed through verbatim) ---- */
 static const char *jv_value(const char *p, const char *e, int depth);
 static const char *jv_ws(const char *p, const char *e) { return js_ws(p, e); }
-/* One well-formed UTF-8 sequence at p (lead byte >= 0x80): its last byte, or NULL (overlong
- * forms, surrogates, beyond U+10FFFF and stray continuation bytes are not UTF-8; a JSON text
- * must be, and json-c and Perfetto refuse it otherwise: fuzz_cli found a merge passing a
- * foreign byte through). */
-static const char *jv_utf8(const char *p, const char *e) {
-  const unsigned char *u = (const unsigned char *)p;
-  unsigned c = u[0], n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-  if (!n || c > 0xF4 || c == 0xC0 || c == 0xC1 || e - p <= (long)n) return NULL;
-  for (unsigned i = 1; i <= n; i++) if ((u[i] & 0xC0) != 0x80) return NULL;
-  if ((c == 0xE0 && u[1] < 0xA0) || (c == 0xED && u[1] > 0x9F) ||   /* overlong; surrogates */
-      (c == 0xF0 && u[1] < 0x90) || (c == 0xF4 && u[1] > 0x8F))     /* overlong; > U+10FFFF */
-    return NULL;
-  return p + n;
-}
 static const char *jv_string(const char *p, const char *e) {
   for (p++; p < e; p++) {
     unsigned char c = (unsigned char)*p;
     if (c == '"') return p + 1;
     if (c < 0x20) return NULL;
-    if (c >= 0x80) {
-      if (!(p = jv_utf8(p, e))) return NULL;
+    if (c >= 0x80) {   /* a JSON text is UTF-8: json-c and Perfetto refuse it otherwise (fuzz_cli found
+                          a merge passing a foreign byte through) */
+      size_t l = cl_utf8_len((const unsigned char *)p, (const unsigned char *)e);
+      if (!l) return NULL;
+      p += l - 1;
       continue;
     }
     if (c == '\\') {

@@ -36,7 +36,10 @@ typedef struct {
 typedef struct {
   int has_header, format, abi, rank, os_pid, has_stats, final;
   int cuda_dev;             /* the participant's GPU from the header, -1 if not said */
-  char *version, *host, *job, *rank_source;
+  int rank_bad;             /* the header's rank is no integer in [0, CL_RANK_MAX]: rank_text */
+  char rank_text[48];
+  char *version, *host, *job, *rank_source;   /* valid UTF-8: n_utf8 bytes were replaced by U+FFFD */
+  int64_t n_utf8;
   int64_t realtime_offset_ns, offset_error_ns;
   char *boot_id;            /* the host's boot id (same boot and host: one clock), NULL if not said */
   int sync_known, sync_unsynchronised;   /* the host clock's NTP state (clock_sync), if said */
@@ -47,14 +50,23 @@ typedef struct {
   int64_t st_exposed_ns;            /* ... exposed communication: a union, each interval once */
   /* scan outcome */
   int64_t n_events, bytes_events;   /* complete events delivered, their raw bytes */
-  int saw_events, events_closed, truncated, bad;
+  int saw_events, events_closed, truncated, bad;   /* bad: damage seen (the first: msg) */
+  int n_gz_damage;                  /* gzip damages (each resumed at the next member, if any) */
+  int64_t n_skipped;                /* invalid JSON stretches skipped to the next event line */
+  uint64_t dev, ino;                /* the file read (st_dev, st_ino): an output must not be it */
   char msg[256];                    /* what went wrong, if anything */
 } cl_info;
+
+/* The largest rank a trace may name (pftrace numbers a rank's packet sequence rank + 2). */
+#define CL_RANK_MAX (INT32_MAX - 2)
 
 typedef void (*cl_ev_fn)(const cl_ev *ev, void *arg);
 /* Reads `path` (plain or .gz), calling fn for every complete event. Returns 0 if the file
  * looked like a commlens trace (header seen), -1 otherwise; info->msg says why. With
- * header_only the scan stops at the first event. */
+ * header_only the scan stops at the first event. Only a regular file is read (a FIFO or a
+ * symbolic link is refused, never waited on). Damage inside the event array (a corrupt
+ * gzip member, invalid JSON) costs the events it touches: everything before it is kept and
+ * reading resumes at the next gzip member or event line (info->msg says where and what). */
 int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int header_only);
 void cl_info_free(cl_info *info);
 

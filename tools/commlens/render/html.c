@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* file:// link to a rank's trace: the absolute path, percent-encoded in the href. */
 static void file_link(FILE *o, const cl_rank *r) {
@@ -124,7 +125,7 @@ static void outlier_tables(hp_page *p) {
     fputs("<tr>", o);
     td(o, 1, "%d", r->rank); td(o, 0, "%s", cl_rank_host(r)); td(o, 1, "%d", r->info.abi);
     td(o, 1, "%lld", (long long)r->info.n_events);
-    td(o, 0, "%s", r->info.bad ? "invalid JSON mid-file" : r->info.truncated ? "truncated" : r->info.final ? "final" : "not final");
+    td(o, 0, "%s", r->info.bad ? "damaged mid-file" : r->info.truncated ? "truncated" : r->info.final ? "final" : "not final");
     fputs("<td class=\"f\">", o); file_link(o, r); fputs("</td></tr>\n", o);
   }
   fputs("</tbody></table></details>\n</section>\n", o);
@@ -187,6 +188,12 @@ static void verdict_section(FILE *o, cl_job *job, cl_analysis *an) {
 }
 
 int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {
+  int in = cl_job_input(job, path);
+  if (in >= 0) {
+    fprintf(stderr, "commlens: --html: %s is the trace of rank %d (%s), an input; not overwritten\n", path,
+            job->r[in]->rank, job->r[in]->path);
+    return -1;
+  }
   hp_page p;
   memset(&p, 0, sizeof p);
   p.job = job; p.an = an; p.top = -1;
@@ -202,10 +209,12 @@ int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {
   hp_charts(&p);
   outlier_tables(&p);
   fclose(p.o);
-  char tmp[PATH_MAX + 8];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *o = fopen(tmp, "w");
-  if (!o) { fprintf(stderr, "commlens: --html: cannot write %s: %m\n", tmp); free(body); return -1; }
+  cl_outfile of;
+  FILE *o = cl_out_open(&of, path, "--html") < 0 ? NULL : fdopen(of.fd, "w");
+  if (!o) {
+    if (of.path) { close(of.fd); cl_out_finish(&of, 0, "--html"); }
+    free(body); return -1;
+  }
   char span[32];
   fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
@@ -238,10 +247,9 @@ int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {
   fputs("</main></body></html>\n", o);
   free(body);
   int bad = ferror(o);
-  if (fclose(o) || bad || rename(tmp, path)) {
-    fprintf(stderr, "commlens: --html: cannot write %s: %m\n", path);
-    remove(tmp); return -1;
-  }
+  bad |= fclose(o) != 0;
+  if (bad) fprintf(stderr, "commlens: --html: error writing %s (disk full?)\n", path);
+  if (cl_out_finish(&of, !bad, "--html") != 0) return -1;
   fprintf(stderr, "commlens: wrote %s\n", path);
   return 0;
 }

@@ -10,6 +10,13 @@
 static json_object *jd(double v) { return json_object_new_double(round(v * 1000) / 1000); }
 static json_object *ji(int64_t v) { return json_object_new_int64(v); }
 static json_object *js(const char *s) { return json_object_new_string(s ? s : ""); }
+/* A file name (bytes, not necessarily UTF-8) as a JSON string: invalid bytes as U+FFFD. */
+static json_object *jpath(const char *p) {
+  char *c = cl_utf8_dup(p, strlen(p), NULL);
+  json_object *o = json_object_new_string(c);
+  free(c);
+  return o;
+}
 static json_object *jcomm(uint64_t c) { char b[24]; snprintf(b, sizeof b, "0x%llx", (unsigned long long)c); return js(b); }
 
 void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
@@ -19,13 +26,14 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object_object_add(root, "ref_rank", ji(job->ref_rank));
   json_object_object_add(root, "instances_matched", ji(an->n_multi));
   json_object_object_add(root, "files_skipped", ji(job->n_files_skipped));
+  json_object_object_add(root, "utf8_replaced", ji(job->n_utf8));
   for (int i = 0; i < job->n; i++) {
     cl_rank *r = job->r[i]; cl_rank_an *ra = &an->ra[i]; json_object *x = json_object_new_object();
     double ex; const char *src = cl_rank_exposed(r, &ex);
     json_object_object_add(x, "rank", ji(r->rank));
     json_object_object_add(x, "host", js(r->info.host));
     json_object_object_add(x, "gpu", ji(r->device));
-    json_object_object_add(x, "file", js(r->path));
+    json_object_object_add(x, "file", jpath(r->path));
     json_object_object_add(x, "comm_ns", jd(ra->comm_union));
     json_object_object_add(x, "exposed_ns", src ? jd(ex) : NULL);
     json_object_object_add(x, "exposed_source", src ? js(src) : NULL);

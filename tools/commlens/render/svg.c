@@ -2,6 +2,7 @@
  * external reference, so a page of these charts renders the same offline. Styling comes from
  * classes the page's stylesheet defines (t: tick text, tt: axis title, g: grid line). */
 #include "tools/commlens/render/svg.h"
+#include "common/utf8.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,13 @@ double cl_scale_px(const cl_scale *s, double v) {
 }
 
 void cl_html_esc(FILE *o, const char *s) {
+  const unsigned char *e = s ? (const unsigned char *)s + strlen(s) : NULL;
   for (; s && *s; s++) {
+    size_t l = cl_utf8_len((const unsigned char *)s, e);
+    if (l != 1) {   /* a whole UTF-8 sequence, or U+FFFD for a byte that starts none */
+      if (l) { fwrite(s, 1, l, o); s += l - 1; } else fputs(CL_UTF8_REPLACEMENT, o);
+      continue;
+    }
     switch (*s) {
     case '&': fputs("&amp;", o); break;
     case '<': fputs("&lt;", o); break;

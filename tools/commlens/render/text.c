@@ -20,6 +20,7 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   int gaps = 0;
   for (int i = 1; i < job->n; i++) gaps += job->r[i]->rank - job->r[i - 1]->rank - 1;
   if (gaps || job->r[0]->rank != 0) fprintf(o, "  missing ranks: %d between 0 and %d\n", gaps + job->r[0]->rank, job->r[job->n - 1]->rank);
+  if (job->n_utf8) fprintf(o, "  %lld invalid UTF-8 byte(s) in the traces' strings, shown as U+FFFD\n", (long long)job->n_utf8);
   fprintf(o, "  span %s on rank %d's clock; %lld collective instances matched on 2+ ranks\n\n",
           cl_fmt_time(b1, sizeof b1, an->span), job->ref_rank, (long long)an->n_multi);
 
@@ -172,7 +173,7 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     fprintf(o, "  %5d %4d %-9.9s %10lld %10lld %8.3f%% %12lld  %s\n", job->r[ord[k]]->rank, in->abi, in->version ? in->version : "?",
             (long long)in->n_events, (long long)in->st_dropped, in->st_overhead_pct,
             (long long)(in->st_overhead_med_ns ? in->st_overhead_med_ns : in->st_overhead_ns),   /* older traces: the mean */
-            in->bad ? "invalid JSON mid-file" : in->truncated ? "truncated" : in->final ? "final" : "not final (no exit flush)");
+            in->bad ? "damaged mid-file" : in->truncated ? "truncated" : in->final ? "final" : "not final (no exit flush)");
   }
   (void)b5;
   free(ord);

@@ -1,0 +1,102 @@
+/* test_config.c: the settings parser (common/config.c). Every numeric COMMLENS_* setting has a
+ * range: a value outside it, or not a number at all (nan, inf, exponents, signs, spaces, values
+ * that overflow once scaled), is refused with one warning that names the setting and what it
+ * wants, and the default applies. Values inside the range are taken exactly. */
+#include "tl.h"
+#include "common/config.h"
+#include "common/log.h"
+#include <stdarg.h>
+
+extern char **environ;
+static char g_log[8192];
+static int g_nlog;
+static void capture(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
+  (void)level; (void)flags; (void)file; (void)line;
+  size_t k = strlen(g_log);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_log + k, sizeof g_log - k, fmt, ap);
+  va_end(ap);
+  k = strlen(g_log);
+  if (k + 1 < sizeof g_log) { g_log[k] = '\n'; g_log[k + 1] = 0; }
+  g_nlog++;
+}
+/* Loads the configuration with only name=value set among the COMMLENS_* variables. */
+static void load_with(const char *name, const char *value) {
+  for (int again = 1; again;) {
+    again = 0;
+    for (char **e = environ; *e; e++)
+      if (!strncmp(*e, "COMMLENS_", 9)) {
+        char k[256];
+        snprintf(k, sizeof k, "%.*s", (int)(strchr(*e, '=') - *e), *e);
+        unsetenv(k);
+        again = 1;
+        break;
+      }
+  }
+  if (name) setenv(name, value, 1);
+  g_log[0] = 0;
+  g_nlog = 0;
+  cl_log_set_logger(capture);
+  cl_config_load();
+}
+
+static const struct { const char *name, *value, *says; } g_bad[] = {
+  {"COMMLENS_WINDOW", "time:nan-5", "time:A-B"}, {"COMMLENS_WINDOW", "time:inf-", "time:A-B"},
+  {"COMMLENS_WINDOW", "time:1e300-", "time:A-B"}, {"COMMLENS_WINDOW", "time:-1-5", "time:A-B"},
+  {"COMMLENS_WINDOW", "time:1-1e20", "time:A-B"}, {"COMMLENS_WINDOW", "time:20000000000-", "time:A-B"},
+  {"COMMLENS_WINDOW", "time:0x10-", "time:A-B"}, {"COMMLENS_WINDOW", "time: 1-2", "time:A-B"},
+  {"COMMLENS_WINDOW", "time:1.0000000001-", "time:A-B"}, {"COMMLENS_WINDOW", "time:5-5", "time:A-B"},
+  {"COMMLENS_WINDOW", "coll:nan-", "coll:A-B"}, {"COMMLENS_WINDOW", "coll:1.5-3", "coll:A-B"},
+  {"COMMLENS_WINDOW", "coll:18446744073709551615-", "coll:A-B"}, {"COMMLENS_WINDOW", "coll:99999999999999999999-", "coll:A-B"},
+  {"COMMLENS_WINDOW", "coll:3-2", "coll:A-B"}, {"COMMLENS_WINDOW", "coll:1-2x", "coll:A-B"},
+  {"COMMLENS_BUFFER_MB", "0", "1..65536"}, {"COMMLENS_BUFFER_MB", "65537", "1..65536"},
+  {"COMMLENS_BUFFER_MB", "-5", "1..65536"}, {"COMMLENS_BUFFER_MB", " 8", "1..65536"},
+  {"COMMLENS_BUFFER_MB", "+8", "1..65536"}, {"COMMLENS_BUFFER_MB", "1e3", "1..65536"},
+  {"COMMLENS_BUFFER_MB", "18446744073709551617", "1..65536"},
+  {"COMMLENS_RING_KB", "15", "16..1048576"}, {"COMMLENS_RING_KB", "1048577", "16..1048576"},
+  {"COMMLENS_FLUSH_MS", "9", "10..250"}, {"COMMLENS_FLUSH_MS", "251", "10..250"}, {"COMMLENS_FLUSH_MS", "nan", "10..250"},
+  {"COMMLENS_EXIT_WAIT_S", "0", "1..600"}, {"COMMLENS_EXIT_WAIT_S", "601", "1..600"}, {"COMMLENS_EXIT_WAIT_S", "inf", "1..600"},
+  {"COMMLENS_RANK", "16777217", "0..16777216"}, {"COMMLENS_RANK", "-1", "0..16777216"},
+  {"COMMLENS_RANK", "4294967296", "0..16777216"},
+  {"COMMLENS_EVENTS", "0", "1..0xffff"}, {"COMMLENS_EVENTS", "65536", "1..0xffff"},
+};
+
+TL_TEST(bad_numbers_are_refused_with_their_range_and_the_default_applies) {
+  load_with(NULL, NULL);
+  cl_config def = cl_cfg;
+  for (size_t i = 0; i < sizeof g_bad / sizeof g_bad[0]; i++) {
+    load_with(g_bad[i].name, g_bad[i].value);
+    CHECK(g_nlog == 1 && strstr(g_log, g_bad[i].name) && strstr(g_log, g_bad[i].says),
+          "%s=\"%s\": want one warning naming it and \"%s\"; got %d:\n%s", g_bad[i].name, g_bad[i].value,
+          g_bad[i].says, g_nlog, g_log);
+    CHECK(cl_cfg.window == def.window && cl_cfg.win_start == def.win_start && cl_cfg.win_stop == def.win_stop &&
+          cl_cfg.buffer_bytes == def.buffer_bytes && cl_cfg.ring_bytes == def.ring_bytes &&
+          cl_cfg.flush_ms == def.flush_ms && cl_cfg.exit_wait_ms == def.exit_wait_ms && cl_cfg.rank == def.rank &&
+          cl_cfg.mask == def.mask, "%s=\"%s\": a setting changed", g_bad[i].name, g_bad[i].value);
+  }
+}
+
+TL_TEST(good_values_are_taken_exactly) {
+  load_with("COMMLENS_WINDOW", "time:1.5-2.000000001");
+  CHECK(g_nlog == 0 && cl_cfg.window == CL_WIN_TIME && cl_cfg.win_start == 1500000000ull && cl_cfg.win_stop == 2000000001ull,
+        "time window %llu-%llu; log %s", (unsigned long long)cl_cfg.win_start, (unsigned long long)cl_cfg.win_stop, g_log);
+  load_with("COMMLENS_WINDOW", "coll:10-");
+  CHECK(g_nlog == 0 && cl_cfg.window == CL_WIN_COLL && cl_cfg.win_start == 10 && cl_cfg.win_stop == UINT64_MAX, "coll window");
+  load_with("COMMLENS_WINDOW", "time:18446744073-");     /* the largest whole second that fits */
+  CHECK(g_nlog == 0 && cl_cfg.win_start == 18446744073000000000ull, "largest time %llu", (unsigned long long)cl_cfg.win_start);
+  load_with("COMMLENS_BUFFER_MB", "65536");
+  CHECK(g_nlog == 0 && cl_cfg.buffer_bytes == 65536ull << 20, "buffer");
+  load_with("COMMLENS_RANK", "16777216");
+  CHECK(g_nlog == 0 && cl_cfg.rank == 16777216, "rank");
+  load_with("COMMLENS_EVENTS", "0x70f");
+  CHECK(g_nlog == 0 && cl_cfg.mask == (0x70fu | CL_MASK_KERNEL_LAUNCH), "mask %#x", cl_cfg.mask);
+}
+
+TL_TEST(a_refused_value_is_shown_escaped) {
+  load_with("COMMLENS_FLUSH_MS", "1\x1b[2J\xff");
+  CHECK(g_nlog == 1 && !strchr(g_log, '\x1b') && !strchr(g_log, '\xff') && strstr(g_log, "\\x1b[2J\\xff"),
+        "log: %s", g_log);
+}
+
+TL_MAIN("common/config")
