@@ -6,6 +6,7 @@
 #include "../../plugin/clock_identity.c"
 #include "../../exporters/strbuf.c"
 #include "../../common/clock.c"
+#include "../../common/utf8.c"
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <sys/stat.h>
