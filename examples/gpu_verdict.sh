@@ -35,6 +35,20 @@ run() {
   log "$name: exit $rc in $((SECONDS - t0)) s, $(ls "$d/traces" | grep -c 'trace.json') trace(s), $(du -sk "$d/traces" | cut -f1) KiB"
 }
 
+# SEPARATE_GPUS=N: N ranks, each on a GPU of its own on one host (NVLink), instead of the runs below.
+if [ -n "${SEPARATE_GPUS:-}" ]; then
+  g=$SEPARATE_GPUS; last=$((g - 1)); export VERDICT_SEPARATE_GPUS=1
+  run clean_ddp_${g}gpu ddp $g none '[]' "DDP, $g ranks on $g GPUs, nothing planted"
+  run persistent_ddp_${g}gpu ddp $g persistent "[{\"rank\":$last,\"delay_ms\":20,\"every\":1}]" \
+    "DDP, $g ranks on $g GPUs: rank $last sleeps 20 ms before every step" --late $last:20
+  run gpu_slow_ddp_${g}gpu ddp $g gpu_side '[{"rank":0,"gpu_products":12}]' \
+    "DDP, $g ranks on $g GPUs: rank 0 queues 12 extra 8192^3 bf16 matrix products before every backward pass" --gpu-slow 0:12
+  run oneoff_ddp_${g}gpu ddp $g one_off '[{"rank":0,"delay_ms":300,"step":40,"one_off":true}]' \
+    "DDP, $g ranks on $g GPUs: rank 0 sleeps 300 ms once, before step 40; nothing else" --stall 0:40:300
+  run clean_fsdp_${g}gpu fsdp $g none '[]' "FSDP2, $g ranks on $g GPUs, nothing planted" --layers 3
+  RUNS=none
+fi
+
 run clean_ddp ddp 4 none '[]' "DDP, 4 ranks, nothing planted"
 run clean_fsdp fsdp 4 none '[]' "FSDP2, 4 ranks, nothing planted" --layers 3
 run clean_ddp3 ddp 3 none '[]' "DDP, 3 ranks, nothing planted"

@@ -80,7 +80,9 @@ def build(args, device):
 
 def main():
     args = parse_args()
-    local_rank = share_gpu0(int(os.environ.get("LOCAL_RANK", "0")))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if os.environ.get("VERDICT_SEPARATE_GPUS") != "1":   # else one GPU per rank, one host, NVLink
+        local_rank = share_gpu0(local_rank)
     device = torch.device("cuda", local_rank)
     torch.cuda.set_device(device)
     dist.init_process_group("nccl", device_id=device)

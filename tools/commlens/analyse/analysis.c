@@ -10,6 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct { int64_t bytes; uint16_t func; uint32_t id; } bw_key;
+static int cmp_bw_key(const void *a, const void *b) {
+  const bw_key *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
+  return (x->func > y->func) - (x->func < y->func);
+}
+
 static int cmp_i64pair(const void *a, const void *b) {
   const int64_t *x = a, *y = b;
   return x[0] < y[0] ? -1 : x[0] > y[0];
@@ -102,25 +109,26 @@ void cl_analyse(cl_job *job, const cl_clock_model *cm, cl_analysis *an) {
   /* bandwidth vs the median of the same (func, bytes): sort instance ids by that key */
   uint32_t *ids = cl_xmalloc((job->inst.n + 1) * sizeof(uint32_t)); size_t nid = 0;
   for (size_t ii = 0; ii < job->inst.n; ii++) if (an->ia[ii].busbw > 0) ids[nid++] = (uint32_t)ii;
-  /* group by (func, bytes) with a simple sort on a composite key */
-  int64_t *keys = cl_xmalloc((nid + 1) * 2 * sizeof(int64_t));
+  /* group by (bytes, func): sorted on both fields (a composite bytes * 1024 + func overflowed on
+   * a trace's huge byte count: fuzz_cli) */
+  bw_key *keys = cl_xmalloc((nid + 1) * sizeof(bw_key));
   for (size_t k = 0; k < nid; k++) {
     cl_inst *in = &job->inst.a[ids[k]];
-    keys[2 * k] = in->bytes * 1024 + in->func; keys[2 * k + 1] = ids[k];
+    keys[k] = (bw_key){ in->bytes, in->func, ids[k] };
   }
-  qsort(keys, nid, 2 * sizeof(int64_t), cmp_i64pair);
+  qsort(keys, nid, sizeof(bw_key), cmp_bw_key);
   double *bw = cl_xmalloc((nid + 1) * sizeof(double));
   an->lowbw = cl_xmalloc((nid + 1) * sizeof(uint32_t));
   for (size_t a = 0; a < nid;) {
     size_t b = a;
-    while (b < nid && keys[2 * b] == keys[2 * a]) b++;
+    while (b < nid && keys[b].bytes == keys[a].bytes && keys[b].func == keys[a].func) b++;
     if (b - a >= 3) {
-      for (size_t k = a; k < b; k++) bw[k - a] = an->ia[keys[2 * k + 1]].busbw;
+      for (size_t k = a; k < b; k++) bw[k - a] = an->ia[keys[k].id].busbw;
       double med = cl_median_dbl(bw, b - a);
       for (size_t k = a; k < b; k++) {
-        cl_inst_an *ia = &an->ia[keys[2 * k + 1]];
+        cl_inst_an *ia = &an->ia[keys[k].id];
         ia->ratio = med > 0 ? ia->busbw / med : 1;
-        if (ia->ratio < 0.999) an->lowbw[an->nlow++] = (uint32_t)keys[2 * k + 1];
+        if (ia->ratio < 0.999) an->lowbw[an->nlow++] = keys[k].id;
       }
     }
     a = b;

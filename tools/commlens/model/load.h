@@ -86,5 +86,12 @@ void cl_job_free(cl_job *job);
 /* The index of the rank whose trace file `path` is (same st_dev and st_ino, links followed),
  * or -1: an output must never overwrite an input. */
 int cl_job_input(const cl_job *job, const char *path);
-static inline int64_t cl_aligned(const cl_rank *r, int64_t t) { return t - r->offset_ns; }
+/* t on the reference clock, held within +-2^62 so later differences cannot overflow (a
+ * hostile trace's time near INT64_MAX minus a negative offset did: fuzz_pftrace). */
+static inline int64_t cl_aligned(const cl_rank *r, int64_t t) {
+  int64_t v;
+  const int64_t lim = INT64_C(1) << 62;
+  if (__builtin_sub_overflow(t, r->offset_ns, &v)) return t < 0 ? -lim : lim;
+  return v > lim ? lim : v < -lim ? -lim : v;
+}
 #endif

@@ -712,7 +712,10 @@ long cl_step_number(cl_str_t s) {
   else if (n > 14 && !memcmp(p, "ProfilerStep#", 13)) i = 13;
   else return -1;
   long v = 0;
-  for (; i < n; i++) { if ((unsigned)(p[i] - '0') >= 10) return -1; v = v * 10 + (p[i] - '0'); }
+  for (; i < n; i++) {        /* a step past LONG_MAX is no step number (fuzz_cli: it overflowed) */
+    if ((unsigned)(p[i] - '0') >= 10 || v > (LONG_MAX - (p[i] - '0')) / 10) return -1;
+    v = v * 10 + (p[i] - '0');
+  }
   return v;
 }
 
