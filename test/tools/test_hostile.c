@@ -136,6 +136,27 @@ TL_TEST(fifo_among_the_inputs_is_skipped) {
   rm_rf(d); free(d);
 }
 
+/* A link is judged by what it points at: a link to a trace is read (users link traces from
+ * several job directories into one), a link to a FIFO is skipped like the FIFO. */
+TL_TEST(linked_inputs_are_read_and_a_linked_fifo_skipped) {
+  char *d = job_dir(2, 10), *l = mkdir_tmp();
+  char f[700], t[700], a[2400], *out, *err;
+  rank_path(d, 1, t, sizeof t);
+  snprintf(f, sizeof f, "%s/commlens-r1-linked.trace.json", l);
+  REQUIRE(symlink(t, f) == 0, "symlink to a trace");
+  snprintf(f, sizeof f, "%s/evil.fifo", d);
+  REQUIRE(mkfifo(f, 0600) == 0, "mkfifo");
+  snprintf(t, sizeof t, "%s/commlens-r7-evil.trace.json", l);
+  REQUIRE(symlink(f, t) == 0, "symlink to a FIFO");
+  snprintf(a, sizeof a, "report %s --json", l);
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && contains(out, "\"rank\":1") && contains(err, "not a regular file (a FIFO)"),
+        "report over links: rc %d: %s", rc, err);
+  free(out); free(err);
+  rm_rf(l); free(l);
+  rm_rf(d); free(d);
+}
+
 /* ---- item 4: damaged and torn gzip traces keep what precedes the damage ---- */
 /* text compressed as one gzip member */
 static unsigned char *gz_member(const char *t, size_t n, size_t *outn) {

@@ -438,16 +438,17 @@ static int reader_fill(cl_reader *r) {
   return 1;
 }
 
-/* Opens `path` for reading: never blocks (a FIFO planted under a trace's name), never
- * follows a link, and only a regular file is read. Returns the fd, or -1 with the reason. */
+/* Opens `path` for reading: never blocks (a FIFO planted under a trace's name), and only a
+ * regular file is read. A symbolic link to a regular file is read (reading through a link
+ * changes nothing, and users link traces into one directory); a link to a FIFO or device is
+ * refused like the FIFO or device itself. Returns the fd, or -1 with the reason. */
 static int open_input(const char *path, cl_info *info) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    snprintf(info->msg, sizeof info->msg, errno == ELOOP ? "is a symbolic link (not followed)" : "cannot open: %s",
-             strerror(errno));
+    snprintf(info->msg, sizeof info->msg, "cannot open: %s", strerror(errno));
     return -1;
   }
-  struct stat st;
+  struct stat st = {0};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     snprintf(info->msg, sizeof info->msg, "not a regular file (%s)",
              S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ||
