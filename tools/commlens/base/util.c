@@ -2,6 +2,7 @@
  * formatting for the CLI.
  * and the one way the CLI creates its output files (cl_out_open). */
 #include "tools/commlens/base/util.h"
+#include "common/newfile.h"
 #include "common/utf8.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 #include <math.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,23 +128,12 @@ const char *cl_fmt_time(char *buf, size_t n, double ns) {
 }
 
 int cl_out_open(cl_outfile *o, const char *path, const char *what) {
-  size_t n = strlen(path);
-  o->path = xstrndup(path, n); o->tmp = cl_xmalloc(n + 32); o->fd = -1;
-  static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  for (int tries = 0; tries < 100; tries++) {
-    unsigned char rnd[12];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {   /* no entropy source: still unique per attempt */
-      uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL) ^ (uint64_t)tries << 40 ^ (uint64_t)clock();
-      for (size_t i = 0; i < sizeof rnd; i++) { rnd[i] = (unsigned char)x; x = cl_hash64(x + i); }
-    }
-    char suf[sizeof rnd + 1];
-    for (size_t i = 0; i < sizeof rnd; i++) suf[i] = digits[rnd[i] % 36];
-    suf[sizeof rnd] = 0;
-    snprintf(o->tmp, n + 32, "%s.%s.tmp", path, suf);
-    o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
-    if (o->fd >= 0) return o->fd;
-    if (errno != EEXIST) break;
-  }
+  size_t n = strlen(path) + 16;
+  o->path = xstrndup(path, strlen(path)); o->tmp = cl_xmalloc(n); o->fd = -1;
+  mode_t um = umask(0);          /* reports are meant to be shared: 0666 less the user's umask */
+  umask(um);
+  o->fd = cl_file_create_temp(o->tmp, n, path, 0666 & ~um);
+  if (o->fd >= 0) return o->fd;
   fprintf(stderr, "commlens: %s: cannot write %s: %s\n", what, path, strerror(errno));
   free(o->path); free(o->tmp); o->path = o->tmp = NULL;
   return -1;

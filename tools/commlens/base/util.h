@@ -31,9 +31,9 @@ void cl_strtab_free(cl_strtab *t);
  * The caller owns *out (65536 bytes, 1 = selected). */
 int cl_parse_ranks(const char *s, unsigned char **out);
 
-/* Every file the CLI writes goes through these: a new temporary beside the target, created
- * with O_CREAT|O_EXCL|O_NOFOLLOW under a random name (never a planted file or link), then
- * renamed onto the target once complete. */
+/* Every file the CLI writes goes through these: a new temporary beside the target made by the
+ * plugin's and CLI's one rule (common/newfile.h: exclusive, a random name, never a planted
+ * file or link), then renamed onto the target once complete. */
 typedef struct { char *path, *tmp; int fd; } cl_outfile;
 /* Opens the temporary for `path` (mode 0666 less the umask); returns its fd, or -1 after
  * saying "commlens: WHAT: cannot write PATH: why" on stderr. */
