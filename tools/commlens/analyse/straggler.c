@@ -372,8 +372,11 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
       int at_floor = s.median_lateness_ns <= CL_SG_AT_FLOOR * v->noise_floor_ns;
       /* one rank a little behind in most steps (on separate GPUs: a slower card, the rank that
        * logs) by no more than the others are when they are last is the run's own spread with a
-       * bias, not a straggler: its lateness must stand out from theirs */
-      int above_others = s.median_lateness_ns >= CL_SG_OVER_OTHERS * spread;
+       * bias, not a straggler: its lateness must stand out from theirs, or (on a time-shared
+       * GPU lateness comes in slices, a sleeper's like everyone's) its count from chance, at
+       * twice its expected share */
+      int above_others = s.median_lateness_ns >= CL_SG_OVER_OTHERS * spread ||
+                         (double)s.last_count >= CL_SG_OVER_OTHERS * s.expected;   /* or its count speaks */
       if (s.median_lateness_ns >= CL_SG_FLOOR_SHARE * v->noise_floor_ns &&
           (!at_floor || 2 * s.last_count >= s.units) && above_others)
         v->straggler[v->nstraggler++] = s;
