@@ -1,4 +1,5 @@
-/* test_verdict_data.c: the real one-GPU recordings of test/data/verdict/ (examples/gpu_verdict.sh)
+/* test_verdict_data.c: the real recordings of test/data/verdict/ (examples/gpu_verdict.sh: one
+ * GPU shared, or a GPU per rank)
  * and their planted truth (each run's manifest.json). What is held here is what holds of the
  * data itself: every run complete (every rank's trace, loaded, default mode, nothing dropped,
  * every collective GPU-timed), the ranks of a run on one host boot (one boot_id), and the planted
@@ -59,7 +60,7 @@ static int load(run *r, const char *dir) {
   r->m = json_object_from_file(path);
   if (!r->m) { CHECK(0, "%s: no manifest.json that parses", dir); return -1; }
   r->nranks = json_object_get_int(get(r->m, "ranks"));
-  CHECK(r->nranks >= 3 && r->nranks <= 4, "%s: %d ranks (the runs have 3-4)", dir, r->nranks);
+  CHECK(r->nranks >= 2 && r->nranks <= 4, "%s: %d ranks (the runs have 2-4)", dir, r->nranks);
   if (r->nranks < 2 || r->nranks > MAXR) return -1;
   char *paths[16];
   int n = h_find_traces(dir, paths, 16), ok = 1;
@@ -134,6 +135,8 @@ static void check_manifest(const run *r, const char *name) {
  * boot for the whole run, and its clock-sync state recorded. */
 static void check_traces(const run *r) {
   const char *boot0 = NULL, *host0 = NULL;
+  uint64_t dev = 0;
+  int ndev = 0;
   for (int k = 0; k < r->nranks; k++) {
     const tr_trace *t = &r->t[k];
     json_object *h = t->header, *sync = get(h, "clock_sync");
@@ -155,8 +158,11 @@ static void check_traces(const run *r) {
           (long long)colls, (long long)timed);
     CHECK(r->host[k].n == (size_t)colls && r->gpu[k].n == (size_t)colls, "%s rank %d: %zu coll, %zu coll_gpu "
           "slices for %lld collectives", r->dir, k, r->host[k].n, r->gpu[k].n, (long long)colls);
-    CHECK(tr_header_i64(t, "cuda_device", &v) == 0 && v == 0, "%s rank %d: CUDA device %lld", r->dir, k, (long long)v);
+    CHECK(tr_header_i64(t, "cuda_device", &v) == 0 && v >= 0 && v < 64, "%s rank %d: CUDA device %lld", r->dir, k, (long long)v);
+    dev |= 1ull << (v & 63); ndev += v != 0;
   }
+  /* one GPU shared (every rank on device 0) or a GPU per rank (no device twice) */
+  CHECK(!ndev || __builtin_popcountll(dev) == r->nranks, "%s: ranks share some GPUs, not one or all", r->dir);
   /* every collective instance of rank 0 is on every rank */
   for (size_t i = 0; i < r->host[0].n; i++)
     for (int k = 1; k < r->nranks; k++)

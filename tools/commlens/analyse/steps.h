@@ -13,7 +13,7 @@
 #define CL_ST_MAX_PERIOD 4096    /* collectives per step searched */
 #define CL_ST_WINDOW 20000       /* collectives scored per period (bounds the search) */
 #define CL_ST_CHUNKS 5           /* stretches scored apart; a period scores their median */
-#define CL_ST_GAP_JUMP 8.0       /* sorted gaps between collectives jumping this much part a
+#define CL_ST_GAP_JUMP 4.0       /* sorted gaps between collectives jumping this much part a
                                     step's collectives from the gap between steps */
 #define CL_ST_GAP_MIN_SHARE 50   /* each side of that jump holds at least 1/this of the gaps */
 

@@ -152,6 +152,22 @@ static int cmp_i32(const void *a, const void *b) { return *(const int32_t *)a - 
 
 typedef struct { int64_t k, n; double psum; double *lat; size_t nlat, cap; } who_stat;
 
+/* The median lateness of the participants last no more often than chance, over the units they
+ * were last in (0: none): the run's own spread, which several stragglers taking turns (each
+ * beyond chance) do not set. */
+static double chance_lateness(const who_stat *ws, const uint8_t *passes, int nwho) {
+  size_t n = 0;
+  for (int w = 0; w < nwho; w++) if (!passes[w]) n += ws[w].nlat;
+  if (!n) return 0;
+  double *l = cl_xmalloc(n * sizeof *l);
+  n = 0;
+  for (int w = 0; w < nwho; w++)
+    if (!passes[w]) for (size_t k = 0; k < ws[w].nlat; k++) l[n++] = ws[w].lat[k];
+  double med = cl_median_dbl(l, n);
+  free(l);
+  return med;
+}
+
 /* Sorted distinct steps of the eligible instances (unit ids index it). */
 static int32_t unit_of(const cl_sg_input *in, int steps, const int32_t *step_ids, size_t nsteps, uint32_t i, int32_t serial) {
   if (!steps) return serial;
@@ -345,6 +361,7 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
    * of it (a rank always a few us behind in a run whose margins are ms is not one) */
   v->straggler = cl_xcalloc((size_t)in->nwho + 1, sizeof *v->straggler);
   int best = -1;
+  double spread = chance_lateness(ws, passes, in->nwho);
   for (int w = 0; w < in->nwho; w++) {
     if (!ws[w].k) continue;
     if (passes[w]) {
@@ -353,7 +370,15 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
       /* at the floor (on a time-shared GPU: one scheduler slice) a rank the scheduler happens
        * to favour last beats chance too; there a straggler must be last in half the units */
       int at_floor = s.median_lateness_ns <= CL_SG_AT_FLOOR * v->noise_floor_ns;
-      if (s.median_lateness_ns >= CL_SG_FLOOR_SHARE * v->noise_floor_ns && (!at_floor || 2 * s.last_count >= s.units))
+      /* one rank a little behind in most steps (on separate GPUs: a slower card, the rank that
+       * logs) by no more than the others are when they are last is the run's own spread with a
+       * bias, not a straggler: its lateness must stand out from theirs, or (on a time-shared
+       * GPU lateness comes in slices, a sleeper's like everyone's) its count from chance, at
+       * twice its expected share */
+      int above_others = s.median_lateness_ns >= CL_SG_OVER_OTHERS * spread ||
+                         (double)s.last_count >= CL_SG_OVER_OTHERS * s.expected;   /* or its count speaks */
+      if (s.median_lateness_ns >= CL_SG_FLOOR_SHARE * v->noise_floor_ns &&
+          (!at_floor || 2 * s.last_count >= s.units) && above_others)
         v->straggler[v->nstraggler++] = s;
     }
     if (best < 0 || padj[w] < padj[best] || (padj[w] == padj[best] && ws[w].k > ws[best].k)) best = w;

@@ -19,6 +19,9 @@
 #define CL_SG_AT_FLOOR 1.25           /* a median lateness up to this many times the noise floor is
                                          at the floor: then a straggler is last in half the units
                                          or more (a scheduler's favourite beats chance at the floor) */
+#define CL_SG_OVER_OTHERS 2.0         /* a straggler's median lateness is at least this many
+                                         times that of the ranks last no more often than chance
+                                         (a steady bias as small as the run's spread is not one) */
 #define CL_SG_STALL_FACTOR 10.0       /* a one-off stall: at least this many times the noise
                                          floor (and the median margin where no suspect was last);
                                          more for long runs: log2(instances / alpha) times */

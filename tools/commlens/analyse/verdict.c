@@ -125,7 +125,10 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
   for (int i = 0; i < job->n; i++) hosts[i] = job->r[i]->info.host ? job->r[i]->info.host : "";
   for (size_t k = 0; k < ni; k++) {
     const cl_inst *in = &job->inst.a[k];
-    si[k] = (cl_sg_inst){ in->comm, in->seq, in->bytes, in->func, out->inst_step[k], 0, in->first, in->count };
+    /* the first step found from the pattern is start-up too: first use of buffers, connections
+     * and the allocator lands there, in collectives of kinds seen before (FSDP's all-gathers) */
+    int first_step = out->steps_source == CL_STEPS_PATTERN && out->inst_step[k] == 0;
+    si[k] = (cl_sg_inst){ in->comm, in->seq, in->bytes, in->func, out->inst_step[k], first_step, in->first, in->count };
     for (uint32_t j = 0; j < in->count; j++) {
       const cl_member *mb = &job->mem.a[in->first + j];
       const cl_coll *c = &job->r[mb->rank_idx]->colls.a[mb->coll_idx];
