@@ -12,7 +12,8 @@
 #     when the CLI is built; a closing table (run, files written, exit codes).
 #   examples/gpu_multigpu.sh OUTDIR   (from the repository root; the plugin from .gpu/, else build/;
 #   clex is built into .gpu/clex when nvcc is there)
-#   Environment: NCCL_TESTS (nccl-tests' build directory), TIMEOUT (seconds per run, 300), PYTHON.
+#   Environment: NCCL_TESTS (nccl-tests' build directory), TIMEOUT (seconds per run, 300), PYTHON,
+#   RECORD=1 (also COMMLENS_RECORD each run's ABI stream into OUTDIR/<run>/record, for test/data).
 #   Exit status: 1 if a run or a check failed, else 0.
 set -u
 . "$(dirname "$0")/gpu_common.sh" gpu_multigpu.sh "$@" # exports NCCL_NVLS_ENABLE=0 for every run
@@ -49,8 +50,10 @@ run() {  # name command...: one run under commlens, then its checks and a row of
   local name=$1 d=$OUT/$1
   shift
   mkdir -p "$d"
+  local rec=()
+  [ "${RECORD:-0}" = 1 ] && rec=(env COMMLENS_RECORD="$d/record")
   NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_CUPTI=${COMMLENS_CUPTI:-on} COMMLENS_DIR=$d/traces NCCL_DEBUG=${NCCL_DEBUG:-WARN} \
-    timeout -k 10 "$TIMEOUT" "$@" >"$d/log.txt" 2>&1
+    ${rec[@]+"${rec[@]}"} timeout -k 10 "$TIMEOUT" "$@" >"$d/log.txt" 2>&1
   local rc=$? check=- report=- files=("$d"/traces/*)
   local traces=("$d"/traces/*.trace.json*)
   if [ ${#traces[@]} -gt 0 ]; then

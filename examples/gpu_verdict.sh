@@ -5,6 +5,8 @@
 # GPU 0 as its own emulated node (NCCL_HOSTID, sockets), with a planted truth written beside its
 # traces in manifest.json. Traces and manifests are packed into OUTDIR/verdict.tgz.
 #   examples/gpu_verdict.sh OUTDIR PLUGIN   (RUNS picks runs by name; default: all)
+#   VERDICT_FULL=1: the same runs in full mode (COMMLENS_EVENTS=full COMMLENS_CUPTI=full), each
+#   name suffixed _full.
 set -u
 OUT=${1:?usage: gpu_verdict.sh OUTDIR PLUGIN}
 PLUGIN=${2:?usage: gpu_verdict.sh OUTDIR PLUGIN}
@@ -14,6 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 log() { echo "$*" | tee -a "$OUT/status.txt"; }
 log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); torch $(python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())' 2>&1)"
 unset COMMLENS_CUPTI COMMLENS_EVENTS COMMLENS_GZIP NVTX_INJECTION64_PATH
+sfx=
+if [ "${VERDICT_FULL:-0}" = 1 ]; then export COMMLENS_EVENTS=full COMMLENS_CUPTI=full; sfx=_full; fi
 BUDGET=${BUDGET:-480}          # seconds; a run not started by then is skipped (one device call)
 STEPS=${STEPS:-80}
 RUNS=${RUNS:-}
@@ -23,6 +27,7 @@ want() { [ -z "$RUNS" ] && return 0; case " $RUNS " in *" $1 "*) return 0 ;; esa
 run() {
   local name=$1 mode=$2 n=$3 pattern=$4 planted=$5 what=$6; shift 6
   want "$name" || return 0
+  name=$name$sfx
   if [ $SECONDS -ge "$BUDGET" ]; then log "$name: skipped (budget of $BUDGET s spent)"; return 0; fi
   local d=$OUT/runs/$name t0=$SECONDS
   mkdir -p "$d/traces"
@@ -46,6 +51,10 @@ if [ -n "${SEPARATE_GPUS:-}" ]; then
   run oneoff_ddp_${g}gpu ddp $g one_off '[{"rank":0,"delay_ms":300,"step":40,"one_off":true}]' \
     "DDP, $g ranks on $g GPUs: rank 0 sleeps 300 ms once, before step 40; nothing else" --stall 0:40:300
   run clean_fsdp_${g}gpu fsdp $g none '[]' "FSDP2, $g ranks on $g GPUs, nothing planted" --layers 3
+  run everyn_ddp_${g}gpu ddp $g every_nth "[{\"rank\":$last,\"delay_ms\":25,\"every\":3,\"phase\":0}]" \
+    "DDP, $g ranks on $g GPUs: rank $last sleeps 25 ms before every 3rd step" --late $last:25:3:0
+  run alternating_ddp_${g}gpu ddp $g alternating "[{\"rank\":0,\"delay_ms\":20,\"every\":2,\"phase\":0},{\"rank\":$last,\"delay_ms\":20,\"every\":2,\"phase\":1}]" \
+    "DDP, $g ranks on $g GPUs: rank 0 sleeps 20 ms before even steps, rank $last before odd steps" --late 0:20:2:0 --late $last:20:2:1
   RUNS=none
 fi
 

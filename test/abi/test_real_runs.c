@@ -392,6 +392,92 @@ TL_TEST(real_shared_gpu) {
   if (!tl_cur_failed) h_rm_rf(base);
 }
 
+/* One process driving two GPUs (2x H100, NCCL 2.28.3, examples/gpu_multigpu.sh RECORD=1):
+ * nccl-tests -g 2 (one thread, both GPUs in one group), -t 2 -g 1 (a thread per GPU) and JAX psum
+ * on both devices. One recording holds both ranks (two contexts of one communicator hash); the
+ * replay must give each GPU its own trace, named after its GPU, with its own rank, holding
+ * exactly the collectives NCCL started on that context: no rank of one process leaks into the
+ * other's trace. */
+static void one_process_two_gpus(const char *name) {
+  char rec[300], base[256], dir[300], envdir[400], replay_buf[512];
+  snprintf(rec, sizeof rec, DATA "/%s.rec.gz", name);
+  REQUIRE(access(rec, R_OK) == 0, "missing recording %s", rec);
+  /* per context: its rank, its device (from the init line) and how many collectives it started */
+  struct { uint64_t ctx; int rank, dev, ncoll; } cx[4];
+  int ncx = 0;
+  gzFile gz = gzopen(rec, "rb");
+  REQUIRE(gz != NULL, "cannot open %s", rec);
+  static char line[1 << 16];
+  while (gzgets(gz, line, (int)sizeof line)) {
+    char *tok[16];
+    int n = 0;
+    line[strcspn(line, "\n")] = 0;
+    for (char *p = strtok(line, " "); p && n < 16; p = strtok(NULL, " ")) tok[n++] = p;
+    if (n >= 12 && !strcmp(tok[0], "I") && ncx < 4) {
+      cx[ncx].ctx = strtoull(tok[5], NULL, 16);
+      cx[ncx].rank = atoi(tok[10]);
+      cx[ncx].dev = atoi(tok[11]);
+      cx[ncx++].ncoll = 0;
+    } else if (n >= 8 && !strcmp(tok[0], "S") && atoi(tok[4]) == 5) {
+      unsigned char d[16] = {0};
+      unhex(tok[7], d, sizeof d);
+      uint64_t ctx = strtoull(tok[5], NULL, 16);
+      for (int i = 0; i < ncx; i++)
+        if (cx[i].ctx == ctx && u64_at(d, 0) == CLABI_EV_COLL) cx[i].ncoll++;
+    }
+  }
+  gzclose(gz);
+  REQUIRE(ncx == 2 && cx[0].rank != cx[1].rank && cx[0].dev != cx[1].dev,
+          "%s: %d contexts (want two ranks on two GPUs)", name, ncx);
+  char *replay = (char *)tool("COMMLENS_REPLAY", "commlens-replay", replay_buf, sizeof replay_buf);
+  REQUIRE(access(replay, X_OK) == 0, "%s not built (make replay)", replay);
+  h_fresh_dir(base, sizeof base);
+  REQUIRE(base[0], "no temp dir");
+  snprintf(dir, sizeof dir, "%s/out", base);
+  snprintf(envdir, sizeof envdir, "COMMLENS_DIR=%s", dir);
+  const char *env[] = {envdir, "RANK", "COMMLENS_RANK", "COMMLENS_CUPTI=0", "COMMLENS_SUMMARY=off",
+                       "COMMLENS_GZIP=0", "COMMLENS_RECORD", "COMMLENS_WINDOW", NULL};
+  char *argv[] = {replay, "--virtual-clock", rec, NULL};
+  int rc = finish(start(argv, env, "/dev/null"));
+  REQUIRE(rc == 0, "%s: commlens-replay exited %d", name, rc);
+  char *paths[8];
+  int n = h_find_traces(dir, paths, 8), seen = 0;
+  CHECK(n == 2, "%s: %d trace files, want one per GPU", name, n);
+  for (int i = 0; i < n; i++) {
+    tr_trace t;
+    char err[512];
+    int64_t rank = -1, dev = -1;
+    if (tr_load(&t, paths[i], err, sizeof err)) { CHECK(0, "%s", err); free(paths[i]); continue; }
+    tr_header_i64(&t, "rank", &rank);
+    tr_header_i64(&t, "cuda_device", &dev);
+    int k = -1, colls = 0;
+    for (int c = 0; c < ncx; c++) if (cx[c].rank == rank) k = c;
+    for (size_t e = 0; e < t.n; e++) {
+      json_object *ev = tr_event(&t, e);
+      const char *cat = tr_cat(ev);
+      if (tr_ph(ev) == 'X' && cat && !strcmp(cat, "coll")) colls++;
+    }
+    if (k < 0) CHECK(0, "%s: %s has rank %lld, recorded none such", name, paths[i], (long long)rank);
+    else {
+      char want[32];
+      snprintf(want, sizeof want, "-g%d.trace.json", cx[k].dev);
+      CHECK(dev == cx[k].dev && strstr(paths[i], want), "%s: rank %lld's trace %s (device %lld), want GPU %d",
+            name, (long long)rank, paths[i], (long long)dev, cx[k].dev);
+      CHECK(colls == cx[k].ncoll && colls > 0, "%s: rank %lld has %d collective slices, NCCL started %d",
+            name, (long long)rank, colls, cx[k].ncoll);
+      seen |= 1 << k;
+    }
+    tr_free(&t);
+    free(paths[i]);
+  }
+  CHECK(seen == 3, "%s: not every rank has its trace", name);
+  if (!tl_cur_failed) h_rm_rf(base);
+  else fprintf(stderr, "  kept %s\n", base);
+}
+TL_TEST(real_one_process_two_gpus_one_thread) { one_process_two_gpus("nccl2.28.3-h100x2-oneproc-nccltests-g2"); }
+TL_TEST(real_one_process_two_gpus_thread_each) { one_process_two_gpus("nccl2.28.3-h100x2-oneproc-nccltests-t2"); }
+TL_TEST(real_one_process_two_gpus_jax) { one_process_two_gpus("nccl2.28.3-h100x2-oneproc-jax-psum-delay"); }
+
 /* CUDA graphs (clex --graph 1 over sockets: 4 sizes of AllReduce and Send/Recv, each step
  * captured once, replayed 1 + 5 times): NCCL fires the API events and KernelLaunch once, at
  * capture, and Group/Coll/P2p and proxy events at every replay, from its host callback, with
