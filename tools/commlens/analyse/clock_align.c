@@ -16,7 +16,7 @@ void cl_clock_align(cl_job *job, cl_clock_model *m) {
   cl_cm_rank *cr = cl_xcalloc((size_t)job->n + 1, sizeof *cr);
   for (int i = 0; i < job->n; i++) {
     const cl_info *in = &job->r[i]->info;
-    cr[i] = (cl_cm_rank){ in->host, in->boot_id, in->sync_known, in->sync_unsynchronised,
+    cr[i] = (cl_cm_rank){ in->host, in->boot_id, in->clock_id, in->sync_known, in->sync_unsynchronised,
                           in->sync_esterror_us, in->sync_maxerror_us };
   }
   cl_cm_inst *ci = cl_xmalloc((job->inst.n + 1) * sizeof *ci);

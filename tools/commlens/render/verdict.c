@@ -22,12 +22,16 @@ void cl_render_clock_lines(const cl_job *job, const cl_clock_model *m, FILE *o) 
   char b1[32], b2[32], b3[32];
   for (int c = 0; c < m->nclocks; c++) {
     const cl_cm_clock *ck = &m->clock[c];
-    fprintf(o, "  clock %d: host %s, rank(s)", c, host_of(job, ck->first_rank) ? host_of(job, ck->first_rank) : "?");
+    const char *cid = job->r[ck->first_rank]->info.clock_id;
+    fprintf(o, "  clock %d: host %s", c, host_of(job, ck->first_rank) ? host_of(job, ck->first_rank) : "?");
+    if (cid && cid[0]) fprintf(o, " (clock id %s: a timeline of its own)", cid);
+    fprintf(o, ", rank(s)");
     int shown = 0;
     for (int i = 0; i < job->n && shown < 16; i++)
       if (m->clock_of_rank[i] == c) { fprintf(o, " %d", job->r[i]->rank); shown++; }
     if (ck->nranks > shown) fprintf(o, " (+%d)", ck->nranks - shown);
-    fprintf(o, ": %s", ck->nranks > 1 ? "one clock (same boot), offset 0 exactly" : "its own clock");
+    fprintf(o, ": %s", ck->nranks == 1 ? "its own clock" : cid && cid[0] ? "one clock (same clock id), offset 0 exactly"
+                                                                           : "one clock (same boot), offset 0 exactly");
     if (c == m->root) fprintf(o, "; the reference\n");
     else if (ck->pair < 0) fprintf(o, "; not joined to the reference (left as recorded)\n");
     else {
@@ -52,6 +56,9 @@ void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   fprintf(o, "  evidence: %s; %lld instance(s), %lld in the start-up period, %lld not called inside the clock error; "
           "false-accusation rate %.0f%% per job\n", cl_sg_evidence_name(v->evidence), (long long)v->n_inst,
           (long long)v->n_startup, (long long)v->n_within_clock, 100 * v->alpha);
+  if (vd->n_not_causal || vd->n_impossible)
+    fprintf(o, "  left out: %lld instance(s) of Broadcast/Reduce-like collectives (a late receiver makes no one wait), "
+            "%lld with impossible times (a GPU start after a peer's end)\n", (long long)vd->n_not_causal, (long long)vd->n_impossible);
   for (int k = 1; k < v->nstraggler && k < top; k++) {
     const cl_sg_suspect *s = &v->straggler[k];
     fprintf(o, "  also: rank %d, last in %lld of %lld by a median %s; cost %.3f s\n", job->r[s->who]->rank,
@@ -133,6 +140,8 @@ static json_object *verdict_json(const cl_job *job, const cl_analysis *an) {
   json_object_object_add(c, "eligible", ji(v->n_eligible));
   json_object_object_add(c, "units", ji(v->n_units));
   json_object_object_add(c, "within_clock_error", ji(v->n_within_clock));
+  json_object_object_add(c, "not_causal", ji(an->vd.n_not_causal));
+  json_object_object_add(c, "impossible", ji(an->vd.n_impossible));
   json_object_object_add(x, "counts", c);
   json_object_object_add(x, "startup_end_ns", v->startup_end ? ji(v->startup_end) : NULL);
   json_object *sa = json_object_new_array();
@@ -161,6 +170,7 @@ static json_object *clock_json(const cl_job *job, const cl_clock_model *m) {
     json_object *e = json_object_new_object(), *rk = json_object_new_array();
     json_object_object_add(e, "host", js(in->host));
     json_object_object_add(e, "boot_id", js(in->boot_id));
+    json_object_object_add(e, "clock_id", js(in->clock_id));
     for (int i = 0; i < job->n; i++) if (m->clock_of_rank[i] == c) json_object_array_add(rk, ji(job->r[i]->rank));
     json_object_object_add(e, "ranks", rk);
     json_object *sy = NULL;
