@@ -291,6 +291,19 @@ static void check_verdict(const char *mode, json_object *rep, const rec_facts *f
     CHECK(fn && strcmp(fn, "Broadcast") && margin < 5000000, "%s: stall of rank %d at %s #%d by %lld ns", mode,
           json_object_get_int(get(s, "rank")), fn ? fn : "?", json_object_get_int(get(s, "seq")), (long long)margin);
   }
+  /* replayed with every event: each rank's channels judged (KernelCh ends); nothing slow was
+   * planted, so no channel is named slow */
+  json_object *ch = get(v, "channels"), *cr = get(ch, "ranks");
+  int ncr = cr ? (int)json_object_array_length(cr) : 0;
+  CHECK(ncr == 2, "%s: %d ranks with a channel verdict, want 2: %s", mode, ncr, json_object_get_string(get(ch, "line")));
+  for (int i = 0; i < ncr; i++) {
+    json_object *cv = get(json_object_array_get_idx(cr, i), "verdict");
+    const char *kind = json_object_get_string(get(cv, "kind"));
+    CHECK(kind && strcmp(kind, "straggler") && strcmp(kind, "no_data") &&
+          !strcmp(json_object_get_string(get(cv, "evidence")), "channel_end"),
+          "%s: rank %d's channels: %s", mode, json_object_get_int(get(json_object_array_get_idx(cr, i), "rank")),
+          json_object_get_string(get(cv, "line")));
+  }
 }
 
 static void check_cli(const char *mode, const char *dir, const rec_facts *f, const key_set timed[2]) {

@@ -332,7 +332,7 @@ TL_TEST(tail_channel_with_the_same_machinery) {
   char line[512];
   cl_sg_verdict_line(&v, line, sizeof line);
   CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 5, "%s", line);
-  CHECK(starts(line, "channel 5 is a straggler: last in 79 of 79"), "%s", line);
+  CHECK(starts(line, "channel 5 is slow: last in 79 of 79"), "%s", line);
   cl_sg_free(&v); job_free(&j);
 }
 

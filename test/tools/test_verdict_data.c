@@ -282,6 +282,11 @@ static void check_verdict(const run *r) {
   }
   CHECK(json_object_array_length(get(cm, "clocks")) == 1 && json_object_array_length(get(cm, "pairs")) == 0,
         "%s: one host boot is not one clock", r->dir);
+  /* default mode records no kernel_ch: the channel verdict says so and what to set */
+  json_object *ch = get(v, "channels");
+  const char *chl = json_object_get_string(get(ch, "line"));
+  CHECK(chl && !strcmp(chl, "no channel events in this trace (COMMLENS_EVENTS=default+kernelch)") &&
+        json_object_array_length(get(ch, "ranks")) == 0, "%s: channel verdict %s", r->dir, chl ? chl : "(none)");
   json_object *ranks = get(j, "ranks");
   for (size_t k = 0; ranks && k < json_object_array_length(ranks); k++) {
     json_object *ck = get(json_object_array_get_idx(ranks, k), "clock");

@@ -422,6 +422,8 @@ static void name_who(char *b, size_t n, const char *word, int32_t who, const cha
 const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {
   char who[300], t1[32], t2[32];
   const char *unit = v->unit_is_step ? "steps" : "instances";
+  /* channels are not stragglers: a channel that ends last beyond chance is a slow one */
+  int ch = !strcmp(v->who_word, "channel");
   size_t len = 0;
   switch (v->kind) {
   case CL_SG_NO_DATA:
@@ -430,8 +432,8 @@ const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {
   case CL_SG_STRAGGLER: {
     const cl_sg_suspect *s = &v->straggler[0];
     name_who(who, sizeof who, v->who_word, s->who, s->host);
-    len = (size_t)snprintf(buf, n, "%s is a straggler: last in %lld of %lld %s by a median %s; it cost the job %.3f s",
-                           who, (long long)s->last_count, (long long)s->units, unit,
+    len = (size_t)snprintf(buf, n, "%s is %s: last in %lld of %lld %s by a median %s; it cost the job %.3f s",
+                           who, ch ? "slow" : "a straggler", (long long)s->last_count, (long long)s->units, unit,
                            cl_fmt_time(t1, sizeof t1, s->median_lateness_ns), s->cost_ns / 1e9);
     if (v->job_ns > 0 && len < n)
       snprintf(buf + len, n - len, " of %.3f s (%.1f%%)", v->job_ns / 1e9, 100.0 * s->cost_ns / v->job_ns);
@@ -449,13 +451,13 @@ const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {
     break;
   case CL_SG_NONE:
     if (v->largest.who < 0) {
-      snprintf(buf, n, "no straggler found: no %s was last by more than %s and the clock error; noise floor %s",
-               v->who_word, cl_fmt_time(t1, sizeof t1, v->min_margin_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
+      snprintf(buf, n, "no %s found: no %s was last by more than %s and the clock error; noise floor %s",
+               ch ? "slow channel" : "straggler", v->who_word, cl_fmt_time(t1, sizeof t1, v->min_margin_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
       break;
     }
     name_who(who, sizeof who, v->who_word, v->largest.who, v->largest.host);
-    snprintf(buf, n, "no straggler found: the largest effect was %s, last in %lld of %lld %s (%.1f by chance) by a median %s; noise floor %s",
-             who, (long long)v->largest.last_count, (long long)v->largest.units, unit, v->largest.expected,
+    snprintf(buf, n, "no %s found: the largest effect was %s, last in %lld of %lld %s (%.1f by chance) by a median %s; noise floor %s",
+             ch ? "slow channel" : "straggler", who, (long long)v->largest.last_count, (long long)v->largest.units, unit, v->largest.expected,
              cl_fmt_time(t1, sizeof t1, v->largest.median_lateness_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
     break;
   }

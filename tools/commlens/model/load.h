@@ -27,6 +27,9 @@ typedef struct {
 } cl_chan;
 
 typedef struct { long step; int64_t start, end; } cl_step;
+/* One kernel_ch slice's end (own clock): the channel verdict's arrivals (analyse/channels.c). */
+typedef struct { uint64_t comm; int64_t seq, end; int32_t func, channel; } cl_chend;
+#define CL_CHEND_MAX (4u << 20)   /* kept per rank (128 MiB); past it counted in n_chend_over */
 
 typedef struct {
   char *path; cl_info info;
@@ -37,6 +40,8 @@ typedef struct {
   CL_VEC(cl_coll) colls;
   CL_VEC(cl_chan) chans;
   CL_VEC(cl_step) steps;
+  CL_VEC(cl_chend) chends;   /* kernel_ch slices with a seq, in trace order */
+  int64_t n_chend_over;      /* kernel_ch slices past CL_CHEND_MAX, not kept */
   int64_t n_enq;             /* collectives whose host enqueue was paired with their GPU span */
   int64_t exposed_args, exposed_evs; int has_exposed_args, has_exposed_evs;
   int64_t n_kch_implausible;
