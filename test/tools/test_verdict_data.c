@@ -263,10 +263,19 @@ static void check_verdict(const run *r) {
     CHECK(!strcmp(kind, "straggler") && json_object_array_length(st) >= 1 &&
           repeated[json_object_get_int(get(json_object_array_get_idx(st, 0), "rank")) & (MAXR - 1)],
           "%s: the planted rank is not named first: %s", r->dir, line);
+    int named[MAXR] = {0};
     for (size_t k = 0; st && k < json_object_array_length(st); k++) {
       int w = json_object_get_int(get(json_object_array_get_idx(st, k), "rank"));
       CHECK(w >= 0 && w < MAXR && repeated[w], "%s: rank %d named, not planted: %s", r->dir, w, line);
+      if (w >= 0 && w < MAXR) named[w] = 1;
     }
+    /* ranks late in turn (alternating) are each named, in the line too */
+    for (int w = 0; w < MAXR && nrep > 1; w++)
+      if (repeated[w]) {
+        char who[32];
+        snprintf(who, sizeof who, "rank %d (", w);
+        CHECK(named[w] && strstr(line, who), "%s: planted rank %d is not named: %s", r->dir, w, line);
+      }
   } else if (oneoff >= 0) {
     CHECK(!strcmp(kind, "stalls_only") && !strncmp(line, "one-off stalls only: ", 21), "%s: %s", r->dir, line);
   } else
