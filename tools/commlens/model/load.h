@@ -81,12 +81,8 @@ int cl_comm_by_name(const char *name, uint64_t *out);
  * job, duplicate ranks), scans the usable ones with `threads` threads. Problems go to
  * stderr naming the file. Returns the number of usable ranks (0: nothing usable). */
 int cl_job_load(cl_job *job, char **paths, int npaths, int threads);
-/* Builds cl_job.inst from matching (comm, func, seq) across ranks (not p2p). */
+/* Builds cl_job.inst from matching (comm, func, seq) across ranks (not p2p; model/instances.c). */
 void cl_job_instances(cl_job *job);
-/* Adds a rank's alignment (aligned, offset_ns, err_ns, mad_ns, samples, via_rank) to a JSON
- * object: merge's metadata and report --json describe it the same way. */
-struct json_object;
-void cl_clock_json(struct json_object *o, const cl_rank *r);
 void cl_job_free(cl_job *job);
 /* The index of the rank whose trace file `path` is (same st_dev and st_ino, links followed),
  * or -1: an output must never overwrite an input. */
