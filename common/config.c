@@ -188,6 +188,16 @@ static int p_record(const char *v) {
   return 0;
 }
 
+/* 1..63 bytes of letters, digits and . _ : - (it names a clock in a trace header and a report) */
+static int p_clock_id(const char *v) {
+  size_t n = strlen(v);
+  if (!n || n >= sizeof cl_cfg.clock_id) return -1;
+  for (const char *c = v; *c; c++)
+    if (!isalnum((unsigned char)*c) && !strchr("._:-", *c)) return -1;
+  memcpy(cl_cfg.clock_id, v, n + 1);
+  return 0;
+}
+
 static const cl_var g_vars[] = {
   {"COMMLENS_DIR", "./commlens-<job id> (./commlens-trace without one)",
    "directory for traces and summaries; created if missing", NULL, p_dir},
@@ -233,6 +243,12 @@ static const cl_var g_vars[] = {
    "for a process of one GPU, else the GPU's rank in its largest communicator", "an integer 0..16777216", p_rank},
   {"COMMLENS_RECORD", "(off)",
    "directory: also record the raw profiler ABI call stream there (for replay in tests)", NULL, p_record},
+  /* clock identity (issue 25): a process whose timestamps are not on its host's shared timeline */
+  {"COMMLENS_CLOCK_ID", "(the host's clock)",
+   "names this process's timeline when it is not its host's shared clock (commlens-replay sets "
+   "one per replay: each replays on a timeline of its own); the trace header carries it, and "
+   "`commlens` aligns ranks of different clock ids like ranks of different hosts",
+   "1..63 letters, digits, '.', '_', ':' or '-'", p_clock_id},
 };
 
 static void set_defaults(void) {

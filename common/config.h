@@ -41,6 +41,7 @@ typedef struct {
   char job[128];             /* COMMLENS_JOB: job id when the launcher sets none */
   char prom[1024];           /* COMMLENS_PROM: directory for live Prometheus metrics ("" = off) */
   int rank;                  /* COMMLENS_RANK: world rank of the process's first GPU, -1 unset */
+  char clock_id[64];         /* COMMLENS_CLOCK_ID: a timeline of its own ("" = the host's clock) */
 } cl_config;
 
 extern cl_config cl_cfg;

@@ -4,7 +4,6 @@
  * decodes with an independent reader of the schema (fuzz/pft_check.h): every field well
  * formed and in the schema, every string valid UTF-8. */
 #include "tools/commlens/merge/merge.h"
-#include "tools/commlens/analyse/clock_align.h"
 #include "rank_files.h"
 #include "pft_check.h"
 #include <stdint.h>
@@ -17,21 +16,13 @@ static char g_dir[256];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc; (void)argv;
-  snprintf(g_dir, sizeof g_dir, "%s/commlens-fuzzpft-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(g_dir)) { perror("mkdtemp"); exit(1); }
-  stderr = fopen("/dev/null", "w");   /* the CLI's complaints; sanitizers and libFuzzer write to fd 2 */
+  fuzz_quiet_dir(g_dir, sizeof g_dir, "fuzzpft");
   return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char paths[FUZZ_MAX_RANKS][400];
-  int nf = fuzz_rank_files(g_dir, data, size, 2, paths);
-  char *dirs[1] = {g_dir};
-  cl_job job;
-  if (cl_job_load(&job, dirs, 1, 1) > 0) {
-    cl_job_instances(&job);
-    cl_clock_model cm;
-    cl_clock_align(&job, &cm);
+  fuzz_job fj;
+  if (fuzz_job_begin(&fj, g_dir, data, size, 2)) {
     char out[400];
     cl_merge_opts mo;
     memset(&mo, 0, sizeof mo);
@@ -39,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(out, sizeof out, "%s/merged.pftrace", g_dir);
     mo.out = out;
     mo.threads = 1;
-    if (cl_merge(&job, &mo) == 0) {
+    if (cl_merge(&fj.job, &mo) == 0) {
       FILE *f = fopen(out, "rb");
       if (!f) abort();
       uint8_t *b = NULL; size_t n = 0, cap = 0, k;
@@ -53,9 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       free(b);
     }
     unlink(out);
-    cl_cm_free(&cm);
   }
-  cl_job_free(&job);
-  for (int i = 0; i < nf; i++) unlink(paths[i]);
+  fuzz_job_end(&fj);
   return 0;
 }

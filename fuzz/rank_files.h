@@ -1,12 +1,14 @@
 /* rank_files.h: how the CLI's fuzz targets (fuzz_cli, fuzz_pftrace) turn one input into
- * per-rank trace files: split at the line "#RANK#", at most `max` files written into `dir`.
- * Static functions only. */
+ * per-rank trace files (split at the line "#RANK#", at most `max` files written into `dir`)
+ * and load them as `commlens` loads a directory. Static functions only. */
 #ifndef COMMLENS_FUZZ_RANK_FILES_H
 #define COMMLENS_FUZZ_RANK_FILES_H
+#include "tools/commlens/analyse/clock_align.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FUZZ_MAX_RANKS 4
 /* Writes the files (paths[k]: dir/commlens-r<k>-fuzz-<100+k>.trace.json); returns how many. */
@@ -27,5 +29,35 @@ static int fuzz_rank_files(const char *dir, const uint8_t *data, size_t size, in
     p = stop + sizeof sep - 1;
   }
   return nf;
+}
+
+/* A fresh directory $TMPDIR/commlens-<tag>-XXXXXX (or under /tmp) into dir, and stderr sent to
+ * /dev/null (the CLI's complaints; sanitizers and libFuzzer write to fd 2). Returns that
+ * stream; exits when the directory cannot be made (the fuzzer's start-up). */
+static FILE *fuzz_quiet_dir(char *dir, size_t n, const char *tag) {
+  snprintf(dir, n, "%s/commlens-%s-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag);
+  if (!mkdtemp(dir)) { perror("mkdtemp"); exit(1); }
+  FILE *null = fopen("/dev/null", "w");
+  stderr = null;
+  return null;
+}
+
+/* One input as a loaded job: its rank files written into dir, loaded, instances matched, clocks
+ * aligned. Use job and cm only when loaded; fuzz_job_end frees both and removes the files. */
+typedef struct { cl_job job; cl_clock_model cm; int loaded, nf; char paths[FUZZ_MAX_RANKS][400]; } fuzz_job;
+static int fuzz_job_begin(fuzz_job *fj, const char *dir, const uint8_t *data, size_t size, int max) {
+  char *dirs[1] = {(char *)dir};
+  fj->nf = fuzz_rank_files(dir, data, size, max, fj->paths);
+  fj->loaded = cl_job_load(&fj->job, dirs, 1, 1) > 0;
+  if (fj->loaded) {
+    cl_job_instances(&fj->job);
+    cl_clock_align(&fj->job, &fj->cm);
+  }
+  return fj->loaded;
+}
+static void fuzz_job_end(fuzz_job *fj) {
+  if (fj->loaded) cl_cm_free(&fj->cm);
+  cl_job_free(&fj->job);
+  for (int i = 0; i < fj->nf; i++) unlink(fj->paths[i]);
 }
 #endif

@@ -293,6 +293,20 @@ static int arm(void) {
   return 0;
 }
 
+/* NVTX ranges reach CUPTI's marker records only through NVTX's injection, which each module's
+ * NVTX reads from NVTX_INJECTION64_PATH at its first NVTX call. The plugin does not set it
+ * (setenv while the job's threads call getenv is a use-after-free; docs/decisions.md): it says,
+ * once, what to set, naming the libcupti it loaded. */
+static void nvtx_hint(const char *loaded) {
+  const char *inj = getenv("NVTX_INJECTION64_PATH");
+  if (inj && *inj) return;
+  Dl_info di;
+  const char *lib = dladdr(*(void **)&api.cuptiGetVersion, &di) && di.dli_fname ? di.dli_fname : loaded;
+  cl_log_once("nvtx-hint", CL_LOG_INFO, "NVTX ranges (\"step ...\") reach commlens only when the job starts with "
+              "NVTX_INJECTION64_PATH=%s; without it, `commlens report` finds steps from the repeating pattern "
+              "of collectives", lib);
+}
+
 int cl_cupti_start(void) {
   if (cl_cupti_g.state == CUPTI_ACTIVE || cl_cupti_g.state == CUPTI_SUSPENDED) return 0;
   if (cl_cupti_g.state == CUPTI_FAILED) return -1;
@@ -345,6 +359,7 @@ int cl_cupti_start(void) {
   cl_cupti_g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
   snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "active (CUPTI %u%s)", v,
            cl_cupti_g.ts_offset ? ", timestamps by offset" : "");
+  nvtx_hint(path);
   return 0;
 }
 

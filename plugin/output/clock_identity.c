@@ -50,10 +50,14 @@ void cl_clock_sync_read(cl_clock_sync *s) {
   s->maxerror_us = s->known ? tx.maxerror : 0;
 }
 
-void cl_clock_identity_json(cl_sb *b, const char *boot_id, const cl_clock_sync *s) {
+void cl_clock_identity_json(cl_sb *b, const char *boot_id, const char *clock_id, const cl_clock_sync *s) {
   if (boot_id[0]) {
     sb_puts(b, ",\"boot_id\":");
     sb_jstr(b, boot_id);
+  }
+  if (clock_id && clock_id[0]) {
+    sb_puts(b, ",\"clock_id\":");
+    sb_jstr(b, clock_id);
   }
   if (s->known)
     sb_printf(b, ",\"clock_sync\":{\"synchronised\":%s,\"esterror_us\":%ld,\"maxerror_us\":%ld}",

@@ -22,8 +22,10 @@ int cl_boot_id_read(const char *path, char out[CL_BOOT_ID_LEN + 1], const char *
  * never adjusts). s->known = 0 when the call fails. */
 void cl_clock_sync_read(cl_clock_sync *s);
 /* Appends the trace header's members for these (each with its leading comma):
- * ,"boot_id":"<uuid>" unless boot_id is "", and
+ * ,"boot_id":"<uuid>" unless boot_id is "",
+ * ,"clock_id":"<id>" unless clock_id is NULL or "" (COMMLENS_CLOCK_ID: a timeline that is not
+ * the host's shared clock, such as a replay's), and
  * ,"clock_sync":{"synchronised":bool,"esterror_us":n,"maxerror_us":n} unless s->known is 0:
  * what could not be read is left out, never written empty or as a guess. */
-void cl_clock_identity_json(cl_sb *b, const char *boot_id, const cl_clock_sync *s);
+void cl_clock_identity_json(cl_sb *b, const char *boot_id, const char *clock_id, const cl_clock_sync *s);
 #endif

@@ -83,7 +83,7 @@ static void header(cl_sb *b, const cl_out_who *w) {
   sb_jstr(b, COMMLENS_VERSION);
   sb_printf(b, ",\"abi\":%d,\"host\":", cl_proc.abi);
   sb_jstr(b, cl_proc.host);
-  cl_clock_identity_json(b, cl_proc.boot_id, &cl_proc.sync);
+  cl_clock_identity_json(b, cl_proc.boot_id, cl_cfg.clock_id, &cl_proc.sync);
   sb_printf(b, ",\"os_pid\":%d,\"rank\":%d,\"rank_source\":", (int)cl_proc.pid, w->rank);
   sb_jstr(b, w->rank_source);
   sb_puts(b, ",\"job\":");

@@ -262,6 +262,50 @@ static int matched_both(const key_set *a, const key_set *b) {
   return n;
 }
 
+/* Each replay runs on a timeline of its own (commlens-replay's clock id), so the report must
+ * align the two ranks (one clock each, joined by causal bounds), never take them as one clock
+ * because they ran on one host boot; and the verdict must rest on collectives where the last
+ * arrival makes everyone wait: no Broadcast (its root runs ahead of a late receiver: the socket
+ * recording's rank 1 up to 1.5 ms behind in 24 Broadcasts, called one-off stalls before) and no
+ * GPU start after a peer's end (nvlink rank 1's first AllReduces, 17 ms "stalls"). */
+static void check_verdict(const char *mode, json_object *rep, const rec_facts *f) {
+  json_object *cm = get(rep, "clock_model"), *clocks = get(cm, "clocks"), *pairs = get(cm, "pairs");
+  int nc = clocks ? (int)json_object_array_length(clocks) : 0;
+  CHECK(nc == 2, "%s: %d clocks in the report's clock model, want 2 (one per replay)", mode, nc);
+  for (int i = 0; i < nc; i++) {
+    const char *id = json_object_get_string(get(json_object_array_get_idx(clocks, i), "clock_id"));
+    CHECK(id && !strncmp(id, "replay-", 7), "%s: clock %d has clock id %s", mode, i, id ? id : "(none)");
+  }
+  json_object *p0 = pairs && json_object_array_length(pairs) ? json_object_array_get_idx(pairs, 0) : NULL;
+  const char *src = p0 ? json_object_get_string(get(p0, "source")) : NULL;
+  CHECK(src && !strcmp(src, "causal bounds"), "%s: the two replays joined by %s", mode, src ? src : "nothing");
+  int nbcast = 0;
+  for (int i = 0; i < f->ncoll; i++) nbcast += !strcmp(f->coll[i].func, "Broadcast");
+  json_object *v = get(rep, "verdict"), *stalls = get(v, "stalls");
+  int left = json_object_get_int(get(get(v, "counts"), "not_causal"));
+  CHECK(left == nbcast, "%s: %d instances left out as not causal, the recording has %d Broadcasts", mode, left, nbcast);
+  for (size_t i = 0; stalls && i < json_object_array_length(stalls); i++) {
+    json_object *s = json_object_array_get_idx(stalls, i);
+    const char *fn = json_object_get_string(get(s, "func"));
+    int64_t margin = json_object_get_int64(get(s, "margin_ns"));
+    CHECK(fn && strcmp(fn, "Broadcast") && margin < 5000000, "%s: stall of rank %d at %s #%d by %lld ns", mode,
+          json_object_get_int(get(s, "rank")), fn ? fn : "?", json_object_get_int(get(s, "seq")), (long long)margin);
+  }
+  /* replayed with every event: each rank's channels judged (KernelCh ends); nothing slow was
+   * planted, so no channel is named slow */
+  json_object *ch = get(v, "channels"), *cr = get(ch, "ranks");
+  int ncr = cr ? (int)json_object_array_length(cr) : 0;
+  CHECK(ncr == 2, "%s: %d ranks with a channel verdict, want 2: %s", mode, ncr, json_object_get_string(get(ch, "line")));
+  for (int i = 0; i < ncr; i++) {
+    json_object *cv = get(json_object_array_get_idx(cr, i), "verdict");
+    const char *kind = json_object_get_string(get(cv, "kind"));
+    CHECK(kind && strcmp(kind, "straggler") && strcmp(kind, "no_data") &&
+          !strcmp(json_object_get_string(get(cv, "evidence")), "channel_end"),
+          "%s: rank %d's channels: %s", mode, json_object_get_int(get(json_object_array_get_idx(cr, i), "rank")),
+          json_object_get_string(get(cv, "line")));
+  }
+}
+
 static void check_cli(const char *mode, const char *dir, const rec_facts *f, const key_set timed[2]) {
   char cli_buf[512], out[600], rep_path[600], merged[600];
   char *cli = (char *)tool("COMMLENS_CLI", "commlens", cli_buf, sizeof cli_buf);
@@ -285,6 +329,7 @@ static void check_cli(const char *mode, const char *dir, const rec_facts *f, con
   CHECK(matched == want, "%s: report matched %d collective instances; %d have a GPU span on both ranks", mode, matched, want);
   if (want != f->ncoll)
     fprintf(stderr, "  note: %s: %d of %d collectives have a GPU span on both ranks\n", mode, want, f->ncoll);
+  check_verdict(mode, rep, f);
   json_object_put(rep);
   snprintf(out, sizeof out, "%s", merged);
   char *merge_argv[] = {cli, "merge", (char *)dir, "-o", out, NULL};

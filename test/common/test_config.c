@@ -99,4 +99,20 @@ TL_TEST(a_refused_value_is_shown_escaped) {
         "log: %s", g_log);
 }
 
+/* COMMLENS_CLOCK_ID names a clock in a trace header and a report: only a short plain name. */
+TL_TEST(a_clock_id_is_a_short_plain_name) {
+  load_with("COMMLENS_CLOCK_ID", "replay-4242-1732560000123456789");
+  CHECK(g_nlog == 0 && !strcmp(cl_cfg.clock_id, "replay-4242-1732560000123456789"), "clock id \"%s\"; log %s",
+        cl_cfg.clock_id, g_log);
+  static const char *bad[] = {"", "a b", "x\"y", "\xc3\xa9", "a/b",
+                              "0123456789012345678901234567890123456789012345678901234567890123"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    load_with("COMMLENS_CLOCK_ID", bad[i]);
+    CHECK(g_nlog == 1 && strstr(g_log, "COMMLENS_CLOCK_ID") && !cl_cfg.clock_id[0], "\"%s\" taken as \"%s\" (%d warnings)",
+          bad[i], cl_cfg.clock_id, g_nlog);
+  }
+  load_with(NULL, NULL);
+  CHECK(!cl_cfg.clock_id[0], "a clock id without the variable");
+}
+
 TL_MAIN("common/config")

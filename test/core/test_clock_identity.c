@@ -93,16 +93,17 @@ TL_TEST(a_link_is_not_followed) {
 }
 
 /* The header members parse as JSON and are left out when unknown. */
-static json_object *members(const char *boot_id, const cl_clock_sync *s) {
+static json_object *members_id(const char *boot_id, const char *clock_id, const cl_clock_sync *s) {
   cl_sb b = {0};
   sb_puts(&b, "{\"host\":\"h\"");
-  cl_clock_identity_json(&b, boot_id, s);
+  cl_clock_identity_json(&b, boot_id, clock_id, s);
   sb_puts(&b, "}");
   sb_put(&b, "", 1);
   json_object *o = json_tokener_parse(b.p);
   sb_free(&b);
   return o;
 }
+static json_object *members(const char *boot_id, const cl_clock_sync *s) { return members_id(boot_id, NULL, s); }
 
 TL_TEST(header_members_are_present_when_known_and_absent_when_not) {
   cl_clock_sync s = {.known = 1, .synchronised = 0, .esterror_us = 16000000, .maxerror_us = 16000000};
@@ -123,6 +124,19 @@ TL_TEST(header_members_are_present_when_known_and_absent_when_not) {
   CHECK(!json_object_object_get_ex(o, "boot_id", NULL), "an unread boot_id was written");
   CHECK(!json_object_object_get_ex(o, "clock_sync", NULL), "an unread clock_sync was written");
   CHECK(json_object_object_length(o) == 1, "%d members", json_object_object_length(o));
+  json_object_put(o);
+  o = members_id("", "", &unknown);
+  CHECK(o && json_object_object_length(o) == 1, "an empty clock_id was written");
+  json_object_put(o);
+}
+
+/* A replay's clock id (COMMLENS_CLOCK_ID) reaches the header beside the boot id. */
+TL_TEST(a_clock_id_is_written_beside_the_boot_id) {
+  cl_clock_sync unknown = {0};
+  json_object *o = members_id("1e823cae-436e-4e7e-a910-7e770bfba7cc", "replay-42-7", &unknown), *v;
+  REQUIRE(o, "not JSON");
+  CHECK(json_object_object_get_ex(o, "clock_id", &v) && !strcmp(json_object_get_string(v), "replay-42-7"), "clock_id");
+  CHECK(json_object_object_get_ex(o, "boot_id", NULL), "boot_id lost");
   json_object_put(o);
 }
 

@@ -152,6 +152,23 @@ TL_TEST(multi_host_offsets_inside_their_interval_and_lateness_inside_it_not_call
   CHECK(getd(ch, "tail_frac") > 0.9, "tail fraction %.2f", getd(ch, "tail_frac"));
   CHECK(getd(ch, "vs_median") > 1.2, "vs median %.2f", getd(ch, "vs_median"));
   CHECK(!strcmp(json_object_get_string(get(ch, "verdict")), "waited on local GPU"), "verdict %s", json_object_get_string(get(ch, "verdict")));
+  /* the channel verdict names it (one clock per rank: no clock error), and no other rank's */
+  json_object *cv = get(vd, "channels"), *cr = get(cv, "ranks");
+  REQUIRE(cv && cr, "no verdict.channels");
+  CHECK(geti(cv, "rank") == 6 && strstr(json_object_get_string(get(cv, "line")), "rank 6: channel 1 is slow: last in "),
+        "channel headline: %s", json_object_get_string(get(cv, "line")));
+  CHECK(json_object_array_length(cr) == 8, "%zu ranks with a channel verdict, want 8", json_object_array_length(cr));
+  for (size_t i = 0; i < json_object_array_length(cr); i++) {
+    json_object *e = json_object_array_get_idx(cr, i), *v = get(e, "verdict");
+    const char *kind = json_object_get_string(get(v, "kind"));
+    json_object *s0 = json_object_array_get_idx(get(v, "stragglers"), 0);
+    if (geti(e, "rank") == 6)
+      CHECK(!strcmp(kind, "straggler") && s0 && geti(s0, "channel") == 1 && geti(s0, "rank") == 6 &&
+            !strcmp(json_object_get_string(get(v, "evidence")), "channel_end"),
+            "rank 6's channels: %s", json_object_get_string(get(v, "line")));
+    else
+      CHECK(!strcmp(kind, "none"), "rank %lld's channels: %s", (long long)geti(e, "rank"), json_object_get_string(get(v, "line")));
+  }
   json_object_put(rep); free(out); free(err);
   /* the text report opens with the verdict and the clock model, with each pair's interval */
   snprintf(a, sizeof a, "report %s", d);
@@ -161,6 +178,7 @@ TL_TEST(multi_host_offsets_inside_their_interval_and_lateness_inside_it_not_call
   CHECK(strstr(out, "clock 3: host node3, rank(s) 3: its own clock; vs host node0: +") && strstr(out, " in [+") &&
         strstr(out, "from causal bounds (300 instance(s))"), "no interval for host node3:\n%.1500s", out);
   CHECK(strstr(out, "GB/s") && strstr(out, " ms"), "units missing");
+  CHECK(strstr(out, "\nChannels: rank 6: channel 1 is slow: last in "), "no channel verdict line:\n%.1500s", out);
   free(out); free(err);
   rm_rf(d); free(d);
 }

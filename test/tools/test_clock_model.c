@@ -46,7 +46,7 @@ static void add_coll(sim *s, const host_clock *hc, const int *members, int n, in
   }
 }
 static void add_rank(sim *s, const char *host, const char *boot, int hidx) {
-  s->ranks[s->nranks] = (cl_cm_rank){host, boot, 1, 0, 40, 200};
+  s->ranks[s->nranks] = (cl_cm_rank){host, boot, NULL, 1, 0, 40, 200};
   s->host_of[s->nranks++] = hidx;
 }
 static void sim_free(sim *s) { free(s->inst.a); free(s->obs.a); }
@@ -85,6 +85,33 @@ TL_TEST(ranks_of_one_host_are_exactly_zero_even_when_times_look_skewed) {
   double lo, hi;
   CHECK(cl_cm_pair_error(&m, 3, 0, T0, &lo, &hi) == 1 && lo == 0 && hi == 0, "error 0 within one clock");
   CHECK(cl_cm_lateness_called(&m, 3, 0, T0, 1.0), "1 ns is a lateness on one clock");
+  cl_cm_free(&m); sim_free(&s);
+}
+
+/* Two replays of one host (commlens-replay names each its own clock id): each replays its
+ * recording from its own start, so one host and boot does not make them one clock. Rank 1's
+ * replay started 17 ms after rank 0's (what `make demo` showed as "one clock (same boot)" and
+ * 17 ms one-off stalls): two clocks, the shift recovered inside its interval. */
+TL_TEST(replays_of_one_host_with_their_own_clock_ids_are_aligned_not_taken_as_one_clock) {
+  sim s = {0};
+  host_clock hc[2] = {{0, 0}, {17.3e6, 0}};
+  add_rank(&s, "vm", "b00t-0", 0);
+  add_rank(&s, "vm", "b00t-0", 1);
+  s.ranks[0].clock_id = "replay-100-1";
+  s.ranks[1].clock_id = "replay-101-2";
+  int both[2] = {0, 1};
+  rng_state = 99;
+  for (int k = 0; k < 96; k++) add_coll(&s, hc, both, 2, T0 + (int64_t)k * 1600000, 100000, -1, 0, 1);
+  cl_clock_model m; model_of(&s, &m);
+  CHECK(m.nclocks == 2, "two clocks, got %d", m.nclocks);
+  double e, lo, hi;
+  CHECK(cl_cm_offset(&m, 1, T0 + 17300000 + 50 * 1600000, &e, &lo, &hi) == 1, "rank 1 joined to rank 0's clock");
+  CHECK(lo <= 17.3e6 && 17.3e6 <= hi && hi - lo < 1e6, "offset %.0f in [%.0f, %.0f], planted 17.3 ms", e, lo, hi);
+  cl_cm_free(&m);
+  /* the same ranks without clock ids: one clock, as before */
+  s.ranks[0].clock_id = s.ranks[1].clock_id = NULL;
+  model_of(&s, &m);
+  CHECK(m.nclocks == 1, "one clock without clock ids, got %d", m.nclocks);
   cl_cm_free(&m); sim_free(&s);
 }
 
@@ -225,7 +252,7 @@ TL_TEST(many_hosts_through_one_spanning_tree) {
     snprintf(names[h], sizeof names[h], "n%d", h);
     hc[h] = (host_clock){h ? (urand() - 0.5) * 1e8 : 0, 0};
   }
-  for (int r = 0; r < R; r++) ranks[r] = (cl_cm_rank){names[r / PER], "boot", 0, 0, 0, 0};
+  for (int r = 0; r < R; r++) ranks[r] = (cl_cm_rank){names[r / PER], "boot", NULL, 0, 0, 0, 0};
   CL_VEC(cl_cm_inst) inst = {0}; CL_VEC(cl_cm_obs) obs = {0};
   for (int k = 0; k < N; k++) {
     int64_t t = T0 + (int64_t)k * 100000000;
@@ -256,7 +283,7 @@ TL_TEST(a_host_late_every_time_is_not_a_clock_offset_unless_sync_says_so) {
     rng_state = 31;
     sim s = {0}; host_clock hc[2] = {{0, 0}, {0.3e6, 0}};
     add_rank(&s, "a", "ba", 0); add_rank(&s, "a", "ba", 0); add_rank(&s, "b", "bb", 1); add_rank(&s, "b", "bb", 1);
-    for (int r = 0; r < 4; r++) s.ranks[r] = (cl_cm_rank){r < 2 ? "a" : "b", r < 2 ? "ba" : "bb", sync, 0, 20, 500};
+    for (int r = 0; r < 4; r++) s.ranks[r] = (cl_cm_rank){r < 2 ? "a" : "b", r < 2 ? "ba" : "bb", NULL, sync, 0, 20, 500};
     int all[4] = {0, 1, 2, 3};
     for (int k = 0; k < 200; k++) {
       add_coll(&s, hc, all, 4, T0 + k * 100000000LL, 1e5, -2 - 1, 5e6, 1);   /* host b late */

@@ -263,10 +263,19 @@ static void check_verdict(const run *r) {
     CHECK(!strcmp(kind, "straggler") && json_object_array_length(st) >= 1 &&
           repeated[json_object_get_int(get(json_object_array_get_idx(st, 0), "rank")) & (MAXR - 1)],
           "%s: the planted rank is not named first: %s", r->dir, line);
+    int named[MAXR] = {0};
     for (size_t k = 0; st && k < json_object_array_length(st); k++) {
       int w = json_object_get_int(get(json_object_array_get_idx(st, k), "rank"));
       CHECK(w >= 0 && w < MAXR && repeated[w], "%s: rank %d named, not planted: %s", r->dir, w, line);
+      if (w >= 0 && w < MAXR) named[w] = 1;
     }
+    /* ranks late in turn (alternating) are each named, in the line too */
+    for (int w = 0; w < MAXR && nrep > 1; w++)
+      if (repeated[w]) {
+        char who[32];
+        snprintf(who, sizeof who, "rank %d (", w);
+        CHECK(named[w] && strstr(line, who), "%s: planted rank %d is not named: %s", r->dir, w, line);
+      }
   } else if (oneoff >= 0) {
     CHECK(!strcmp(kind, "stalls_only") && !strncmp(line, "one-off stalls only: ", 21), "%s: %s", r->dir, line);
   } else
@@ -282,6 +291,11 @@ static void check_verdict(const run *r) {
   }
   CHECK(json_object_array_length(get(cm, "clocks")) == 1 && json_object_array_length(get(cm, "pairs")) == 0,
         "%s: one host boot is not one clock", r->dir);
+  /* default mode records no kernel_ch: the channel verdict says so and what to set */
+  json_object *ch = get(v, "channels");
+  const char *chl = json_object_get_string(get(ch, "line"));
+  CHECK(chl && !strcmp(chl, "no channel events in this trace (COMMLENS_EVENTS=default+kernelch)") &&
+        json_object_array_length(get(ch, "ranks")) == 0, "%s: channel verdict %s", r->dir, chl ? chl : "(none)");
   json_object *ranks = get(j, "ranks");
   for (size_t k = 0; ranks && k < json_object_array_length(ranks); k++) {
     json_object *ck = get(json_object_array_get_idx(ranks, k), "clock");

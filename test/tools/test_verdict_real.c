@@ -74,7 +74,7 @@ static void verdict_of(enum cl_sg_evidence ev, cl_clock_model *m, cl_sg_verdict 
   static const char *hosts[MAXR];
   static cl_cm_inst ci[MAXI]; static cl_cm_obs co[MAXI * MAXR];
   static cl_sg_inst si[MAXI]; static cl_sg_arrival sa[MAXI * MAXR];
-  for (int r = 0; r < nranks; r++) { cr[r] = (cl_cm_rank){host[r], NULL, 0, 0, 0, 0}; hosts[r] = host[r]; }
+  for (int r = 0; r < nranks; r++) { cr[r] = (cl_cm_rank){host[r], NULL, NULL, 0, 0, 0, 0}; hosts[r] = host[r]; }
   uint32_t n = 0;
   for (int k = 0; k < ninst; k++) {
     ci[k] = (cl_cm_inst){n, 0, cl_cm_func_is_causal(I[k].func)};

@@ -75,7 +75,8 @@ static int usage(FILE *f) {
           "  the recorded times, so two replays differ only by a constant shift; --verbose: what\n"
           "  was replayed). The plugin's\n"
           "  own COMMLENS_* variables apply (COMMLENS_DIR, COMMLENS_CUPTI, ...); COMMLENS_EVENTS\n"
-          "  defaults to full (recordings carry every event) and COMMLENS_RECORD is ignored.\n"
+          "  defaults to full (recordings carry every event), COMMLENS_RECORD is ignored and\n"
+          "  COMMLENS_CLOCK_ID is set to this replay's own (replay-PID-NS: a timeline of its own).\n"
           "  Set RANK to choose the rank the trace file is named after.\n",
           g_lib_name);
   return f == stdout ? 0 : 2;
@@ -103,6 +104,15 @@ int main(int argc, char **argv) {
     return 2;
   }
   setenv("COMMLENS_EVENTS", "full", 0);
+  /* Each replay runs its recording from its own start (paced or virtual), so its timeline is
+   * shared with no other process, whatever host and boot it runs on: say so in its trace, and
+   * `commlens` aligns replays of several ranks instead of taking them as one clock. */
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  char clock_id[64];
+  snprintf(clock_id, sizeof clock_id, "replay-%ld-%lld", (long)getpid(),
+           (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+  setenv("COMMLENS_CLOCK_ID", clock_id, 1);
   unsetenv("COMMLENS_RECORD");            /* replaying must not record a recording of itself */
   if (vclock) virtual_clock_on();
   rp_stats st;

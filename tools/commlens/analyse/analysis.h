@@ -5,6 +5,7 @@
 #include "tools/commlens/model/load.h"
 #include "tools/commlens/analyse/blame.h"
 #include "tools/commlens/analyse/verdict.h"
+#include "tools/commlens/analyse/channels.h"
 #include <stdint.h>
 
 /* What the report concludes, for every output form (text, JSON, HTML). Times in ns. */
@@ -30,6 +31,7 @@ typedef struct {
   int64_t n_multi;                 /* instances matched on 2+ ranks */
   const cl_clock_model *cm;         /* the clock model the job was aligned with (the caller's) */
   cl_verdict_an vd;                /* the answer: the straggler verdict, its steps (verdict.h) */
+  cl_channels_an chv;              /* the channel verdict, per rank with kernel_ch (channels.h) */
   cl_blame bl;                     /* waits per rank and NVTX step, from the verdict's instances */
 } cl_analysis;
 /* Fills *an from a job aligned by cl_clock_align with model cm (borrowed: it must outlive an);

@@ -1,8 +1,9 @@
 /* clock_align.c: feeds the loaded job to the clock model (one clock per host boot, causal
  * bounds between hosts) and writes each rank's resulting alignment back into the job, so every
- * stage after this one reads times on the reference clock. Never estimates an offset between
+ * stage after this one reads times on the reference clock (and its JSON form, cl_clock_json). Never estimates an offset between
  * ranks of one host boot. */
 #include "tools/commlens/analyse/clock_align.h"
+#include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -16,7 +17,7 @@ void cl_clock_align(cl_job *job, cl_clock_model *m) {
   cl_cm_rank *cr = cl_xcalloc((size_t)job->n + 1, sizeof *cr);
   for (int i = 0; i < job->n; i++) {
     const cl_info *in = &job->r[i]->info;
-    cr[i] = (cl_cm_rank){ in->host, in->boot_id, in->sync_known, in->sync_unsynchronised,
+    cr[i] = (cl_cm_rank){ in->host, in->boot_id, in->clock_id, in->sync_known, in->sync_unsynchronised,
                           in->sync_esterror_us, in->sync_maxerror_us };
   }
   cl_cm_inst *ci = cl_xmalloc((job->inst.n + 1) * sizeof *ci);
@@ -46,4 +47,13 @@ void cl_clock_align(cl_job *job, cl_clock_model *m) {
     r->off_samples = ck->pair >= 0 ? (int)m->pair[ck->pair].nconstraints : 0;
     r->off_via = job->r[ck->parent >= 0 ? m->clock[ck->parent].first_rank : ck->first_rank]->rank;
   }
+}
+
+void cl_clock_json(json_object *o, const cl_rank *r) {
+  json_object_object_add(o, "aligned", json_object_new_boolean(r->aligned));
+  json_object_object_add(o, "offset_ns", json_object_new_int64(r->offset_ns));
+  json_object_object_add(o, "err_ns", json_object_new_int64(r->off_err_ns));
+  json_object_object_add(o, "mad_ns", json_object_new_int64(r->off_mad_ns));
+  json_object_object_add(o, "samples", json_object_new_int(r->off_samples));
+  json_object_object_add(o, "via_rank", json_object_new_int(r->off_via));
 }

@@ -11,4 +11,9 @@
  * and off_mad_ns (half the interval), off_samples (the pair's constraints) and off_via (the
  * lowest rank of the parent clock). A rank whose offset is unbounded stays unaligned. */
 void cl_clock_align(cl_job *job, cl_clock_model *m);
+/* Adds a rank's alignment as cl_clock_align left it (aligned, offset_ns, err_ns, mad_ns,
+ * samples, via_rank) to a JSON object: merge's metadata and report --json describe it the same
+ * way. */
+struct json_object;
+void cl_clock_json(struct json_object *o, const cl_rank *r);
 #endif

@@ -27,10 +27,13 @@ int cl_cm_func_is_causal(const char *f) {
 /* ---- clocks: one per host boot ---- */
 static const char *nz(const char *s) { return s ? s : ""; }
 /* Two ranks share a clock when both name a host and the same boot id, or (traces without a boot
- * id) the same host name. A rank naming no host is a clock of its own. */
+ * id) the same host name, and the same clock id: a process that names a timeline of its own (a
+ * replay runs each recording from its own start) shares it with no other process of its host.
+ * A rank naming no host is a clock of its own. */
 static int clock_cmp(const cl_cm_rank *a, const cl_cm_rank *b) {
   int c = strcmp(nz(a->host), nz(b->host));
-  return c ? c : strcmp(nz(a->boot_id), nz(b->boot_id));
+  if (!c) c = strcmp(nz(a->boot_id), nz(b->boot_id));
+  return c ? c : strcmp(nz(a->clock_id), nz(b->clock_id));
 }
 static const cl_cm_rank *g_ranks;
 static int cmp_rank_clock(const void *x, const void *y) {

@@ -13,6 +13,7 @@
 typedef struct {
   const char *host;          /* host name; "" or NULL: unknown */
   const char *boot_id;       /* kernel boot id; "" or NULL: unknown (the host name alone is used) */
+  const char *clock_id;      /* a timeline of its own (a replay's); "" or NULL: the host's clock */
   int sync_known;            /* the trace recorded the sync state below */
   int unsynchronised;        /* the kernel said the clock is not synchronised */
   int64_t esterror_us, maxerror_us;
@@ -66,7 +67,7 @@ typedef struct {
   double grid_lo[CL_CM_GRID], grid_hi[CL_CM_GRID];   /* raw interval at t0 .. t1, evenly */
 } cl_cm_pair;
 
-/* One clock: the ranks of one host boot. */
+/* One clock: the ranks of one host boot (and one clock id). */
 typedef struct {
   int first_rank;            /* lowest rank index on this clock (its host and boot id) */
   int nranks;

@@ -176,7 +176,11 @@ static int32_t unit_of(const cl_sg_input *in, int steps, const int32_t *step_ids
   return p ? (int32_t)(p - step_ids) : -1;
 }
 
-static void count_units(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t *elig, size_t ne, who_stat *ws) {
+/* Each unit's culprit (-1: none) and participants: mem[first[u] .. first[u + 1]). */
+typedef struct { int32_t *culprit; uint32_t *first; CL_VEC(int32_t) mem; size_t n; } unit_table;
+
+static void count_units(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t *elig, size_t ne, who_stat *ws,
+                        unit_table *ut) {
   int steps = 0;
   for (size_t k = 0; k < ne; k++) if (in->inst[elig[k]].step >= 0) steps = 1;
   v->unit_is_step = steps;
@@ -205,6 +209,10 @@ static void count_units(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t 
   uint32_t *order = cl_xmalloc((nunits + 1) * sizeof *order);
   cl_steps_attribute(si, ne, (uint32_t)nunits, ur, order);
   free(si); free(order);
+  ut->n = nunits;
+  ut->culprit = cl_xmalloc((nunits + 1) * sizeof *ut->culprit);
+  ut->first = cl_xcalloc(nunits + 2, sizeof *ut->first);
+  for (size_t u = 0; u < nunits; u++) ut->culprit[u] = ur[u].culprit;
   /* participation: each participant counts a unit once; p = 1/(participants of the unit) */
   qsort(ui, nui, sizeof *ui, cmp_unit_inst);
   int32_t *stamp = cl_xmalloc((size_t)in->nwho * sizeof *stamp);
@@ -222,6 +230,9 @@ static void count_units(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t 
       e++;
     }
     for (size_t j = 0; j < nm; j++) { ws[members[j]].n++; ws[members[j]].psum += 1.0 / (double)nm; }
+    ut->first[ui[a].unit] = (uint32_t)ut->mem.n;     /* units come in order: their runs are contiguous */
+    for (size_t j = 0; j < nm; j++) CL_PUSH(ut->mem, members[j]);
+    ut->first[ui[a].unit + 1] = (uint32_t)ut->mem.n;
     const cl_step_verdict *u = &ur[ui[a].unit];
     if (u->culprit >= 0) {
       who_stat *s = &ws[u->culprit];
@@ -232,6 +243,44 @@ static void count_units(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t 
     a = e;
   }
   free(stamp); free(members); free(ui); free(ur); free(step_ids);
+}
+
+/* The null model, one participant at a time (a step-down test): each one not yet named is
+ * tested against chance over the units whose culprit is not named, with p = 1/(participants
+ * not named) per unit, Bonferroni over every participant; the most significant below alpha is
+ * named, its units removed, and the rest tested again. Stragglers taking turns each take a
+ * share of the units that chance over all of them would explain; once one is named, the next
+ * stands out among the units left. The first round is the plain test: padj of a participant
+ * never named is its first-round value. */
+static void test_against_chance(const unit_table *ut, int nwho, int nparts, double alpha, double *padj, uint8_t *passes) {
+  int64_t *k = cl_xmalloc(((size_t)nwho + 1) * sizeof *k), *n = cl_xmalloc(((size_t)nwho + 1) * sizeof *n);
+  double *ps = cl_xmalloc(((size_t)nwho + 1) * sizeof *ps);
+  for (int w = 0; w < nwho; w++) { padj[w] = 1; passes[w] = 0; }
+  for (int round = 0;; round++) {
+    for (int w = 0; w < nwho; w++) { k[w] = n[w] = 0; ps[w] = 0; }
+    for (size_t u = 0; u < ut->n; u++) {
+      int32_t c = ut->culprit[u];
+      if (c >= 0 && passes[c]) continue;
+      size_t m = 0;
+      for (uint32_t j = ut->first[u]; j < ut->first[u + 1]; j++) m += !passes[ut->mem.a[j]];
+      for (uint32_t j = ut->first[u]; j < ut->first[u + 1]; j++) {
+        int32_t w = ut->mem.a[j];
+        if (passes[w]) continue;
+        n[w]++; ps[w] += 1.0 / (double)m;
+      }
+      if (c >= 0) k[c]++;
+    }
+    int best = -1; double bp = 1;
+    for (int w = 0; w < nwho; w++) {
+      if (passes[w] || !n[w] || !k[w]) continue;
+      double p = fmin(1, cl_sg_binom_tail(k[w], n[w], ps[w] / (double)n[w]) * nparts);
+      if (!round) padj[w] = p;
+      if (p < alpha && (best < 0 || p < bp)) { best = w; bp = p; }
+    }
+    if (best < 0) break;
+    passes[best] = 1; padj[best] = bp;
+  }
+  free(k); free(n); free(ps);
 }
 
 /* ---- cost: the union of [last - over_median, last] over the instances it was last in ---- */
@@ -334,18 +383,14 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
   if (!ne) { free(ids); v->kind = CL_SG_NO_DATA; return; }
 
   who_stat *ws = cl_xcalloc((size_t)in->nwho + 1, sizeof *ws);
-  count_units(in, v, ids, ne, ws);
+  unit_table ut = {0};
+  count_units(in, v, ids, ne, ws, &ut);
   int nparts = 0;
   for (int w = 0; w < in->nwho; w++) if (ws[w].n) nparts++;
   double *padj = cl_xmalloc(((size_t)in->nwho + 1) * sizeof *padj);
   uint8_t *passes = cl_xcalloc((size_t)in->nwho + 1, 1);
-  for (int w = 0; w < in->nwho; w++) {
-    padj[w] = 1;
-    if (!ws[w].n || !ws[w].k) continue;
-    double p = ws[w].psum / (double)ws[w].n;
-    padj[w] = fmin(1, cl_sg_binom_tail(ws[w].k, ws[w].n, p) * nparts);
-    passes[w] = padj[w] < v->alpha;
-  }
+  test_against_chance(&ut, in->nwho, nparts, v->alpha, padj, passes);
+  free(ut.culprit); free(ut.first); free(ut.mem.a);
   /* the noise floor: the run's median margin (with a straggler, its own margin; on a
    * time-shared GPU, one scheduler slice) */
   double *m = cl_xmalloc((ne + 1) * sizeof *m);
@@ -422,6 +467,8 @@ static void name_who(char *b, size_t n, const char *word, int32_t who, const cha
 const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {
   char who[300], t1[32], t2[32];
   const char *unit = v->unit_is_step ? "steps" : "instances";
+  /* channels are not stragglers: a channel that ends last beyond chance is a slow one */
+  int ch = !strcmp(v->who_word, "channel");
   size_t len = 0;
   switch (v->kind) {
   case CL_SG_NO_DATA:
@@ -430,11 +477,17 @@ const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {
   case CL_SG_STRAGGLER: {
     const cl_sg_suspect *s = &v->straggler[0];
     name_who(who, sizeof who, v->who_word, s->who, s->host);
-    len = (size_t)snprintf(buf, n, "%s is a straggler: last in %lld of %lld %s by a median %s; it cost the job %.3f s",
-                           who, (long long)s->last_count, (long long)s->units, unit,
+    len = (size_t)snprintf(buf, n, "%s is %s: last in %lld of %lld %s by a median %s; it cost the job %.3f s",
+                           who, ch ? "slow" : "a straggler", (long long)s->last_count, (long long)s->units, unit,
                            cl_fmt_time(t1, sizeof t1, s->median_lateness_ns), s->cost_ns / 1e9);
     if (v->job_ns > 0 && len < n)
-      snprintf(buf + len, n - len, " of %.3f s (%.1f%%)", v->job_ns / 1e9, 100.0 * s->cost_ns / v->job_ns);
+      len += (size_t)snprintf(buf + len, n - len, " of %.3f s (%.1f%%)", v->job_ns / 1e9, 100.0 * s->cost_ns / v->job_ns);
+    /* stragglers taking turns: every one named is in the line, not only the costliest */
+    for (int k = 1; k < v->nstraggler && k <= 3 && len < n; k++) {
+      name_who(who, sizeof who, v->who_word, v->straggler[k].who, v->straggler[k].host);
+      len += (size_t)snprintf(buf + len, n - len, "%s%s", k == 1 ? (v->nstraggler > 2 ? "; so are " : "; so is ") : ", ", who);
+    }
+    if (v->nstraggler > 4 && len < n) snprintf(buf + len, n - len, " and %d more", v->nstraggler - 4);
     break;
   }
   case CL_SG_STALLS_ONLY:
@@ -449,13 +502,13 @@ const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {
     break;
   case CL_SG_NONE:
     if (v->largest.who < 0) {
-      snprintf(buf, n, "no straggler found: no %s was last by more than %s and the clock error; noise floor %s",
-               v->who_word, cl_fmt_time(t1, sizeof t1, v->min_margin_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
+      snprintf(buf, n, "no %s found: no %s was last by more than %s and the clock error; noise floor %s",
+               ch ? "slow channel" : "straggler", v->who_word, cl_fmt_time(t1, sizeof t1, v->min_margin_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
       break;
     }
     name_who(who, sizeof who, v->who_word, v->largest.who, v->largest.host);
-    snprintf(buf, n, "no straggler found: the largest effect was %s, last in %lld of %lld %s (%.1f by chance) by a median %s; noise floor %s",
-             who, (long long)v->largest.last_count, (long long)v->largest.units, unit, v->largest.expected,
+    snprintf(buf, n, "no %s found: the largest effect was %s, last in %lld of %lld %s (%.1f by chance) by a median %s; noise floor %s",
+             ch ? "slow channel" : "straggler", who, (long long)v->largest.last_count, (long long)v->largest.units, unit, v->largest.expected,
              cl_fmt_time(t1, sizeof t1, v->largest.median_lateness_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
     break;
   }

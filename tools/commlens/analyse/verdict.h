@@ -25,6 +25,10 @@ typedef struct {
   cl_step_verdict *stepv;            /* by step */
   uint32_t *step_order;              /* steps by lost time, most first */
   char line[512];                    /* cl_sg_verdict_line, as printed */
+  /* instances the verdict leaves out (v.inst[i].last is -1 for them) */
+  int64_t n_not_causal;              /* Broadcast, Reduce, ...: only the root makes others wait */
+  int64_t n_impossible;              /* a member's GPU start after another member's end, beyond
+                                        the clock error: times that cannot be true */
 } cl_verdict_an;
 
 /* Computes *out from an aligned job (cl_clock_align done; m its model, only read). The

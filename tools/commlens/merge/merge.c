@@ -6,6 +6,7 @@
  * output chunks. */
 #include "tools/commlens/merge/merge.h"
 #include "tools/commlens/merge/pftrace.h"
+#include "tools/commlens/analyse/clock_align.h"
 #include "tools/commlens/read/progress.h"
 #include <json-c/json.h>
 #include <pthread.h>

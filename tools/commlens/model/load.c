@@ -227,6 +227,8 @@ static void on_event(const cl_ev *ev, void *arg) {
       int f = ev->func.n ? func_of(c, ev->func) : -1;
       if (!r->tail_map) r->tail_map = cl_xcalloc(1, sizeof(tail_map));
       tail_put(r->tail_map, ev->comm, f, ev->seq, end, ev->channel);
+      if (r->chends.n < CL_CHEND_MAX) CL_PUSH(r->chends, ((cl_chend){ ev->comm, ev->seq, end, f, ev->channel }));
+      else r->n_chend_over++;
     }
     break;
   }
@@ -427,7 +429,7 @@ void cl_job_free(cl_job *job) {
   for (int i = 0; i < job->n; i++) {
     cl_rank *r = job->r[i];
     for (size_t k = 0; k < r->chans.n; k++) free(r->chans.a[k].peers.a);
-    free(r->chans.a); free(r->colls.a); free(r->steps.a); free(r->pname);
+    free(r->chans.a); free(r->colls.a); free(r->steps.a); free(r->chends.a); free(r->pname);
     cl_info_free(&r->info); free(r->path); free(r);
   }
   free(job->r); free(job->inst.a); free(job->mem.a); free(job->job);

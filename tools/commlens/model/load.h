@@ -27,6 +27,9 @@ typedef struct {
 } cl_chan;
 
 typedef struct { long step; int64_t start, end; } cl_step;
+/* One kernel_ch slice's end (own clock): the channel verdict's arrivals (analyse/channels.c). */
+typedef struct { uint64_t comm; int64_t seq, end; int32_t func, channel; } cl_chend;
+#define CL_CHEND_MAX (4u << 20)   /* kept per rank (128 MiB); past it counted in n_chend_over */
 
 typedef struct {
   char *path; cl_info info;
@@ -37,6 +40,8 @@ typedef struct {
   CL_VEC(cl_coll) colls;
   CL_VEC(cl_chan) chans;
   CL_VEC(cl_step) steps;
+  CL_VEC(cl_chend) chends;   /* kernel_ch slices with a seq, in trace order */
+  int64_t n_chend_over;      /* kernel_ch slices past CL_CHEND_MAX, not kept */
   int64_t n_enq;             /* collectives whose host enqueue was paired with their GPU span */
   int64_t exposed_args, exposed_evs; int has_exposed_args, has_exposed_evs;
   int64_t n_kch_implausible;
@@ -76,12 +81,8 @@ int cl_comm_by_name(const char *name, uint64_t *out);
  * job, duplicate ranks), scans the usable ones with `threads` threads. Problems go to
  * stderr naming the file. Returns the number of usable ranks (0: nothing usable). */
 int cl_job_load(cl_job *job, char **paths, int npaths, int threads);
-/* Builds cl_job.inst from matching (comm, func, seq) across ranks (not p2p). */
+/* Builds cl_job.inst from matching (comm, func, seq) across ranks (not p2p; model/instances.c). */
 void cl_job_instances(cl_job *job);
-/* Adds a rank's alignment (aligned, offset_ns, err_ns, mad_ns, samples, via_rank) to a JSON
- * object: merge's metadata and report --json describe it the same way. */
-struct json_object;
-void cl_clock_json(struct json_object *o, const cl_rank *r);
 void cl_job_free(cl_job *job);
 /* The index of the rank whose trace file `path` is (same st_dev and st_ino, links followed),
  * or -1: an output must never overwrite an input. */

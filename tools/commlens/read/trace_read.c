@@ -517,6 +517,7 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   in->has_header = 1;
   free(in->version); free(in->host); free(in->job); free(in->rank_source);   /* a repeated header replaces the first */
   free(in->boot_id); in->boot_id = NULL; in->sync_known = 0;
+  free(in->clock_id); in->clock_id = NULL;
   in->n_utf8 = 0;
   in->format = get_int_in(o, "format", 0, 1000000, -1);
   in->abi = get_int_in(o, "abi", 0, 1000000, 0);
@@ -532,6 +533,7 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   in->job = dup_json_str(o, "job", &in->n_utf8);
   in->rank_source = dup_json_str(o, "rank_source", &in->n_utf8);
   in->boot_id = dup_json_str(o, "boot_id", &in->n_utf8);
+  in->clock_id = dup_json_str(o, "clock_id", &in->n_utf8);
   json_object *c, *sv;
   if (json_object_object_get_ex(o, "clock_sync", &c) && json_object_is_type(c, json_type_object) &&
       json_object_object_get_ex(c, "synchronised", &sv) && json_object_is_type(sv, json_type_boolean)) {
@@ -697,8 +699,8 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
 }
 
 void cl_info_free(cl_info *in) {
-  free(in->version); free(in->host); free(in->job); free(in->rank_source); free(in->boot_id);
-  in->version = in->host = in->job = in->rank_source = in->boot_id = NULL;
+  free(in->version); free(in->host); free(in->job); free(in->rank_source); free(in->boot_id); free(in->clock_id);
+  in->version = in->host = in->job = in->rank_source = in->boot_id = in->clock_id = NULL;
 }
 
 int cl_str_eq(cl_str_t s, const char *lit) {

@@ -162,7 +162,9 @@ static const char SELF_CHECK[] =
   "for(var i=0;i<s.length;i++){var b=s[i].getBBox();if(b.width>0&&b.height>0)n++;}"
   "d.setAttribute('data-charts-drawn',n+'/'+s.length);put();});})();</script>\n";
 
-/* The answer at the top of the page: the verdict line, its evidence, the clock model. */
+static void lines_as_list(FILE *o, cl_job *job, cl_analysis *an, int channels);
+/* The answer at the top of the page: the verdict line, its evidence, the channel verdict, the
+ * clock model. */
 static void verdict_section(FILE *o, cl_job *job, cl_analysis *an) {
   const cl_sg_verdict *v = &an->vd.v;
   fputs("<section id=\"verdict\"><h2>Verdict</h2>\n<p><b>", o);
@@ -171,11 +173,25 @@ static void verdict_section(FILE *o, cl_job *job, cl_analysis *an) {
   hp_escf(o, "evidence: %s; %lld instance(s), %lld in the start-up period, %lld not called inside the clock error; "
           "false-accusation rate %.0f%% per job", cl_sg_evidence_name(v->evidence), (long long)v->n_inst,
           (long long)v->n_startup, (long long)v->n_within_clock, 100 * v->alpha);
-  fputs("</p>\n<p>Clock model:</p><ul>\n", o);
+  if (an->vd.n_not_causal || an->vd.n_impossible)
+    hp_escf(o, "; left out: %lld Broadcast/Reduce-like instance(s), %lld with impossible times",
+            (long long)an->vd.n_not_causal, (long long)an->vd.n_impossible);
+  fputs("</p>\n", o);
+  lines_as_list(o, job, an, 1);
+  fputs("<p>Clock model:</p>\n", o);
+  lines_as_list(o, job, an, 0);
+  fputs("</section>\n", o);
+}
+
+/* The channel verdict's lines (channels) or the clock model's, as a list: one rule for both
+ * forms, the text renderer's. */
+static void lines_as_list(FILE *o, cl_job *job, cl_analysis *an, int channels) {
+  fputs("<ul>\n", o);
   char *buf = NULL; size_t n = 0;
   FILE *m = open_memstream(&buf, &n);
   if (m) {
-    cl_render_clock_lines(job, an->cm, m);
+    if (channels) cl_render_channel_lines(job, &an->chv, 4, m);
+    else cl_render_clock_lines(job, an->cm, m);
     fclose(m);
     for (char *line = buf, *e; line && *line; line = e ? e + 1 : NULL) {
       e = strchr(line, '\n');
@@ -184,7 +200,7 @@ static void verdict_section(FILE *o, cl_job *job, cl_analysis *an) {
     }
     free(buf);
   }
-  fputs("</ul></section>\n", o);
+  fputs("</ul>\n", o);
 }
 
 int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {

@@ -1,6 +1,7 @@
 /* json.c: `commlens report --json`: every row of every table as one JSON object (each
  * figure with the events it came from). Reads the analysis (analyse/); computes nothing. */
 #include "tools/commlens/render/report.h"
+#include "tools/commlens/analyse/clock_align.h"
 #include "common/nccl.h"
 #include <json-c/json.h>
 #include <math.h>

@@ -12,6 +12,9 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *out);
 void cl_render_json(cl_job *job, cl_analysis *an, FILE *out);
 /* The verdict, the clock model and the steps: the report's first lines (render/verdict.c). */
 void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *out);
+/* The channel verdict: "Channels: <headline>", then the other ranks with a slow channel or
+ * channel stalls ("  also rank R: ..."), up to top lines in all. */
+void cl_render_channel_lines(const cl_job *job, const cl_channels_an *ch, int top, FILE *out);
 /* The clock model, one line per clock ("  clock K: host H, rank(s) ...: one clock (same boot),
  * offset 0 exactly; vs host P: +O in [lo, hi], drift, from <source> (N instance(s))"). */
 void cl_render_clock_lines(const cl_job *job, const cl_clock_model *m, FILE *out);

@@ -22,12 +22,16 @@ void cl_render_clock_lines(const cl_job *job, const cl_clock_model *m, FILE *o) 
   char b1[32], b2[32], b3[32];
   for (int c = 0; c < m->nclocks; c++) {
     const cl_cm_clock *ck = &m->clock[c];
-    fprintf(o, "  clock %d: host %s, rank(s)", c, host_of(job, ck->first_rank) ? host_of(job, ck->first_rank) : "?");
+    const char *cid = job->r[ck->first_rank]->info.clock_id;
+    fprintf(o, "  clock %d: host %s", c, host_of(job, ck->first_rank) ? host_of(job, ck->first_rank) : "?");
+    if (cid && cid[0]) fprintf(o, " (clock id %s: a timeline of its own)", cid);
+    fprintf(o, ", rank(s)");
     int shown = 0;
     for (int i = 0; i < job->n && shown < 16; i++)
       if (m->clock_of_rank[i] == c) { fprintf(o, " %d", job->r[i]->rank); shown++; }
     if (ck->nranks > shown) fprintf(o, " (+%d)", ck->nranks - shown);
-    fprintf(o, ": %s", ck->nranks > 1 ? "one clock (same boot), offset 0 exactly" : "its own clock");
+    fprintf(o, ": %s", ck->nranks == 1 ? "its own clock" : cid && cid[0] ? "one clock (same clock id), offset 0 exactly"
+                                                                           : "one clock (same boot), offset 0 exactly");
     if (c == m->root) fprintf(o, "; the reference\n");
     else if (ck->pair < 0) fprintf(o, "; not joined to the reference (left as recorded)\n");
     else {
@@ -44,6 +48,19 @@ void cl_render_clock_lines(const cl_job *job, const cl_clock_model *m, FILE *o) 
   }
 }
 
+void cl_render_channel_lines(const cl_job *job, const cl_channels_an *ch, int top, FILE *o) {
+  fprintf(o, "Channels: %s\n", ch->line);
+  int shown = 0;
+  for (int i = 0; i < ch->n && shown + 1 < top; i++) {   /* the other ranks with a finding */
+    const cl_ch_rank *c = &ch->r[i];
+    if (i == ch->head || (c->v.kind != CL_SG_STRAGGLER && c->v.kind != CL_SG_STALLS_ONLY)) continue;
+    fprintf(o, "  also rank %d: %s\n", job->r[c->rank_idx]->rank, c->line);
+    shown++;
+  }
+  if (ch->n_over)
+    fprintf(o, "  (%lld kernel_ch slice(s) past the %u kept per rank were not analysed)\n", (long long)ch->n_over, CL_CHEND_MAX);
+}
+
 void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   const cl_verdict_an *vd = &an->vd;
   const cl_sg_verdict *v = &vd->v;
@@ -52,6 +69,9 @@ void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   fprintf(o, "  evidence: %s; %lld instance(s), %lld in the start-up period, %lld not called inside the clock error; "
           "false-accusation rate %.0f%% per job\n", cl_sg_evidence_name(v->evidence), (long long)v->n_inst,
           (long long)v->n_startup, (long long)v->n_within_clock, 100 * v->alpha);
+  if (vd->n_not_causal || vd->n_impossible)
+    fprintf(o, "  left out: %lld instance(s) of Broadcast/Reduce-like collectives (a late receiver makes no one wait), "
+            "%lld with impossible times (a GPU start after a peer's end)\n", (long long)vd->n_not_causal, (long long)vd->n_impossible);
   for (int k = 1; k < v->nstraggler && k < top; k++) {
     const cl_sg_suspect *s = &v->straggler[k];
     fprintf(o, "  also: rank %d, last in %lld of %lld by a median %s; cost %.3f s\n", job->r[s->who]->rank,
@@ -63,6 +83,7 @@ void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     fprintf(o, "  stall: rank %d +%s at %s #%lld\n", job->r[st->who]->rank, cl_fmt_time(b1, sizeof b1, st->margin_ns),
             cl_func_name(in->func), (long long)in->seq);
   }
+  cl_render_channel_lines(job, &an->chv, top, o);
   fprintf(o, "Clock model (reference: rank %d's host)\n", job->ref_rank);
   cl_render_clock_lines(job, an->cm, o);
   if (vd->steps_source != CL_STEPS_NONE && vd->nsteps) {
@@ -86,18 +107,33 @@ void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
 
 /* ---- JSON (docs/verdict.md) ---- */
 
-static json_object *inst_key(const cl_job *job, uint32_t id, json_object *e) {
-  const cl_inst *in = &job->inst.a[id];
-  json_object_object_add(e, "comm", jcomm(in->comm));
-  json_object_object_add(e, "func", js(cl_func_name(in->func)));
-  json_object_object_add(e, "seq", ji(in->seq));
+/* Whose verdict an object describes: the ranks' (ch NULL: participants are rank indices, instances
+ * the job's) or one rank's channels (participants are channel numbers, instances ch->key). */
+typedef struct { const cl_job *job; const cl_ch_rank *ch; } who_of;
+
+static json_object *inst_key(const who_of *w, uint32_t id, json_object *e) {
+  uint64_t comm; int64_t seq; int func;
+  if (w->ch) { comm = w->ch->key[id].comm; seq = w->ch->key[id].seq; func = w->ch->key[id].func; }
+  else { const cl_inst *in = &w->job->inst.a[id]; comm = in->comm; seq = in->seq; func = in->func; }
+  json_object_object_add(e, "comm", jcomm(comm));
+  json_object_object_add(e, "func", js(func >= 0 ? cl_func_name(func) : NULL));
+  json_object_object_add(e, "seq", ji(seq));
   return e;
 }
+/* "rank" and "host" of a rank verdict's participant; "channel" (and its "rank") of a channel's. */
+static void name_who(const who_of *w, int32_t who, json_object *x) {
+  if (w->ch) {
+    json_object_object_add(x, "channel", ji(who));
+    json_object_object_add(x, "rank", ji(w->job->r[w->ch->rank_idx]->rank));
+  } else {
+    json_object_object_add(x, "rank", ji(w->job->r[who]->rank));
+    json_object_object_add(x, "host", js(host_of(w->job, who)));
+  }
+}
 
-static json_object *suspect_json(const cl_job *job, const cl_sg_verdict *v, const cl_sg_suspect *s) {
+static json_object *suspect_json(const who_of *w, const cl_sg_verdict *v, const cl_sg_suspect *s) {
   json_object *x = json_object_new_object();
-  json_object_object_add(x, "rank", ji(job->r[s->who]->rank));
-  json_object_object_add(x, "host", js(host_of(job, s->who)));
+  name_who(w, s->who, x);
   json_object_object_add(x, "last_count", ji(s->last_count));
   json_object_object_add(x, "units", ji(s->units));
   json_object_object_add(x, "expected", jd(s->expected));
@@ -108,7 +144,7 @@ static json_object *suspect_json(const cl_job *job, const cl_sg_verdict *v, cons
   json_object_object_add(x, "confidence", jd(s->confidence));
   json_object *ev = json_object_new_array();
   for (int k = 0; k < s->nevidence; k++) {
-    json_object *e = inst_key(job, s->evidence[k], json_object_new_object());
+    json_object *e = inst_key(w, s->evidence[k], json_object_new_object());
     json_object_object_add(e, "margin_ns", jr(v->inst[s->evidence[k]].margin_ns));
     json_object_object_add(e, "saving_ns", jr(v->inst[s->evidence[k]].over_median_ns));
     json_object_array_add(ev, e);
@@ -117,11 +153,11 @@ static json_object *suspect_json(const cl_job *job, const cl_sg_verdict *v, cons
   return x;
 }
 
-static json_object *verdict_json(const cl_job *job, const cl_analysis *an) {
-  const cl_sg_verdict *v = &an->vd.v;
+/* The verdict object (docs/verdict.md) of the ranks, or of one rank's channels. */
+static json_object *sg_json(const who_of *w, const cl_sg_verdict *v, const char *line) {
   json_object *x = json_object_new_object(), *c = json_object_new_object();
   json_object_object_add(x, "kind", js(cl_sg_kind_name(v->kind)));
-  json_object_object_add(x, "line", js(an->vd.line));
+  json_object_object_add(x, "line", js(line));
   json_object_object_add(x, "evidence", js(cl_sg_evidence_key(v->evidence)));
   json_object_object_add(x, "unit", js(v->unit_is_step ? "step" : "instance"));
   json_object_object_add(x, "alpha", jd(v->alpha));
@@ -136,19 +172,45 @@ static json_object *verdict_json(const cl_job *job, const cl_analysis *an) {
   json_object_object_add(x, "counts", c);
   json_object_object_add(x, "startup_end_ns", v->startup_end ? ji(v->startup_end) : NULL);
   json_object *sa = json_object_new_array();
-  for (int k = 0; k < v->nstraggler; k++) json_object_array_add(sa, suspect_json(job, v, &v->straggler[k]));
+  for (int k = 0; k < v->nstraggler; k++) json_object_array_add(sa, suspect_json(w, v, &v->straggler[k]));
   json_object_object_add(x, "stragglers", sa);
-  json_object_object_add(x, "largest_effect", v->largest.who >= 0 ? suspect_json(job, v, &v->largest) : NULL);
+  json_object_object_add(x, "largest_effect", v->largest.who >= 0 ? suspect_json(w, v, &v->largest) : NULL);
   json_object *st = json_object_new_array();
   for (size_t k = 0; k < v->nstall; k++) {
     json_object *e = json_object_new_object();
-    json_object_object_add(e, "rank", ji(job->r[v->stall[k].who]->rank));
-    json_object_object_add(e, "host", js(host_of(job, v->stall[k].who)));
-    inst_key(job, v->stall[k].inst, e);
+    name_who(w, v->stall[k].who, e);
+    inst_key(w, v->stall[k].inst, e);
     json_object_object_add(e, "margin_ns", jr(v->stall[k].margin_ns));
     json_object_array_add(st, e);
   }
   json_object_object_add(x, "stalls", st);
+  return x;
+}
+
+static json_object *channels_json(const cl_job *job, const cl_channels_an *ch) {
+  json_object *x = json_object_new_object(), *ra = json_object_new_array();
+  json_object_object_add(x, "line", js(ch->line));
+  json_object_object_add(x, "rank", ch->head >= 0 ? ji(job->r[ch->r[ch->head].rank_idx]->rank) : NULL);
+  json_object_object_add(x, "not_analysed", ji(ch->n_over));
+  for (int i = 0; i < ch->n; i++) {
+    who_of w = { job, &ch->r[i] };
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "rank", ji(job->r[ch->r[i].rank_idx]->rank));
+    json_object_object_add(e, "host", js(host_of(job, ch->r[i].rank_idx)));
+    json_object_object_add(e, "verdict", sg_json(&w, &ch->r[i].v, ch->r[i].line));
+    json_object_array_add(ra, e);
+  }
+  json_object_object_add(x, "ranks", ra);
+  return x;
+}
+
+static json_object *verdict_json(const cl_job *job, const cl_analysis *an) {
+  who_of w = { job, NULL };
+  json_object *x = sg_json(&w, &an->vd.v, an->vd.line), *c = NULL;
+  json_object_object_get_ex(x, "counts", &c);
+  json_object_object_add(c, "not_causal", ji(an->vd.n_not_causal));
+  json_object_object_add(c, "impossible", ji(an->vd.n_impossible));
+  json_object_object_add(x, "channels", channels_json(job, &an->chv));
   return x;
 }
 
@@ -161,6 +223,7 @@ static json_object *clock_json(const cl_job *job, const cl_clock_model *m) {
     json_object *e = json_object_new_object(), *rk = json_object_new_array();
     json_object_object_add(e, "host", js(in->host));
     json_object_object_add(e, "boot_id", js(in->boot_id));
+    json_object_object_add(e, "clock_id", js(in->clock_id));
     for (int i = 0; i < job->n; i++) if (m->clock_of_rank[i] == c) json_object_array_add(rk, ji(job->r[i]->rank));
     json_object_object_add(e, "ranks", rk);
     json_object *sy = NULL;

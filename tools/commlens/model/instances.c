@@ -1,10 +1,9 @@
-/* align.c: matches collective instances (comm, func, seq, occurrence) across ranks; the
+/* instances.c: matches collective instances (comm, func, seq, occurrence) across ranks; the
  * clock alignment of those instances is the analyse stage's (analyse/clock_align.c). The
  * occurrence tells apart instances that share a seq on one rank: NCCL numbers CUDA-graph
  * replays all 0 (without KernelCh), and every rank replays its graphs in the same order, so the
  * k-th (comm, func, seq) on one rank is the k-th on every other. */
 #include "tools/commlens/model/load.h"
-#include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,13 +80,4 @@ void cl_job_instances(cl_job *job) {
       job->mem.a[in->first + in->count++] = (cl_member){ (uint32_t)ri, (uint32_t)k };
     }
   }
-}
-
-void cl_clock_json(json_object *o, const cl_rank *r) {
-  json_object_object_add(o, "aligned", json_object_new_boolean(r->aligned));
-  json_object_object_add(o, "offset_ns", json_object_new_int64(r->offset_ns));
-  json_object_object_add(o, "err_ns", json_object_new_int64(r->off_err_ns));
-  json_object_object_add(o, "mad_ns", json_object_new_int64(r->off_mad_ns));
-  json_object_object_add(o, "samples", json_object_new_int(r->off_samples));
-  json_object_object_add(o, "via_rank", json_object_new_int(r->off_via));
 }
