@@ -344,6 +344,37 @@ static int cmp_suspect(const void *a, const void *b) {
   return x->who - y->who;
 }
 
+/* A stall is a margin that chance reaches once per job with probability alpha at most (the
+ * exponential-tail bound in cl_sg_analyse), so CL_SG_REPEAT stalls of one participant are no
+ * accident even where counting last arrivals cannot tell it from chance: a rank late every
+ * third step beside one other rank (its chance share is half), two ranks taking turns. Each
+ * such participant not already named becomes a straggler on its stalls: K = its stalls, the
+ * median over them, p bounded by alpha; its stalls leave the one-off list (they are its
+ * evidence). */
+static void name_repeated_stalls(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t *elig, size_t ne,
+                                 const who_stat *ws) {
+  int64_t *cnt = cl_xcalloc((size_t)in->nwho + 1, sizeof *cnt);
+  for (size_t k = 0; k < v->nstall; k++) cnt[v->stall[k].who]++;
+  double *lat = cl_xmalloc((v->nstall + 1) * sizeof *lat);
+  for (int w = 0; w < in->nwho; w++) {
+    int named = 0;
+    for (int s = 0; s < v->nstraggler; s++) named |= v->straggler[s].who == w;
+    if (named || cnt[w] < CL_SG_REPEAT) continue;
+    cl_sg_suspect *s = &v->straggler[v->nstraggler++];
+    fill_suspect(in, v, elig, ne, &ws[w], w, v->alpha, s);
+    size_t n = 0, keep = 0;
+    for (size_t k = 0; k < v->nstall; k++) {
+      if (v->stall[k].who == w) { lat[n++] = v->stall[k].margin_ns; v->inst[v->stall[k].inst].stall = 0; }
+      else v->stall[keep++] = v->stall[k];
+    }
+    v->nstall = keep;
+    s->stalls = s->last_count = (int64_t)n;
+    s->median_lateness_ns = cl_median_dbl(lat, n);
+  }
+  free(lat); free(cnt);
+  qsort(v->straggler, (size_t)v->nstraggler, sizeof *v->straggler, cmp_suspect);
+}
+
 void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
   memset(v, 0, sizeof *v);
   v->evidence = in->evidence;
@@ -447,6 +478,8 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
     r->stall = 1;
     v->stall[v->nstall++] = (cl_sg_stall){ids[k], r->last, r->margin_ns};
   }
+  v->stall_threshold_ns = thr;
+  name_repeated_stalls(in, v, ids, ne, ws);
   qsort(v->stall, v->nstall, sizeof *v->stall, cmp_stall);
   v->kind = v->nstraggler ? CL_SG_STRAGGLER : v->nstall ? CL_SG_STALLS_ONLY : CL_SG_NONE;
   for (int w = 0; w < in->nwho; w++) free(ws[w].lat);
@@ -477,9 +510,15 @@ const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {
   case CL_SG_STRAGGLER: {
     const cl_sg_suspect *s = &v->straggler[0];
     name_who(who, sizeof who, v->who_word, s->who, s->host);
-    len = (size_t)snprintf(buf, n, "%s is %s: last in %lld of %lld %s by a median %s; it cost the job %.3f s",
-                           who, ch ? "slow" : "a straggler", (long long)s->last_count, (long long)s->units, unit,
-                           cl_fmt_time(t1, sizeof t1, s->median_lateness_ns), s->cost_ns / 1e9);
+    if (s->stalls)
+      len = (size_t)snprintf(buf, n, "%s is %s: stalled in %lld of %lld %s by a median %s (a stall: over %s); it cost the job %.3f s",
+                             who, ch ? "slow" : "a straggler", (long long)s->stalls, (long long)s->units, unit,
+                             cl_fmt_time(t1, sizeof t1, s->median_lateness_ns),
+                             cl_fmt_time(t2, sizeof t2, v->stall_threshold_ns), s->cost_ns / 1e9);
+    else
+      len = (size_t)snprintf(buf, n, "%s is %s: last in %lld of %lld %s by a median %s; it cost the job %.3f s",
+                             who, ch ? "slow" : "a straggler", (long long)s->last_count, (long long)s->units, unit,
+                             cl_fmt_time(t1, sizeof t1, s->median_lateness_ns), s->cost_ns / 1e9);
     if (v->job_ns > 0 && len < n)
       len += (size_t)snprintf(buf + len, n - len, " of %.3f s (%.1f%%)", v->job_ns / 1e9, 100.0 * s->cost_ns / v->job_ns);
     /* stragglers taking turns: every one named is in the line, not only the costliest */

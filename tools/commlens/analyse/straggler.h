@@ -25,6 +25,11 @@
 #define CL_SG_STALL_FACTOR 10.0       /* a one-off stall: at least this many times the noise
                                          floor (and the median margin where no suspect was last);
                                          more for long runs: log2(instances / alpha) times */
+#define CL_SG_REPEAT 3                /* stalls of one participant that make it a straggler: a
+                                         stall is beyond chance at the job's alpha once, so
+                                         repeated ones are a pattern (every Nth step, turns taken
+                                         between two ranks, where counting last arrivals cannot
+                                         beat chance) */
 #define CL_SG_EVIDENCE_MAX 8          /* evidence instances kept per suspect */
 
 /* What the arrival values are, most direct first (the verdict says which it used). */
@@ -89,6 +94,8 @@ typedef struct {
   double cost_ns;                 /* the what-if: it arrives at the median time */
   double p_value;                 /* one-sided binomial tail, times the number of participants */
   double confidence;              /* 1 - p_value */
+  int64_t stalls;                 /* > 0: named for repeated stalls (last_count = stalls, median over
+                                     them, p_value = alpha, a bound); 0: by the count test */
   uint32_t evidence[CL_SG_EVIDENCE_MAX]; int nevidence;   /* costliest instances, most first */
 } cl_sg_suspect;
 
@@ -108,6 +115,7 @@ typedef struct {
   cl_sg_suspect largest;            /* the strongest case seen (who -1: none), named or not */
   cl_sg_stall *stall; size_t nstall;           /* largest first */
   double noise_floor_ns;            /* the run's margin by chance */
+  double stall_threshold_ns;        /* a margin beyond this is a stall */
   double job_ns;
   int64_t n_inst, n_startup, n_eligible, n_units, n_within_clock;
   int64_t startup_end;              /* aligned end of the start-up period; 0: none */

@@ -74,8 +74,8 @@ void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
             "%lld with impossible times (a GPU start after a peer's end)\n", (long long)vd->n_not_causal, (long long)vd->n_impossible);
   for (int k = 1; k < v->nstraggler && k < top; k++) {
     const cl_sg_suspect *s = &v->straggler[k];
-    fprintf(o, "  also: rank %d, last in %lld of %lld by a median %s; cost %.3f s\n", job->r[s->who]->rank,
-            (long long)s->last_count, (long long)s->units, cl_fmt_time(b1, sizeof b1, s->median_lateness_ns), s->cost_ns / 1e9);
+    fprintf(o, "  also: rank %d, %s %lld of %lld by a median %s; cost %.3f s\n", job->r[s->who]->rank,
+            s->stalls ? "stalled in" : "last in", (long long)s->last_count, (long long)s->units, cl_fmt_time(b1, sizeof b1, s->median_lateness_ns), s->cost_ns / 1e9);
   }
   for (size_t k = 0; k < v->nstall && (int)k < top; k++) {
     const cl_sg_stall *st = &v->stall[k];
@@ -142,6 +142,7 @@ static json_object *suspect_json(const who_of *w, const cl_sg_verdict *v, const 
   json_object_object_add(x, "cost_share", v->job_ns > 0 ? jd(s->cost_ns / v->job_ns) : NULL);
   json_object_object_add(x, "p_value", jd(s->p_value));
   json_object_object_add(x, "confidence", jd(s->confidence));
+  json_object_object_add(x, "stalls", ji(s->stalls));
   json_object *ev = json_object_new_array();
   for (int k = 0; k < s->nevidence; k++) {
     json_object *e = inst_key(w, s->evidence[k], json_object_new_object());
@@ -162,6 +163,7 @@ static json_object *sg_json(const who_of *w, const cl_sg_verdict *v, const char 
   json_object_object_add(x, "unit", js(v->unit_is_step ? "step" : "instance"));
   json_object_object_add(x, "alpha", jd(v->alpha));
   json_object_object_add(x, "noise_floor_ns", jr(v->noise_floor_ns));
+  json_object_object_add(x, "stall_threshold_ns", jr(v->stall_threshold_ns));
   json_object_object_add(x, "min_margin_ns", jr(v->min_margin_ns));
   json_object_object_add(x, "job_ns", v->job_ns > 0 ? jr(v->job_ns) : NULL);
   json_object_object_add(c, "instances", ji(v->n_inst));
