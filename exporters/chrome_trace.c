@@ -8,15 +8,17 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A thread family (lanes: nlanes, tids) or an async track (async: 1, name its track's). */
 typedef struct { uint64_t key; uint32_t nlanes, cap; uint64_t *last_end; int64_t *last_vend; uint32_t *tids;
-                 char name[96]; int sort; } ct_family;
+                 char name[96]; int sort, async; } ct_family;
 
 struct cl_ct {
   int pid;
   int64_t off;
   cl_sb body;
   uint64_t nevents;
-  uint32_t next_tid;
+  uint32_t next_tid, nasync;  /* thread tracks made: next_tid - 1; async track names: nasync */
+  uint64_t next_async_id;
   ct_family *fam;          /* open-addressed by key */
   uint32_t fam_cap, fam_n;
 };
@@ -126,6 +128,67 @@ uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t s
   if (end > f->last_end[k]) f->last_end[k] = end;
   if (vstart + (int64_t)(end - start) > f->last_vend[k]) f->last_vend[k] = vstart + (int64_t)(end - start);
   return f->tids[k];
+}
+
+uint32_t ct_tracks(const cl_ct *ct) { return ct->next_tid - 1 + ct->nasync; }
+uint64_t ct_async_id(cl_ct *ct) { return ++ct->next_async_id; }
+
+/* The async track `key`: made on first use with `name` (or taken from the fold track). */
+static ct_family *async_family(cl_ct *ct, uint64_t key, const char *name) {
+  ct_family *f = family(ct, key);
+  if (!f) return NULL;
+  if (!f->cap) {
+    f->key = key;
+    f->cap = 1;               /* marks the slot used; an async family has no lanes */
+    f->async = 1;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    ct->fam_n++;
+  }
+  return f;
+}
+
+const char *ct_async_track(cl_ct *ct, uint64_t key, const char *name, uint64_t fold_key, const char *fold_name,
+                           uint32_t budget) {
+  ct_family *f = family(ct, key);
+  if (f && f->cap) return f->name;
+  /* a new key: its own track within the budget, else the fold track, counted when first named */
+  int own = ct_tracks(ct) < budget;
+  if (!own) {
+    ct_family *fold = family(ct, fold_key);
+    if (fold && !fold->cap) { async_family(ct, fold_key, fold_name); ct->nasync++; }
+  } else {
+    ct->nasync++;
+  }
+  f = async_family(ct, key, own ? name : fold_name);   /* after the fold's: a grown table moves slots */
+  return f ? f->name : fold_name;
+}
+
+static void async_head(cl_ct *ct, char ph, uint64_t id, const char *name, const char *cat, uint64_t ts) {
+  cl_sb *b = &ct->body;
+  ev_open(ct);
+  sb_printf(b, "{\"ph\":\"%c\",\"pid\":%d,\"ts\":", ph, ct->pid);
+  sb_us(b, (int64_t)ts + ct->off);
+  sb_puts(b, ",\"cat\":\"");
+  sb_puts(b, cat);
+  sb_puts(b, "\",\"name\":");
+  sb_jstr(b, name);
+  sb_puts(b, ",\"id2\":{\"local\":\"");
+  sb_hex(b, id);
+  sb_puts(b, "\"}");
+}
+
+int ct_async_begin(cl_ct *ct, uint64_t id, const char *name, const char *cat, uint64_t start, uint64_t dur) {
+  if ((int64_t)dur < 0) dur = 0;              /* as ct_slice_begin */
+  async_head(ct, 'b', id, name, cat, start);
+  sb_puts(&ct->body, ",\"dur\":");
+  sb_us(&ct->body, (int64_t)dur);
+  sb_puts(&ct->body, ",\"args\":{");
+  return 1;
+}
+
+void ct_async_end(cl_ct *ct, uint64_t id, const char *name, const char *cat, uint64_t end) {
+  async_head(ct, 'e', id, name, cat, end);
+  sb_puts(&ct->body, "}");
 }
 
 int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t) {

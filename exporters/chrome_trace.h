@@ -35,6 +35,24 @@ uint64_t ct_fit(const cl_ct *ct, uint64_t start, uint64_t dur, uint64_t end, int
 int ct_slice_begin(cl_ct *ct, uint32_t tid, const char *name, const char *cat, uint64_t start,
                    uint64_t dur);
 void ct_slice_end(cl_ct *ct);
+/* Async slices (Chrome JSON "b"/"e", process-scoped ids): what overlaps on one track without
+ * lanes. Perfetto keys an async slice's track by (pid, cat, id) and names it after its first
+ * slice; its UI shows a process's async tracks of one name as one track, stacking overlaps.
+ * So every slice of a track carries the track's name (a child nested under a slice shares its
+ * id and cat and may have its own name). ct_async_track returns that name: `name` for a new
+ * key while the rank has fewer than `budget` top-level tracks (thread tracks and async
+ * names), else `fold_name`, the track `fold_key` that keys past the budget share (kept for
+ * the key from then on; counted once). The string is owned by ct. */
+const char *ct_async_track(cl_ct *ct, uint64_t key, const char *name, uint64_t fold_key, const char *fold_name,
+                           uint32_t budget);
+uint64_t ct_async_id(cl_ct *ct);            /* a fresh id (never 0) */
+/* Opens the "b" of slice `id` on track `name`; the caller appends args as for ct_slice_begin,
+ * then ct_slice_end, then (after any children) ct_async_end with the same id, name and cat.
+ * The "b" also carries "dur" (its "e" minus its "b", what our own readers use). */
+int ct_async_begin(cl_ct *ct, uint64_t id, const char *name, const char *cat, uint64_t start, uint64_t dur);
+void ct_async_end(cl_ct *ct, uint64_t id, const char *name, const char *cat, uint64_t end);
+/* Top-level tracks so far: thread tracks (lanes included) and async track names. */
+uint32_t ct_tracks(const cl_ct *ct);
 void ct_flow(cl_ct *ct, uint64_t id, uint32_t from_tid, uint64_t from_ts, uint32_t to_tid,
              uint64_t to_ts);
 void ct_counter(cl_ct *ct, const char *name, uint64_t ts, const char *series, int64_t value);
