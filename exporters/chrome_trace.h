@@ -1,7 +1,8 @@
-/* chrome_trace.h: formats trace events for one rank (pid) into a body buffer: slices (X),
- * flows, counters and the metadata naming processes and tracks. Tracks come in families
- * (e.g. "comm 1a2b: ch 3 GPU"); a family spreads slices that would partially overlap over
- * numbered lanes, so no track ever holds overlapping slices. Writer thread only. */
+/* chrome_trace.h: formats trace events for one rank (pid) into a body buffer: slices (X, and
+ * async b/e), flows, counters and the metadata naming processes and tracks. Thread tracks come
+ * in families (e.g. "comm 1a2b: GPU"); a family spreads slices that would partially overlap
+ * over numbered lanes, so no thread track holds overlapping slices. Async tracks hold overlaps
+ * themselves. Writer thread only. */
 #ifndef COMMLENS_CHROME_TRACE_H
 #define COMMLENS_CHROME_TRACE_H
 #include "exporters/strbuf.h"

@@ -6,8 +6,13 @@ JSON: a thread track per (pid, tid) with slices or instants, an async track per 
 the b events that open an id (Perfetto's UI shows a process's async tracks of one name as one
 track; a child slice on an open id is drawn on its parent's), a counter
 track per (pid, name, series). pftrace: the tracks whose parent is a process track; tracks
-nested below one of them are counted apart as grouped (collapsed in the UI).
-Prints one line per rank: rank, top-level tracks, then the largest families; exit 0."""
+nested below one of them are counted apart as grouped (collapsed in the UI; lanes of one name
+under one parent count once, as the UI merges them).
+Prints one line per rank: rank, top-level tracks, then the largest families.
+--check also holds slices to Perfetto's importer rules: JSON async b/e per (pid, cat, id) and
+pftrace slice begin/end per track, in time order (file order among equal times): every begin
+closed, no end without its begin. --max N: a rank with more than N top-level tracks fails.
+Exit 0, or 1 when a check or --max failed."""
 import gzip, json, re, sys
 from collections import Counter, defaultdict
 
@@ -24,9 +29,36 @@ def family(name):
     return re.sub(r'\bch \d+\b', 'ch N', name)
 
 
-def json_tracks(data):
+def us_ns(v):
+    # as Perfetto's JSON importer reads a ts: llround(us * 1000.0)
+    return int(round(float(v) * 1000.0))
+
+
+def stack_problems(events):
+    """events: (track, ts, order, +1 begin / -1 end); the first problem, or None."""
+    depth = Counter()
+    for track, ts, _, kind in sorted(events, key=lambda e: (str(e[0]), e[1], e[2])):
+        if kind < 0 and not depth[track]:
+            return 'track %s: an end at %d ns without its begin' % (track, ts)
+        depth[track] += kind
+    left = [t for t, d in depth.items() if d]
+    return 'track %s: a begin never closed' % (left[0],) if left else None
+
+
+def json_check(evs):
+    marks = []
+    for i, e in enumerate(evs):
+        if e.get('ph') in ('b', 'e'):
+            id2 = e.get('id2') or {}
+            key = (e.get('pid') if 'local' in id2 else '-', e.get('cat'), json.dumps(id2 or e.get('id')))
+            marks.append((key, us_ns(e.get('ts', 0)), i, 1 if e['ph'] == 'b' else -1))
+    return stack_problems(marks)
+
+
+def json_tracks(data, check):
     doc = json.loads(data)
     evs = doc['traceEvents'] if isinstance(doc, dict) else doc
+    problem = json_check(evs) if check else None
     names, top, depth = {}, defaultdict(dict), Counter()
     for e in evs:
         if e.get('ph') == 'M' and e.get('name') == 'thread_name':
@@ -50,7 +82,7 @@ def json_tracks(data):
         elif ph == 'C':
             for s in e.get('args', {}):
                 top[pid][('c', e.get('name'), s)] = e.get('name', '')
-    return {pid: (list(t.values()), 0) for pid, t in top.items()}
+    return {pid: (list(t.values()), 0) for pid, t in top.items()}, problem
 
 
 def varint(b, i):
@@ -80,13 +112,21 @@ def fields(b):
         yield f, v
 
 
-def pftrace_tracks(data):
-    # TracePacket.track_descriptor = 60: uuid 1, parent_uuid 5, name 2, process 3 (pid 1)
-    desc = {}
-    for f, pkt in fields(data):
+def pftrace_tracks(data, check):
+    # TracePacket.track_descriptor = 60: uuid 1, parent_uuid 5, name 2, process 3 (pid 1);
+    # timestamp = 8, track_event = 11: type 9 (1 begin, 2 end), track_uuid 11
+    desc, marks = {}, []
+    for order, (f, pkt) in enumerate(fields(data)):
         if f != 1:
             continue
+        ts = 0
         for pf, v in fields(pkt):
+            if pf == 8:
+                ts = v
+            if pf == 11 and check:
+                te = dict(fields(v))
+                if te.get(9) in (1, 2):
+                    marks.append((te.get(11, 0), ts, order, 1 if te[9] == 1 else -1))
             if pf != 60:
                 continue
             d = {'parent': None, 'name': '', 'pid': None}
@@ -105,7 +145,7 @@ def pftrace_tracks(data):
     for u, d in desc.items():
         if d['pid'] is not None:
             out.setdefault(u, ([], 0))
-    grouped = Counter()
+    grouped = defaultdict(set)
     res = defaultdict(list)
     for u, d in desc.items():
         p = d['parent']
@@ -116,24 +156,41 @@ def pftrace_tracks(data):
             while q in desc and desc[q]['parent'] not in out and desc[q]['parent'] is not None:
                 q = desc[q]['parent']
             if q in desc and desc[q]['parent'] in out:
-                grouped[desc[desc[q]['parent']]['pid']] += 1
-    return {desc[u]['pid']: (res[desc[u]['pid']], grouped[desc[u]['pid']]) for u in out}
+                # lanes of one name under one parent are one track in the UI
+                grouped[desc[desc[q]['parent']]['pid']].add((p, d['name']))
+    ranks = {desc[u]['pid']: (res[desc[u]['pid']], len(grouped[desc[u]['pid']])) for u in out}
+    return ranks, stack_problems(marks) if check else None
 
 
 def main(argv):
-    if len(argv) < 2:
+    args, check, limit, status = argv[1:], False, None, 0
+    while args and args[0].startswith('--'):
+        if args[0] == '--check':
+            check, args = True, args[1:]
+        elif args[0] == '--max' and len(args) > 1:
+            limit, args = int(args[1]), args[2:]
+        else:
+            break
+    if not args:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    for path in argv[1:]:
+    for path in args:
         data = read_bytes(path)
-        ranks = json_tracks(data) if data.lstrip()[:1] in (b'{', b'[') else pftrace_tracks(data)
+        is_json = data.lstrip()[:1] in (b'{', b'[')
+        ranks, problem = json_tracks(data, check) if is_json else pftrace_tracks(data, check)
+        if problem:
+            print('%s: %s' % (path, problem))
+            status = 1
         for pid in sorted(ranks, key=lambda p: (p is None, p if isinstance(p, int) else 0)):
             names, grouped = ranks[pid]
             fams = Counter(family(n) for n in names).most_common(3)
             top = ', '.join('%d %s' % (c, n) for n, c in fams)
             extra = ' (+%d grouped)' % grouped if grouped else ''
             print('%s: rank %s: %d top-level tracks%s; most: %s' % (path, pid, len(names), extra, top))
-    return 0
+            if limit is not None and len(names) > limit:
+                print('%s: rank %s: more than %d top-level tracks' % (path, pid, limit))
+                status = 1
+    return status
 
 
 if __name__ == '__main__':

@@ -346,6 +346,26 @@ static void check_cli(const char *mode, const char *dir, const rec_facts *f, con
   CHECK(win_async > 0 && win_async < all_async, "%s: %zu async ops and channel kernels in the window, %zu in all", mode,
         win_async, all_async);
   tr_free(&m);
+  /* pftrace carries every async slice (no "left out" line) as lanes under one group per rank;
+   * tools/track_count.py --check holds its slices to begin/end per track in time order and
+   * counts each rank's top-level tracks */
+  char cmd[2048], pft[700], errf[700], line[512];
+  snprintf(pft, sizeof pft, "%s.merged.pftrace", dir);
+  snprintf(errf, sizeof errf, "%s.merge.err", dir);
+  snprintf(cmd, sizeof cmd, "'%s' merge '%s' -o '%s' 2>'%s'", cli, dir, pft, errf);
+  char *sh_argv[] = {"/bin/sh", "-c", cmd, NULL};
+  rc = finish(start(sh_argv, NULL, "/dev/null"));
+  CHECK(rc == 0, "%s: `%s` exited %d", mode, cmd, rc);
+  FILE *ef = fopen(errf, "r");
+  int left_out = 0;
+  while (ef && fgets(line, sizeof line, ef)) if (strstr(line, "left out")) { left_out = 1; fprintf(stderr, "  %s", line); }
+  if (ef) fclose(ef);
+  CHECK(!left_out, "%s: the pftrace merge left events out", mode);
+  char max[16];
+  snprintf(max, sizeof max, "%u", CL_TRACK_BUDGET);
+  char *py_argv[] = {"/usr/bin/env", "python3", "tools/track_count.py", "--check", "--max", max, pft, NULL};
+  rc = finish(start(py_argv, NULL, NULL));
+  CHECK(rc == 0, "%s: tools/track_count.py --check --max %s %s exited %d", mode, max, pft, rc);
 }
 
 /* ---- one recorded run: both ranks replayed at once into one directory --------------------- */

@@ -552,7 +552,8 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
     fprintf(stderr, "commlens: merge: %lld flow event(s) left out: more than 2^32 distinct flow ids in a file, or more "
             "than 2^20 ranks\n", (long long)m.flows_lost);
   if (m.not_carried)
-    fprintf(stderr, "commlens: merge: %lld event(s) of kinds Perfetto's TrackEvent has no form for (async, object) left out\n",
+    fprintf(stderr, "commlens: merge: %lld event(s) Perfetto's TrackEvent has no form for (async instants, object and sample "
+            "events, an async end without its begin) left out\n",
             (long long)m.not_carried);
   free(m.sel); free(m.qi_of); free(m.flow_ok);
   return err ? -1 : 0;

@@ -44,6 +44,7 @@ typedef struct { uint64_t uuid; int64_t tid, sort; char *name; int has_sort, des
  * sibling tracks of one name as one track. An open id maps to its lane. */
 typedef struct { uint64_t uuid; uint32_t name; int64_t end; } lane;
 #define ASYNC_OPEN 64
+#define ASYNC_LANES 4096   /* lanes per rank: ours need a few per track; more is not our writer's */
 typedef struct { char key[120]; int n, depth; size_t lane; } open_id;
 typedef struct { int kind; uint32_t id; } fresh_entry;
 
@@ -312,13 +313,15 @@ static void describe_async(cl_pft_seq *s, uint64_t uuid, uint64_t parent, const 
   packet_end(s);
 }
 
-/* The lane for a slice opening an id at [ts, end] (end unknown: INT64_MAX until its "e"). */
+/* The lane for a slice opening an id at [ts, end] (end unknown: INT64_MAX until its "e");
+ * SIZE_MAX past ASYNC_LANES. */
 static size_t async_lane(cl_pft_seq *s, const cl_ev *ev, int64_t ts, int64_t end) {
   int added;
   uint32_t nm = cl_strtab_id(&s->anames, ev->name.p ? ev->name.p : "", (size_t)ev->name.n, &added);
   size_t i;
   for (i = 0; i < s->lanes.n && (s->lanes.a[i].name != nm || s->lanes.a[i].end > ts); i++) {}
   if (i == s->lanes.n) {
+    if (s->lanes.n == ASYNC_LANES) return SIZE_MAX;
     if (!s->detail_uuid) {
       s->detail_uuid = s->proc_uuid + ++s->ntracks;
       describe_async(s, s->detail_uuid, s->proc_uuid, "detail (communicators, channels)", 1, 0);
@@ -334,8 +337,8 @@ static size_t async_lane(cl_pft_seq *s, const cl_ev *ev, int64_t ts, int64_t end
 }
 
 /* A "b" opens a slice on its id's lane (a new id: a free lane of its name), an "e" closes the
- * innermost one open there; an "e" of no open id, or a "b" past ASYNC_OPEN open ids, is not
- * carried. */
+ * innermost one open there; an "e" of no open id, or a "b" past ASYNC_OPEN open ids or
+ * ASYNC_LANES lanes, is not carried. */
 static void async_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, uint64_t flow) {
   char key[120];
   int n = cl_ev_async_key(ev, key, sizeof key), i;
@@ -352,11 +355,15 @@ static void async_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, uint64_t flo
     return;
   }
   if (!found) {
-    if (n < 0 || s->nopen == ASYNC_OPEN) { s->not_carried++; return; }
+    size_t l;
+    if (n < 0 || s->nopen == ASYNC_OPEN ||
+        (l = async_lane(s, ev, ts, ev->has_dur && ev->dur_ns >= 0 ? ts + ev->dur_ns : INT64_MAX)) == SIZE_MAX) {
+      s->not_carried++;
+      return;
+    }
     i = s->nopen++;
     memcpy(s->open[i].key, key, (size_t)n);
-    s->open[i].n = n; s->open[i].depth = 0;
-    s->open[i].lane = async_lane(s, ev, ts, ev->has_dur && ev->dur_ns >= 0 ? ts + ev->dur_ns : INT64_MAX);
+    s->open[i].n = n; s->open[i].depth = 0; s->open[i].lane = l;
   }
   s->open[i].depth++;
   track_event(s, s->lanes.a[s->open[i].lane].uuid, ev, ts, TYPE_SLICE_BEGIN, TE_FLOW_IDS, flow);
