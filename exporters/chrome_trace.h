@@ -21,14 +21,6 @@ void ct_process_meta(cl_ct *ct, const char *name, int sort_index);
  * "<name> lane k". `sort` orders families in the viewer. */
 uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end);
 
-/* What a viewer reading this trace's ts as a double of microseconds (Perfetto's JSON importer:
- * llround(ts * 1000.0)) takes monotonic time t for, in the same monotonic ns. At Unix-epoch
- * magnitudes it is off by up to ~256 ns, so slices that touch exactly can overlap there. */
-int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t);
-/* The longest duration <= dur for a slice at `start` that still ends by `end` exactly and by
- * `vend` as such a viewer sees it (vend: ct_viewer_ns of the next slice's start, or the
- * viewer end ct_viewer_ns(parent start) + parent dur of an enclosing slice). */
-uint64_t ct_fit(const cl_ct *ct, uint64_t start, uint64_t dur, uint64_t end, int64_t vend);
 /* Opens a complete slice; the caller appends args with sb_key/sb_* on ct_body() using the
  * returned `first` flag, then calls ct_slice_end. Times are monotonic ns. A slice never runs
  * backwards: an end before its start (a `dur` that wrapped below zero) is drawn as an instant,
@@ -43,17 +35,16 @@ void ct_slice_end(cl_ct *ct);
  * id and cat and may have its own name). ct_async_track returns that name: `name` for a new
  * key while the rank has fewer than `budget` top-level tracks (thread tracks and async
  * names), else `fold_name`, the track `fold_key` that keys past the budget share (kept for
- * the key from then on; counted once). The string is owned by ct. */
+ * the key from then on; counted once). The string is owned by ct, valid until its next call. */
 const char *ct_async_track(cl_ct *ct, uint64_t key, const char *name, uint64_t fold_key, const char *fold_name,
                            uint32_t budget);
 uint64_t ct_async_id(cl_ct *ct);            /* a fresh id (never 0) */
 /* Opens the "b" of slice `id` on track `name`; the caller appends args as for ct_slice_begin,
- * then ct_slice_end, then (after any children) ct_async_end with the same id, name and cat.
- * The "b" also carries "dur" (its "e" minus its "b", what our own readers use). */
+ * then ct_slice_end, then (after any children) ct_async_end with the same id and cat. The "b"
+ * also carries "dur" (its "e" minus its "b", what our own readers use); the "e" no name: it
+ * closes the innermost slice open on its track (Perfetto matches a name only when given). */
 int ct_async_begin(cl_ct *ct, uint64_t id, const char *name, const char *cat, uint64_t start, uint64_t dur);
-void ct_async_end(cl_ct *ct, uint64_t id, const char *name, const char *cat, uint64_t end);
-/* Top-level tracks so far: thread tracks (lanes included) and async track names. */
-uint32_t ct_tracks(const cl_ct *ct);
+void ct_async_end(cl_ct *ct, uint64_t id, const char *cat, uint64_t end);
 void ct_flow(cl_ct *ct, uint64_t id, uint32_t from_tid, uint64_t from_ts, uint32_t to_tid,
              uint64_t to_ts);
 void ct_counter(cl_ct *ct, const char *name, uint64_t ts, const char *series, int64_t value);

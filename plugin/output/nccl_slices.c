@@ -42,7 +42,7 @@ static int aslice_open(const cl_draw *d, aslice *a, cl_track_family f, uint32_t 
   return ct_async_begin(d->ct, a->id, a->track, cat, s, e - s);
 }
 static void aslice_close(const cl_draw *d, const aslice *a, uint64_t s, uint64_t e) {
-  ct_async_end(d->ct, a->id, a->track, a->cat, e < s ? s : e);
+  ct_async_end(d->ct, a->id, a->cat, e < s ? s : e);
 }
 
 const char *cl_ev_func(const cl_ev *c) {
@@ -240,12 +240,12 @@ void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint6
   ct_slice_end(d->ct);
   /* the phases: children of the step on its async track (same id and cat, so Perfetto nests
    * them there), one after another; async times are each read on their own, so a viewer's
-   * rounding keeps their order and no ct_fit is needed */
+   * rounding keeps their order (no duration is added to a rounded start) */
   for (int i = 0; i < e->nst; i++) {
     ct_async_begin(d->ct, a.id, cl_state_name(e->st[i].st), a.cat, ps[i], pt[i] - ps[i]);
     sb_puts(b, "\"phase\":true");
     ct_slice_end(d->ct);
-    ct_async_end(d->ct, a.id, cl_state_name(e->st[i].st), a.cat, pt[i]);
+    ct_async_end(d->ct, a.id, a.cat, pt[i]);
   }
   aslice_close(d, &a, e->start, e->stop);
 }

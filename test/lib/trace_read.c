@@ -1,6 +1,7 @@
 /* trace_read.c (tests): whole-file json-c loader of one per-rank trace and the checks tests
  * share. Owns the parsed tree (tr_free); everything it hands out is borrowed from it. */
 #include "trace_read.h"
+#include "plugin/output/tracks.h"
 #include <math.h>
 #include <errno.h>
 #include <stdio.h>
@@ -70,11 +71,18 @@ static int parse(tr_trace *t, const char *path, char *err, size_t errn) {
   return 0;
 }
 
+static int check_view(json_object *events, char *msg, size_t n, int viewer);
+static int check_async(json_object *events, char *msg, size_t n, int viewer, int convert);
 int tr_load(tr_trace *t, const char *path, char *err, size_t errn) {
   if (parse(t, path, err, errn)) return -1;
   char first[512];
-  int bad = tr_check_tracks(t, first, sizeof first);
-  if (!bad) { tr_async_as_slices(t->events); return 0; }
+  /* tr_check_tracks, with the async slices turned into slices by the exact pass (a trace that
+   * fails is freed whatever the pass did) */
+  int bad = check_async(t->events, first, sizeof first, 0, 1);
+  if (!bad) bad = check_async(t->events, first, sizeof first, 1, 0);
+  if (!bad) bad = check_view(t->events, first, sizeof first, 0);
+  if (!bad) bad = check_view(t->events, first, sizeof first, 1);
+  if (!bad) return 0;
   snprintf(err, errn, "%d slices break the track rules (nesting, exact non-negative times, async b/e pairs); "
            "first: %s (in %s)", bad, first, path);
   tr_free(t);
@@ -205,8 +213,6 @@ static int viewer_ns(json_object *v, int64_t *ns) {
   return 0;
 }
 
-static int check_view(json_object *events, char *msg, size_t n, int viewer);
-static int check_async(json_object *events, char *msg, size_t n, int viewer, int convert);
 int tr_check_events(json_object *events, char *msg, size_t n) {
   int bad = check_async(events, msg, n, 0, 0);
   if (!bad) bad = check_async(events, msg, n, 1, 0);
@@ -220,10 +226,17 @@ int tr_check_events(json_object *events, char *msg, size_t n) {
  * innermost one open on its track and an "e" closes that innermost one, whose name it must
  * carry. So: ids matched, every "b" closed, no "e" without its "b", children closed before
  * their parent, and a "b"'s "dur" (ours carry it) equal to its "e" minus its "b". ---- */
-typedef struct { char key[160]; int64_t ts; size_t idx; char ph; } async_ev;
+typedef struct { char key[160]; uint64_t h; int64_t ts; size_t idx; char ph; } async_ev;
 
-static int by_key_time(const void *a, const void *b) {
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int by_key_time(const void *a, const void *b) {   /* by key (its hash first: fast), then time */
   const async_ev *x = a, *y = b;
+  if (x->h != y->h) return x->h < y->h ? -1 : 1;
   int c = strcmp(x->key, y->key);
   if (c) return c;
   if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
@@ -244,8 +257,9 @@ static int async_key(json_object *ev, char *key, size_t n) {
   return 1;
 }
 
-/* convert: after a clean check, each "b" becomes the X slice it draws (dur from its "e", tid
- * "async <key>"), so the tests' slice queries see async slices as slices. */
+/* convert: each matched "b" becomes the X slice it draws (dur from its "e", tid "async <key>"),
+ * so the tests' slice queries see async slices as slices (callers convert only what they
+ * keep after a clean check). */
 static int check_async(json_object *events, char *msg, size_t n, int viewer, int convert) {
   size_t ne = events ? json_object_array_length(events) : 0, k = 0, depth = 0;
   async_ev *a = calloc(ne + 1, sizeof *a);
@@ -265,7 +279,7 @@ static int check_async(json_object *events, char *msg, size_t n, int viewer, int
     if (!async_key(ev, a[k].key, sizeof a[k].key)) { PROBLEM("event %zu: async %c without pid or id", i, ph); continue; }
     if (tr_ts_ns(ev, &a[k].ts)) { PROBLEM("event %zu: async %c without exact ts", i, ph); continue; }
     if (viewer) viewer_ns(field(ev, "ts"), &a[k].ts);
-    a[k].idx = i; a[k].ph = ph; k++;
+    a[k].h = fnv1a(a[k].key); a[k].idx = i; a[k].ph = ph; k++;
   }
   qsort(a, k, sizeof *a, by_key_time);
   const char *how = viewer ? " (as a viewer reading ts as a double sees it: Perfetto)" : "";
@@ -292,7 +306,7 @@ static int check_async(json_object *events, char *msg, size_t n, int viewer, int
     if (field(b, "dur") && (tr_dur_ns(b, &dur) || dur != ets - bts))
       PROBLEM("async track %s: \"%s\" has dur %lld ns but its \"e\" comes %lld ns after its \"b\"", a[i].key, bn,
               (long long)dur, (long long)(ets - bts));
-    if (convert && !bad && tr_ph(b) == 'b') {
+    if (convert && tr_ph(b) == 'b') {
       char tid[200], us[40];
       snprintf(tid, sizeof tid, "async %s", o->key);
       int64_t d = ets - bts;
@@ -326,7 +340,7 @@ static int check_view(json_object *events, char *msg, size_t n, int viewer) {
     char tid[200];
     if (tr_ts_ns(ev, &ts) || tr_dur_ns(ev, &dur)) { PROBLEM("event %zu: X without exact ts/dur", i); continue; }
     tr_tid_key(ev, tid, sizeof tid);
-    if (viewer && !strncmp(tid, "async ", 6)) continue;   /* an async slice: its b/e were checked as such */
+    if (!strncmp(tid, "async ", 6)) continue;   /* an async slice: its b/e are checked as such (check_async) */
     if (viewer && (viewer_ns(field(ev, "ts"), &ts) || viewer_ns(field(ev, "dur"), &dur))) continue;
     if (ts < 0 || dur < 0) { PROBLEM("event %zu (%s): negative ts or dur", i, tr_name(ev)); continue; }
     snprintf(s[k].key, sizeof s[k].key, "%lld/%s", (long long)tr_pid(ev), tid);
@@ -368,13 +382,15 @@ static int seen_add(char ***set, size_t *n, const char *key) {
   return 1;
 }
 
-int tr_top_tracks(const tr_trace *t, int64_t pid, int *nasync) {
+int tr_top_tracks(const tr_trace *t, int64_t pid, int *nasync, int *late) {
   char **tracks = NULL, **ids = NULL, key[600], tid[256];
   size_t nt = 0, ni = 0;
+  int named = 0, named_at_last_own = 0;   /* thread tracks named so far; when the last own async track came */
   for (size_t i = 0; i < t->n; i++) {
     json_object *ev = tr_event(t, i);
     char ph = tr_ph(ev);
     if (tr_pid(ev) != pid) continue;
+    if (ph == 'M' && tr_name(ev) && !strcmp(tr_name(ev), "thread_name")) named++;
     if (ph == 'C') {
       json_object_object_foreach(tr_args(ev), series, v) {
         (void)v;
@@ -389,8 +405,9 @@ int tr_top_tracks(const tr_trace *t, int64_t pid, int *nasync) {
     /* an async slice: the first on its id opens it and names the track (others nest in it) */
     if (!seen_add(&ids, &ni, tid)) continue;
     snprintf(key, sizeof key, "async %s", tr_name(ev) ? tr_name(ev) : "");
-    seen_add(&tracks, &nt, key);
+    if (seen_add(&tracks, &nt, key) && strcmp(key + 6, CL_TRACK_FOLD_NAME)) named_at_last_own = named;
   }
+  if (late) *late = named - named_at_last_own;
   if (nasync) {
     *nasync = 0;
     for (size_t i = 0; i < nt; i++) *nasync += !strncmp(tracks[i], "async ", 6);

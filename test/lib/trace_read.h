@@ -40,9 +40,10 @@ int tr_arg_bool(json_object *ev, const char *key);                 /* 1 only if 
 /* Top-level tracks of process `pid` as Perfetto's UI shows a loaded trace (tr_load): a thread
  * track per tid with slices or instants, an async track per name of the slices that open an id
  * (the UI shows a process's async tracks of one name as one), a counter track per (name,
- * series); *nasync (if given): how many of them are async. tools/track_count.py counts the same
- * way. */
-int tr_top_tracks(const tr_trace *t, int64_t pid, int *nasync);
+ * series); *nasync (if given): how many of them are async; *late: thread tracks named (in file
+ * order: when made) after the last async track of its own (not the shared one past the
+ * budget). tools/track_count.py counts the same way. */
+int tr_top_tracks(const tr_trace *t, int64_t pid, int *nasync, int *late);
 
 /* "us.nnn" JSON number text -> ns. 0 on success. Accepts integers and up to 3 decimals. */
 int tr_us_text_to_ns(const char *s, int64_t *ns);
