@@ -8,15 +8,17 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A thread family (lanes: nlanes, tids) or an async track (async: 1, name its track's). */
 typedef struct { uint64_t key; uint32_t nlanes, cap; uint64_t *last_end; int64_t *last_vend; uint32_t *tids;
-                 char name[96]; int sort; } ct_family;
+                 char name[96]; int sort, async; } ct_family;
 
 struct cl_ct {
   int pid;
   int64_t off;
   cl_sb body;
   uint64_t nevents;
-  uint32_t next_tid;
+  uint32_t next_tid, nasync;  /* thread tracks made: next_tid - 1; async track names: nasync */
+  uint64_t next_async_id;
   ct_family *fam;          /* open-addressed by key */
   uint32_t fam_cap, fam_n;
 };
@@ -83,6 +85,7 @@ static ct_family *family(cl_ct *ct, uint64_t key) {
   return &ct->fam[j];
 }
 
+static int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t);
 uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end) {
   if (end < start) end = start;               /* drawn as an instant (ct_slice_begin) */
   ct_family *f = family(ct, key);
@@ -128,7 +131,73 @@ uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t s
   return f->tids[k];
 }
 
-int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t) {
+/* Top-level tracks so far: thread tracks (lanes included) and async track names. */
+static uint32_t ct_tracks(const cl_ct *ct) { return ct->next_tid - 1 + ct->nasync; }
+uint64_t ct_async_id(cl_ct *ct) { return ++ct->next_async_id; }
+
+/* The async track `key`: made on first use with `name` (or taken from the fold track). */
+static ct_family *async_family(cl_ct *ct, uint64_t key, const char *name) {
+  ct_family *f = family(ct, key);
+  if (!f) return NULL;
+  if (!f->cap) {
+    f->key = key;
+    f->cap = 1;               /* marks the slot used; an async family has no lanes */
+    f->async = 1;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    ct->fam_n++;
+  }
+  return f;
+}
+
+const char *ct_async_track(cl_ct *ct, uint64_t key, const char *name, uint64_t fold_key, const char *fold_name,
+                           uint32_t budget) {
+  ct_family *f = family(ct, key);
+  if (f && f->cap) return f->name;
+  /* a new key: its own track within the budget, else the fold track, counted when first named */
+  int own = ct_tracks(ct) < budget;
+  if (!own) {
+    ct_family *fold = family(ct, fold_key);
+    if (fold && !fold->cap) { async_family(ct, fold_key, fold_name); ct->nasync++; }
+  } else {
+    ct->nasync++;
+  }
+  f = async_family(ct, key, own ? name : fold_name);   /* after the fold's: a grown table moves slots */
+  return f ? f->name : fold_name;
+}
+
+/* name: NULL for an "e" (it closes the innermost slice open on its track, whatever its name) */
+static void async_head(cl_ct *ct, char ph, uint64_t id, const char *name, const char *cat, uint64_t ts) {
+  cl_sb *b = &ct->body;
+  ev_open(ct);
+  sb_printf(b, "{\"ph\":\"%c\",\"pid\":%d,\"ts\":", ph, ct->pid);
+  sb_us(b, (int64_t)ts + ct->off);
+  sb_puts(b, ",\"cat\":\"");
+  sb_puts(b, cat);
+  sb_puts(b, "\"");
+  if (name) { sb_puts(b, ",\"name\":"); sb_jstr(b, name); }
+  sb_puts(b, ",\"id2\":{\"local\":\"");
+  sb_hex(b, id);
+  sb_puts(b, "\"}");
+}
+
+int ct_async_begin(cl_ct *ct, uint64_t id, const char *name, const char *cat, uint64_t start, uint64_t dur) {
+  if ((int64_t)dur < 0) dur = 0;              /* as ct_slice_begin */
+  async_head(ct, 'b', id, name, cat, start);
+  sb_puts(&ct->body, ",\"dur\":");
+  sb_us(&ct->body, (int64_t)dur);
+  sb_puts(&ct->body, ",\"args\":{");
+  return 1;
+}
+
+void ct_async_end(cl_ct *ct, uint64_t id, const char *cat, uint64_t end) {
+  async_head(ct, 'e', id, NULL, cat, end);
+  sb_puts(&ct->body, "}");
+}
+
+/* What a viewer reading this trace's ts as a double of microseconds (Perfetto's JSON importer:
+ * llround(ts * 1000.0)) takes monotonic time t for, in the same monotonic ns. At Unix-epoch
+ * magnitudes it is off by up to ~256 ns, so slices that touch exactly can overlap there. */
+static int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t) {
   /* The trace carries ts as the decimal N/1000 us (N = ns); a double-reading viewer holds the
    * double nearest to it. N/1000 in long double (64-bit mantissa) rounded to double is that
    * same double: a decimal N/1000 is never within long double's error of a double's halfway
@@ -136,14 +205,6 @@ int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t) {
   int64_t n = (int64_t)t + ct->off;
   double us = (double)((long double)n / 1000.0L), v = us * 1000.0;
   return (int64_t)(v < 0 ? v - 0.5 : v + 0.5) - ct->off;   /* llround, without libm */
-}
-
-uint64_t ct_fit(const cl_ct *ct, uint64_t start, uint64_t dur, uint64_t end, int64_t vend) {
-  if (end <= start) return 0;
-  if (dur > end - start) dur = end - start;
-  int64_t room = vend - ct_viewer_ns(ct, start);
-  if (room <= 0) return 0;
-  return dur > (uint64_t)room ? (uint64_t)room : dur;
 }
 
 int ct_slice_begin(cl_ct *ct, uint32_t tid, const char *name, const char *cat, uint64_t start, uint64_t dur) {

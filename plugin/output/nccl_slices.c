@@ -31,6 +31,20 @@ static uint32_t lane(const cl_draw *d, cl_track_family f, uint32_t comm, uint32_
   return cl_track_lane(d->ct, f, comm, ch, name, s, e);
 }
 
+/* An async slice of the detail family f (tracks.h: cl_track_async): opened with its args to
+ * follow, closed by ct_slice_end and then aslice_close (after any children on its id). */
+typedef struct { uint64_t id; const char *cat; char track[112]; } aslice;
+static int aslice_open(const cl_draw *d, aslice *a, cl_track_family f, uint32_t comm, uint32_t ch, const char *fam,
+                       const char *cat, uint64_t s, uint64_t e) {
+  cl_track_async(d->ct, f, comm, ch, fam, a->track, sizeof a->track);
+  a->id = ct_async_id(d->ct);
+  a->cat = cat;
+  return ct_async_begin(d->ct, a->id, a->track, cat, s, e - s);
+}
+static void aslice_close(const cl_draw *d, const aslice *a, uint64_t s, uint64_t e) {
+  ct_async_end(d->ct, a->id, a->cat, e < s ? s : e);
+}
+
 const char *cl_ev_func(const cl_ev *c) {
   return c->etype == CL_EV_COLL ? c->p.coll.func : c->etype == CL_EV_P2P ? c->p.p2p.func : NULL;
 }
@@ -70,11 +84,13 @@ uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e) {
   cl_sb *b = ct_body(d->ct);
   if (e->etype == CL_EV_GROUP) {
     snprintf(fam, sizeof fam, "%s: groups", lab);
-    uint32_t tid = lane(d, CL_TRACK_GROUPS, e->comm, 0, fam, e->start, e->stop);
-    int first = ct_slice_begin(d->ct, tid, "Group", "group", e->start, e->stop - e->start);
+    aslice a;
+    int first = aslice_open(d, &a, CL_TRACK_GROUPS, e->comm, 0, fam, "group", e->start, e->stop);
+    sb_key(b, &first, "event"); sb_puts(b, "\"Group\"");
     common_args(d, b, &first, e->comm, 0);
     ct_slice_end(d->ct);
-    return tid;
+    aslice_close(d, &a, e->start, e->stop);
+    return 0;
   }
   snprintf(fam, sizeof fam, "%s: enqueue", lab);
   uint32_t tid = lane(d, CL_TRACK_ENQUEUE, e->comm, 0, fam, e->start, e->stop);
@@ -139,12 +155,11 @@ void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, 
 
 void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, uint64_t s, uint64_t t,
                        uint64_t stop_pt, int implausible) {
-  char fam[96], name[32];
+  char fam[96];
   snprintf(fam, sizeof fam, "%s: ch %u GPU", label(d, e->comm), e->p.kernel_ch.channel);
-  snprintf(name, sizeof name, "ch %u", e->p.kernel_ch.channel);
-  uint32_t tid = lane(d, CL_TRACK_CHANNEL_GPU, e->comm, e->p.kernel_ch.channel, fam, s, t);
+  aslice a;
   cl_sb *b = ct_body(d->ct);
-  int first = ct_slice_begin(d->ct, tid, name, "kernel_ch", s, t - s);
+  int first = aslice_open(d, &a, CL_TRACK_CHANNEL_GPU, e->comm, e->p.kernel_ch.channel, fam, "kernel_ch", s, t);
   common_args(d, b, &first, e->comm, 0);
   sb_key(b, &first, "channel"); sb_u64(b, e->p.kernel_ch.channel);
   if (parent) {
@@ -155,15 +170,19 @@ void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, ui
   sb_key(b, &first, "gpu_stop_ns"); sb_u64(b, stop_pt);
   if (implausible) { sb_key(b, &first, "implausible"); sb_puts(b, "true"); }
   ct_slice_end(d->ct);
+  aslice_close(d, &a, s, t);
 }
 
 void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent) {
   const cl_proxy_op *op = &e->p.proxy_op;
   char fam[112];
   snprintf(fam, sizeof fam, "%s: ch %u proxy %s", label(d, e->comm), op->channel, op->is_send ? "send" : "recv");
-  uint32_t tid = lane(d, op->is_send ? CL_TRACK_PROXY_SEND : CL_TRACK_PROXY_RECV, e->comm, op->channel, fam, e->start, e->stop);
+  aslice a;
   cl_sb *b = ct_body(d->ct);
-  int first = ct_slice_begin(d->ct, tid, op->is_send ? "send" : "recv", "proxy_op", e->start, e->stop - e->start);
+  /* the slice carries its track's name (ct_async_track says why); "op" says what it is */
+  int first = aslice_open(d, &a, op->is_send ? CL_TRACK_PROXY_SEND : CL_TRACK_PROXY_RECV, e->comm, op->channel, fam,
+                          "proxy_op", e->start, e->stop);
+  sb_key(b, &first, "op"); sb_puts(b, op->is_send ? "\"send\"" : "\"recv\"");
   common_args(d, b, &first, e->comm, 0);
   sb_key(b, &first, "channel"); sb_u64(b, op->channel);
   sb_key(b, &first, "peer"); sb_i64(b, op->peer);
@@ -176,6 +195,7 @@ void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent) {
   }
   if (e->flags & CL_F_FOREIGN) { sb_key(b, &first, "pxn_pid"); sb_i64(b, op->pid); }
   ct_slice_end(d->ct);
+  aslice_close(d, &a, e->start, e->stop);
 }
 
 static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -200,12 +220,12 @@ void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint6
   step_phases(e, ps, pt);
   for (int i = 0; i < e->nst; i++)            /* time per phase, for the args */
     if (e->st[i].st <= CL_ST__MAX) ns[e->st[i].st] += pt[i] - ps[i];
-  char fam[112], name[32];
+  char fam[112];
   snprintf(fam, sizeof fam, "%s: ch %u %s steps", label(d, e->comm), ch, send ? "send" : "recv");
-  snprintf(name, sizeof name, "step %d", e->p.proxy_step.step);
-  uint32_t tid = lane(d, send ? CL_TRACK_STEPS_SEND : CL_TRACK_STEPS_RECV, e->comm, ch, fam, e->start, e->stop);
+  aslice a;
   cl_sb *b = ct_body(d->ct);
-  int first = ct_slice_begin(d->ct, tid, name, "proxy_step", e->start, e->stop - e->start);
+  int first = aslice_open(d, &a, send ? CL_TRACK_STEPS_SEND : CL_TRACK_STEPS_RECV, e->comm, ch, fam, "proxy_step",
+                          e->start, e->stop);
   common_args(d, b, &first, e->comm, 0);
   sb_key(b, &first, "channel"); sb_u64(b, ch);
   if (op) { sb_key(b, &first, "peer"); sb_i64(b, op->p.proxy_op.peer); }
@@ -218,16 +238,16 @@ void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint6
   sb_key(b, &first, "flush_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_FLUSH_WAIT]);
   sb_key(b, &first, "recv_gpu_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_GPU_WAIT]);
   ct_slice_end(d->ct);
-  /* the phases, on the step's lane, inside it and before the next one, also as a viewer that
-   * reads ts as a double sees them (ct_fit): exact boundaries round differently there */
-  int64_t vstep_end = ct_viewer_ns(d->ct, e->start) + (int64_t)(e->stop - e->start);
+  /* the phases: children of the step on its async track (same id and cat, so Perfetto nests
+   * them there), one after another; async times are each read on their own, so a viewer's
+   * rounding keeps their order (no duration is added to a rounded start) */
   for (int i = 0; i < e->nst; i++) {
-    int64_t vend = vstep_end;
-    if (i + 1 < e->nst) { int64_t vn = ct_viewer_ns(d->ct, ps[i + 1]); if (vn < vend) vend = vn; }
-    uint64_t dur = ct_fit(d->ct, ps[i], pt[i] - ps[i], i + 1 < e->nst ? ps[i + 1] : e->stop, vend);
-    ct_slice_begin(d->ct, tid, cl_state_name(e->st[i].st), "proxy_state", ps[i], dur);
+    ct_async_begin(d->ct, a.id, cl_state_name(e->st[i].st), a.cat, ps[i], pt[i] - ps[i]);
+    sb_puts(b, "\"phase\":true");
     ct_slice_end(d->ct);
+    ct_async_end(d->ct, a.id, a.cat, pt[i]);
   }
+  aslice_close(d, &a, e->start, e->stop);
 }
 
 void cl_draw_other(const cl_draw *d, const cl_ev *e) {
@@ -240,29 +260,33 @@ void cl_draw_other(const cl_draw *d, const cl_ev *e) {
     int appended = -1;
     for (int i = 0; i < e->nst; i++) if (e->st[i].st == CL_ST_CTRL_APPEND_END) appended = (int)(uint32_t)e->st[i].arg;
     snprintf(fam, sizeof fam, "%s: proxy progress", label(d, e->comm));
-    uint32_t tid = lane(d, CL_TRACK_PROXY_CTRL, e->comm, 0, fam, e->start, e->stop);
-    first = ct_slice_begin(d->ct, tid, nm, "proxy_ctrl", e->start, e->stop - e->start);
+    aslice a;
+    first = aslice_open(d, &a, CL_TRACK_PROXY_CTRL, e->comm, 0, fam, "proxy_ctrl", e->start, e->stop);
+    sb_key(b, &first, "state"); sb_jstr(b, nm);
     common_args(d, b, &first, e->comm, 0);
     if (appended >= 0) { sb_key(b, &first, "appended_ops"); sb_i64(b, appended); }
     ct_slice_end(d->ct);
+    aslice_close(d, &a, e->start, e->stop);
     break;
   }
   case CL_EV_NET_PLUGIN: {
     uint32_t type = (uint32_t)e->p.net.id & 0xFFFF0000u;
     snprintf(fam, sizeof fam, "%s: net", label(d, e->comm));
-    uint32_t tid = lane(d, CL_TRACK_NET, e->comm, 0, fam, e->start, e->stop);
-    first = ct_slice_begin(d->ct, tid, type == 0x10000u ? "ib" : type == 0x20000u ? "socket" : "net",
-                           "net", e->start, e->stop - e->start);
+    aslice a;
+    first = aslice_open(d, &a, CL_TRACK_NET, e->comm, 0, fam, "net", e->start, e->stop);
+    sb_key(b, &first, "transport"); sb_puts(b, type == 0x10000u ? "\"ib\"" : type == 0x20000u ? "\"socket\"" : "\"net\"");
     common_args(d, b, &first, e->comm, 0);
     sb_key(b, &first, "plugin_id"); sb_puts(b, "\""); sb_hex(b, (uint64_t)e->p.net.id); sb_puts(b, "\"");
     cl_net_args(b, &first, &e->p.net);
     ct_slice_end(d->ct);
+    aslice_close(d, &a, e->start, e->stop);
     break;
   }
   case CL_EV_CE_COLL: case CL_EV_CE_SYNC: case CL_EV_CE_BATCH: {
     snprintf(fam, sizeof fam, "%s: copy engine", label(d, e->comm));
-    uint32_t tid = lane(d, CL_TRACK_COPY_ENGINE, e->comm, 0, fam, e->start, e->stop);
-    first = ct_slice_begin(d->ct, tid, cl_event_name(e->etype), "ce", e->start, e->stop - e->start);
+    aslice a;
+    first = aslice_open(d, &a, CL_TRACK_COPY_ENGINE, e->comm, 0, fam, "ce", e->start, e->stop);
+    sb_key(b, &first, "event"); sb_jstr(b, cl_event_name(e->etype));
     common_args(d, b, &first, e->comm, 0);
     if (e->etype == CL_EV_CE_COLL) {
       sb_key(b, &first, "func"); sb_jstr(b, e->p.ce_coll.func);
@@ -278,6 +302,7 @@ void cl_draw_other(const cl_draw *d, const cl_ev *e) {
       sb_key(b, &first, "nranks"); sb_i64(b, e->p.ce_sync.nranks);
     }
     ct_slice_end(d->ct);
+    aslice_close(d, &a, e->start, e->stop);
     break;
   }
   default: break;

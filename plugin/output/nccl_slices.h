@@ -48,7 +48,8 @@ typedef struct {
 const char *cl_ev_func(const cl_ev *c);
 /* API calls (GroupApi, CollApi, P2pApi, KernelLaunch) on their thread's track. */
 void cl_draw_api(const cl_draw *d, const cl_ev *e);
-/* Group, Coll and P2p on their communicator's track; returns the track (for the flow). */
+/* Group (async, 0 returned), Coll and P2p on their communicator's tracks; returns the enqueue
+ * track (for the flow). */
 uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e);
 /* A collective's GPU span [s, e] timed by `src`, with `bytes` (nccl-tests' size); exposed_ns < 0
  * when exposure is not known. */

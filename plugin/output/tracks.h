@@ -4,6 +4,7 @@
 #ifndef COMMLENS_TRACKS_H
 #define COMMLENS_TRACKS_H
 #include "exporters/chrome_trace.h"
+#include <stddef.h>
 #include <stdint.h>
 
 /* Each family's fields (a, b) in brackets; unused fields are 0. */
@@ -28,9 +29,20 @@ typedef enum {
   CL_TRACK__COUNT
 } cl_track_family;
 
+/* Top-level tracks per rank that the detail may fill (docs/decisions.md, "Track budget"):
+ * past it, detail not yet drawn goes to one shared track, CL_TRACK_FOLD_NAME. */
+#define CL_TRACK_BUDGET 20u
+#define CL_TRACK_FOLD_NAME "more detail (past the track budget)"
+
 /* The lane (tid) of the family's track (a, b) free for [start, end]; `name` names a new track.
  * Keys: the family in the top 8 bits, `a` (32 bits) below it, `b` (24 bits, the rest masked
  * off) at the bottom, so distinct (family, a, b) never share a track. */
 uint32_t cl_track_lane(cl_ct *ct, cl_track_family f, uint32_t a, uint32_t b, const char *name,
                        uint64_t start, uint64_t end);
+/* The detail (GROUPS, CHANNEL_GPU, PROXY_SEND/RECV, STEPS_SEND/RECV, NET, PROXY_CTRL,
+ * COPY_ENGINE: what carries no flow) is drawn as async slices: the name of the async track of
+ * (f, a, b) into buf: `name` while the rank has room under CL_TRACK_BUDGET when first asked
+ * (one slot kept for the shared track), else CL_TRACK_FOLD_NAME. */
+const char *cl_track_async(cl_ct *ct, cl_track_family f, uint32_t a, uint32_t b, const char *name, char *buf,
+                           size_t n);
 #endif

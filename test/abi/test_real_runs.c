@@ -9,6 +9,7 @@
  * (its Coll, P2p, KernelCh and ProxyStep descriptors): exact, without hard-coded counts. */
 #include "harness.h"
 #include "trace_read.h"
+#include "plugin/output/tracks.h"
 #include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -182,7 +183,7 @@ static void check_rank(const char *mode, int rank, const rec_facts *f, const tr_
       int64_t ch = -1;
       if (tr_arg_i64(ev, "channel", &ch) == 0 && ch >= 0 && ch < 256) chans[ch / 64] |= 1ull << (ch % 64);
       if (!tr_arg_str(ev, "func")) nkch_orphan++;
-    } else if (!strcmp(cat, "proxy_step")) {
+    } else if (!strcmp(cat, "proxy_step") && !tr_arg_bool(ev, "phase")) {
       nstep++;
       static const char *need[] = {"gpu_wait_ns", "peer_wait_ns", "send_wait_ns", "recv_wait_ns",
                                    "flush_wait_ns", "recv_gpu_wait_ns"};
@@ -234,6 +235,18 @@ static void check_rank(const char *mode, int rank, const rec_facts *f, const tr_
   CHECK(network ? f->nproxy_step > 0 : f->nproxy_step == 0, "%s r%d: %d ProxyStep events recorded", mode, rank, f->nproxy_step);
   CHECK(nstep == f->nproxy_step && !step_no_states, "%s r%d: %ld proxy_step slices (%ld without state args), %d recorded",
         mode, rank, nstep, step_no_states, f->nproxy_step);
+  /* (f) a rank reads on one screen: overlapping proxy ops, steps and channel kernels share one
+   * async track per (communicator, channel, kind), and the detail stops at the budget
+   * (tracks.h): an async track of its own is made only while the rank has room, so the tracks
+   * past it are thread tracks made later (API per thread; enqueue and GPU per communicator,
+   * with a lane per overlap: they carry the flows, and are never folded; how many depends on
+   * the replay's pacing). On main (a thread track per lane) socket had 36 and 32, twonode 34
+   * and 32, nvlink 58 and 60, multicomm 168 and 165 (docs/decisions.md, "Track budget"). */
+  int nasync = 0, late = 0, ntop = tr_top_tracks(t, rank, &nasync, &late);
+  fprintf(stderr, "  note: %s r%d: %d top-level tracks, %d of them async, %d thread tracks made after the last "
+          "async one\n", mode, rank, ntop, nasync, late);
+  CHECK(nasync > 0 && ntop <= (int)CL_TRACK_BUDGET + late, "%s r%d: %d top-level tracks, budget %u + %d made late", mode,
+        rank, ntop, CL_TRACK_BUDGET, late);
   /* (e) lossless and complete (well-formed, nesting tracks: tr_load checked them) */
   CHECK(tr_stats_i64(t, "dropped", &v) == 0 && v == 0, "%s r%d: dropped %lld", mode, rank, (long long)v);
   json_object *fin = NULL;
@@ -346,7 +359,58 @@ static void check_cli(const char *mode, const char *dir, const rec_facts *f, con
   }
   CHECK(pids[0] > 0 && pids[1] > 0 && !other, "%s: merged trace has %d events of pid 0, %d of pid 1, %d of others",
         mode, pids[0], pids[1], other);
+  for (int r = 0; r < 2; r++) {          /* the merge keeps each rank's tracks */
+    int nasync = 0, late = 0, ntop = tr_top_tracks(&m, r, &nasync, &late);
+    CHECK(nasync > 0 && ntop <= (int)CL_TRACK_BUDGET + late, "%s: merged rank %d has %d top-level tracks (%d async, %d late)",
+          mode, r, ntop, nasync, late);
+  }
+  size_t all_async = tr_count(&m, 'X', "proxy_op") + tr_count(&m, 'X', "kernel_ch");
+  /* the window: the first half of the ops' and channel kernels' time, in ms after the first event */
+  int64_t t0 = INT64_MAX, lo = INT64_MAX, hi = INT64_MIN, ts;
+  for (size_t i = 0; i < m.n; i++) {
+    json_object *ev = tr_event(&m, i);
+    const char *cat = tr_cat(ev);
+    if (tr_ts_ns(ev, &ts)) continue;
+    if (ts < t0) t0 = ts;
+    if (tr_ph(ev) == 'X' && cat && (!strcmp(cat, "proxy_op") || !strcmp(cat, "kernel_ch"))) {
+      if (ts < lo) lo = ts;
+      if (ts > hi) hi = ts;
+    }
+  }
   tr_free(&m);
+  REQUIRE(all_async > 0 && hi > lo, "%s: no async ops or channel kernels merged", mode);
+  char window[64];
+  snprintf(window, sizeof window, "%.3f:%.3f", (double)(lo - t0) / 1e6, (double)(lo + (hi - lo) / 2 - t0) / 1e6);
+  /* a window keeps or leaves out each async slice whole (tr_load: every "b" closed, no "e"
+   * without its "b"); its ops and channel kernels are fewer, not none */
+  char *win_argv[] = {cli, "merge", (char *)dir, "--window", window, "-o", out, NULL};
+  rc = finish(start(win_argv, NULL, "/dev/null"));
+  CHECK(rc == 0, "%s: `commlens merge --window %s` exited %d", mode, window, rc);
+  REQUIRE(tr_load(&m, merged, err, sizeof err) == 0, "%s: the windowed merge: %s", mode, err);
+  size_t win_async = tr_count(&m, 'X', "proxy_op") + tr_count(&m, 'X', "kernel_ch");
+  CHECK(win_async > 0 && win_async < all_async, "%s: %zu async ops and channel kernels in the window, %zu in all", mode,
+        win_async, all_async);
+  tr_free(&m);
+  /* pftrace carries every async slice (no "left out" line) as lanes under one group per rank;
+   * tools/track_count.py --check holds its slices to begin/end per track in time order and
+   * counts each rank's top-level tracks */
+  char cmd[2048], pft[700], errf[700], line[512];
+  snprintf(pft, sizeof pft, "%s.merged.pftrace", dir);
+  snprintf(errf, sizeof errf, "%s.merge.err", dir);
+  snprintf(cmd, sizeof cmd, "'%s' merge '%s' -o '%s' 2>'%s'", cli, dir, pft, errf);
+  char *sh_argv[] = {"/bin/sh", "-c", cmd, NULL};
+  rc = finish(start(sh_argv, NULL, "/dev/null"));
+  CHECK(rc == 0, "%s: `%s` exited %d", mode, cmd, rc);
+  FILE *ef = fopen(errf, "r");
+  int left_out = 0;
+  while (ef && fgets(line, sizeof line, ef)) if (strstr(line, "left out")) { left_out = 1; fprintf(stderr, "  %s", line); }
+  if (ef) fclose(ef);
+  CHECK(!left_out, "%s: the pftrace merge left events out", mode);
+  char max[16];
+  snprintf(max, sizeof max, "%u", CL_TRACK_BUDGET);
+  char *py_argv[] = {"/usr/bin/env", "python3", "tools/track_count.py", "--check", "--max", max, pft, NULL};
+  rc = finish(start(py_argv, NULL, NULL));
+  CHECK(rc == 0, "%s: tools/track_count.py --check --max %s %s exited %d", mode, max, pft, rc);
 }
 
 /* ---- one recorded run: both ranks replayed at once into one directory --------------------- */

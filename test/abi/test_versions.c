@@ -124,10 +124,12 @@ static void check_kernel_ch(const tr_trace *t, int nch, int64_t tolerance_ns) {
   CHECK(checked > 0, "no kernel_ch slices");
 }
 
-/* Name of the track (pid, tid) of ev, from its thread_name metadata; "" if none. */
+/* Name of the track (pid, tid) of ev, from its thread_name metadata; "" if none. An async
+ * slice (tid "async ...": tr_async_as_slices) carries its track's name. */
 static const char *track_name(const tr_trace *t, json_object *ev) {
-  char want[64], k[64];
+  char want[256], k[256];
   tr_tid_key(ev, want, sizeof want);
+  if (!strncmp(want, "async ", 6)) return tr_name(ev) ? tr_name(ev) : "";
   for (size_t i = 0; i < t->n; i++) {
     json_object *m = tr_event(t, i);
     if (tr_ph(m) != 'M' || !tr_name(m) || strcmp(tr_name(m), "thread_name") || tr_pid(m) != tr_pid(ev)) continue;
@@ -145,7 +147,7 @@ static void check_proxy_steps(const tr_trace *t, int abi) {
   for (size_t i = 0; i < t->n; i++) {
     json_object *ev = tr_event(t, i);
     const char *cat = tr_cat(ev);
-    if (!cat || strcmp(cat, "proxy_step") || tr_ph(ev) != 'X') continue;
+    if (!cat || strcmp(cat, "proxy_step") || tr_ph(ev) != 'X' || tr_arg_bool(ev, "phase")) continue;
     int64_t v;
     const char *track = track_name(t, ev);
     int is_send = strstr(track, "send") != NULL;

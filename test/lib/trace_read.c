@@ -1,6 +1,7 @@
 /* trace_read.c (tests): whole-file json-c loader of one per-rank trace and the checks tests
  * share. Owns the parsed tree (tr_free); everything it hands out is borrowed from it. */
 #include "trace_read.h"
+#include "plugin/output/tracks.h"
 #include <math.h>
 #include <errno.h>
 #include <stdio.h>
@@ -70,13 +71,20 @@ static int parse(tr_trace *t, const char *path, char *err, size_t errn) {
   return 0;
 }
 
+static int check_view(json_object *events, char *msg, size_t n, int viewer);
+static int check_async(json_object *events, char *msg, size_t n, int viewer, int convert);
 int tr_load(tr_trace *t, const char *path, char *err, size_t errn) {
   if (parse(t, path, err, errn)) return -1;
   char first[512];
-  int bad = tr_check_tracks(t, first, sizeof first);
+  /* tr_check_tracks, with the async slices turned into slices by the exact pass (a trace that
+   * fails is freed whatever the pass did) */
+  int bad = check_async(t->events, first, sizeof first, 0, 1);
+  if (!bad) bad = check_async(t->events, first, sizeof first, 1, 0);
+  if (!bad) bad = check_view(t->events, first, sizeof first, 0);
+  if (!bad) bad = check_view(t->events, first, sizeof first, 1);
   if (!bad) return 0;
-  snprintf(err, errn, "%d X slices break the track rules (nesting, exact non-negative times); first: %s (in %s)",
-           bad, first, path);
+  snprintf(err, errn, "%d slices break the track rules (nesting, exact non-negative times, async b/e pairs); "
+           "first: %s (in %s)", bad, first, path);
   tr_free(t);
   return -1;
 }
@@ -170,6 +178,7 @@ size_t tr_count(const tr_trace *t, char ph, const char *cat) {
   for (size_t i = 0; i < t->n; i++) {
     json_object *ev = tr_event(t, i);
     if (ph && tr_ph(ev) != ph) continue;
+    if (tr_arg_bool(ev, "phase")) continue;   /* a proxy step's phase: part of its step */
     const char *c = tr_cat(ev);
     if (cat && (!c || strcmp(c, cat))) continue;
     n++;
@@ -179,7 +188,7 @@ size_t tr_count(const tr_trace *t, char ph, const char *cat) {
 
 /* ---- nesting: Perfetto stacks the X slices of one (pid, tid); two of them must be disjoint or
  * one inside the other (touching ends are fine) ---- */
-typedef struct { char key[96]; int64_t ts, end; size_t idx; } slice;
+typedef struct { char key[256]; int64_t ts, end; size_t idx; } slice;
 
 static int by_track_time(const void *a, const void *b) {
   const slice *x = a, *y = b;
@@ -204,12 +213,116 @@ static int viewer_ns(json_object *v, int64_t *ns) {
   return 0;
 }
 
-static int check_view(json_object *events, char *msg, size_t n, int viewer);
 int tr_check_events(json_object *events, char *msg, size_t n) {
-  int bad = check_view(events, msg, n, 0);
+  int bad = check_async(events, msg, n, 0, 0);
+  if (!bad) bad = check_async(events, msg, n, 1, 0);
+  if (!bad) bad = check_view(events, msg, n, 0);
   if (!bad) bad = check_view(events, msg, n, 1);
   return bad;
 }
+
+/* ---- async slices: Perfetto keys an async slice's track by (pid, cat, id2.local, or id with
+ * global scope); in time order (file order among equal times) a "b" opens a slice inside the
+ * innermost one open on its track and an "e" closes that innermost one, whose name it must
+ * carry. So: ids matched, every "b" closed, no "e" without its "b", children closed before
+ * their parent, and a "b"'s "dur" (ours carry it) equal to its "e" minus its "b". ---- */
+typedef struct { char key[160]; uint64_t h; int64_t ts; size_t idx; char ph; } async_ev;
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int by_key_time(const void *a, const void *b) {   /* by key (its hash first: fast), then time */
+  const async_ev *x = a, *y = b;
+  if (x->h != y->h) return x->h < y->h ? -1 : 1;
+  int c = strcmp(x->key, y->key);
+  if (c) return c;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;   /* the file's order among equal times */
+}
+
+/* The async track key of a b/e event; 0 if it has none (no pid, no id). */
+static int async_key(json_object *ev, char *key, size_t n) {
+  json_object *id2 = field(ev, "id2"), *id = field(ev, "id"), *v;
+  const char *scope = "global", *idt = NULL;
+  if (id) idt = json_object_get_string(id);
+  else if ((v = field(id2, "local"))) { scope = "local"; idt = json_object_get_string(v); }
+  else if ((v = field(id2, "global"))) idt = json_object_get_string(v);
+  if (!idt || !field(ev, "pid")) return 0;
+  /* a global id is one track across processes; a local one is the process's own */
+  if (!strcmp(scope, "local")) snprintf(key, n, "%lld/%s/local:%s", (long long)tr_pid(ev), tr_cat(ev) ? tr_cat(ev) : "", idt);
+  else snprintf(key, n, "-/%s/global:%s", tr_cat(ev) ? tr_cat(ev) : "", idt);
+  return 1;
+}
+
+/* convert: each matched "b" becomes the X slice it draws (dur from its "e", tid "async <key>"),
+ * so the tests' slice queries see async slices as slices (callers convert only what they
+ * keep after a clean check). */
+static int check_async(json_object *events, char *msg, size_t n, int viewer, int convert) {
+  size_t ne = events ? json_object_array_length(events) : 0, k = 0, depth = 0;
+  async_ev *a = calloc(ne + 1, sizeof *a);
+  size_t *stack = calloc(ne + 1, sizeof *stack);
+  int bad = 0;
+  if (!a || !stack) { free(a); free(stack); if (msg && n) snprintf(msg, n, "out of memory"); return 1; }
+#define PROBLEM(...) do { if (!bad++ && msg) snprintf(msg, n, __VA_ARGS__); } while (0)
+  for (size_t i = 0; i < ne; i++) {
+    json_object *ev = json_object_array_get_idx(events, i);
+    char ph = tr_ph(ev), tid[16];
+    if (ph == 'X') {   /* a "b" that tr_async_as_slices turned into its slice is still that "b" */
+      tr_tid_key(ev, tid, sizeof tid);
+      if (strncmp(tid, "async ", 6)) continue;
+      ph = 'b';
+    }
+    if (ph != 'b' && ph != 'e') continue;
+    if (!async_key(ev, a[k].key, sizeof a[k].key)) { PROBLEM("event %zu: async %c without pid or id", i, ph); continue; }
+    if (tr_ts_ns(ev, &a[k].ts)) { PROBLEM("event %zu: async %c without exact ts", i, ph); continue; }
+    if (viewer) viewer_ns(field(ev, "ts"), &a[k].ts);
+    a[k].h = fnv1a(a[k].key); a[k].idx = i; a[k].ph = ph; k++;
+  }
+  qsort(a, k, sizeof *a, by_key_time);
+  const char *how = viewer ? " (as a viewer reading ts as a double sees it: Perfetto)" : "";
+  for (size_t i = 0; i <= k; i++) {
+    if (i == k || (i > 0 && strcmp(a[i].key, a[i - 1].key))) {   /* a track ends: all closed? */
+      if (depth) PROBLEM("async track %s: \"%s\" at %lld ns never closed (no \"e\")%s", a[stack[depth - 1]].key,
+                         tr_name(json_object_array_get_idx(events, a[stack[depth - 1]].idx)), (long long)a[stack[depth - 1]].ts, how);
+      depth = 0;
+      if (i == k) break;
+    }
+    json_object *ev = json_object_array_get_idx(events, a[i].idx);
+    if (a[i].ph == 'b') { stack[depth++] = i; continue; }
+    if (!depth) { PROBLEM("async track %s: \"e\" at %lld ns without its \"b\"%s", a[i].key, (long long)a[i].ts, how); continue; }
+    async_ev *o = &a[stack[--depth]];
+    json_object *b = json_object_array_get_idx(events, o->idx);
+    const char *bn = tr_name(b), *en = tr_name(ev);
+    if (en && (!bn || strcmp(bn, en))) {
+      PROBLEM("async track %s: \"e\" of \"%s\" at %lld ns closes \"%s\" (opened at %lld ns): not nested%s", a[i].key, en,
+              (long long)a[i].ts, bn ? bn : "?", (long long)o->ts, how);
+      continue;
+    }
+    int64_t bts, ets, dur;
+    if (tr_ts_ns(b, &bts) || tr_ts_ns(ev, &ets)) continue;
+    if (field(b, "dur") && (tr_dur_ns(b, &dur) || dur != ets - bts))
+      PROBLEM("async track %s: \"%s\" has dur %lld ns but its \"e\" comes %lld ns after its \"b\"", a[i].key, bn,
+              (long long)dur, (long long)(ets - bts));
+    if (convert && tr_ph(b) == 'b') {
+      char tid[200], us[40];
+      snprintf(tid, sizeof tid, "async %s", o->key);
+      int64_t d = ets - bts;
+      snprintf(us, sizeof us, "%s%lld.%03lld", d < 0 ? "-" : "", (long long)(d < 0 ? -d : d) / 1000, (long long)(d < 0 ? -d : d) % 1000);
+      json_object_object_add(b, "ph", json_object_new_string("X"));
+      json_object_object_add(b, "dur", json_object_new_double_s((double)d / 1000.0, us));
+      json_object_object_add(b, "tid", json_object_new_string(tid));
+    }
+  }
+#undef PROBLEM
+  free(a);
+  free(stack);
+  return bad;
+}
+
+void tr_async_as_slices(json_object *events) { check_async(events, NULL, 0, 0, 1); }
 
 /* viewer 0: exact ns from the text; 1: as a double-reading viewer (viewer_ns) sees them. */
 static int check_view(json_object *events, char *msg, size_t n, int viewer) {
@@ -224,11 +337,12 @@ static int check_view(json_object *events, char *msg, size_t n, int viewer) {
     json_object *ev = json_object_array_get_idx(events, i);
     if (tr_ph(ev) != 'X') continue;
     int64_t ts, dur;
-    char tid[64];
+    char tid[200];
     if (tr_ts_ns(ev, &ts) || tr_dur_ns(ev, &dur)) { PROBLEM("event %zu: X without exact ts/dur", i); continue; }
+    tr_tid_key(ev, tid, sizeof tid);
+    if (!strncmp(tid, "async ", 6)) continue;   /* an async slice: its b/e are checked as such (check_async) */
     if (viewer && (viewer_ns(field(ev, "ts"), &ts) || viewer_ns(field(ev, "dur"), &dur))) continue;
     if (ts < 0 || dur < 0) { PROBLEM("event %zu (%s): negative ts or dur", i, tr_name(ev)); continue; }
-    tr_tid_key(ev, tid, sizeof tid);
     snprintf(s[k].key, sizeof s[k].key, "%lld/%s", (long long)tr_pid(ev), tid);
     s[k].ts = ts;
     s[k].end = ts + dur;
@@ -257,3 +371,50 @@ static int check_view(json_object *events, char *msg, size_t n, int viewer) {
 }
 
 int tr_check_tracks(const tr_trace *t, char *msg, size_t n) { return tr_check_events(t->events, msg, n); }
+
+/* ---- top-level tracks of a process, as Perfetto lays out a loaded trace ---- */
+static int seen_add(char ***set, size_t *n, const char *key) {
+  for (size_t i = 0; i < *n; i++) if (!strcmp((*set)[i], key)) return 0;
+  char **ns = realloc(*set, (*n + 1) * sizeof *ns);
+  if (!ns) return 0;
+  *set = ns;
+  ns[(*n)++] = strdup(key);
+  return 1;
+}
+
+int tr_top_tracks(const tr_trace *t, int64_t pid, int *nasync, int *late) {
+  char **tracks = NULL, **ids = NULL, key[600], tid[256];
+  size_t nt = 0, ni = 0;
+  int named = 0, named_at_last_own = 0;   /* thread tracks named so far; when the last own async track came */
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    char ph = tr_ph(ev);
+    if (tr_pid(ev) != pid) continue;
+    if (ph == 'M' && tr_name(ev) && !strcmp(tr_name(ev), "thread_name")) named++;
+    if (ph == 'C') {
+      json_object_object_foreach(tr_args(ev), series, v) {
+        (void)v;
+        snprintf(key, sizeof key, "counter %s %s", tr_name(ev) ? tr_name(ev) : "", series);
+        seen_add(&tracks, &nt, key);
+      }
+      continue;
+    }
+    if (ph != 'X' && ph != 'i' && ph != 'I') continue;
+    tr_tid_key(ev, tid, sizeof tid);
+    if (strncmp(tid, "async ", 6)) { snprintf(key, sizeof key, "thread %s", tid); seen_add(&tracks, &nt, key); continue; }
+    /* an async slice: the first on its id opens it and names the track (others nest in it) */
+    if (!seen_add(&ids, &ni, tid)) continue;
+    snprintf(key, sizeof key, "async %s", tr_name(ev) ? tr_name(ev) : "");
+    if (seen_add(&tracks, &nt, key) && strcmp(key + 6, CL_TRACK_FOLD_NAME)) named_at_last_own = named;
+  }
+  if (late) *late = named - named_at_last_own;
+  if (nasync) {
+    *nasync = 0;
+    for (size_t i = 0; i < nt; i++) *nasync += !strncmp(tracks[i], "async ", 6);
+  }
+  for (size_t i = 0; i < nt; i++) free(tracks[i]);
+  for (size_t i = 0; i < ni; i++) free(ids[i]);
+  free(tracks);
+  free(ids);
+  return (int)nt;
+}

@@ -37,6 +37,14 @@ int tr_arg_i64(json_object *ev, const char *key, int64_t *out);   /* 0 if an int
 const char *tr_arg_str(json_object *ev, const char *key);
 int tr_arg_bool(json_object *ev, const char *key);                 /* 1 only if true */
 
+/* Top-level tracks of process `pid` as Perfetto's UI shows a loaded trace (tr_load): a thread
+ * track per tid with slices or instants, an async track per name of the slices that open an id
+ * (the UI shows a process's async tracks of one name as one), a counter track per (name,
+ * series); *nasync (if given): how many of them are async; *late: thread tracks named (in file
+ * order: when made) after the last async track of its own (not the shared one past the
+ * budget). tools/track_count.py counts the same way. */
+int tr_top_tracks(const tr_trace *t, int64_t pid, int *nasync, int *late);
+
 /* "us.nnn" JSON number text -> ns. 0 on success. Accepts integers and up to 3 decimals. */
 int tr_us_text_to_ns(const char *s, int64_t *ns);
 
@@ -44,7 +52,8 @@ int tr_us_text_to_ns(const char *s, int64_t *ns);
 int tr_header_i64(const tr_trace *t, const char *key, int64_t *out);
 int tr_stats_i64(const tr_trace *t, const char *key, int64_t *out);
 
-/* Events with this ph (0 = any) and cat (NULL = any). */
+/* Events with this ph (0 = any) and cat (NULL = any); a proxy step's phase (args.phase: a
+ * child on its step's async id, with its cat) counts as part of its step, not apart. */
 size_t tr_count(const tr_trace *t, char ph, const char *cat);
 
 /* Track checks over X slices grouped by (pid, tid), in exact integer ns: every slice has
@@ -54,4 +63,8 @@ size_t tr_count(const tr_trace *t, char ph, const char *cat);
  * same over any array of trace events (a trace body). */
 int tr_check_tracks(const tr_trace *t, char *msg, size_t n);
 int tr_check_events(json_object *events, char *msg, size_t n);
+/* After a clean check: each async slice's "b" becomes the X slice it draws (ph "X", dur from
+ * its "e", tid "async <pid/cat/scope:id>"), so slice queries see it; its "e" stays. tr_load
+ * does this to every trace it loads. */
+void tr_async_as_slices(json_object *events);
 #endif

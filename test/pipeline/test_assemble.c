@@ -120,6 +120,7 @@ static json_object *body_json(fixture *f) {
   char msg[512];
   int bad = j ? tr_check_events(j, msg, sizeof msg) : 0;
   CHECK(bad == 0, "%d slices of the body break the track rules; first: %s", bad, msg);
+  if (j && !bad) tr_async_as_slices(j);
   return j;
 }
 static const char *track_name(json_object *arr, int tid) {
@@ -144,15 +145,23 @@ static json_object *find_slice(json_object *arr, const char *cat, const char *na
   return NULL;
 }
 static int slice_tid(json_object *e) { json_object *v; return json_object_object_get_ex(e, "tid", &v) ? json_object_get_int(v) : -1; }
+/* The track a slice is on: its thread track's name, or for an async slice (tid "async ...",
+ * tr_async_as_slices) the name it carries, which names its track. */
+static const char *slice_track(json_object *arr, json_object *e) {
+  char tid[256];
+  tr_tid_key(e, tid, sizeof tid);
+  return strncmp(tid, "async ", 6) ? track_name(arr, slice_tid(e)) : tr_name(e);
+}
 static const char *slice_arg(json_object *e, const char *k) {
   json_object *a, *v;
   return json_object_object_get_ex(e, "args", &a) && json_object_object_get_ex(a, k, &v) ? json_object_get_string(v) : NULL;
 }
-static int count_cat(json_object *arr, const char *cat) {
+static int count_cat(json_object *arr, const char *cat) {   /* slices: an async slice's "e" is not one */
   int n = 0;
   for (size_t i = 0; i < json_object_array_length(arr); i++) {
-    json_object *v;
-    if (json_object_object_get_ex(json_object_array_get_idx(arr, i), "cat", &v) && !strcmp(json_object_get_string(v), cat)) n++;
+    json_object *v, *e = json_object_array_get_idx(arr, i);
+    if (tr_ph(e) == 'e') continue;
+    if (json_object_object_get_ex(e, "cat", &v) && !strcmp(json_object_get_string(v), cat)) n++;
   }
   return n;
 }
@@ -178,8 +187,8 @@ TL_TEST(commless_event_and_gpu_kernels_get_their_own_tracks) {
   REQUIRE(arr, "body is not JSON");
   json_object *ker = find_slice(arr, "gpu_kernel", NULL), *op = find_slice(arr, "proxy_op", NULL);
   REQUIRE(ker && op, "kernel %p proxy op %p", (void *)ker, (void *)op);
-  const char *kn = track_name(arr, slice_tid(ker)), *on = track_name(arr, slice_tid(op));
-  CHECK(slice_tid(ker) != slice_tid(op), "proxy op drawn on the kernel's track %d (\"%s\")", slice_tid(op), kn ? kn : "?");
+  const char *kn = slice_track(arr, ker), *on = slice_track(arr, op);
+  CHECK(tr_ph(op) == 'X' && on != kn, "proxy op drawn on the kernel's track (\"%s\")", kn ? kn : "?");
   CHECK(on && strstr(on, "proxy recv"), "proxy op track is \"%s\"", on ? on : "(none)");
   CHECK(kn && strstr(kn, "GPU 0 stream 7"), "kernel track is \"%s\"", kn ? kn : "(none)");
   json_object_put(arr);
@@ -280,12 +289,46 @@ TL_TEST(track_check_is_exact_to_the_ns) {
   char err[1024];
   int rc = tr_load(&t, path, err, sizeof err);
   unlink(path);
-  CHECK(rc == -1 && strstr(err, "1 X slices") && strstr(err, "\"second\" [1795451710109491517, 1795451710109492517)") &&
+  CHECK(rc == -1 && strstr(err, "1 slices") && strstr(err, "\"second\" [1795451710109491517, 1795451710109492517)") &&
         strstr(err, "\"first\""), "tr_load: %d, %s", rc, err);
   if (rc == 0) tr_free(&t);
 }
 
-/* A proxy step's phases are drawn on its lane inside it, one after another, whatever their
+/* The async half of the track check (Perfetto's importer rules for b/e, per (pid, cat, id)):
+ * ids matched, every "b" closed, no "e" without its "b", a child closed before its parent, a
+ * "b"'s dur equal to its "e"; overlapping slices on other ids are fine. */
+static int async_problem(const char *events, char *msg, size_t n) {
+  char text[2048];
+  snprintf(text, sizeof text, "[%s]", events);
+  json_object *j = json_tokener_parse(text);
+  if (!j) { snprintf(msg, n, "not JSON"); return -1; }
+  int bad = tr_check_events(j, msg, n);
+  json_object_put(j);
+  return bad;
+}
+#define B(id, name, ts, dur) "{\"ph\":\"b\",\"pid\":0,\"cat\":\"c\",\"name\":\"" name "\",\"id2\":{\"local\":\"" id "\"},\"ts\":" ts ",\"dur\":" dur "}"
+#define E(id, name, ts) "{\"ph\":\"e\",\"pid\":0,\"cat\":\"c\",\"name\":\"" name "\",\"id2\":{\"local\":\"" id "\"},\"ts\":" ts "}"
+TL_TEST(async_check_pairs_ids_per_pid_cat_and_id) {
+  char msg[512];
+  /* two overlapping slices on ids 1 and 2, a child nested in 1 */
+  CHECK(async_problem(B("0x1", "t", "1.000", "3.000") "," B("0x2", "t", "2.000", "3.000") "," B("0x1", "k", "1.500", "1.000") ","
+                      E("0x1", "k", "2.500") "," E("0x1", "t", "4.000") "," E("0x2", "t", "5.000"), msg, sizeof msg) == 0,
+        "overlapping async slices refused: %s", msg);
+  CHECK(async_problem(E("0x1", "t", "4.000"), msg, sizeof msg) == 1 && strstr(msg, "without its \"b\""), "lone e: %s", msg);
+  CHECK(async_problem(B("0x1", "t", "1.000", "3.000"), msg, sizeof msg) == 1 && strstr(msg, "never closed"), "lone b: %s", msg);
+  CHECK(async_problem(B("0x1", "t", "1.000", "3.000") "," B("0x1", "k", "2.000", "3.000") "," E("0x1", "t", "4.000") ","
+                      E("0x1", "k", "5.000"), msg, sizeof msg) >= 1 && strstr(msg, "not nested"), "child past parent: %s", msg);
+  CHECK(async_problem(B("0x1", "t", "1.000", "2.000") "," E("0x1", "t", "4.000"), msg, sizeof msg) == 1 &&
+        strstr(msg, "dur 2000 ns"), "dur unlike its e: %s", msg);
+  /* the same id in another cat or pid is another track: its e closes nothing here */
+  CHECK(async_problem(B("0x1", "t", "1.000", "3.000") "," E("0x1", "t", "4.000") ","
+                      "{\"ph\":\"e\",\"pid\":1,\"cat\":\"c\",\"name\":\"t\",\"id2\":{\"local\":\"0x1\"},\"ts\":5.000}",
+                      msg, sizeof msg) == 1, "e of another pid: %s", msg);
+}
+#undef B
+#undef E
+
+/* A proxy step's phases are drawn on its async id inside it, one after another, whatever their
  * times say: a state read on another thread can be timed before the step's start or after its
  * stop (that thread's ring drained before the stop's), and states can arrive out of time order.
  * Regression: the phases were drawn as timed, partly outside their step or with a negative
@@ -315,11 +358,26 @@ TL_TEST(proxy_step_phases_nest_in_their_step) {
   cl_asm_tick(f.a, 5000, 1);
   json_object *arr = body_json(&f);                    /* checks that every slice nests */
   REQUIRE(arr, "body is not JSON");
-  CHECK(count_cat(arr, "proxy_step") == 2 && count_cat(arr, "proxy_state") == 6, "steps %d states %d",
-        count_cat(arr, "proxy_step"), count_cat(arr, "proxy_state"));
-  json_object *s0 = find_slice(arr, "proxy_step", "step 0"), *s1 = find_slice(arr, "proxy_step", "step 1");
+  /* async (chrome_trace.h): steps and their phases share cat and id; a phase says so */
+  json_object *st[2] = {NULL, NULL};
+  int nphase = 0, nstep = 0;
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    json_object *e = json_object_array_get_idx(arr, i);
+    int64_t k;
+    if (tr_ph(e) != 'X' || !tr_cat(e) || strcmp(tr_cat(e), "proxy_step")) continue;
+    if (tr_arg_bool(e, "phase")) { nphase++; continue; }
+    nstep++;
+    if (tr_arg_i64(e, "step", &k) == 0 && k >= 0 && k < 2) st[k] = e;
+  }
+  CHECK(nstep == 2 && nphase == 6, "steps %d phases %d", nstep, nphase);
+  json_object *s0 = st[0], *s1 = st[1];
   REQUIRE(s0 && s1, "steps not drawn");
-  CHECK(slice_tid(s0) != slice_tid(s1), "concurrent steps share lane %d", slice_tid(s0));
+  char t0[256], t1[256], te[256];
+  tr_tid_key(s0, t0, sizeof t0);
+  tr_tid_key(s1, t1, sizeof t1);
+  CHECK(strcmp(t0, t1) != 0, "concurrent steps share one async id (%s)", t0);
+  CHECK(!strcmp(tr_name(s0), tr_name(s1)) && strstr(tr_name(s0), "ch 0 send steps"), "steps on tracks \"%s\", \"%s\"",
+        tr_name(s0), tr_name(s1));
   int64_t sum = 0, v;
   static const char *args[] = {"gpu_wait_ns", "peer_wait_ns", "send_wait_ns"};
   for (int i = 0; i < 3; i++) if (tr_arg_i64(s0, args[i], &v) == 0) sum += v;
@@ -328,15 +386,16 @@ TL_TEST(proxy_step_phases_nest_in_their_step) {
   for (size_t i = 0; i < json_object_array_length(arr); i++) {     /* each phase inside its step */
     json_object *e = json_object_array_get_idx(arr, i);
     int64_t ts, dur, ss, sd;
-    if (!tr_cat(e) || strcmp(tr_cat(e), "proxy_state") || tr_ts_ns(e, &ts) || tr_dur_ns(e, &dur)) continue;
-    int k = slice_tid(e) == slice_tid(s0) ? 0 : slice_tid(e) == slice_tid(s1) ? 1 : -1;
-    REQUIRE(k >= 0, "%s drawn on track %d, not on a step's", tr_name(e), slice_tid(e));
+    if (tr_ph(e) != 'X' || !tr_arg_bool(e, "phase") || tr_ts_ns(e, &ts) || tr_dur_ns(e, &dur)) continue;
+    tr_tid_key(e, te, sizeof te);
+    int k = !strcmp(te, t0) ? 0 : !strcmp(te, t1) ? 1 : -1;
+    REQUIRE(k >= 0, "%s drawn on %s, not on a step's id", tr_name(e), te);
     on[k]++;
     REQUIRE(tr_ts_ns(k ? s1 : s0, &ss) == 0 && tr_dur_ns(k ? s1 : s0, &sd) == 0, "step times");
     CHECK(ts >= ss && ts + dur <= ss + sd, "%s [%lld, %lld] outside step %d [%lld, %lld]", tr_name(e), (long long)ts,
           (long long)(ts + dur), k, (long long)ss, (long long)(ss + sd));
   }
-  CHECK(on[0] == 4 && on[1] == 2, "phases on step 0's lane %d, on step 1's %d", on[0], on[1]);
+  CHECK(on[0] == 4 && on[1] == 2, "phases on step 0's id %d, on step 1's %d", on[0], on[1]);
   json_object_put(arr);
   fx_close(&f);
 }

@@ -40,8 +40,16 @@ typedef struct {
   int64_t base;                       /* aligned ns written as ts 0 in JSON (time_base_unix_ns) */
 } merge_ctx;
 
+/* Async slices (b/e of one cat and id, children nested on the id) are kept or left out whole:
+ * the slice that opens an id by the filters, its children and its "e" by its fate. Our traces
+ * write each one whole (chrome_trace.h), so few are open at once; a file with more open than
+ * ASYNC_OPEN (another writer's) has its extra ones kept unfiltered, never cut in half. */
+#define ASYNC_OPEN 64
+typedef struct { char key[120]; int n, depth, keep; } async_open;
+
 typedef struct {
   merge_ctx *m; int qi; cl_rank *r; chunk *c; int64_t kept;
+  async_open aopen[ASYNC_OPEN]; int naopen;
   size_t ncoll;                       /* coll_gpu slices seen: the next one is r->colls.a[ncoll] */
   cl_pft_seq *pft;                    /* pftrace: the rank's packet sequence; NULL for JSON */
   cl_strtab flows;                    /* the file's flow ids (raw text) -> k = 1, 2, ... */
@@ -94,20 +102,45 @@ static uint64_t file_flow_id(rank_writer *w, const cl_ev *ev) {
   return hi << FLOW_LOCAL_BITS | k;
 }
 
+/* 1 if the filters (--comm, --window, --steps) leave the event out. */
+static int filtered(const merge_ctx *m, const cl_rank *r, const cl_ev *ev) {
+  if (ev->ph == 'M') return cl_str_eq(ev->name, "process_name") || cl_str_eq(ev->name, "process_sort_index");
+  if (m->o->has_comm && ev->has_comm && ev->comm != m->o->comm) return 1;
+  if (ev->has_ts && (m->o->has_window || m->o->has_steps)) {
+    int64_t a = cl_aligned(r, ev->ts_ns), e = a + (ev->has_dur ? ev->dur_ns : 0);
+    if (e < m->ws || a > m->we) return 1;
+  }
+  return 0;
+}
+
+/* An async event's fate (async_open): 1 to keep it. */
+static int async_keep(rank_writer *w, const cl_ev *ev) {
+  char key[120];
+  int n = cl_ev_async_key(ev, key, sizeof key);
+  if (n < 0) return ev->ph == 'e' || !filtered(w->m, w->r, ev);   /* untracked: see async_open */
+  int i;
+  for (i = 0; i < w->naopen && (w->aopen[i].n != n || memcmp(w->aopen[i].key, key, (size_t)n)); i++) {}
+  if (i < w->naopen) {                     /* a child, or an "e": its opening slice's fate */
+    async_open *o = &w->aopen[i];
+    int keep = o->keep;
+    if (ev->ph == 'b') o->depth++;
+    else if (--o->depth <= 0) w->aopen[i] = w->aopen[--w->naopen];
+    return keep;
+  }
+  if (ev->ph == 'e') return 1;             /* its "b" was not tracked, so kept */
+  if (w->naopen == ASYNC_OPEN) return 1;
+  async_open *o = &w->aopen[w->naopen++];
+  memcpy(o->key, key, (size_t)n); o->n = n; o->depth = 1; o->keep = !filtered(w->m, w->r, ev);
+  return o->keep;
+}
+
 static void on_merge_event(const cl_ev *ev, void *arg) {
   rank_writer *w = arg; merge_ctx *m = w->m; cl_rank *r = w->r;
   cl_progress_count(&w->prog, ev->end - ev->beg);
   size_t coll = SIZE_MAX;   /* the loader's order: every timed X coll_gpu, kept or not */
   if (ev->ph == 'X' && ev->has_ts && ev->cat == CAT_COLL_GPU) coll = w->ncoll++;
-  if (ev->ph == 'M') {
-    if (cl_str_eq(ev->name, "process_name") || cl_str_eq(ev->name, "process_sort_index")) return;
-  } else {
-    if (m->o->has_comm && ev->has_comm && ev->comm != m->o->comm) return;
-    if (ev->has_ts && (m->o->has_window || m->o->has_steps)) {
-      int64_t a = cl_aligned(r, ev->ts_ns), e = a + (ev->has_dur ? ev->dur_ns : 0);
-      if (e < m->ws || a > m->we) return;
-    }
-  }
+  if (ev->ph == 'b' || ev->ph == 'e') { if (!async_keep(w, ev)) return; }
+  else if (filtered(m, r, ev)) return;
   repl rp[3]; int nr = 0;
   /* the scanner is lenient: pass through only valid JSON and UTF-8 (counted otherwise) */
   if (!cl_json_valid(ev->beg, (size_t)(ev->end - ev->beg))) { w->invalid++; return; }
@@ -520,7 +553,8 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
     fprintf(stderr, "commlens: merge: %lld flow event(s) left out: more than 2^32 distinct flow ids in a file, or more "
             "than 2^20 ranks\n", (long long)m.flows_lost);
   if (m.not_carried)
-    fprintf(stderr, "commlens: merge: %lld event(s) of kinds Perfetto's TrackEvent has no form for (async, object) left out\n",
+    fprintf(stderr, "commlens: merge: %lld event(s) Perfetto's TrackEvent has no form for (async instants, object and sample "
+            "events, an async end without its begin) left out\n",
             (long long)m.not_carried);
   free(m.sel); free(m.qi_of); free(m.flow_ok);
   return err ? -1 : 0;

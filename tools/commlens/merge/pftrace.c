@@ -1,6 +1,6 @@
 /* pftrace.c: Chrome-trace events of one rank -> Perfetto TracePackets (pftrace.h). Owns a
  * rank's packet sequence: its interning tables, its tracks (process, one per tid, one per
- * counter series) and the packet being built. Slices become a SLICE_BEGIN and a SLICE_END
+ * counter series, async lanes in one group) and the packet being built. Slices become a SLICE_BEGIN and a SLICE_END
  * packet written together, so a track's nesting at equal timestamps follows the file's order
  * (Perfetto sorts packets by time, keeping the file's order among equal times): a parent is
  * written before its children and a track's slices in start order (the plugin does both).
@@ -24,7 +24,9 @@ enum { DA_NAME_IID = 1, DA_BOOL = 2, DA_INT = 4, DA_DOUBLE = 5, DA_STRING = 6, D
        DA_STRING_IID = 17 };
 enum { INT_CATEGORIES = 1, INT_NAMES = 2, INT_ANNOTATION_NAMES = 3, INT_STRING_VALUES = 29 };
 enum { ENTRY_IID = 1, ENTRY_NAME = 2 };   /* EventCategory, EventName, DebugAnnotationName, InternedString */
-enum { TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT_UUID = 5, TD_COUNTER = 8 };
+enum { TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT_UUID = 5, TD_COUNTER = 8,
+       TD_CHILD_ORDERING = 11, TD_SIBLING_ORDER_RANK = 12 };
+enum { ORDER_EXPLICIT = 3 };
 enum { PD_PID = 1, PD_SORT_INDEX = 3, PD_NAME = 6 };
 enum { THD_PID = 1, THD_TID = 2, THD_SORT_INDEX = 3, THD_NAME = 5 };
 
@@ -38,6 +40,12 @@ enum { K_CAT, K_NAME, K_ANN, K_STR, K_COUNT };
 static const uint32_t k_field[K_COUNT] = { INT_CATEGORIES, INT_NAMES, INT_ANNOTATION_NAMES, INT_STRING_VALUES };
 
 typedef struct { uint64_t uuid; int64_t tid, sort; char *name; int has_sort, described; } track;
+/* Async slices: a lane is a track of one name whose slices do not overlap; Perfetto's UI shows
+ * sibling tracks of one name as one track. An open id maps to its lane. */
+typedef struct { uint64_t uuid; uint32_t name; int64_t end; } lane;
+#define ASYNC_OPEN 64
+#define ASYNC_LANES 4096   /* lanes per rank: ours need a few per track; more is not our writer's */
+typedef struct { char key[120]; int n, depth; size_t lane; } open_id;
 typedef struct { int kind; uint32_t id; } fresh_entry;
 
 struct cl_pft_seq {
@@ -47,6 +55,10 @@ struct cl_pft_seq {
   CL_VEC(fresh_entry) fresh;       /* interned by the packet being built: it must define them */
   cl_strtab tids; CL_VEC(track) tracks;            /* tid (8 bytes) -> tracks[id - 1] */
   cl_strtab counters; CL_VEC(uint64_t) counter_uuid;   /* "name\0series" -> counter_uuid[id - 1] */
+  uint64_t detail_uuid;            /* the group of the async tracks, 0 until one is drawn */
+  cl_strtab anames, comms;         /* async track names; their communicator labels, in order */
+  CL_VEC(lane) lanes;
+  open_id open[ASYNC_OPEN]; int nopen;
   int64_t not_carried;
   char buf[4096];                  /* unescaped text on its way out */
 };
@@ -236,9 +248,9 @@ static void counters(cl_pft_seq *s, const cl_ev *ev, int64_t ts) {
   }
 }
 
-/* A named event on its thread track: slice begin, instant or flow step. */
-static void named_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, int type, uint32_t flow_field, uint64_t flow) {
-  uint64_t uuid = event_track(s, ev);
+/* A named event on track `uuid`: slice begin, instant or flow step. */
+static void track_event(cl_pft_seq *s, uint64_t uuid, const cl_ev *ev, int64_t ts, int type, uint32_t flow_field,
+                        uint64_t flow) {
   packet_begin(s, 1, ts, 1);
   cl_pb_begin(&s->out, PKT_TRACK_EVENT);
   cl_pb_uint(&s->out, TE_TYPE, (uint64_t)type);
@@ -251,14 +263,110 @@ static void named_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, int type, ui
   packet_end(s);
 }
 
-static void slice_end(cl_pft_seq *s, const cl_ev *ev, int64_t ts) {
-  uint64_t uuid = event_track(s, ev);
+static void named_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, int type, uint32_t flow_field, uint64_t flow) {
+  track_event(s, event_track(s, ev), ev, ts, type, flow_field, flow);
+}
+
+static void track_end(cl_pft_seq *s, uint64_t uuid, int64_t ts) {
   packet_begin(s, 1, ts, 0);
   cl_pb_begin(&s->out, PKT_TRACK_EVENT);
   cl_pb_uint(&s->out, TE_TYPE, TYPE_SLICE_END);
   cl_pb_uint(&s->out, TE_TRACK_UUID, uuid);
   cl_pb_end(&s->out);
   packet_end(s);
+}
+static void slice_end(cl_pft_seq *s, const cl_ev *ev, int64_t ts) { track_end(s, event_track(s, ev), ts); }
+
+/* ---- async slices (b/e): lanes under one collapsed group per rank ------------------------ */
+/* Where an async track sits in its group: by communicator (as first seen), then the
+ * communicator's own tracks (groups, progress, net, copy engine), then by channel number
+ * (so "ch 2" before "ch 10") and kind; the shared track past the budget last. */
+static int32_t natural_rank(cl_pft_seq *s, const char *name) {
+  const char *colon = strstr(name, ": ");
+  if (!colon) return INT32_MAX;
+  int added;
+  uint32_t comm = cl_strtab_id(&s->comms, name, (size_t)(colon - name), &added);
+  const char *rest = colon + 2;
+  static const char *const kinds[] = {"GPU", "proxy send", "proxy recv", "send steps", "recv steps",
+                                      "groups", "proxy progress", "net", "copy engine"};
+  int64_t r = (int64_t)(comm < 16384 ? comm : 16384) << 17;
+  if (!strncmp(rest, "ch ", 3) && rest[3] >= '0' && rest[3] <= '9') {
+    char *end;
+    long ch = strtol(rest + 3, &end, 10);
+    r += 1024 + (ch < 0 || ch > 4000 ? 4000 : ch) * 16;
+    rest = *end == ' ' ? end + 1 : end;
+  }
+  int k;
+  for (k = 0; k < 9 && strcmp(rest, kinds[k]); k++) {}
+  return (int32_t)(r + k);
+}
+
+static void describe_async(cl_pft_seq *s, uint64_t uuid, uint64_t parent, const char *name, int group, int32_t rank) {
+  packet_begin(s, 0, 0, 0);
+  cl_pb_begin(&s->out, PKT_TRACK_DESCRIPTOR);
+  cl_pb_uint(&s->out, TD_UUID, uuid);
+  cl_pb_uint(&s->out, TD_PARENT_UUID, parent);
+  cl_pb_str(&s->out, TD_NAME, name);
+  if (group) cl_pb_uint(&s->out, TD_CHILD_ORDERING, ORDER_EXPLICIT);
+  else cl_pb_int(&s->out, TD_SIBLING_ORDER_RANK, rank);
+  cl_pb_end(&s->out);
+  packet_end(s);
+}
+
+/* The lane for a slice opening an id at [ts, end] (end unknown: INT64_MAX until its "e");
+ * SIZE_MAX past ASYNC_LANES. */
+static size_t async_lane(cl_pft_seq *s, const cl_ev *ev, int64_t ts, int64_t end) {
+  int added;
+  uint32_t nm = cl_strtab_id(&s->anames, ev->name.p ? ev->name.p : "", (size_t)ev->name.n, &added);
+  size_t i;
+  for (i = 0; i < s->lanes.n && (s->lanes.a[i].name != nm || s->lanes.a[i].end > ts); i++) {}
+  if (i == s->lanes.n) {
+    if (s->lanes.n == ASYNC_LANES) return SIZE_MAX;
+    if (!s->detail_uuid) {
+      s->detail_uuid = s->proc_uuid + ++s->ntracks;
+      describe_async(s, s->detail_uuid, s->proc_uuid, "detail (communicators, channels)", 1, 0);
+    }
+    char name[512];
+    snprintf(name, sizeof name, "%s", unescaped(s, ev->name.p ? ev->name.p : "", (size_t)ev->name.n));
+    cl_utf8_cut(name);
+    CL_PUSH(s->lanes, ((lane){ s->proc_uuid + ++s->ntracks, nm, 0 }));
+    describe_async(s, s->lanes.a[i].uuid, s->detail_uuid, name, 0, natural_rank(s, name));
+  }
+  if (end > s->lanes.a[i].end) s->lanes.a[i].end = end;
+  return i;
+}
+
+/* A "b" opens a slice on its id's lane (a new id: a free lane of its name), an "e" closes the
+ * innermost one open there; an "e" of no open id, or a "b" past ASYNC_OPEN open ids or
+ * ASYNC_LANES lanes, is not carried. */
+static void async_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, uint64_t flow) {
+  char key[120];
+  int n = cl_ev_async_key(ev, key, sizeof key), i;
+  for (i = 0; n >= 0 && i < s->nopen && (s->open[i].n != n || memcmp(s->open[i].key, key, (size_t)n)); i++) {}
+  int found = n >= 0 && i < s->nopen;
+  if (ev->ph == 'e') {
+    if (!found) { s->not_carried++; return; }
+    lane *l = &s->lanes.a[s->open[i].lane];
+    track_end(s, l->uuid, ts);
+    if (--s->open[i].depth == 0) {
+      if (l->end == INT64_MAX) l->end = ts;
+      s->open[i] = s->open[--s->nopen];
+    }
+    return;
+  }
+  if (!found) {
+    size_t l;
+    if (n < 0 || s->nopen == ASYNC_OPEN ||
+        (l = async_lane(s, ev, ts, ev->has_dur && ev->dur_ns >= 0 ? ts + ev->dur_ns : INT64_MAX)) == SIZE_MAX) {
+      s->not_carried++;
+      return;
+    }
+    i = s->nopen++;
+    memcpy(s->open[i].key, key, (size_t)n);
+    s->open[i].n = n; s->open[i].depth = 0; s->open[i].lane = l;
+  }
+  s->open[i].depth++;
+  track_event(s, s->lanes.a[s->open[i].lane].uuid, ev, ts, TYPE_SLICE_BEGIN, TE_FLOW_IDS, flow);
 }
 
 void cl_pft_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, uint64_t flow) {
@@ -277,7 +385,8 @@ void cl_pft_event(cl_pft_seq *s, const cl_ev *ev, int64_t ts, uint64_t flow) {
     named_event(s, ev, ts, TYPE_INSTANT, ev->ph == 'f' ? TE_TERMINATING_FLOW_IDS : TE_FLOW_IDS, flow);
     break;
   case 'C': counters(s, ev, ts); break;
-  default: s->not_carried++;   /* async (b/e/n), object and sample events */
+  case 'b': case 'e': async_event(s, ev, ts, flow); break;
+  default: s->not_carried++;   /* async instants (n), object and sample events */
   }
 }
 
@@ -319,6 +428,7 @@ int64_t cl_pft_seq_free(cl_pft_seq *s) {
   for (int k = 0; k < K_COUNT; k++) cl_strtab_free(&s->in[k]);
   for (size_t i = 0; i < s->tracks.n; i++) free(s->tracks.a[i].name);
   cl_strtab_free(&s->tids); cl_strtab_free(&s->counters);
+  cl_strtab_free(&s->anames); cl_strtab_free(&s->comms); free(s->lanes.a);
   free(s->tracks.a); free(s->counter_uuid.a); free(s->fresh.a);
   cl_pb_free(&s->out); free(s);
   return nc;

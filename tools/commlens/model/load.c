@@ -194,7 +194,8 @@ static void on_event(const cl_ev *ev, void *arg) {
   int64_t end = ev->ts_ns + (ev->has_dur ? ev->dur_ns : 0);
   if (ev->ts_ns < r->t_min) r->t_min = ev->ts_ns;
   if (end > r->t_max) r->t_max = end;
-  if (ev->ph != 'X') return;
+  /* a slice: complete (X), or the "b" of an async one, which carries its dur (chrome_trace.h) */
+  if (ev->ph != 'X' && !(ev->ph == 'b' && ev->has_dur)) return;
   switch (ev->cat) {
   case CAT_COLL_GPU: {
     cl_coll k;

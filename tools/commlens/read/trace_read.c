@@ -266,6 +266,12 @@ static const char *parse_args(const char *p, const char *e, cl_ev *ev, int *bad)
   }
 }
 
+int cl_ev_async_key(const cl_ev *ev, char *buf, size_t n) {
+  cl_str_t id = ev->id2.p ? ev->id2 : (cl_str_t){ ev->id_v, ev->id_v ? (int)(ev->id_ve - ev->id_v) : 0 };
+  int k = snprintf(buf, n, "%.*s\x1f%.*s", ev->cat_s.n, ev->cat_s.p ? ev->cat_s.p : "", id.n, id.p ? id.p : "");
+  return k < 0 || (size_t)k >= n ? -1 : k;
+}
+
 /* Parses the event object at p ('{'). */
 static const char *parse_event(const char *p, const char *e, cl_ev *ev, int *bad) {
   memset(ev, 0, sizeof *ev);
@@ -301,6 +307,9 @@ static const char *parse_event(const char *p, const char *e, cl_ev *ev, int *bad
       if (r) ev->name = (cl_str_t){ p + 1, (int)(r - 1 - (p + 1)) };
     } else if (kl == 2 && k[0] == 'i' && k[1] == 'd') {
       r = js_skip(p, e, bad); ev->id_v = p; ev->id_ve = r; ev->has_id = r != NULL;
+    } else if (kl == 3 && !memcmp(k, "id2", 3)) {
+      r = js_skip(p, e, bad);
+      if (r) ev->id2 = (cl_str_t){ p, (int)(r - p) };
     } else if (kl == 4 && !memcmp(k, "args", 4) && *p == '{') {
       r = parse_args(p, e, ev, bad);
       if (r) ev->args = (cl_str_t){ p, (int)(r - p) };

@@ -24,6 +24,7 @@ typedef struct {
   int has_ts, has_dur, has_tid, tid_is_num, has_id;
   int64_t ts_ns, dur_ns, tid;
   const char *pid_v, *pid_ve, *ts_v, *ts_ve, *id_v, *id_ve;
+  cl_str_t id2;                     /* the raw "id2" value (async slices: {"local":...}), {NULL, 0} if none */
   /* args */
   int has_comm, has_seq, has_channel, has_peer, has_p2p_peer, has_exposed, has_bytes,
       has_nranks, has_device, implausible;
@@ -72,6 +73,9 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
 void cl_info_free(cl_info *info);
 
 /* Helpers for the callers. */
+/* An async event's (b/e) track key, cat and id (id2, else id) as written, into buf: its
+ * length, or -1 when it does not fit. Perfetto keys an async slice's track by them (per pid). */
+int cl_ev_async_key(const cl_ev *ev, char *buf, size_t n);
 int cl_str_eq(cl_str_t s, const char *lit);
 /* "step 12" / "ProfilerStep#12" -> 12; -1 if the name is not a step marker. */
 long cl_step_number(cl_str_t name);
