@@ -74,7 +74,8 @@ static int usage(FILE *f) {
           "  no longer line up with the host's; --virtual-clock: the plugin's monotonic clock reads\n"
           "  the recorded times, so two replays differ only by a constant shift; --verbose: what\n"
           "  was replayed). The plugin's\n"
-          "  own COMMLENS_* variables apply (COMMLENS_DIR, COMMLENS_CUPTI, ...); COMMLENS_EVENTS\n"
+          "  own COMMLENS_* variables apply (COMMLENS_DIR, COMMLENS_CUPTI, ...); COMMLENS_OUTPUT\n"
+          "  defaults to trace, COMMLENS_EVENTS\n"
           "  defaults to full (recordings carry every event) and COMMLENS_RECORD is ignored.\n"
           "  Set RANK to choose the rank the trace file is named after.\n",
           g_lib_name);

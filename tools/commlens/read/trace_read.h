@@ -70,6 +70,13 @@ typedef void (*cl_ev_fn)(const cl_ev *ev, void *arg);
 int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int header_only);
 void cl_info_free(cl_info *info);
 
+/* What the digest reader (digest_read.c) shares with this one: opening (a regular file only,
+ * never waiting on a FIFO: fd, or -1 with info->msg) and the header and stats objects, which
+ * a digest holds as the same JSON (each parsed into info; anything unparsable is ignored). */
+int cl_input_open(const char *path, cl_info *info);
+void cl_info_header(cl_info *info, const char *s, size_t n);
+void cl_info_stats(cl_info *info, const char *s, size_t n);
+
 /* Helpers for the callers. */
 int cl_str_eq(cl_str_t s, const char *lit);
 /* "step 12" / "ProfilerStep#12" -> 12; -1 if the name is not a step marker. */
