@@ -50,6 +50,44 @@ static void same(const char *run, json_object *t, json_object *d, const char *ke
   CHECK(h_json_get(t, key) && !strcmp(a, b), "%s: \"%s\" differs:\n  trace:  %.600s\n  digest: %.600s", run, key, a, b);
 }
 
+/* merge of the traces and of the digests: the same CSV table, and JSON with the same GPU spans
+ * and cross-rank flows (the digest's is a subset of the trace's events otherwise). */
+static void count_cats(const char *path, int *gpu, int *flows) {
+  json_object *j = json_object_from_file(path), *ev = h_json_get(j, "traceEvents");
+  *gpu = *flows = -1;
+  CHECK(ev && json_object_is_type(ev, json_type_array), "%s: no traceEvents", path);
+  if (ev) {
+    *gpu = *flows = 0;
+    for (size_t i = 0; i < json_object_array_length(ev); i++) {
+      const char *cat = json_object_get_string(h_json_get(json_object_array_get_idx(ev, i), "cat"));
+      if (cat && !strcmp(cat, "coll_gpu")) ++*gpu;
+      if (cat && !strcmp(cat, "coll_instance")) ++*flows;
+    }
+  }
+  json_object_put(j);
+}
+static void merges_agree(const char *run, const char *dir) {
+  static const char *const kinds[] = {".trace.json", ".digest"};
+  char args[1200], out[2][2][500];
+  int st;
+  for (int k = 0; k < 2; k++)
+    for (int f = 0; f < 2; f++) {
+      snprintf(out[k][f], sizeof out[k][f], "%s/merged-%d.%s", dir, k, f ? "csv" : "json");
+      snprintf(args, sizeof args, "merge '%s'/*%s -o '%s' 2>/dev/null", dir, kinds[k], out[k][f]);
+      free(h_run_cli(args, &st));
+      CHECK(st == 0, "%s: %s exited %d", run, args, st);
+    }
+  size_t la, lb;
+  char *a = h_read_file(out[0][1], &la), *b = h_read_file(out[1][1], &lb);
+  CHECK(a && b && la == lb && !memcmp(a, b, la) && la > 200, "%s: the CSV of the digests differs from the traces'", run);
+  free(a); free(b);
+  int g[2], fl[2];
+  count_cats(out[0][0], &g[0], &fl[0]);
+  count_cats(out[1][0], &g[1], &fl[1]);
+  CHECK(g[0] == g[1] && fl[0] == fl[1] && g[1] > 0 && fl[1] > 0, "%s: merged JSON: %d/%d GPU spans, %d/%d flows (trace/digest)",
+        run, g[0], g[1], fl[0], fl[1]);
+}
+
 static void count_row(const cl_dg_row *r, void *arg) { (void)r; ++*(long *)arg; }
 
 TL_TEST(report_from_digests_equals_report_from_traces) {
@@ -67,6 +105,7 @@ TL_TEST(report_from_digests_equals_report_from_traces) {
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) same(g_runs[i], t, d, keys[k]);
     CHECK(json_object_get_int(h_json_get(d, "instances_matched")) > 0, "%s: nothing matched", g_runs[i]);
     json_object_put(t); json_object_put(d);
+    merges_agree(g_runs[i], dir);
     /* bytes per collective on disk, header and stats included */
     char *paths[4];
     int n = h_find_files(dir, ".digest", paths, 4);
@@ -75,7 +114,7 @@ TL_TEST(report_from_digests_equals_report_from_traces) {
       struct stat sb;
       cl_info info;
       long rows = 0;
-      cl_dg_sink sink = {count_row, NULL, NULL};
+      cl_dg_sink sink = {.coll = count_row};
       CHECK(cl_digest_scan(paths[k], &sink, &rows, &info, 0) == 0 && !info.bad && !info.truncated && info.final,
             "%s: %s: %s", g_runs[i], paths[k], info.msg);
       if (stat(paths[k], &sb) == 0 && rows) {
@@ -114,7 +153,7 @@ TL_TEST(a_damaged_digest_keeps_its_whole_blocks) {
   cl_digest_free(dg);
   REQUIRE(!f.oom, "oom");
   long all = 0, rows = 0;
-  cl_dg_sink sink = {count_row, NULL, NULL};
+  cl_dg_sink sink = {.coll = count_row};
   cl_info info;
   memset(&info, 0, sizeof info);
   CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &all, &info, 0) == 0 && !info.bad && !info.truncated && all == 30 &&

@@ -5,6 +5,7 @@
 #include "tools/commlens/model/load.h"
 #include "tools/commlens/read/progress.h"
 #include "tools/commlens/read/digest_read.h"
+#include "tools/commlens/read/digest_trace.h"
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -168,6 +169,7 @@ static void pair_enqueues(cl_rank *r) {
 typedef struct {
   cl_rank *r; const char *last_f; int last_fn, last_id; uint64_t last_comm; int comm_seen;
   cl_progress_batch prog;
+  cl_dg_lanes lanes;                 /* digests: the tids merge's conversion gives their slices */
 } scan_ctx;
 
 static int func_of(scan_ctx *c, cl_str_t s) {
@@ -211,6 +213,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     k.comm = ev->comm; k.seq = ev->has_seq ? ev->seq : -1; k.start = ev->ts_ns; k.end = end; k.enq = CL_NO_TIME;
     k.bytes = ev->bytes; k.nranks = ev->nranks; k.tid = (int32_t)ev->tid; k.tid_ok = (uint8_t)ev->tid_is_num;
     k.func = (uint16_t)func_of(c, ev->name); k.inst = UINT32_MAX;
+    k.exposed = ev->has_exposed && ev->exposed_ns >= 0 ? ev->exposed_ns : -1;
     k.p2p = (uint8_t)(ev->has_p2p_peer || cl_str_eq(ev->name, "Send") || cl_str_eq(ev->name, "Recv"));
     CL_PUSH(r->colls, k);
     if (ev->has_exposed) { add_sat(&r->exposed_args, ev->exposed_ns); r->has_exposed_args = 1; }
@@ -287,6 +290,8 @@ static void on_dg_coll(const cl_dg_row *d, void *arg) {
   scan_ctx *c = arg; cl_rank *r = c->r;
   cl_progress_count(&c->prog, 24);
   span(r, d->enq_start, d->enq_end);
+  int lane, fresh;
+  cl_dg_lane(&c->lanes, d->comm, 0, d->enq_start, d->enq_end, &lane, &fresh);   /* as merge draws it */
   if (!d->src) return;              /* not GPU-timed: the trace draws no span for it either */
   span(r, d->gpu_start, d->gpu_end);
   cl_coll k;
@@ -295,6 +300,8 @@ static void on_dg_coll(const cl_dg_row *d, void *arg) {
   k.enq = d->p2p ? CL_NO_TIME : d->enq_start;
   k.bytes = d->bytes; k.nranks = d->nranks; k.func = (uint16_t)digest_func(c, d->func); k.inst = UINT32_MAX;
   k.p2p = (uint8_t)d->p2p;
+  k.exposed = d->exposed_ns;
+  k.tid = (int32_t)cl_dg_lane(&c->lanes, d->comm, 1, d->gpu_start, d->gpu_end, &lane, &fresh); k.tid_ok = 1;
   CL_PUSH(r->colls, k);
   if (!d->p2p) r->n_enq++;
   if (d->exposed_ns >= 0) { add_sat(&r->exposed_args, d->exposed_ns); r->has_exposed_args = 1; }
@@ -324,10 +331,12 @@ static void on_dg_chan(const cl_dg_chan *d, void *arg) {
 }
 static void on_dg_step(int64_t id, int64_t start, int64_t end, void *arg) {
   scan_ctx *c = arg;
+  int lane, fresh;
+  cl_dg_lane(&c->lanes, 0, 2, start, end, &lane, &fresh);
   span(c->r, start, end);
   CL_PUSH(c->r->steps, ((cl_step){ (long)id, start, end }));
 }
-static const cl_dg_sink g_dg_sink = { on_dg_coll, on_dg_chan, on_dg_step };
+static const cl_dg_sink g_dg_sink = { .coll = on_dg_coll, .chan = on_dg_chan, .step = on_dg_step };
 
 /* A digest or a trace, by the file's first bytes. */
 static int any_scan(cl_rank *r, scan_ctx *c, int header_only) {
@@ -340,6 +349,7 @@ static void rank_scan(cl_rank *r) {
   cl_info_free(&r->info);
   r->t_min = INT64_MAX; r->t_max = INT64_MIN;
   any_scan(r, &c, 0);
+  cl_dg_lanes_free(&c.lanes);
   cl_progress_flush(&c.prog);
   cl_progress_file_done();
   if (r->tail_map) {

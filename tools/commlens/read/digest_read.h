@@ -25,6 +25,8 @@ typedef struct {
   void (*coll)(const cl_dg_row *r, void *arg);
   void (*chan)(const cl_dg_chan *c, void *arg);
   void (*step)(int64_t id, int64_t start, int64_t end, void *arg);
+  /* the header and stats blocks' JSON text as stored (unchecked: parse before use), if wanted */
+  void (*json)(int type, const char *text, size_t n, void *arg);
 } cl_dg_sink;
 
 /* 1 when the file starts with the digest magic (a quick look; 0 otherwise or unreadable). */
