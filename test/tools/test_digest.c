@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "exporters/digest.h"
 #include "tools/commlens/read/digest_read.h"
+#include "synth_gen.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -177,6 +178,44 @@ TL_TEST(a_damaged_digest_keeps_its_whole_blocks) {
   CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &rows, &info, 0) == -1 && strstr(info.msg, "header"), "header: %s", info.msg);
   cl_info_free(&info);
   free(f.p);
+}
+
+/* A synthetic 64-rank job on 8 hosts (test/tools/synth_gen.h) with a planted straggler (rank
+ * 21, 3 ms late, beyond the cross-host clock error) and a planted slow channel (rank 32's
+ * channel 3, twice the work, waiting on its GPU), written as traces and as digests: the report
+ * names both from either, and says the same from both (late on every third collective: a
+ * rank late on all of them is indistinguishable from its host's clock offset). bench/digest_scale.sh runs it at 4,096. */
+TL_TEST(sixty_four_ranks_name_the_planted_straggler_and_slow_channel) {
+  char base[256], dir[2][300];
+  h_fresh_dir(base, sizeof base);
+  REQUIRE(base[0], "no temp dir");
+  synth_cfg c;
+  synth_defaults(&c);
+  c.nranks = 64; c.ncoll = 60; c.nch = 4; c.nsteps = 2; c.nvtx_every = 0; c.period_ns = 10000000;
+  c.late_rank = 21; c.late_ns = 3000000; c.late_every = 3; c.slow_rank = 32; c.slow_ch = 3; c.slow_factor = 2.0;
+  for (int k = 0; k < 2; k++) {
+    snprintf(dir[k], sizeof dir[k], "%s/%s", base, k ? "digest" : "trace");
+    REQUIRE(mkdir(dir[k], 0700) == 0, "mkdir %s", dir[k]);
+    c.dir = dir[k];
+    for (int r = 0; r < c.nranks; r++) {
+      char path[600];
+      REQUIRE((k ? synth_write_rank_digest : synth_write_rank)(&c, r, path, sizeof path) == 0, "writing %s", path);
+    }
+  }
+  json_object *t = report(dir[0], ".trace.json"), *d = report(dir[1], ".digest");
+  REQUIRE(t && d, "reports");
+  static const char *const keys[] = {"verdict", "clock_model", "steps", "instances_matched", "attribution",
+                                     "slow_ranks", "collective_time", "slow_channels", "low_bandwidth"};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) same("synthetic 64 ranks", t, d, keys[k]);
+  json_object *v = h_json_get(d, "verdict"), *st = h_json_get(v, "stragglers");
+  CHECK(st && json_object_array_length(st) == 1 && json_object_get_int(h_json_get(json_object_array_get_idx(st, 0), "rank")) == 21,
+        "verdict: %s", json_object_to_json_string(v));
+  json_object *ch = h_json_get(d, "slow_channels"), *c0 = ch ? json_object_array_get_idx(ch, 0) : NULL;
+  CHECK(c0 && json_object_get_int(h_json_get(c0, "rank")) == 32 && json_object_get_int(h_json_get(c0, "channel")) == 3,
+        "slow channel: %s", c0 ? json_object_to_json_string(c0) : "none");
+  json_object_put(t); json_object_put(d);
+  if (!tl_cur_failed) h_rm_rf(base);
+  else fprintf(stderr, "  kept %s\n", base);
 }
 
 int main(int argc, char **argv) { return h_main("tools/digest", argc, argv); }
