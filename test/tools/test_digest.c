@@ -14,23 +14,25 @@
 #define DATA "test/data/real"
 static const char *const g_runs[] = {"nvlink", "socket", "twonode", "multicomm", "graphsocket", "h200x1-sharedgpu"};
 
-/* Replays both ranks of recording `run` into dir (COMMLENS_OUTPUT=both); 0 or -1. */
-static int replay(const char *run, const char *dir) {
+/* Replays both ranks of recording `run` into dir (COMMLENS_OUTPUT=`output`); 0 or -1. */
+static int replay_as(const char *run, const char *dir, const char *output) {
   const char *lib = h_lib_path(), *slash = strrchr(lib, '/');
   char cmd[4096], tool[1024], rec[2][512];
   snprintf(tool, sizeof tool, "%.*s%scommlens-replay", slash ? (int)(slash - lib) : 0, lib, slash ? "/" : "");
   for (int r = 0; r < 2; r++)
     snprintf(rec[r], sizeof rec[r], DATA "/nccl2.28.3-%s%s-r%d.rec.gz", strncmp(run, "h200x1", 6) ? "h200x2-" : "", run, r);
   snprintf(cmd, sizeof cmd,
-           "export COMMLENS_DIR='%s' COMMLENS_OUTPUT=both COMMLENS_CUPTI=0 COMMLENS_SUMMARY=off COMMLENS_GZIP=0; "
+           "export COMMLENS_DIR='%s' COMMLENS_OUTPUT=%s COMMLENS_CUPTI=0 COMMLENS_SUMMARY=off COMMLENS_GZIP=0; "
            "unset COMMLENS_RECORD COMMLENS_WINDOW; "
            "RANK=0 '%s' --virtual-clock '%s' '%s' >/dev/null 2>&1 & a=$!; "
            "RANK=1 '%s' --virtual-clock '%s' '%s' >/dev/null 2>&1; b=$?; wait $a && [ $b = 0 ]",
-           dir, tool, rec[0], lib, tool, rec[1], lib);
+           dir, output, tool, rec[0], lib, tool, rec[1], lib);
   int rc = system(cmd);
   CHECK(rc == 0, "%s: replay failed (%d): %s", run, rc, cmd);
   return rc == 0 ? 0 : -1;
 }
+
+static int replay(const char *run, const char *dir) { return replay_as(run, dir, "both"); }
 
 /* report --json over the files of dir ending with `suffix`. */
 static json_object *report(const char *dir, const char *suffix) {
@@ -129,6 +131,28 @@ TL_TEST(report_from_digests_equals_report_from_traces) {
   }
   if (!tl_cur_failed) h_rm_rf(base);
   else fprintf(stderr, "  kept %s\n", base);
+}
+
+/* COMMLENS_OUTPUT=digest formats no JSON: no trace file, and the digest's stats count as events
+ * exactly its own rows (the count adds the Chrome-trace events formatted, which must be none). */
+TL_TEST(digest_mode_formats_no_trace) {
+  char base[256], dir[300];
+  h_fresh_dir(base, sizeof base);
+  snprintf(dir, sizeof dir, "%s/socket", base);
+  REQUIRE(replay_as("socket", dir, "digest") == 0, "replay");
+  char *paths[4];
+  CHECK(h_find_traces(dir, paths, 4) == 0, "a trace was written in digest mode");
+  int n = h_find_files(dir, ".digest", paths, 4);
+  CHECK(n == 2, "%d digests", n);
+  for (int k = 0; k < n; k++) {
+    cl_info info;
+    CHECK(cl_digest_scan(paths[k], NULL, NULL, &info, 0) == 0 && info.has_stats && info.final && info.n_events > 100 &&
+          info.st_events == info.n_events, "%s: %lld rows, stats say %lld events (%s)", paths[k], (long long)info.n_events,
+          (long long)info.st_events, info.msg);
+    cl_info_free(&info);
+    free(paths[k]);
+  }
+  if (!tl_cur_failed) h_rm_rf(base);
 }
 
 /* A digest of three collectives blocks (the plugin's encoder, exporters/digest.c): cut inside
