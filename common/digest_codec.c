@@ -1,6 +1,7 @@
 /* digest_codec.c: see digest_codec.h. Framing and integer coding only; it never trusts a
  * length it reads (each is checked against the bytes that are there and CL_DG_MAX_RAW). */
 #include "common/digest_codec.h"
+#include "common/grow.h"
 #include <stdlib.h>
 #include <string.h>
 #ifndef COMMLENS_NO_ZLIB
@@ -16,13 +17,7 @@ const char *cl_dg_src_name(int code) { return code > 0 && code < CL_DG_SRC_N ? g
 
 static int reserve(cl_dg_buf *b, size_t n) {
   if (b->oom) return -1;
-  if (b->len + n <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->len + n) cap *= 2;
-  uint8_t *p = realloc(b->p, cap);
-  if (!p) { b->oom = 1; return -1; }
-  b->p = p;
-  b->cap = cap;
+  if (cl_grow(&b->p, &b->cap, b->len + n, 1, 256, 0) != 0) { b->oom = 1; return -1; }
   return 0;
 }
 void cl_dg_put(cl_dg_buf *b, const void *s, size_t n) {

@@ -3,6 +3,7 @@
  * small, similar numbers. Each block carries its own string and communicator tables, so any
  * block decodes alone (a damaged one costs only its rows). */
 #include "exporters/digest.h"
+#include "common/grow.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,15 +45,7 @@ void cl_digest_free(cl_digest *d) {
 }
 
 /* Room for one more element in *arr (count n, capacity *cap); -1 when out of memory. */
-static int room(void *arr, size_t n, size_t *cap, size_t elem) {
-  if (n < *cap) return 0;
-  size_t nc = *cap ? *cap * 2 : 64;
-  void *p = realloc(*(void **)arr, nc * elem);
-  if (!p) return -1;
-  *(void **)arr = p;
-  *cap = nc;
-  return 0;
-}
+static int room(void *arr, size_t n, size_t *cap, size_t elem) { return cl_grow(arr, cap, n + 1, elem, 64, 0); }
 
 /* The block's index of string s ("" for NULL), added when new; UINT32_MAX when out of room. */
 static uint32_t str_id(cl_digest *d, const char *s) {

@@ -197,7 +197,6 @@ int cl_digest_scan_mem(const uint8_t *d, size_t len, const cl_dg_sink *sink, voi
       if (info->has_header && sink && sink->json) sink->json(CL_DG_HEADER, (const char *)b.raw, b.n, arg);
       free(b.raw);
       if (!info->has_header) { snprintf(info->msg, sizeof info->msg, "digest without a header block"); return -1; }
-      info->format = info->format == 1 ? 1 : info->format;
       off = clamp(info->realtime_offset_ns);
       if (header_only) return 0;
       continue;

@@ -3,6 +3,7 @@
 #include "tools/commlens/read/digest_trace.h"
 #include "tools/commlens/read/digest_read.h"
 #include "common/digest_codec.h"
+#include "common/grow.h"
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdlib.h>
@@ -37,9 +38,7 @@ uint32_t cl_dg_lane(cl_dg_lanes *l, uint64_t comm, int kind, int64_t s, int64_t 
   *lane_no = 0;
   for (size_t i = 0; i < l->n; i++) if (l->fam[i].comm == comm && l->fam[i].kind == kind) f = &l->fam[i];
   if (!f) {
-    cl_dg_family *nf = realloc(l->fam, (l->n + 1) * sizeof *nf);
-    if (!nf) return 1;
-    l->fam = nf;
+    if (cl_grow(&l->fam, &l->cap, l->n + 1, sizeof *l->fam, 8, 0) != 0) return 1;
     f = &l->fam[l->n++];
     memset(f, 0, sizeof *f);
     if (!l->next_tid) l->next_tid = 16;

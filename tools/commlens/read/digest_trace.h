@@ -13,7 +13,7 @@
  * flows find the slices. */
 #define CL_DG_LANES 64
 typedef struct { uint64_t comm; int kind, lanes; int64_t end[CL_DG_LANES]; uint32_t tid0; } cl_dg_family;
-typedef struct { cl_dg_family *fam; size_t n; uint32_t next_tid; } cl_dg_lanes;
+typedef struct { cl_dg_family *fam; size_t n, cap; uint32_t next_tid; } cl_dg_lanes;
 /* The tid of a lane of (comm, kind) free at [s, e]; *lane_no: its lane (0..), *is_new: first use. */
 uint32_t cl_dg_lane(cl_dg_lanes *l, uint64_t comm, int kind, int64_t s, int64_t e, int *lane_no, int *is_new);
 void cl_dg_lanes_free(cl_dg_lanes *l);
