@@ -41,7 +41,7 @@ static int g_prom_off;        /* writing them failed once: not tried again */
 static void disable_output(const char *what, const char *path, int err) {
   cl_log_once("output", CL_LOG_WARN, "%s %s: %s; profiling is off for the rest of this process "
               "(the job is not affected%s)", what, path, strerror(err),
-              g_wrote ? "; the traces end at their last complete flush" : "");
+              g_wrote ? "; the files written end at their last complete flush" : "");
   cl_disable();
 }
 
@@ -250,7 +250,7 @@ void cl_writer_finish(void) {
     stop_locked();
     g_finished = 1;
     if (g_lent) {   /* a writer thread still holds the run: the trace ends at its last flush */
-      cl_log_once("writer-lent", CL_LOG_WARN, "a writer thread did not stop in time; the traces in %s "
+      cl_log_once("writer-lent", CL_LOG_WARN, "a writer thread did not stop in time; the files in %s "
                   "end at their last complete flush and no summary is written", cl_cfg.dir);
       pthread_mutex_unlock(&g_wmu);
       return;
