@@ -111,18 +111,24 @@ H_CHILD(full_fs) {
   free(paths[0]);
 }
 
+/* Fills `pages` pages of 4 KiB of dir's file system with a file; 0, or -1. */
+static int fill(const char *dir, int pages) {
+  char filler[1200];
+  snprintf(filler, sizeof filler, "%s/filler", dir);
+  FILE *f = fopen(filler, "w");
+  if (!f) return -1;
+  static char page[4096];
+  int ok = 1;
+  for (int i = 0; i < pages; i++) ok &= fwrite(page, 1, sizeof page, f) == sizeof page;
+  return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 /* The digest (COMMLENS_OUTPUT=digest) on a file system that fills: one warning, every call
  * succeeds, and the digest keeps its whole blocks (a cut last block is a truncated file). */
 H_CHILD(full_fs_digest) {
   const char *dir = getenv("COMMLENS_DIR");
   if (private_tmpfs(dir, 0, "size=64k")) return;
-  char filler[1200];
-  snprintf(filler, sizeof filler, "%s/filler", dir);
-  FILE *f = fopen(filler, "w");
-  REQUIRE(f, "filler");
-  static char page[4096];
-  for (int i = 0; i < 15; i++) fwrite(page, 1, sizeof page, f);   /* 60 of 64 KiB */
-  fclose(f);
+  REQUIRE(fill(dir, 15) == 0, "filler");   /* 60 of 64 KiB */
   h_plugin p;
   void *ctx;
   h_open_init(&p, 5, &ctx);
@@ -152,13 +158,7 @@ H_CHILD(full_fs_digest) {
 H_CHILD(full_fs_first_flush) {
   const char *dir = getenv("COMMLENS_DIR");
   if (private_tmpfs(dir, 0, "size=64k")) return;
-  char filler[1200];
-  snprintf(filler, sizeof filler, "%s/filler", dir);
-  FILE *f = fopen(filler, "w");
-  REQUIRE(f, "filler");
-  static char page[4096];
-  for (int i = 0; i < 14; i++) fwrite(page, 1, sizeof page, f);   /* 56 of 64 KiB */
-  fclose(f);
+  REQUIRE(fill(dir, 14) == 0, "filler");   /* 56 of 64 KiB */
   h_plugin p;
   void *ctx;
   h_open_init(&p, 5, &ctx);
