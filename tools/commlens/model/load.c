@@ -338,9 +338,10 @@ static void on_dg_step(int64_t id, int64_t start, int64_t end, void *arg) {
 }
 static const cl_dg_sink g_dg_sink = { .coll = on_dg_coll, .chan = on_dg_chan, .step = on_dg_step };
 
-/* A digest or a trace, by the file's first bytes. */
+/* A digest or a trace, by the file's first bytes (or its name, for a file that is neither). */
+static int is_digest_name(const char *n);
 static int any_scan(cl_rank *r, scan_ctx *c, int header_only) {
-  if (cl_digest_is(r->path)) return cl_digest_scan(r->path, c ? &g_dg_sink : NULL, c, &r->info, header_only);
+  if (cl_digest_is(r->path) || is_digest_name(r->path)) return cl_digest_scan(r->path, c ? &g_dg_sink : NULL, c, &r->info, header_only);
   return cl_trace_scan(r->path, c ? on_event : NULL, c, &r->info, header_only);
 }
 
