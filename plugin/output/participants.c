@@ -102,9 +102,11 @@ static cl_part *create(cl_parts *ps, int dev) {
   cl_parts_settle_rank(ps, p);
   p->ct = ct_new(p->rank, ps->deps.epoch_offset_ns);
   p->sum = cl_summary_new();
-  p->trace = (cl_cfg.output & CL_OUT_TRACE) != 0;
-  p->dg = cl_cfg.output & CL_OUT_DIGEST ? cl_digest_new() : NULL;
-  if (!p->ct || !p->sum || (!p->dg && (cl_cfg.output & CL_OUT_DIGEST))) {
+  /* 0: the settings were never loaded (a unit test that builds participants itself): the trace */
+  unsigned out = cl_cfg.output ? cl_cfg.output : CL_OUT_TRACE;
+  p->trace = (out & CL_OUT_TRACE) != 0;
+  p->dg = out & CL_OUT_DIGEST ? cl_digest_new() : NULL;
+  if (!p->ct || !p->sum || (!p->dg && (out & CL_OUT_DIGEST))) {
     cl_digest_free(p->dg);
     ct_free(p->ct);
     cl_summary_free(p->sum);
