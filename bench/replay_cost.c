@@ -289,6 +289,7 @@ typedef struct {
 static const char *g_self, *g_fake_cupti, *g_tmp;
 static double g_pair_ns;   /* one timed call's clock reads */
 
+static const char *g_output = "digest";   /* COMMLENS_OUTPUT priced (--output): the default */
 static long g_sum_count, g_sum_timed;   /* collectives in the summaries read, and GPU-timed */
 
 /* Adds a summary's per-collective counts ("count":N,"timed":M) to the sums above. */
@@ -347,6 +348,7 @@ static run_result run_child(const char *lib, const char *stream, int with_cupti,
     int null = open("/dev/null", O_WRONLY);
     dup2(null, 1); dup2(null, 2);
     setenv("COMMLENS_DIR", dir, 1);
+    setenv("COMMLENS_OUTPUT", g_output, 1);   /* the replay driver would ask for the trace */
     if (with_cupti) setenv("COMMLENS_CUPTI_LIB", g_fake_cupti, 1);
     else setenv("COMMLENS_CUPTI", "off", 1);
     const char *cupti = with_cupti ? g_fake_cupti : "";
@@ -543,6 +545,7 @@ static int usage(void) {
   fprintf(stderr,
           "usage: bench-replay-cost [--runs N] [--callgrind] [--update-baseline] [--baseline FILE]\n"
           "                         [--lib PLUGIN.so] [--null NULL.so] [--fake-cupti LIBCUPTI.so] [--data DIR]\n"
+          "                         [--output digest|trace|both]   (COMMLENS_OUTPUT priced; default digest)\n"
           "                         [RECORDING ...]   (a name under --data, or a .rec.gz path; ABI v5/v6)\n"
           "       bench-replay-cost --make-stream REC.rec.gz OUT.rec.gz COPIES ABI   (the stream it replays)\n"
           "       bench-replay-cost --split CALLGRIND.OUT   (its launch-side and writer-side instructions)\n"
@@ -573,6 +576,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind")) callgrind = 1;
+    else if (!strcmp(argv[i], "--output") && i + 1 < argc) g_output = argv[++i];
     else if (!strcmp(argv[i], "--update-baseline")) callgrind = update = 1;
     else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) baseline = argv[++i];
     else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
@@ -603,11 +607,11 @@ int main(int argc, char **argv) {
   setenv("NULLPROF_MASK", "0x0F0F", 1);
   g_pair_ns = read_cost();
 
-  printf("commlens CPU replay benchmark: default mode (COMMLENS_CUPTI=kernels, mask 0x%04x), recorded\n"
+  printf("commlens CPU replay benchmark: default mode (COMMLENS_CUPTI=kernels, mask 0x%04x, COMMLENS_OUTPUT=%s), recorded\n"
          "NCCL 2.28.3 streams replayed as fast as possible, a kernel record per NCCL launch from the\n"
          "stand-in libcupti; medians of %d runs; slopes between two stream lengths (per-run costs\n"
          "cancel). launch = inside NCCL's calls (clock reads of %.0f ns per call removed);\n"
-         "writer = the plugin's own threads and its exit path (CPU time).\n\n", MASK_DEFAULT, runs, g_pair_ns);
+         "writer = the plugin's own threads and its exit path (CPU time).\n\n", MASK_DEFAULT, g_output, runs, g_pair_ns);
 
   /* 1a: per collective, per recording, ABI v5 and v6, commlens and the null plugin */
   if (!nrecs) { recs[0] = "nccl2.28.3-h200x2-nvlink-r0"; recs[1] = "nccl2.28.3-h200x2-socket-r0"; }

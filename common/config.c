@@ -198,6 +198,18 @@ static int p_clock_id(const char *v) {
   return 0;
 }
 
+/* digest | trace | both (COMMLENS_OUTPUT); g_output_set: given, so COMMLENS_EVENTS=full does
+ * not change it */
+static int g_output_set;
+static int p_output(const char *v) {
+  if (!strcasecmp(v, "digest")) cl_cfg.output = CL_OUT_DIGEST;
+  else if (!strcasecmp(v, "trace")) cl_cfg.output = CL_OUT_TRACE;
+  else if (!strcasecmp(v, "both")) cl_cfg.output = CL_OUT_DIGEST | CL_OUT_TRACE;
+  else return -1;
+  g_output_set = 1;
+  return 0;
+}
+
 static const cl_var g_vars[] = {
   {"COMMLENS_DIR", "./commlens-<job id> (./commlens-trace without one)",
    "directory for traces and summaries; created if missing", NULL, p_dir},
@@ -249,6 +261,11 @@ static const cl_var g_vars[] = {
    "one per replay: each replays on a timeline of its own); the trace header carries it, and "
    "`commlens` aligns ranks of different clock ids like ranks of different hosts",
    "1..63 letters, digits, '.', '_', ':' or '-'", p_clock_id},
+  /* ---- the per-collective digest (docs/digest.md) ---- */
+  {"COMMLENS_OUTPUT", "digest (trace with COMMLENS_EVENTS=full)",
+   "what each rank writes: digest (one compact record per collective and p2p operation, "
+   "<base>.digest, docs/digest.md), trace (the Chrome-trace JSON), both",
+   "digest, trace or both", p_output},
 };
 
 static void set_defaults(void) {
@@ -263,6 +280,7 @@ static void set_defaults(void) {
   cl_cfg.summary = CL_SUMMARY_PRINT;
   cl_cfg.cupti = CL_CUPTI_KERNELS;
   cl_cfg.rank = -1;
+  cl_cfg.output = CL_OUT_DIGEST;
 }
 
 /* The job id: the launcher's, else COMMLENS_JOB; it names the default output directory, so
@@ -298,6 +316,7 @@ static void show(const char *v, char *out, size_t n) {
 void cl_config_load(void) {
   set_defaults();
   g_ring_set = 0;
+  g_output_set = 0;
   for (size_t i = 0; i < sizeof g_vars / sizeof g_vars[0]; i++) {
     const char *v = getenv(g_vars[i].name);
     if (!v) continue;
@@ -312,6 +331,8 @@ void cl_config_load(void) {
              g_vars[i].name, shown, g_vars[i].help, g_vars[i].def);
   }
   settle_job_and_dir();
+  /* a full event set is asked for to look at the detail: the trace, unless said otherwise */
+  if (!g_output_set && cl_cfg.mask == CL_MASK_FULL) cl_cfg.output = CL_OUT_TRACE;
 #ifdef COMMLENS_NO_ZLIB
   if (cl_cfg.gzip) {
     cl_log(CL_LOG_WARN, "COMMLENS_GZIP is ignored: this build of commlens has no zlib; writing plain JSON");

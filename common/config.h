@@ -21,6 +21,10 @@ typedef enum { CL_SUMMARY_PRINT = 0, CL_SUMMARY_FILE, CL_SUMMARY_OFF } cl_summar
  * records (matched by correlation id), memcpy and memset. */
 typedef enum { CL_CUPTI_OFF = 0, CL_CUPTI_KERNELS = 1, CL_CUPTI_FULL = 2 } cl_cupti_level;
 
+/* COMMLENS_OUTPUT: which files each rank writes (bits). */
+#define CL_OUT_TRACE  1u   /* the Chrome-trace JSON */
+#define CL_OUT_DIGEST 2u   /* the per-collective digest (docs/digest.md) */
+
 typedef struct {
   char dir[1024];            /* output directory */
   int dir_is_default;
@@ -42,6 +46,7 @@ typedef struct {
   char prom[1024];           /* COMMLENS_PROM: directory for live Prometheus metrics ("" = off) */
   int rank;                  /* COMMLENS_RANK: world rank of the process's first GPU, -1 unset */
   char clock_id[64];         /* COMMLENS_CLOCK_ID: a timeline of its own ("" = the host's clock) */
+  unsigned output;           /* COMMLENS_OUTPUT: CL_OUT_* bits */
 } cl_config;
 
 extern cl_config cl_cfg;

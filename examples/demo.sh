@@ -56,7 +56,9 @@ if [ "$ngpu" -ge 1 ] && [ -n "$NVCC" ]; then
     tail -n 15 "$OUT/build.log"; die "building the example failed (log: $OUT/build.log)"
   fi
   export NCCL_NVLS_ENABLE=0
+  # both outputs: the trace to open in Perfetto, the digest (the default) beside it
   if NCCL_PROFILER_PLUGIN=$LIB COMMLENS_DIR=$OUT/traces COMMLENS_CUPTI=1 COMMLENS_SUMMARY=file \
+     COMMLENS_OUTPUT=${COMMLENS_OUTPUT:-both} \
      CLEX=$B/clex NRANKS=2 bash "$here/run_modes.sh" $mode "$OUT/nvlink" \
        --ops allreduce,allgather,sendrecv --min-bytes 1K --max-bytes 64M --factor 8 --iters 10 \
        --compute overlap --compute-us 300; then

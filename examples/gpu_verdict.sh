@@ -12,6 +12,7 @@ OUT=${1:?usage: gpu_verdict.sh OUTDIR PLUGIN}
 PLUGIN=${2:?usage: gpu_verdict.sh OUTDIR PLUGIN}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
+export COMMLENS_OUTPUT=${COMMLENS_OUTPUT:-both}   # the kept data is traces; the digest beside them
 here=$(cd "$(dirname "$0")" && pwd)
 log() { echo "$*" | tee -a "$OUT/status.txt"; }
 log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); torch $(python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())' 2>&1)"

@@ -39,9 +39,11 @@ $(eval $(call SAN_VARIANT,tsan,$(TSAN_SAN)))
 # their shadow memory on this machine ("failed to allocate ... errno 12"). Those suites run
 # plain and under ASan+UBSan; TSan keeps every concurrency suite (stress, ABI, replay, robust).
 # The recorded verdict data (test/tools/test_verdict_data.c) is one thread reading 36 real traces
-# (70 s under TSan on a busy 2-core machine, for no thread to check): plain and ASan only.
+# (70 s under TSan on a busy 2-core machine, for no thread to check): plain and ASan only. The
+# digest suite (test/tools/test_digest.c) replays the real runs in exec'd children, as
+# test_real_runs does: plain and ASan only.
 TSAN_SKIP := test/faults/test_faults.c test/abi/test_real_runs.c test/tools/test_multirank.c \
-             test/tools/test_verdict_data.c
+             test/tools/test_verdict_data.c test/tools/test_digest.c
 san_tests = $(if $(filter tsan,$(1)),$(filter-out $(TSAN_SKIP),$(TEST_SRC)),$(TEST_SRC))
 
 # run.sh arguments for one variant: its binaries, with its library, CLI and options.

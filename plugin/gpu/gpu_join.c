@@ -192,7 +192,7 @@ static void on_result(void *arg, const cl_expo_result *r) {
   gj_part *q = dev_state(g, (int)r->span.device);
   if (q) {
     cl_expo_agg_add(q->agg, r);
-    cl_draw_exposed(q->p->ct, r);
+    if (q->p->trace) cl_draw_exposed(q->p->ct, r);
   }
   if (g->fn) g->fn(g->arg, r);
 }
@@ -200,7 +200,8 @@ static void on_result(void *arg, const cl_expo_result *r) {
 static void on_window(void *arg, const cl_expo_window *w) {
   gj_part *q = arg;
   if (w->kind == CL_EXPO_WIN_STEP) {       /* one slice per NVTX step with its exposure */
-    cl_draw_step(q->p->ct, w);
+    if (q->p->trace) cl_draw_step(q->p->ct, w);
+    cl_digest_step(q->p->dg, w->id, w->start_ns, w->end_ns);
     q->steps++;
     q->step_exposed_sum += w->exposed_ns;
     q->step_comm_sum += w->comm_ns;
@@ -208,7 +209,7 @@ static void on_window(void *arg, const cl_expo_window *w) {
     return;
   }
   if (w->kind != CL_EXPO_WIN_BUCKET) return;
-  cl_draw_window_counters(q->p->ct, w);   /* exposed communication per 100 ms bucket */
+  if (q->p->trace) cl_draw_window_counters(q->p->ct, w);   /* exposed communication per 100 ms bucket */
 }
 
 void cl_gj_on_exposed(cl_gj *g, cl_gj_exposed_fn fn, void *arg) {
@@ -537,7 +538,7 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   /* compute kernels: a slice each only when asked (COMMLENS_CUPTI=full); the default keeps
    * them as exposure's compute intervals and a count (a slice cost more CPU than all the rest
    * of a record's work: docs/decisions.md) */
-  if (nccl || g->draw_compute) cl_draw_gpu_kernel(q->p->ct, k, nccl);
+  if ((nccl || g->draw_compute) && q->p->trace) cl_draw_gpu_kernel(q->p->ct, k, nccl);
   if (!nccl) {
     q->compute_kernels++;
     cl_expo_add_compute(g->expo, k->device, k->start_ns, k->end_ns);
@@ -591,7 +592,7 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
     /* under the thread that made it, in NCCL's launch's GPU's trace (a launch record names no
      * device: the application's go to the process's first GPU) */
     cl_part *p = w ? cl_parts_of_comm(g->parts, w->comm) : cl_parts_of_dev(g->parts, -1);
-    if (p) cl_draw_cuda_launch(p->ct, a, w != NULL);
+    if (p && p->trace) cl_draw_cuda_launch(p->ct, a, w != NULL);
     return;
   }
   if (a->kind != CL_GPU_KERNEL) return;      /* memcpy/memset: not compute (exposure.h) */

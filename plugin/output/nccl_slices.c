@@ -213,13 +213,22 @@ static void step_phases(const cl_ev *e, uint64_t s[], uint64_t t[]) {
   }
 }
 
+void cl_step_waits(const cl_ev *e, uint64_t w[CL_STEP_NWAITS]) {
+  uint64_t ns[CL_ST__MAX + 1] = {0}, ps[sizeof e->st / sizeof e->st[0]], pt[sizeof e->st / sizeof e->st[0]];
+  step_phases(e, ps, pt);
+  for (int i = 0; i < e->nst; i++)
+    if (e->st[i].st <= CL_ST__MAX) ns[e->st[i].st] += pt[i] - ps[i];
+  static const uint8_t which[CL_STEP_NWAITS] = {CL_ST_STEP_SEND_GPU_WAIT, CL_ST_STEP_SEND_PEER_WAIT, CL_ST_STEP_SEND_WAIT,
+                                                CL_ST_STEP_RECV_WAIT, CL_ST_STEP_RECV_FLUSH_WAIT, CL_ST_STEP_RECV_GPU_WAIT};
+  for (int k = 0; k < CL_STEP_NWAITS; k++) w[k] = ns[which[k]];
+}
+
 void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint64_t bytes) {
   int send = op ? op->p.proxy_op.is_send : 0;
   unsigned ch = op ? op->p.proxy_op.channel : 0;
-  uint64_t ns[CL_ST__MAX + 1] = {0}, ps[sizeof e->st / sizeof e->st[0]], pt[sizeof e->st / sizeof e->st[0]];
+  uint64_t ps[sizeof e->st / sizeof e->st[0]], pt[sizeof e->st / sizeof e->st[0]], w[CL_STEP_NWAITS];
   step_phases(e, ps, pt);
-  for (int i = 0; i < e->nst; i++)            /* time per phase, for the args */
-    if (e->st[i].st <= CL_ST__MAX) ns[e->st[i].st] += pt[i] - ps[i];
+  cl_step_waits(e, w);
   char fam[112];
   snprintf(fam, sizeof fam, "%s: ch %u %s steps", label(d, e->comm), ch, send ? "send" : "recv");
   aslice a;
@@ -231,12 +240,12 @@ void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint6
   if (op) { sb_key(b, &first, "peer"); sb_i64(b, op->p.proxy_op.peer); }
   sb_key(b, &first, "step"); sb_i64(b, e->p.proxy_step.step);
   sb_key(b, &first, "bytes"); sb_u64(b, bytes);
-  sb_key(b, &first, "gpu_wait_ns"); sb_u64(b, ns[CL_ST_STEP_SEND_GPU_WAIT]);
-  sb_key(b, &first, "peer_wait_ns"); sb_u64(b, ns[CL_ST_STEP_SEND_PEER_WAIT]);
-  sb_key(b, &first, "send_wait_ns"); sb_u64(b, ns[CL_ST_STEP_SEND_WAIT]);
-  sb_key(b, &first, "recv_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_WAIT]);
-  sb_key(b, &first, "flush_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_FLUSH_WAIT]);
-  sb_key(b, &first, "recv_gpu_wait_ns"); sb_u64(b, ns[CL_ST_STEP_RECV_GPU_WAIT]);
+  sb_key(b, &first, "gpu_wait_ns"); sb_u64(b, w[CL_STEP_W_GPU]);
+  sb_key(b, &first, "peer_wait_ns"); sb_u64(b, w[CL_STEP_W_PEER]);
+  sb_key(b, &first, "send_wait_ns"); sb_u64(b, w[CL_STEP_W_SEND]);
+  sb_key(b, &first, "recv_wait_ns"); sb_u64(b, w[CL_STEP_W_RECV]);
+  sb_key(b, &first, "flush_wait_ns"); sb_u64(b, w[CL_STEP_W_FLUSH]);
+  sb_key(b, &first, "recv_gpu_wait_ns"); sb_u64(b, w[CL_STEP_W_RECV_GPU]);
   ct_slice_end(d->ct);
   /* the phases: children of the step on its async track (same id and cat, so Perfetto nests
    * them there), one after another; async times are each read on their own, so a viewer's

@@ -62,6 +62,10 @@ void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, ui
 void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent);
 /* A proxy step with its phases nested inside; `bytes` as the assembler counted them. */
 void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint64_t bytes);
+/* A proxy step's time in each wait phase (the trace's *_wait_ns args, the digest's channel
+ * aggregates): indexed by CL_STEP_W_*. */
+enum { CL_STEP_W_GPU, CL_STEP_W_PEER, CL_STEP_W_SEND, CL_STEP_W_RECV, CL_STEP_W_FLUSH, CL_STEP_W_RECV_GPU, CL_STEP_NWAITS };
+void cl_step_waits(const cl_ev *e, uint64_t w[CL_STEP_NWAITS]);
 /* ProxyCtrl, NetPlugin and copy-engine events. */
 void cl_draw_other(const cl_draw *d, const cl_ev *e);
 #endif

@@ -1,6 +1,7 @@
 /* participants.c: see participants.h. A small array searched linearly (a process drives a
  * handful of GPUs); the registry is read through the lookups it is given, never written. */
 #include "plugin/output/participants.h"
+#include "common/config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ void cl_parts_free(cl_parts *ps) {
   for (size_t i = 0; i < ps->n; i++) {
     ct_free(ps->p[i]->ct);
     cl_summary_free(ps->p[i]->sum);
+    cl_digest_free(ps->p[i]->dg);
     free(ps->p[i]);
   }
   free(ps);
@@ -100,7 +102,12 @@ static cl_part *create(cl_parts *ps, int dev) {
   cl_parts_settle_rank(ps, p);
   p->ct = ct_new(p->rank, ps->deps.epoch_offset_ns);
   p->sum = cl_summary_new();
-  if (!p->ct || !p->sum) {
+  /* 0: the settings were never loaded (a unit test that builds participants itself): the trace */
+  unsigned out = cl_cfg.output ? cl_cfg.output : CL_OUT_TRACE;
+  p->trace = (out & CL_OUT_TRACE) != 0;
+  p->dg = out & CL_OUT_DIGEST ? cl_digest_new() : NULL;
+  if (!p->ct || !p->sum || (!p->dg && (out & CL_OUT_DIGEST))) {
+    cl_digest_free(p->dg);
     ct_free(p->ct);
     cl_summary_free(p->sum);
     free(p);

@@ -7,6 +7,7 @@
 #ifndef COMMLENS_PARTICIPANTS_H
 #define COMMLENS_PARTICIPANTS_H
 #include "exporters/chrome_trace.h"
+#include "exporters/digest.h"
 #include "exporters/summary.h"
 #include "plugin/capture/contexts.h"
 #include "plugin/output/rank_output.h"
@@ -24,12 +25,15 @@ typedef struct cl_part {
   char rank_source[48];     /* where the rank came from ("RANK", "comm", "COMMLENS_RANK", ...) */
   int comm_rank_max;        /* nranks of the largest communicator the rank was taken from */
   cl_ct *ct;                /* its trace body; its pid is the rank guessed at creation */
+  int trace;                /* ct is drawn (COMMLENS_OUTPUT has trace): else nothing formats JSON */
+  cl_digest *dg;            /* its digest rows (COMMLENS_OUTPUT has digest), else NULL */
   cl_summary *sum;
   uint64_t colls_done, colls_timed;
   cl_top top[CL_NTOP];      /* most exposed first */
   /* ---- the writer's ---- */
   cl_rank_output out;
   int out_state;            /* 0: no file yet, 1: open, -1: failed or off */
+  uint64_t dg_stats_at;     /* when the digest's stats block was last written */
 } cl_part;
 
 /* What the participants need from outside: the communicator registry (count of serials

@@ -5,6 +5,8 @@
 #include "common/log.h"
 #include "common/newfile.h"
 #include "plugin/output/identity.h"
+#include "exporters/digest.h"
+#include <stdlib.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,14 +74,15 @@ int cl_out_create(cl_rank_output *o, const char *dir, int gzip, const char **wha
 /* A summary file <base><suffix>, new (a fresh name beside it if that one is taken). */
 static FILE *summary_file(const cl_rank_output *o, const char *suffix) {
   char path[1500];
-  int fresh, fd = o->file ? cl_file_create_new(path, sizeof path, o->base, suffix, 0644, &fresh) : -1;
+  int fresh, fd = o->file || o->dfd_open ? cl_file_create_new(path, sizeof path, o->base, suffix, 0644, &fresh) : -1;
   FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (fd >= 0 && !f) close(fd);
   return f;
 }
 
-static void header(cl_sb *b, const cl_out_who *w) {
-  sb_puts(b, "{\"displayTimeUnit\":\"ns\",\"commlens\":{\"format\":1,\"version\":");
+/* The header object: who wrote the file, its clock and what it recorded (trace and digest). */
+static void header_obj(cl_sb *b, const cl_out_who *w) {
+  sb_puts(b, "{\"format\":1,\"version\":");
   sb_jstr(b, COMMLENS_VERSION);
   sb_printf(b, ",\"abi\":%d,\"host\":", cl_proc.abi);
   sb_jstr(b, cl_proc.host);
@@ -92,7 +95,12 @@ static void header(cl_sb *b, const cl_out_who *w) {
             "\"mask\":%u,\"events\":", w->dev, (long long)cl_proc.realtime_offset_ns,
             (long long)cl_proc.offset_err_ns, cl_cfg.mask);
   sb_jstr(b, cl_cfg.events_name);
-  sb_puts(b, "},\"traceEvents\":[");
+  sb_puts(b, "}");
+}
+static void header(cl_sb *b, const cl_out_who *w) {
+  sb_puts(b, "{\"displayTimeUnit\":\"ns\",\"commlens\":");
+  header_obj(b, w);
+  sb_puts(b, ",\"traceEvents\":[");
 }
 
 void cl_out_header(cl_rank_output *o, cl_ct *ct) {
@@ -142,6 +150,7 @@ void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, 
     if (gpu) fprintf(out, "%s%s\n", pre, gpu);
     if (exposure) fprintf(out, "%sexposure (JSON): %s\n", pre, exposure);
     if (o->file) fprintf(out, "%strace: %s\n", pre, o->path);
+    if (o->dfd_open) fprintf(out, "%sdigest: %s\n", pre, o->dpath);
   }
   if (f) fclose(f);
   f = summary_file(o, ".summary.json");
@@ -157,4 +166,37 @@ void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, 
 void cl_out_close(cl_rank_output *o) {
   cl_tfile_close(o->file);
   o->file = NULL;
+  if (o->dfd_open) close(o->dfd);
+  o->dfd_open = 0;
+}
+
+int cl_out_append_digest(cl_rank_output *o, const void *p, size_t n) {
+  const char *c = p;
+  if (!o->dfd_open) return EBADF;
+  while (n) {
+    ssize_t k = write(o->dfd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return k < 0 ? errno : ENOSPC;
+    c += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+int cl_out_create_digest(cl_rank_output *o, const char **what) {
+  int fresh, fd = cl_file_create_new(o->dpath, sizeof o->dpath, o->base, ".digest", 0644, &fresh);
+  if (fd < 0) { *what = "cannot create the digest file"; return -1; }
+  if (fresh) cl_log(CL_LOG_WARN, "%s.digest exists (another process's file or a planted link); not touching it, "
+                    "writing the digest to %s", o->base, o->dpath);
+  o->dfd = fd;
+  o->dfd_open = 1;
+  cl_sb hdr = {0};
+  header_obj(&hdr, &o->who);
+  cl_dg_buf head = {0};
+  int err = hdr.oom || cl_digest_file_head(&head, hdr.p, hdr.len) != 0 ? ENOMEM
+            : cl_out_append_digest(o, head.p, head.len);
+  sb_free(&hdr);
+  free(head.p);
+  if (err) { *what = "cannot write the digest file"; errno = err; return -1; }
+  return 0;
 }

@@ -18,6 +18,8 @@ typedef struct {
   char path[1400];          /* the trace file */
   cl_out_who who;
   size_t head_len;          /* the header's bytes at the front of the body, until they are out */
+  int dfd, dfd_open;        /* the digest file (append only), when dfd_open */
+  char dpath[1400];
 } cl_rank_output;
 
 /* Names the files after the participant and this process (rank, host, pid, GPU when known)
@@ -34,10 +36,16 @@ void cl_out_header(cl_rank_output *o, cl_ct *ct);
 /* Appends ct's body and rewrites the tail; the body is emptied either way. 0, or the errno
  * of a failed write (the file is then failed for good). */
 int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail);
-/* The summary: <base>.summary.txt and .summary.json (only beside a trace file), and the
+/* The summary: <base>.summary.txt and .summary.json (only beside a trace or digest file), and the
  * table on stderr when `print`. `head` is its first line (the self-measure: self_stats.c),
  * `gpu` one line saying what was timed on the GPU and how; `exposure` is JSON or NULL. */
 void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, uint64_t dropped,
                     const cl_summary *sum, const char *gpu, const char *exposure, int print);
 void cl_out_close(cl_rank_output *o);
+/* The digest: creates <base>.digest (new, never through a link) and writes its magic and
+ * header block (the trace header's object). 0, or -1 with errno and *what. */
+int cl_out_create_digest(cl_rank_output *o, const char **what);
+/* Appends whole digest blocks. 0, or the errno of a failed write (a short write leaves a torn
+ * last block, which a reader counts and skips). */
+int cl_out_append_digest(cl_rank_output *o, const void *p, size_t n);
 #endif

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(CL_STEP_NWAITS == CL_DG_NWAITS, "the digest keeps every proxy-step wait the trace shows");
+
 #define MAX_OPEN (1u << 22)          /* open events kept at most (memory bound) */
 #define MAX_DEV 65
 #define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered ... */
@@ -137,11 +139,29 @@ static cl_part *part_of(cl_asm *a, uint32_t comm) {
 }
 
 /* Drawing goes to the trace of the communicator's GPU (the first participant's when it has
- * none, or when out of memory). */
+ * none, or when out of memory); NULL when that GPU writes no trace (COMMLENS_OUTPUT=digest:
+ * no JSON is formatted at all). */
 static const cl_draw *draw_for(cl_asm *a, uint32_t comm) {
   cl_part *p = part_of(a, comm);
+  if (p && !p->trace) return NULL;
   if (p) a->draw.ct = p->ct;
   return &a->draw;
+}
+
+/* The digest's row of a finished collective (exporters/digest.h). */
+static void digest_coll(cl_asm *a, cl_part *p, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
+                        int64_t exposed_ns, uint64_t bytes) {
+  comm_cache *cc = comm_of(a, c->comm);
+  int coll = c->etype == CL_EV_COLL;
+  cl_dg_coll r = {.comm_hash = cc && cc->info.d.hash ? cc->info.d.hash : coll ? c->p.coll.comm_hash : c->p.p2p.comm_hash,
+                  .comm_name = cc ? cc->f.name : "", .rank = cc ? cc->f.rank : -1, .nranks = cc ? cc->f.nranks : -1,
+                  .p2p = !coll, .func = cl_ev_func(c), .algo = coll ? c->p.coll.algo : NULL,
+                  .proto = coll ? c->p.coll.proto : NULL, .seq = coll ? c->p.coll.seq : 0, .bytes = bytes,
+                  .nchannels = coll ? c->p.coll.nchannels : c->p.p2p.nchannels, .peer = coll ? 0 : c->p.p2p.peer,
+                  .enq_start = c->start, .enq_stop = c->stop, .src = cl_dg_src_code(src),
+                  .gpu_start = src ? s : c->start, .gpu_end = src ? e : c->start,
+                  .exposed_ns = exposed_ns, .tail_ch = c->tail_ch};
+  cl_digest_coll(p->dg, &r);
 }
 
 /* A collective or p2p operation is finished with GPU span [s, e] from `src` (NULL: none);
@@ -156,10 +176,12 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
   cl_part *p = part_of(a, c->comm);
   a->stats.colls_done++;
   if (p) { p->colls_done++; cl_summary_add(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0); }
+  if (p && p->dg) digest_coll(a, p, c, s, e, src, exposed_ns, bytes);
   if (!src) return;
   a->stats.colls_timed++;
   if (p) p->colls_timed++;
-  cl_draw_coll_gpu(draw_for(a, c->comm), c, s, e, src, exposed_ns, bytes);
+  const cl_draw *d = draw_for(a, c->comm);
+  if (d) cl_draw_coll_gpu(d, c, s, e, src, exposed_ns, bytes);
   if (p && exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
     cl_part_top_add(p, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
 }
@@ -186,7 +208,14 @@ static void kch_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
     if (!parent->gmin || s < parent->gmin) parent->gmin = s;
     if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = e->p.kernel_ch.channel; }
   }
-  cl_draw_kernel_ch(draw_for(a, e->comm), e, parent, s, t, stop_pt, implausible);
+  cl_part *p = part_of(a, e->comm);
+  if (p && p->dg && !implausible) {
+    comm_cache *cc = comm_of(a, e->comm);
+    cl_digest_chan(p->dg, cc ? cc->info.d.hash : 0, e->p.kernel_ch.channel, t - s,
+                   parent && parent->etype == CL_EV_COLL ? (int64_t)parent->p.coll.seq : -1);
+  }
+  const cl_draw *d = draw_for(a, e->comm);
+  if (d) cl_draw_kernel_ch(d, e, parent, s, t, stop_pt, implausible);
 }
 
 /* A proxy op: its span widens its collective's proxy span. */
@@ -195,7 +224,8 @@ static void proxy_op_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
     if (!parent->pmin || e->start < parent->pmin) parent->pmin = e->start;
     if (e->stop > parent->pmax) parent->pmax = e->stop;
   }
-  cl_draw_proxy_op(draw_for(a, e->comm), e, parent);
+  const cl_draw *d = draw_for(a, e->comm);
+  if (d) cl_draw_proxy_op(d, e, parent);
 }
 
 /* A proxy step: the bytes its wait states report (the last plausible size) count for its op. */
@@ -206,7 +236,15 @@ static void proxy_step_done(cl_asm *a, const cl_ev *e, cl_ev *op) {
         e->st[i].st == CL_ST_STEP_RECV_WAIT)
       if (e->st[i].arg && e->st[i].arg < (1ull << 40)) bytes = e->st[i].arg;
   if (op) op->bytes += bytes;
-  cl_draw_proxy_step(draw_for(a, e->comm), e, op, bytes);
+  cl_part *p = part_of(a, e->comm);
+  if (p && p->dg) {
+    comm_cache *cc = comm_of(a, e->comm);
+    uint64_t w[CL_STEP_NWAITS];
+    cl_step_waits(e, w);
+    cl_digest_proxy_step(p->dg, cc ? cc->info.d.hash : 0, op ? op->p.proxy_op.channel : 0, op ? op->p.proxy_op.peer : -1, w);
+  }
+  const cl_draw *d = draw_for(a, e->comm);
+  if (d) cl_draw_proxy_step(d, e, op, bytes);
 }
 
 /* The collective's own span from its children: KernelCh (GPU timer), else proxy ops. */
@@ -409,7 +447,11 @@ static void finish_child(cl_asm *a, cl_ev *e, cl_ev *parent) {
   }
   case CL_EV_PROXY_OP: proxy_op_done(a, e, parent); break;
   case CL_EV_PROXY_STEP: proxy_step_done(a, e, parent); break;
-  default: cl_draw_other(draw_for(a, e->comm), e); break;
+  default: {
+    const cl_draw *d = draw_for(a, e->comm);
+    if (d) cl_draw_other(d, e);
+    break;
+  }
   }
   if (parent) {
     if (e->registered && parent->open_children) parent->open_children--;
@@ -424,6 +466,7 @@ static void finish_child(cl_asm *a, cl_ev *e, cl_ev *parent) {
 static void feed_stop(cl_asm *a, cl_ev *e, uint64_t ts) {
   e->stop = ts < e->start ? e->start : ts;
   e->stopped = 1;
+  const cl_draw *d = draw_for(a, e->comm);
   switch (e->etype) {
   case CL_EV_KERNEL_LAUNCH:
     if (a->gj && e->parent) {
@@ -435,12 +478,14 @@ static void feed_stop(cl_asm *a, cl_ev *e, uint64_t ts) {
                         .captured = grp && grp->etype == CL_EV_GROUP_API && grp->p.group_api.graph_captured};
       cl_gj_kernel_launch(a->gj, &l);
     }
-    cl_draw_api(draw_for(a, e->comm), e); break;
+    if (d) cl_draw_api(d, e);
+    break;
   case CL_EV_GROUP_API: case CL_EV_COLL_API: case CL_EV_P2P_API:
-    cl_draw_api(draw_for(a, e->comm), e); break;
-  case CL_EV_GROUP: cl_draw_enqueue(draw_for(a, e->comm), e); break;
+    if (d) cl_draw_api(d, e);
+    break;
+  case CL_EV_GROUP: if (d) cl_draw_enqueue(d, e); break;
   case CL_EV_COLL: case CL_EV_P2P:
-    e->enq_tid = cl_draw_enqueue(draw_for(a, e->comm), e);
+    e->enq_tid = d ? cl_draw_enqueue(d, e) : 0;
     e->enq_ts = e->start;
     if (a->pend_tail - a->pend_head == a->pend_cap) {      /* grow the FIFO */
       uint32_t nc = a->pend_cap ? a->pend_cap * 2 : 1024;

@@ -15,10 +15,11 @@ double cl_stats_overhead_pct(const cl_run_stats *s) {
 }
 
 /* The tail: closes traceEvents and writes commlensStats; the three JSON texts go as they are. */
-static void write_tail(cl_sb *b, const cl_run_stats *s, int final, const char *gpu_offsets,
-                       const char *cupti, const char *exposure) {
+static void write_tail(cl_sb *b, int as_tail, const cl_run_stats *s, int final, const char *gpu_offsets,
+                       const char *cupti, const char *exposure, uint64_t digest_lost) {
   sb_reset(b);
-  sb_printf(b, "\n],\"commlensStats\":{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
+  if (as_tail) sb_puts(b, "\n],\"commlensStats\":");
+  sb_printf(b, "{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
             "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
             "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"dropped_children\":%llu,\"spilled\":%llu,\"invalid_utf8_replaced\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
             "\"overhead_ns_per_call\":%llu,\"overhead_ns_per_call_median\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
@@ -36,7 +37,8 @@ static void write_tail(cl_sb *b, const cl_run_stats *s, int final, const char *g
   sb_puts(b, cupti);
   sb_puts(b, ",\"exposure\":");
   sb_puts(b, exposure);
-  sb_puts(b, "}}\n");
+  sb_printf(b, ",\"digest_lost\":%llu", (unsigned long long)digest_lost);
+  sb_puts(b, as_tail ? "}}\n" : "}");
 }
 
 /* The tail's numbers: the participant's own (events, collectives) and the process's. */
@@ -47,7 +49,7 @@ void cl_stats_gather(cl_run_stats *s, const cl_format_deps *run, const cl_part *
   cl_asm_get_stats(run->asm_, &as);
   uint64_t staging_dropped = run->stage ? cl_stage_dropped(run->stage) : 0;
   memset(s, 0, sizeof *s);
-  s->events = ct_events(p->ct);
+  s->events = ct_events(p->ct) + cl_digest_taken(p->dg);
   s->records = as.records;
   s->dropped_ring = rt.dropped;
   s->dropped_no_ring = rt.unclaimed;
@@ -70,7 +72,8 @@ void cl_stats_gather(cl_run_stats *s, const cl_format_deps *run, const cl_part *
   s->process_gpus = (unsigned)cl_parts_count(run->parts);
 }
 
-void cl_stats_tail(cl_sb *tail, const cl_format_deps *run, cl_part *p, int final) {
+/* The stats object, as the trace's tail (as_tail) or alone (the digest's stats block). */
+static void stats_text(cl_sb *tail, int as_tail, const cl_format_deps *run, cl_part *p, int final) {
   cl_run_stats s;
   cl_stats_gather(&s, run, p);
   cl_sb offsets = {0}, cupti = {0}, expo = {0};
@@ -85,9 +88,12 @@ void cl_stats_tail(cl_sb *tail, const cl_format_deps *run, cl_part *p, int final
                            : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=off)"));
   sb_puts(&cupti, "}");
   cl_asm_exposure_json(run->asm_, p, &expo);
-  write_tail(tail, &s, final, offsets.p ? offsets.p : "[]", cupti.p ? cupti.p : "null", expo.p ? expo.p : "null");
+  write_tail(tail, as_tail, &s, final, offsets.p ? offsets.p : "[]", cupti.p ? cupti.p : "null",
+             expo.p ? expo.p : "null", cl_digest_lost(p->dg));
   sb_free(&offsets); sb_free(&cupti); sb_free(&expo);
 }
+void cl_stats_tail(cl_sb *tail, const cl_format_deps *run, cl_part *p, int final) { stats_text(tail, 1, run, p, final); }
+void cl_stats_object(cl_sb *b, const cl_format_deps *run, cl_part *p, int final) { stats_text(b, 0, run, p, final); }
 
 /* The summary's line on GPU timing: how many collectives got a GPU span, from what, and the
  * exposure, or why there is none. */

@@ -23,6 +23,8 @@ double cl_stats_overhead_pct(const cl_run_stats *s);
 /* tail := "\n],\"commlensStats\":{...}}\n" for p: the figures, GPU clock offsets, CUPTI's state
  * and the exposure results (final: the run has ended). */
 void cl_stats_tail(cl_sb *tail, const cl_format_deps *run, cl_part *p, int final);
+/* The same commlensStats object alone (no brackets around it): the digest's stats block. */
+void cl_stats_object(cl_sb *b, const cl_format_deps *run, cl_part *p, int final);
 /* The summary's first line (version, ABI, events, drops, hot-path cost) and its GPU line (how
  * many collectives got GPU time, from what, and the exposure, or why none). */
 void cl_stats_summary_head(const cl_run_stats *s, char *out, size_t n);

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DRAIN_STOP_MS 10000   /* the drain only copies, but a loaded machine can starve it for seconds */
 
@@ -40,7 +41,7 @@ static int g_prom_off;        /* writing them failed once: not tried again */
 static void disable_output(const char *what, const char *path, int err) {
   cl_log_once("output", CL_LOG_WARN, "%s %s: %s; profiling is off for the rest of this process "
               "(the job is not affected%s)", what, path, strerror(err),
-              g_wrote ? "; the traces end at their last complete flush" : "");
+              g_wrote ? "; the files written end at their last complete flush" : "");
   cl_disable();
 }
 
@@ -54,17 +55,43 @@ static int open_file(cl_part *p) {
   cl_out_who w = {.rank = p->rank, .dev = p->dev};
   snprintf(w.rank_source, sizeof w.rank_source, "%s", p->rank_source);
   cl_out_name(&p->out, cl_cfg.dir, cl_cfg.gzip, &w);
-  const char *what, *where;
-  if (cl_out_create(&p->out, cl_cfg.dir, cl_cfg.gzip, &what, &where) != 0) {
+  const char *what, *where = cl_cfg.dir;
+  int trace = (cl_cfg.output & CL_OUT_TRACE) != 0, digest = p->dg != NULL;
+  if ((trace && cl_out_create(&p->out, cl_cfg.dir, cl_cfg.gzip, &what, &where) != 0) ||
+      (digest && (cl_out_prepare(cl_cfg.dir, &what) != 0 || (where = p->out.dpath, cl_out_create_digest(&p->out, &what)) != 0))) {
+    int err = errno;
     p->out_state = -1;
-    disable_output(what, where, errno);
+    if (digest && p->out.dfd_open) unlink(p->out.dpath);   /* a digest without its header is no digest */
+    disable_output(what, where, err);
     return -1;
   }
   p->out_state = 1;
-  cl_out_header(&p->out, p->ct);
-  if (p->dev >= 0) cl_log(CL_LOG_INFO, "writing the trace of rank %d (GPU %d, rank from %s) to %s", p->rank, p->dev, p->rank_source, p->out.path);
-  else cl_log(CL_LOG_INFO, "writing the trace of rank %d (rank from %s) to %s", p->rank, p->rank_source, p->out.path);
+  if (trace) cl_out_header(&p->out, p->ct);
+  const char *path = trace ? p->out.path : p->out.dpath;
+  if (p->dev >= 0) cl_log(CL_LOG_INFO, "writing the %s of rank %d (GPU %d, rank from %s) to %s%s%s", trace ? "trace" : "digest", p->rank, p->dev, p->rank_source, path, trace && digest ? " and " : "", trace && digest ? p->out.dpath : "");
+  else cl_log(CL_LOG_INFO, "writing the %s of rank %d (rank from %s) to %s%s%s", trace ? "trace" : "digest", p->rank, p->rank_source, path, trace && digest ? " and " : "", trace && digest ? p->out.dpath : "");
   return 0;
+}
+
+/* The digest's new blocks: the rows since the last flush, and the stats object at the end and
+ * every DG_STATS_EVERY_NS (its drop counts reach the file within that, or at exit). 0 or errno. */
+#define DG_STATS_EVERY_NS 30000000000ull
+static int flush_digest(cl_part *p, int final) {
+  static cl_dg_buf buf;   /* format thread (or the exit path once it stopped): one at a time */
+  buf.len = 0;
+  buf.oom = 0;
+  cl_digest_take(p->dg, &buf);
+  uint64_t now = cl_now();
+  if (final || now - p->dg_stats_at >= DG_STATS_EVERY_NS) {
+    p->dg_stats_at = now;
+    cl_sb st = {0};
+    cl_stats_object(&st, &g_run, p, final);
+    if (!st.oom) cl_dg_block(&buf, CL_DG_STATS, (const uint8_t *)st.p, st.len);
+    sb_free(&st);
+  }
+  int err = buf.len ? cl_out_append_digest(&p->out, buf.p, buf.len) : 0;
+  if (buf.cap > (1u << 20)) { free(buf.p); buf = (cl_dg_buf){0}; }   /* keep no burst's buffer */
+  return err;
 }
 
 /* COMMLENS_PROM: each participant's live metrics, every PROM_EVERY_NS and at the end. A
@@ -116,6 +143,13 @@ static void flush_file(int final) {
       if (p->out_state < 0) sb_reset(ct_body(p->ct));   /* never written: keep no backlog */
       continue;
     }
+    if (p->dg) {
+      int err = flush_digest(p, final);
+      if (!err) g_wrote = 1;
+      if (err && !final) { disable_output("writing the digest failed:", p->out.dpath, err); return; }
+      if (err && final) cl_log(CL_LOG_WARN, "writing the end of the digest %s failed: %s", p->out.dpath, strerror(err));
+    }
+    if (!p->trace) continue;
     if (!cl_tfile_failed(p->out.file)) cl_stats_tail(&g_tail, &g_run, p, final);
     int err = cl_out_flush(&p->out, p->ct, &g_tail);
     if (!err) g_wrote = 1;
@@ -216,7 +250,7 @@ void cl_writer_finish(void) {
     stop_locked();
     g_finished = 1;
     if (g_lent) {   /* a writer thread still holds the run: the trace ends at its last flush */
-      cl_log_once("writer-lent", CL_LOG_WARN, "a writer thread did not stop in time; the traces in %s "
+      cl_log_once("writer-lent", CL_LOG_WARN, "a writer thread did not stop in time; the files in %s "
                   "end at their last complete flush and no summary is written", cl_cfg.dir);
       pthread_mutex_unlock(&g_wmu);
       return;

@@ -116,3 +116,26 @@ TL_TEST(a_clock_id_is_a_short_plain_name) {
 }
 
 TL_MAIN("common/config")
+
+/* COMMLENS_OUTPUT: the digest by default, the trace when the full event set is asked for (to
+ * look at the detail), and what is said when it is said; a bad value warns and keeps the default. */
+TL_TEST(output_defaults_to_the_digest_and_full_events_to_the_trace) {
+  load_with(NULL, NULL);
+  CHECK(cl_cfg.output == CL_OUT_DIGEST, "default output %u", cl_cfg.output);
+  load_with("COMMLENS_EVENTS", "full");
+  CHECK(cl_cfg.output == CL_OUT_TRACE, "COMMLENS_EVENTS=full: output %u", cl_cfg.output);
+  load_with("COMMLENS_OUTPUT", "both");
+  CHECK(cl_cfg.output == (CL_OUT_TRACE | CL_OUT_DIGEST), "both: %u", cl_cfg.output);
+  load_with("COMMLENS_OUTPUT", "trace");
+  CHECK(cl_cfg.output == CL_OUT_TRACE, "trace: %u", cl_cfg.output);
+  setenv("COMMLENS_EVENTS", "full", 1);
+  setenv("COMMLENS_OUTPUT", "digest", 1);
+  g_log[0] = 0;
+  cl_config_load();
+  CHECK(cl_cfg.output == CL_OUT_DIGEST, "digest with full events: %u", cl_cfg.output);
+  load_with("COMMLENS_OUTPUT", "json");
+  CHECK(cl_cfg.output == CL_OUT_DIGEST && strstr(g_log, "COMMLENS_OUTPUT") && strstr(g_log, "digest, trace or both"),
+        "bad value: output %u, log: %s", cl_cfg.output, g_log);
+  unsetenv("COMMLENS_OUTPUT");
+  unsetenv("COMMLENS_EVENTS");
+}

@@ -7,6 +7,7 @@
  * reported once through the logger, and whatever is on disk parses as JSON. Mount and host
  * name cases use private namespaces (root); where the kernel refuses, they say so and skip. */
 #include "harness.h"
+#include "tools/commlens/read/digest_read.h"
 #include "trace_read.h"
 /* The CLI's own streaming reader: what `commlens report` and `merge` make of a torn file. */
 #include "tools/commlens/read/trace_read.h"
@@ -110,18 +111,54 @@ H_CHILD(full_fs) {
   free(paths[0]);
 }
 
+/* Fills `pages` pages of 4 KiB of dir's file system with a file; 0, or -1. */
+static int fill(const char *dir, int pages) {
+  char filler[1200];
+  snprintf(filler, sizeof filler, "%s/filler", dir);
+  FILE *f = fopen(filler, "w");
+  if (!f) return -1;
+  static char page[4096];
+  int ok = 1;
+  for (int i = 0; i < pages; i++) ok &= fwrite(page, 1, sizeof page, f) == sizeof page;
+  return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* The digest (COMMLENS_OUTPUT=digest) on a file system that fills: one warning, every call
+ * succeeds, and the digest keeps its whole blocks (a cut last block is a truncated file). */
+H_CHILD(full_fs_digest) {
+  const char *dir = getenv("COMMLENS_DIR");
+  if (private_tmpfs(dir, 0, "size=64k")) return;
+  REQUIRE(fill(dir, 15) == 0, "filler");   /* 60 of 64 KiB */
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  h_counts c;
+  memset(&c, 0, sizeof c);
+  for (int i = 0; i < 4000; i++) {            /* tens of KB of digest into the 4 KiB left */
+    h_drive_coll(&p, ctx, &(h_opts){.network = 1, .nsteps = 2, .same_thread_proxy = 1}, (uint64_t)i, &c);
+    if (i % 50 == 0) usleep(2000);            /* the rings never fill: every collective is a row */
+  }
+  h_finalize(&p, ctx);
+  h_close(&p);
+  CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
+  CHECK(count_warn() == 1 && h_log_count(CLABI_LOG_WARN, "No space") == 1 && h_log_count(CLABI_LOG_WARN, "digest") == 1,
+        "want one warning saying no space for the digest; log:\n%s", h_log_text());
+  char *paths[4];
+  int n = h_find_files(dir, ".digest", paths, 4);
+  REQUIRE(n == 1, "%d digests", n);
+  cl_info info;
+  CHECK(cl_digest_scan(paths[0], NULL, NULL, &info, 0) == 0 && !info.bad && info.rank >= 0,
+        "after the disk filled: %s", info.msg);
+  cl_info_free(&info);
+  free(paths[0]);
+}
+
 /* The disk is already nearly full at the first flush, and that flush is big (a loaded machine
  * flushes late): the header goes out alone first, so the trace is valid JSON with no events. */
 H_CHILD(full_fs_first_flush) {
   const char *dir = getenv("COMMLENS_DIR");
   if (private_tmpfs(dir, 0, "size=64k")) return;
-  char filler[1200];
-  snprintf(filler, sizeof filler, "%s/filler", dir);
-  FILE *f = fopen(filler, "w");
-  REQUIRE(f, "filler");
-  static char page[4096];
-  for (int i = 0; i < 14; i++) fwrite(page, 1, sizeof page, f);   /* 56 of 64 KiB */
-  fclose(f);
+  REQUIRE(fill(dir, 14) == 0, "filler");   /* 56 of 64 KiB */
   h_plugin p;
   void *ctx;
   h_open_init(&p, 5, &ctx);
@@ -478,6 +515,7 @@ static void run_case(const char *name, const char *const *extra, const char *sub
 TL_TEST(output_dir_missing_is_created) { run_case("missing_dir", NULL, "/a/b/c"); }
 TL_TEST(output_dir_read_only) { run_case("readonly_fs", NULL, NULL); }
 TL_TEST(output_fs_full) { run_case("full_fs", (const char *const[]){"COMMLENS_EVENTS=full", "COMMLENS_FLUSH_MS=10", NULL}, NULL); }
+TL_TEST(output_fs_full_digest) { run_case("full_fs_digest", (const char *const[]){"COMMLENS_OUTPUT=digest", "COMMLENS_FLUSH_MS=10", NULL}, NULL); }
 TL_TEST(output_fs_full_at_the_first_flush) {
   run_case("full_fs_first_flush", (const char *const[]){"COMMLENS_EVENTS=full", "COMMLENS_FLUSH_MS=250", NULL}, NULL);
 }

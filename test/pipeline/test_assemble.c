@@ -41,6 +41,7 @@ static void fx_open(fixture *f, int with_gpu) {
   memset(f, 0, sizeof *f);
   cl_config_load();
   cl_cfg.mask = CL_MASK_FULL;
+  cl_cfg.output = CL_OUT_TRACE;   /* these tests read what is drawn (the default is the digest) */
   static const cl_parts_deps pd = {.comm_count = cl_comm_count, .comm_lookup = cl_comm_lookup,
                                    .env_rank = -1, .env_source = "", .forced_rank = -1};
   f->ps = cl_parts_new(&pd);

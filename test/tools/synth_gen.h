@@ -1,7 +1,9 @@
 /* synth_gen.h: writes synthetic per-rank commlens traces in exactly the documented format
  * (docs/trace-format.md) with known injected behaviour: one rank late by a known amount on
  * every (or every Nth) collective, one rank's one-off wait at start-up, one (rank, channel) slow by a known factor, known clock offsets.
- * Shared by test/tools/test_cli.c and bench/gen_traces.c (static functions only). */
+ * Shared by test/tools/test_cli.c, test/tools/test_digest.c and bench/gen_traces.c (static
+ * functions only). synth_write_rank_digest writes the same job as digests (docs/digest.md) with
+ * the plugin's own encoder (exporters/digest.c). */
 #ifndef COMMLENS_SYNTH_GEN_H
 #define COMMLENS_SYNTH_GEN_H
 #include <stdint.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include "exporters/digest.h"
 
 typedef struct {
   const char *dir, *job, *host_fmt;   /* host_fmt: e.g. "node%d" with rank / ranks_per_host */
@@ -51,6 +54,16 @@ static int64_t synth_arrival(const synth_cfg *c, int i, int r) {
   if (r == c->late_rank && (!c->late_every || i % c->late_every == 0)) t += c->late_ns;
   if (r == c->warmup_rank && i == 0) t += c->warmup_ns;
   return t;
+}
+
+/* Channel ch of rank r in collective i (arrival a, last arrival, end of the span): its start and
+ * end. Normal channels do `work` after the last arrival; the slow one work * slow_factor. */
+static void synth_channel(const synth_cfg *c, int r, int i, int ch, int64_t a, int64_t last, int64_t end,
+                          int64_t *cs, int64_t *ce) {
+  double f = (r == c->slow_rank && ch == c->slow_ch) ? c->slow_factor : 1.0;
+  *cs = a + 500 + ch * 100;
+  *ce = last + (int64_t)((double)(c->transfer_ns / 3) * f) + (int64_t)(synth_h((uint64_t)i * 131 + (uint64_t)ch, (uint64_t)r) % 20000);
+  if (*ce > end - 1000) *ce = end - 1000;
 }
 
 typedef struct { char *b; size_t n, cap; FILE *f; gzFile gz; } synth_out;
@@ -123,13 +136,10 @@ static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathle
     so_s(&o, ",\"count\":262144,\"datatype\":\"ncclFloat32\",\"root\":0,\"algo\":\"RING\",\"proto\":\"SIMPLE\",\"nchannels\":");
     so_i(&o, c->nch); so_s(&o, ",\"nwarps\":8,\"bytes\":1048576,\"Collective name\":\"AllReduce\",\"In msg nelems\":262144,\"Group size\":");
     so_i(&o, c->nranks); so_s(&o, ",\"Seq\":"); so_i(&o, i); so_s(&o, "}}"); n++;
-    /* channels: normal ones do `work` after waiting for the last arrival; the slow one work*factor */
-    int64_t work = c->transfer_ns / 3, tail_end = 0; int tail = 0;
+    int64_t tail_end = 0; int tail = 0;
     for (int ch = 0; ch < c->nch; ch++) {
-      double f = (r == c->slow_rank && ch == c->slow_ch) ? c->slow_factor : 1.0;
-      int64_t cs = a + 500 + ch * 100;
-      int64_t ce = last + (int64_t)((double)work * f) + (int64_t)(synth_h((uint64_t)i * 131 + (uint64_t)ch, (uint64_t)r) % 20000);
-      if (ce > end - 1000) ce = end - 1000;
+      int64_t cs, ce;
+      synth_channel(c, r, i, ch, a, last, end, &cs, &ce);
       if (ce > tail_end) { tail_end = ce; tail = ch; }
       char nm[16]; snprintf(nm, sizeof nm, "ch %d", ch);
       so_slice(&o, "kernel_ch", nm, r, 100 + ch, cs + off, ce - cs); so_common(&o, c, r);
@@ -163,6 +173,78 @@ static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathle
   int rc = 0;
   if (o.gz) rc = gzclose(o.gz) != Z_OK; else rc = fclose(o.f) != 0;
   free(o.b);
+  return rc;
+}
+/* Rank r as a digest (the collectives, channels and steps its trace above holds, on its clock:
+ * the header's realtime offset is 0 and the rows carry the trace's times), a block per 64
+ * collectives as a plugin's flushes would write them. 0 on success. */
+__attribute__((unused)) static int synth_write_rank_digest(const synth_cfg *c, int r, char *path, size_t pathlen) {
+  char host[64], b[512];
+  snprintf(host, sizeof host, c->host_fmt, r / (c->ranks_per_host > 0 ? c->ranks_per_host : 1));
+  snprintf(path, pathlen, "%s/commlens-r%d-%s-%d.digest", c->dir, r, host, 1000 + r);
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  snprintf(b, sizeof b, "{\"format\":1,\"version\":\"0.1.0\",\"abi\":6,\"host\":\"%s\",\"os_pid\":%d,\"rank\":%d,"
+           "\"rank_source\":\"RANK\",\"job\":\"%s\",\"clock\":{\"realtime_offset_ns\":0,"
+           "\"offset_error_ns\":120},\"mask\":4095,\"events\":\"full\"}", host, 1000 + r, r, c->job);
+  cl_dg_buf out = {0};
+  cl_digest_file_head(&out, b, strlen(b));
+  cl_digest *dg = cl_digest_new();
+  /* each collective's last arrival, once per job (4,096 ranks: not 4,096 times) */
+  static const synth_cfg *last_of; static int64_t *lasts; static int last_n, last_r;
+  if (last_of != c || !lasts || last_n != c->ncoll || last_r != c->nranks) {
+    free(lasts);
+    lasts = malloc(sizeof(int64_t) * (size_t)(c->ncoll ? c->ncoll : 1));
+    for (int i = 0; lasts && i < c->ncoll; i++) {
+      lasts[i] = 0;
+      for (int k = 0; k < c->nranks; k++) { int64_t t = synth_arrival(c, i, k); if (t > lasts[i]) lasts[i] = t; }
+    }
+    last_of = c; last_n = c->ncoll; last_r = c->nranks;
+  }
+  if (!lasts) { fclose(f); free(out.p); cl_digest_free(dg); return -1; }
+  int64_t off = synth_offset(c, r);
+  int rc = 0;
+  for (int i = 0; i < c->ncoll; i++) {
+    int64_t last = lasts[i];
+    int64_t a = synth_arrival(c, i, r), end = last + c->transfer_ns + (int64_t)(synth_h((uint64_t)i + 77, (uint64_t)r) % 1000);
+    if (c->nvtx_every && i % c->nvtx_every == 0)
+      cl_digest_step(dg, (uint64_t)(i / c->nvtx_every), (uint64_t)(a - 50000 + off),
+                     (uint64_t)(a - 50000 + off + (int64_t)c->nvtx_every * c->period_ns - 100000));
+    int64_t tail_end = 0; int tail = 0;
+    for (int ch = 0; ch < c->nch; ch++) {
+      int64_t cs, ce;
+      synth_channel(c, r, i, ch, a, last, end, &cs, &ce);
+      if (ce > tail_end) { tail_end = ce; tail = ch; }
+      cl_digest_chan(dg, c->comm, ch, (uint64_t)(ce - cs), i);
+      int64_t sd = (ce - last) / (c->nsteps ? c->nsteps : 1);
+      for (int s = 0; s < c->nsteps; s++) {
+        int slow = r == c->slow_rank && ch == c->slow_ch;
+        uint64_t w[CL_DG_NWAITS] = {(uint64_t)(slow ? sd / 2 : sd / 50), (uint64_t)(slow ? sd / 50 : sd / 10), (uint64_t)(sd / 4), 0, 0, 0};
+        cl_digest_proxy_step(dg, c->comm, ch, (r + 1) % c->nranks, w);
+      }
+    }
+    cl_dg_coll row = {.comm_hash = c->comm, .comm_name = "world", .rank = r, .nranks = c->nranks, .func = "AllReduce",
+                      .algo = "RING", .proto = "SIMPLE", .seq = (uint64_t)i, .bytes = 1048576, .nchannels = c->nch,
+                      .enq_start = (uint64_t)(a - 20000 + off), .enq_stop = (uint64_t)(a - 12000 + off),
+                      .src = CL_DG_SRC_KERNEL_CH, .gpu_start = (uint64_t)(a + off), .gpu_end = (uint64_t)(end + off),
+                      .exposed_ns = c->no_exposed ? -1 : (end - a) * 3 / 10, .tail_ch = tail};
+    cl_digest_coll(dg, &row);
+    if (i % 64 == 63 || i + 1 == c->ncoll) {
+      cl_digest_take(dg, &out);
+      if (out.len > (1u << 20) || i + 1 == c->ncoll) {
+        if (i + 1 == c->ncoll) {
+          snprintf(b, sizeof b, "{\"final\":true,\"events\":%d,\"dropped\":0,\"overhead_ns_per_call\":85,\"calls\":%d,"
+                   "\"overhead_pct\":0.04}", c->ncoll, c->ncoll * 10);
+          cl_dg_block(&out, CL_DG_STATS, (const uint8_t *)b, strlen(b));
+        }
+        if (out.oom || fwrite(out.p, 1, out.len, f) != out.len) rc = -1;
+        out.len = 0;
+      }
+    }
+  }
+  cl_digest_free(dg);
+  free(out.p);
+  if (fclose(f) != 0) rc = -1;
   return rc;
 }
 #endif

@@ -458,7 +458,7 @@ TL_TEST(options_follow_the_usual_conventions) {
   static const char *const cmds[] = { "report", "merge", "env" };
   static const char *const opts[][9] = {
     { "--json", "--top N", "--threads N", "--html FILE", "-h, --help", NULL },
-    { "-o, --output OUT", "--format FMT", "--ranks LIST", "--comm COMM", "--window START_MS:END_MS", "--steps A:B",
+    { "-o, --output OUT", "-f, --format FMT", "--ranks LIST", "--comm COMM", "--window START_MS:END_MS", "--steps A:B",
       "--threads N", "-h, --help", NULL },
     { "-h, --help", NULL } };
   for (int i = 0; i < 3; i++)
@@ -498,7 +498,7 @@ TL_TEST(options_follow_the_usual_conventions) {
     { "report %s --top abc", "report", "option '--top' expects an integer" },
     { "report %s --threads 0", "report", "option '--threads' expects an integer" },
     { "report %s -x", "report", "unknown option '-x'" },
-    { "merge %s -o /dev/null --format xml", "merge", "--format 'xml': expected json or pftrace" },
+    { "merge %s -o /dev/null --format xml", "merge", "--format 'xml': expected json, pftrace or csv" },
     { "merge %s --ranks 3-1 -o /dev/null", "merge", "--ranks '3-1'" },
     { "merge %s", "merge", "needs -o OUT" },
     { "report", "report", "no trace directory given" },

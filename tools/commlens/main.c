@@ -32,8 +32,9 @@ static const cl_opt report_opts[] = {
 };
 static const cl_opt merge_opts[] = {
   { O_OUT, "output", 'o', "OUT", "the merged trace (required); OUT.gz is gzip-compressed" },
-  { O_FORMAT, "format", 0, "FMT", "json (Chrome trace) or pftrace (Perfetto protobuf); default: pftrace "
-                                   "when OUT ends in .pftrace[.gz], else json" },
+  { O_FORMAT, "format", 'f', "FMT", "json (Chrome trace), pftrace (Perfetto protobuf) or csv (a row per "
+                                   "GPU-timed collective per rank, for query engines); default: pftrace "
+                                   "when OUT ends in .pftrace[.gz], csv for .csv[.gz], else json" },
   { O_RANKS, "ranks", 0, "LIST", "only these ranks, e.g. 0-3,7" },
   { O_COMM, "comm", 0, "COMM", "only this communicator: its hash (0x...) or name" },
   { O_WINDOW, "window", 0, "START_MS:END_MS", "only events overlapping this window (ms after the first event)" },
@@ -98,7 +99,8 @@ static int parse(const cl_cmd *cmd, int argc, char **argv, common_opts *co, repo
     case O_FORMAT:
       if (!strcmp(v, "json")) mo->format = CL_MERGE_JSON;
       else if (!strcmp(v, "pftrace")) mo->format = CL_MERGE_PFTRACE;
-      else { cl_opts_usage_error(cmd, "--format '%s': expected json or pftrace", v); rc = 2; }
+      else if (!strcmp(v, "csv")) mo->format = CL_MERGE_CSV;
+      else { cl_opts_usage_error(cmd, "--format '%s': expected json, pftrace or csv", v); rc = 2; }
       break;
     case O_RANKS:
       free(mo->ranks); mo->ranks = NULL;
@@ -144,6 +146,7 @@ static int resolve_comm(const char *s, uint64_t *out) {
 static int format_of(const char *out) {
   size_t n = strlen(out);
   if (n > 3 && !strcmp(out + n - 3, ".gz")) n -= 3;
+  if (n >= 4 && !strncmp(out + n - 4, ".csv", 4)) return CL_MERGE_CSV;
   return n >= 8 && !strncmp(out + n - 8, ".pftrace", 8) ? CL_MERGE_PFTRACE : CL_MERGE_JSON;
 }
 

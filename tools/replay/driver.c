@@ -47,6 +47,10 @@ void h_fake_path(const char *lib, const char *name, char *path, size_t n) {
 
 int h_open(h_plugin *p, const char *lib, int abi) {
   memset(p, 0, sizeof *p);
+  /* Tests and replays read the Chrome trace: ask for it unless the caller chose (the plugin's
+   * default is the digest; COMMLENS_OUTPUT=digest or both still apply). The plugin reads its
+   * settings at the first init, after this. */
+  setenv("COMMLENS_OUTPUT", "trace", 0);
   /* "" : the running program's own tables (a fuzz target links the plugin in) */
   p->dl = lib && !lib[0] ? dlopen(NULL, RTLD_NOW) : dlopen(lib ? lib : h_lib_path(), RTLD_NOW | RTLD_LOCAL);
   if (!p->dl) { fprintf(stderr, "  h_open: dlopen: %s\n", dlerror()); return -1; }

@@ -74,9 +74,10 @@ static int usage(FILE *f) {
           "  no longer line up with the host's; --virtual-clock: the plugin's monotonic clock reads\n"
           "  the recorded times, so two replays differ only by a constant shift; --verbose: what\n"
           "  was replayed). The plugin's\n"
-          "  own COMMLENS_* variables apply (COMMLENS_DIR, COMMLENS_CUPTI, ...); COMMLENS_EVENTS\n"
-          "  defaults to full (recordings carry every event), COMMLENS_RECORD is ignored and\n"
-          "  COMMLENS_CLOCK_ID is set to this replay's own (replay-PID-NS: a timeline of its own).\n"
+          "  own COMMLENS_* variables apply (COMMLENS_DIR, COMMLENS_CUPTI, ...); COMMLENS_OUTPUT\n"
+          "  defaults to trace, COMMLENS_EVENTS defaults to full (recordings carry every event),\n"
+          "  COMMLENS_RECORD is ignored and COMMLENS_CLOCK_ID is set to this replay's own\n"
+          "  (replay-PID-NS: a timeline of its own).\n"
           "  Set RANK to choose the rank the trace file is named after.\n",
           g_lib_name);
   return f == stdout ? 0 : 2;

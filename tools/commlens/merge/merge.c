@@ -7,7 +7,10 @@
 #include "tools/commlens/merge/merge.h"
 #include "tools/commlens/merge/pftrace.h"
 #include "tools/commlens/analyse/clock_align.h"
+#include "tools/commlens/merge/csv.h"
 #include "tools/commlens/read/progress.h"
+#include "tools/commlens/read/digest_read.h"
+#include "tools/commlens/read/digest_trace.h"
 #include <json-c/json.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -172,6 +175,20 @@ static void on_merge_event(const cl_ev *ev, void *arg) {
 static json_object *rank_meta(const cl_rank *r);
 static void process_name(const cl_rank *r, char *nm, size_t n);
 
+/* The file merge reads for a rank: its trace, or its digest written out as one into an unnamed
+ * temporary file (*tmp, the caller closes it; path names it while open). NULL: unreadable. */
+static const char *digest_as_trace(const char *path, FILE **tmp, char *buf, size_t n) {
+  if (!cl_digest_is(path)) return path;
+  char msg[256];
+  *tmp = tmpfile();
+  if (!*tmp || cl_digest_trace(path, *tmp, msg, sizeof msg) != 0 || fflush(*tmp) != 0) {
+    fprintf(stderr, "commlens: merge: %s: cannot convert the digest (%s); left out\n", path, *tmp ? msg : "no temporary file");
+    return NULL;
+  }
+  snprintf(buf, n, "/proc/self/fd/%d", fileno(*tmp));
+  return buf;
+}
+
 static void *merge_worker(void *arg) {
   merge_ctx *m = arg;
   for (;;) {
@@ -191,8 +208,12 @@ static void *merge_worker(void *arg) {
       out_put(&w, (const char *)b, n);
     }
     cl_info info;
-    cl_trace_scan(w.r->path, on_merge_event, &w, &info, 0);
-    cl_info_free(&info);
+    FILE *tmp = NULL;
+    char path[64];
+    const char *src = digest_as_trace(w.r->path, &tmp, path, sizeof path);
+    if (src) cl_trace_scan(src, on_merge_event, &w, &info, 0);
+    if (src) cl_info_free(&info);
+    if (tmp) fclose(tmp);
     cl_progress_flush(&w.prog);
     cl_progress_file_done();
     int64_t not_carried = w.pft ? cl_pft_seq_free(w.pft) : 0;
@@ -217,6 +238,7 @@ static void ow(out_t *o, const char *s, size_t n) {
   }
 }
 static void ows(out_t *o, const char *s) { ow(o, s, strlen(s)); }
+static void csv_put(void *arg, const char *s, size_t n) { ow(arg, s, n); }
 
 static int window_from_steps(merge_ctx *m) {
   cl_job *job = m->job; const cl_merge_opts *o = m->o;
@@ -533,17 +555,25 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
   if (!out.f && !out.gz) { free(m.sel); free(m.qi_of); return -1; }
 
   int64_t nflows = 0;
-  if (json) json_head(&m, &out); else nflows = pftrace_head(&m, &out);
-  write_ranks(&m, &out);
-  if (json) nflows = json_tail(&m, &out);
+  if (o->format == CL_MERGE_CSV) {   /* a table from the model: no events are read again */
+    ows(&out, cl_csv_header());
+    for (int i = 0; i < m.nsel; i++) m.kept += cl_csv_rank(job->r[m.sel[i]], o->has_comm, o->comm, m.ws, m.we, csv_put, &out);
+  } else {
+    if (json) json_head(&m, &out); else nflows = pftrace_head(&m, &out);
+    write_ranks(&m, &out);
+    if (json) nflows = json_tail(&m, &out);
+  }
 
   int err = 0;
   if (out.gz) err = gzclose(out.gz) != Z_OK;
   else { err = fflush(out.f) != 0 || ferror(out.f); err |= fclose(out.f) != 0; }
   if (err) fprintf(stderr, "commlens: merge: error writing %s (disk full?)\n", o->out);
   if (cl_out_finish(&of, !err, "merge") != 0) err = 1;
-  fprintf(stderr, "commlens: merge: wrote %s: %d rank(s), %lld events, %lld cross-rank flows, %.1f MB of %s\n",
-          o->out, m.nsel, (long long)m.kept, (long long)nflows, out.bytes / 1e6, json ? "JSON" : "Perfetto protobuf");
+  if (o->format == CL_MERGE_CSV)
+    fprintf(stderr, "commlens: merge: wrote %s: %d rank(s), %lld rows, %.1f MB of CSV\n", o->out, m.nsel, (long long)m.kept, out.bytes / 1e6);
+  else
+    fprintf(stderr, "commlens: merge: wrote %s: %d rank(s), %lld events, %lld cross-rank flows, %.1f MB of %s\n",
+            o->out, m.nsel, (long long)m.kept, (long long)nflows, out.bytes / 1e6, json ? "JSON" : "Perfetto protobuf");
   if (job->n_utf8)
     fprintf(stderr, "commlens: merge: %lld invalid UTF-8 byte(s) in the traces' names and header strings written as U+FFFD\n",
             (long long)job->n_utf8);

@@ -4,10 +4,10 @@
 #define COMMLENS_CLI_MERGE_H
 #include "tools/commlens/model/load.h"
 
-enum { CL_MERGE_JSON = 0, CL_MERGE_PFTRACE = 1 };
+enum { CL_MERGE_JSON = 0, CL_MERGE_PFTRACE = 1, CL_MERGE_CSV = 2 };
 typedef struct {
   const char *out;                 /* output path; .gz -> gzip */
-  int format;                      /* CL_MERGE_JSON (Chrome trace) or CL_MERGE_PFTRACE (Perfetto protobuf) */
+  int format;                      /* CL_MERGE_JSON (Chrome trace), CL_MERGE_PFTRACE (Perfetto protobuf), CL_MERGE_CSV (a table: csv.h) */
   unsigned char *ranks;            /* selected ranks bitmap or NULL (all) */
   int has_comm; uint64_t comm;     /* --comm */
   int has_window; double w_start_ms, w_end_ms;   /* --window, relative to the first event */

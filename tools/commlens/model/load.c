@@ -4,6 +4,8 @@
  * Must never keep events themselves: only the aggregates the analyses need. */
 #include "tools/commlens/model/load.h"
 #include "tools/commlens/read/progress.h"
+#include "tools/commlens/read/digest_read.h"
+#include "tools/commlens/read/digest_trace.h"
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,16 +39,21 @@ static char *clean_name(cl_str_t s, int count) {
   return c;
 }
 
+/* The id of an interned name; `name` (owned, valid UTF-8) is kept (*kept = 1) or freed. */
+static int intern(char *name, int *kept);
 static int func_id(const char *s, int n) {
-  char *name = clean_name((cl_str_t){ s, n }, 0);
+  int kept = 0, id = intern(clean_name((cl_str_t){ s, n }, 0), &kept);
+  if (kept) free(clean_name((cl_str_t){ s, n }, 1));   /* its invalid UTF-8 counted once, when kept */
+  return id;
+}
+static int intern(char *name, int *kept) {
   pthread_mutex_lock(&g_mu);
   int id = -1;
   int nf = atomic_load_explicit(&g_nfunc, memory_order_relaxed);
   for (int i = 0; i < nf; i++)
     if (!strcmp(g_func[i], name)) { id = i; break; }
   if (id < 0 && nf < 1024) {
-    free(name); name = clean_name((cl_str_t){ s, n }, 1);   /* counted once, when kept */
-    g_func[nf] = name; name = NULL;
+    g_func[nf] = name; name = NULL; *kept = 1;
     id = nf;
     atomic_store_explicit(&g_nfunc, nf + 1, memory_order_release);
   }
@@ -56,14 +63,17 @@ static int func_id(const char *s, int n) {
   return id;
 }
 
-static void note_comm(uint64_t comm, cl_str_t name) {
+/* A communicator's name (owned, valid UTF-8: kept or freed). */
+static void note_comm_clean(uint64_t comm, char *name) {
   pthread_mutex_lock(&g_mu);
   size_t i;
   for (i = 0; i < g_comms.n; i++) if (g_comms.a[i].comm == comm) break;
-  if (i == g_comms.n) CL_PUSH(g_comms, ((cl_commname){ comm, clean_name(name, 1) }));
-  else if (!g_comms.a[i].name[0] && name.n) { free(g_comms.a[i].name); g_comms.a[i].name = clean_name(name, 1); }
+  if (i == g_comms.n) { CL_PUSH(g_comms, ((cl_commname){ comm, name })); name = NULL; }
+  else if (!g_comms.a[i].name[0] && name[0]) { free(g_comms.a[i].name); g_comms.a[i].name = name; name = NULL; }
   pthread_mutex_unlock(&g_mu);
+  free(name);
 }
+static void note_comm(uint64_t comm, cl_str_t name) { note_comm_clean(comm, clean_name(name, 1)); }
 const char *cl_comm_name(uint64_t comm) {
   for (size_t i = 0; i < g_comms.n; i++) if (g_comms.a[i].comm == comm) return g_comms.a[i].name;
   return "";
@@ -159,6 +169,7 @@ static void pair_enqueues(cl_rank *r) {
 typedef struct {
   cl_rank *r; const char *last_f; int last_fn, last_id; uint64_t last_comm; int comm_seen;
   cl_progress_batch prog;
+  cl_dg_lanes lanes;                 /* digests: the tids merge's conversion gives their slices */
 } scan_ctx;
 
 static int func_of(scan_ctx *c, cl_str_t s) {
@@ -203,6 +214,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     k.comm = ev->comm; k.seq = ev->has_seq ? ev->seq : -1; k.start = ev->ts_ns; k.end = end; k.enq = CL_NO_TIME;
     k.bytes = ev->bytes; k.nranks = ev->nranks; k.tid = (int32_t)ev->tid; k.tid_ok = (uint8_t)ev->tid_is_num;
     k.func = (uint16_t)func_of(c, ev->name); k.inst = UINT32_MAX;
+    k.exposed = ev->has_exposed && ev->exposed_ns >= 0 ? ev->exposed_ns : -1;
     k.p2p = (uint8_t)(ev->has_p2p_peer || cl_str_eq(ev->name, "Send") || cl_str_eq(ev->name, "Recv"));
     CL_PUSH(r->colls, k);
     if (ev->has_exposed) { add_sat(&r->exposed_args, ev->exposed_ns); r->has_exposed_args = 1; }
@@ -264,11 +276,84 @@ static void on_event(const cl_ev *ev, void *arg) {
   }
 }
 
+/* ---- digests (read/digest_read.h): the same model from compact rows ---- */
+static int digest_func(scan_ctx *c, const char *name) {
+  if (c->last_f && !strcmp(c->last_f, name)) return c->last_id;
+  char *dup = strdup(name);
+  if (!dup) return 1023;
+  int kept = 0, id = intern(dup, &kept);
+  c->last_f = cl_func_name(id); c->last_id = id;
+  return id;
+}
+static void span(cl_rank *r, int64_t s, int64_t e) {
+  if (s < r->t_min) r->t_min = s;
+  if (e > r->t_max) r->t_max = e;
+}
+static void on_dg_coll(const cl_dg_row *d, void *arg) {
+  scan_ctx *c = arg; cl_rank *r = c->r;
+  cl_progress_count(&c->prog, 24);
+  span(r, d->enq_start, d->enq_end);
+  int lane, fresh;
+  cl_dg_lane(&c->lanes, d->comm, 0, d->enq_start, d->enq_end, &lane, &fresh);   /* as merge draws it */
+  if (!d->src) return;              /* not GPU-timed: the trace draws no span for it either */
+  span(r, d->gpu_start, d->gpu_end);
+  cl_coll k;
+  memset(&k, 0, sizeof k);
+  k.comm = d->comm; k.seq = d->p2p ? -1 : d->seq; k.start = d->gpu_start; k.end = d->gpu_end;
+  k.enq = d->p2p ? CL_NO_TIME : d->enq_start;
+  k.bytes = d->bytes; k.nranks = d->nranks; k.func = (uint16_t)digest_func(c, d->func); k.inst = UINT32_MAX;
+  k.p2p = (uint8_t)d->p2p;
+  k.exposed = d->exposed_ns;
+  k.tid = (int32_t)cl_dg_lane(&c->lanes, d->comm, 1, d->gpu_start, d->gpu_end, &lane, &fresh); k.tid_ok = 1;
+  CL_PUSH(r->colls, k);
+  if (!d->p2p) r->n_enq++;
+  if (d->exposed_ns >= 0) { add_sat(&r->exposed_args, d->exposed_ns); r->has_exposed_args = 1; }
+  if (d->tail_ch >= 0 && !d->p2p) chan_get(r, d->comm, d->tail_ch)->tail++;   /* as the trace: collectives only */
+  if (!c->comm_seen || c->last_comm != d->comm) {
+    c->comm_seen = 1; c->last_comm = d->comm;
+    char *name = strdup(d->comm_name);
+    if (name) note_comm_clean(d->comm, name);
+  }
+}
+static void on_dg_chan(const cl_dg_chan *d, void *arg) {
+  scan_ctx *c = arg;
+  cl_chan *ch = chan_get(c->r, d->comm, d->channel);
+  add_sat(&ch->n, d->n); add_sat(&ch->sum_dur, d->sum_dur);
+  if (d->n && d->max_dur > ch->max_dur) { ch->max_dur = d->max_dur; ch->max_seq = d->max_seq; }
+  add_sat(&ch->nsteps, d->nsteps);
+  add_sat(&ch->w_gpu, d->w[0]); add_sat(&ch->w_peer, d->w[1]); add_sat(&ch->w_send, d->w[2]);
+  add_sat(&ch->w_recv, d->w[3]); add_sat(&ch->w_flush, d->w[4]); add_sat(&ch->w_recv_gpu, d->w[5]);
+  int64_t pw = d->w[1];
+  add_sat(&pw, d->w[3]);
+  if (pw > 0 && d->peer >= 0) {   /* as the trace's steps: peer and recv waits per peer */
+    size_t i;
+    for (i = 0; i < ch->peers.n; i++) if (ch->peers.a[i].peer == d->peer) break;
+    if (i == ch->peers.n) CL_PUSH(ch->peers, ((cl_peerwait){ d->peer, 0 }));
+    add_sat(&ch->peers.a[i].wait, pw);
+  }
+}
+static void on_dg_step(int64_t id, int64_t start, int64_t end, void *arg) {
+  scan_ctx *c = arg;
+  int lane, fresh;
+  cl_dg_lane(&c->lanes, 0, 2, start, end, &lane, &fresh);
+  span(c->r, start, end);
+  CL_PUSH(c->r->steps, ((cl_step){ (long)id, start, end }));
+}
+static const cl_dg_sink g_dg_sink = { .coll = on_dg_coll, .chan = on_dg_chan, .step = on_dg_step };
+
+/* A digest or a trace, by the file's first bytes (or its name, for a file that is neither). */
+static int is_digest_name(const char *n);
+static int any_scan(cl_rank *r, scan_ctx *c, int header_only) {
+  if (cl_digest_is(r->path) || is_digest_name(r->path)) return cl_digest_scan(r->path, c ? &g_dg_sink : NULL, c, &r->info, header_only);
+  return cl_trace_scan(r->path, c ? on_event : NULL, c, &r->info, header_only);
+}
+
 static void rank_scan(cl_rank *r) {
   scan_ctx c = { .r = r };
   cl_info_free(&r->info);
   r->t_min = INT64_MAX; r->t_max = INT64_MIN;
-  cl_trace_scan(r->path, on_event, &c, &r->info, 0);
+  any_scan(r, &c, 0);
+  cl_dg_lanes_free(&c.lanes);
   cl_progress_flush(&c.prog);
   cl_progress_file_done();
   if (r->tail_map) {
@@ -297,6 +382,10 @@ static void *scan_worker(void *arg) {
 static int is_trace_name(const char *n) {
   return strstr(n, ".trace.json") != NULL;
 }
+static int is_digest_name(const char *n) {
+  size_t l = strlen(n);
+  return l > 7 && !strcmp(n + l - 7, ".digest");
+}
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 static int cmp_rank(const void *a, const void *b) {
@@ -314,17 +403,29 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
     if (S_ISDIR(st.st_mode)) {
       DIR *d = opendir(paths[i]);
       if (!d) { fprintf(stderr, "commlens: %s: cannot read directory\n", paths[i]); continue; }
+      /* traces when the directory holds any (COMMLENS_OUTPUT=both writes both for each rank:
+       * the trace is the richer), else digests */
       struct dirent *de; size_t before = files.n; int others = 0;
+      CL_VEC(char *) digests = {0};
       while ((de = readdir(d))) {
         if (de->d_name[0] == '.') continue;
-        if (!is_trace_name(de->d_name)) { others++; continue; }
+        int dg = is_digest_name(de->d_name);
+        if (!dg && !is_trace_name(de->d_name)) { others++; continue; }
         char *p = cl_xmalloc(strlen(paths[i]) + strlen(de->d_name) + 2);
         sprintf(p, "%s/%s", paths[i], de->d_name);
-        CL_PUSH(files, p);
+        if (dg) CL_PUSH(digests, p); else CL_PUSH(files, p);
       }
       closedir(d);
+      if (files.n == before) for (size_t k = 0; k < digests.n; k++) CL_PUSH(files, digests.a[k]);
+      else {
+        if (digests.n)
+          fprintf(stderr, "commlens: %s: reading the traces; its %zu digest(s) (*.digest) are left out (name them to read them)\n",
+                  paths[i], digests.n);
+        for (size_t k = 0; k < digests.n; k++) free(digests.a[k]);
+      }
+      free(digests.a);
       if (files.n == before)
-        fprintf(stderr, "commlens: %s: no commlens traces (*.trace.json[.gz]) in this directory%s\n",
+        fprintf(stderr, "commlens: %s: no commlens traces (*.trace.json[.gz]) or digests (*.digest) in this directory%s\n",
                 paths[i], others ? " (other files ignored)" : "");
     } else CL_PUSH(files, strdup(paths[i]));
   }
@@ -336,7 +437,7 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   for (size_t i = 0; i < files.n; i++) {
     cl_rank *r = cl_xcalloc(1, sizeof *r);
     r->path = files.a[i]; r->device = -1;
-    if (cl_trace_scan(r->path, NULL, NULL, &r->info, 1) != 0) {
+    if (any_scan(r, NULL, 1) != 0) {
       fprintf(stderr, "commlens: %s: %s; skipped\n", r->path, r->info.msg);
       cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
     }

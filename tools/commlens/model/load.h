@@ -13,6 +13,7 @@
 #define CL_NO_TIME INT64_MIN
 typedef struct {
   uint64_t comm; int64_t seq, start, end, bytes, enq;
+  int64_t exposed;                      /* exposed communication (ns), -1 when not known */
   int32_t tid, nranks; uint32_t inst;   /* inst: index into cl_job.inst, UINT32_MAX if none */
   uint16_t func; uint8_t p2p, tid_ok;
 } cl_coll;

@@ -451,7 +451,7 @@ static int reader_fill(cl_reader *r) {
  * regular file is read. A symbolic link to a regular file is read (reading through a link
  * changes nothing, and users link traces into one directory); a link to a FIFO or device is
  * refused like the FIFO or device itself. Returns the fd, or -1 with the reason. */
-static int open_input(const char *path, cl_info *info) {
+int cl_input_open(const char *path, cl_info *info) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     snprintf(info->msg, sizeof info->msg, "cannot open: %s", strerror(errno));
@@ -473,7 +473,7 @@ static int open_input(const char *path, cl_info *info) {
 /* Starts reading at the file's first bytes: gzip when they are its magic, else plain. */
 static int reader_open(cl_reader *r, const char *path, cl_info *info) {
   memset(r, 0, sizeof *r);
-  r->fd = open_input(path, info);
+  r->fd = cl_input_open(path, info);
   if (r->fd < 0) return -1;
   r->cap = CL_BUF_INIT; r->buf = cl_xmalloc(r->cap);
   r->zs.next_in = r->in;
@@ -518,7 +518,7 @@ static int get_int_in(json_object *o, const char *key, int64_t lo, int64_t hi, i
   return (int)x;
 }
 
-static void take_header(cl_info *in, const char *s, size_t n) {
+void cl_info_header(cl_info *in, const char *s, size_t n) {
   json_tokener *t = json_tokener_new();
   json_object *o = json_tokener_parse_ex(t, s, (int)n);
   json_tokener_free(t);
@@ -559,7 +559,7 @@ static void take_header(cl_info *in, const char *s, size_t n) {
   json_object_put(o);
 }
 
-static void take_stats(cl_info *in, const char *s, size_t n) {
+void cl_info_stats(cl_info *in, const char *s, size_t n) {
   json_tokener *t = json_tokener_new();
   json_object *o = json_tokener_parse_ex(t, s, (int)n);
   json_tokener_free(t);
@@ -659,8 +659,8 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
       }
       q = js_skip(p, e, &bad);
       if (q) {
-        if (key == K_HEADER) take_header(info, p, (size_t)(q - p));
-        else if (key == K_STATS) take_stats(info, p, (size_t)(q - p));
+        if (key == K_HEADER) cl_info_header(info, p, (size_t)(q - p));
+        else if (key == K_STATS) cl_info_stats(info, p, (size_t)(q - p));
         r.pos = (size_t)(q - r.buf); state = ST_KEY; continue;
       }
     } else if (state == ST_ELEM) {

@@ -72,6 +72,13 @@ typedef void (*cl_ev_fn)(const cl_ev *ev, void *arg);
 int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int header_only);
 void cl_info_free(cl_info *info);
 
+/* What the digest reader (digest_read.c) shares with this one: opening (a regular file only,
+ * never waiting on a FIFO: fd, or -1 with info->msg) and the header and stats objects, which
+ * a digest holds as the same JSON (each parsed into info; anything unparsable is ignored). */
+int cl_input_open(const char *path, cl_info *info);
+void cl_info_header(cl_info *info, const char *s, size_t n);
+void cl_info_stats(cl_info *info, const char *s, size_t n);
+
 /* Helpers for the callers. */
 /* An async event's (b/e) track key, cat and id (id2, else id) as written, into buf: its
  * length, or -1 when it does not fit. Perfetto keys an async slice's track by them (per pid). */

@@ -1,0 +1,209 @@
+/* digest.c: see digest.h. Rows are columns at encoding time: each field of a block is written
+ * for every row before the next field, times as zigzag deltas, so zlib sees long runs of
+ * small, similar numbers. Each block carries its own string and communicator tables, so any
+ * block decodes alone (a damaged one costs only its rows). */
+#include "exporters/digest.h"
+#include "common/grow.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  uint32_t comm, func, algo, proto;      /* indexes into the block's tables */
+  uint8_t p2p, src; int16_t tail_ch; int32_t nchannels, peer;
+  uint64_t seq, bytes, enq_start, enq_stop, gpu_start, gpu_end;
+  int64_t exposed_ns;
+} row;
+typedef struct { uint64_t hash; uint32_t name; int32_t rank, nranks; } comm_ent;
+/* (comm, channel, peer): KernelCh durations under peer -1, proxy-step waits under their peer */
+typedef struct { uint64_t comm; int32_t channel, peer; uint64_t n, sum, max; int64_t max_seq; uint64_t nsteps, w[CL_DG_NWAITS]; } chan_ent;
+typedef struct { uint64_t id, start, end; } step_ent;
+
+#define MAX_STR 255
+#define MAX_STRS 4096
+#define MAX_CHANS 65536
+
+struct cl_digest {
+  row *rows; size_t nrows, caprows;
+  char **strs; size_t nstrs, capstrs;
+  comm_ent *comms; size_t ncomms, capcomms;
+  chan_ent *chans; size_t nchans, capchans;
+  step_ent *steps; size_t nsteps, capsteps;
+  uint64_t lost, taken;
+};
+
+cl_digest *cl_digest_new(void) { return calloc(1, sizeof(cl_digest)); }
+
+static void forget(cl_digest *d) {
+  for (size_t i = 0; i < d->nstrs; i++) free(d->strs[i]);
+  d->nrows = d->nstrs = d->ncomms = d->nchans = d->nsteps = 0;
+}
+void cl_digest_free(cl_digest *d) {
+  if (!d) return;
+  forget(d);
+  free(d->rows); free(d->strs); free(d->comms); free(d->chans); free(d->steps);
+  free(d);
+}
+
+/* Room for one more element in *arr (count n, capacity *cap); -1 when out of memory. */
+static int room(void *arr, size_t n, size_t *cap, size_t elem) { return cl_grow(arr, cap, n + 1, elem, 64, 0); }
+
+/* The block's index of string s ("" for NULL), added when new; UINT32_MAX when out of room. */
+static uint32_t str_id(cl_digest *d, const char *s) {
+  if (!s) s = "";
+  size_t n = strnlen(s, MAX_STR);
+  for (size_t i = d->nstrs; i-- > 0;)
+    if (!strncmp(d->strs[i], s, n) && d->strs[i][n] == 0) return (uint32_t)i;
+  if (d->nstrs >= MAX_STRS || room(&d->strs, d->nstrs, &d->capstrs, sizeof *d->strs)) return UINT32_MAX;
+  char *c = malloc(n + 1);
+  if (!c) return UINT32_MAX;
+  memcpy(c, s, n);
+  c[n] = 0;
+  d->strs[d->nstrs] = c;
+  return (uint32_t)d->nstrs++;
+}
+
+static uint32_t comm_id(cl_digest *d, const cl_dg_coll *c) {
+  for (size_t i = d->ncomms; i-- > 0;)
+    if (d->comms[i].hash == c->comm_hash && d->comms[i].rank == c->rank) return (uint32_t)i;
+  uint32_t name = str_id(d, c->comm_name);
+  if (name == UINT32_MAX || room(&d->comms, d->ncomms, &d->capcomms, sizeof *d->comms)) return UINT32_MAX;
+  d->comms[d->ncomms] = (comm_ent){c->comm_hash, name, c->rank, c->nranks};
+  return (uint32_t)d->ncomms++;
+}
+
+void cl_digest_coll(cl_digest *d, const cl_dg_coll *c) {
+  if (!d) return;
+  if (d->nrows >= CL_DG_MAX_ROWS || room(&d->rows, d->nrows, &d->caprows, sizeof *d->rows)) { d->lost++; return; }
+  row r = {.comm = comm_id(d, c), .func = str_id(d, c->func), .algo = str_id(d, c->algo),
+           .proto = str_id(d, c->proto), .p2p = c->p2p != 0, .src = (uint8_t)c->src,
+           .tail_ch = (int16_t)(c->tail_ch >= 0 && c->tail_ch < 32767 ? c->tail_ch : -1),
+           .nchannels = c->nchannels, .peer = c->peer, .seq = c->seq, .bytes = c->bytes,
+           .enq_start = c->enq_start, .enq_stop = c->enq_stop, .gpu_start = c->gpu_start,
+           .gpu_end = c->gpu_end, .exposed_ns = c->exposed_ns};
+  if (r.comm == UINT32_MAX || r.func == UINT32_MAX || r.algo == UINT32_MAX || r.proto == UINT32_MAX) { d->lost++; return; }
+  d->rows[d->nrows++] = r;
+}
+
+static chan_ent *chan_of(cl_digest *d, uint64_t comm, int channel, int peer) {
+  for (size_t i = d->nchans; i-- > 0;) {
+    chan_ent *c = &d->chans[i];
+    if (c->comm == comm && c->channel == channel && c->peer == peer) return c;
+  }
+  if (d->nchans >= MAX_CHANS || room(&d->chans, d->nchans, &d->capchans, sizeof *d->chans)) { d->lost++; return NULL; }
+  chan_ent *c = &d->chans[d->nchans++];
+  *c = (chan_ent){.comm = comm, .channel = channel, .peer = peer, .max_seq = -1};
+  return c;
+}
+
+void cl_digest_chan(cl_digest *d, uint64_t comm_hash, int channel, uint64_t dur, int64_t seq) {
+  chan_ent *c = d && channel >= 0 ? chan_of(d, comm_hash, channel, -1) : NULL;
+  if (!c) return;
+  c->n++; c->sum += dur;
+  if (dur > c->max || c->n == 1) { c->max = dur; c->max_seq = seq; }
+}
+
+void cl_digest_proxy_step(cl_digest *d, uint64_t comm_hash, int channel, int peer, const uint64_t w[CL_DG_NWAITS]) {
+  chan_ent *c = d && channel >= 0 ? chan_of(d, comm_hash, channel, peer < 0 ? -1 : peer) : NULL;
+  if (!c) return;
+  c->nsteps++;
+  for (int k = 0; k < CL_DG_NWAITS; k++) c->w[k] += w[k];
+}
+
+void cl_digest_step(cl_digest *d, uint64_t id, uint64_t start, uint64_t end) {
+  if (!d) return;
+  if (d->nsteps >= CL_DG_MAX_ROWS || room(&d->steps, d->nsteps, &d->capsteps, sizeof *d->steps)) { d->lost++; return; }
+  d->steps[d->nsteps++] = (step_ent){id, start, end};
+}
+
+uint64_t cl_digest_lost(const cl_digest *d) { return d ? d->lost : 0; }
+uint64_t cl_digest_taken(const cl_digest *d) { return d ? d->taken : 0; }
+
+/* ---- encoding ---- */
+static void strings(cl_dg_buf *b, const cl_digest *d) {
+  cl_dg_varint(b, d->nstrs);
+  for (size_t i = 0; i < d->nstrs; i++) {
+    size_t n = strlen(d->strs[i]);
+    cl_dg_varint(b, n);
+    cl_dg_put(b, d->strs[i], n);
+  }
+}
+
+/* A column of times as zigzag deltas from the previous row's (the first from 0). */
+#define DELTA_COL(b, d, expr) do { uint64_t prev_ = 0; \
+    for (size_t i_ = 0; i_ < (d)->nrows; i_++) { const row *r = &(d)->rows[i_]; uint64_t v_ = (expr); \
+      cl_dg_varint(b, cl_dg_zz((int64_t)(v_ - prev_))); prev_ = v_; } } while (0)
+#define COL(b, d, expr) do { for (size_t i_ = 0; i_ < (d)->nrows; i_++) { const row *r = &(d)->rows[i_]; \
+      cl_dg_varint(b, (expr)); } } while (0)
+
+static void colls_block(cl_dg_buf *b, const cl_digest *d) {
+  cl_dg_varint(b, d->nrows);
+  strings(b, d);
+  cl_dg_varint(b, d->ncomms);
+  for (size_t i = 0; i < d->ncomms; i++) {
+    const comm_ent *c = &d->comms[i];
+    cl_dg_varint(b, c->hash); cl_dg_varint(b, c->name);
+    cl_dg_varint(b, cl_dg_zz(c->rank)); cl_dg_varint(b, cl_dg_zz(c->nranks));
+  }
+  COL(b, d, r->p2p);
+  COL(b, d, r->comm);
+  COL(b, d, r->func);
+  COL(b, d, r->algo);
+  COL(b, d, r->proto);
+  DELTA_COL(b, d, r->seq);
+  COL(b, d, r->bytes);
+  COL(b, d, cl_dg_zz(r->nchannels));
+  COL(b, d, cl_dg_zz(r->peer));
+  DELTA_COL(b, d, r->enq_start);
+  COL(b, d, cl_dg_zz((int64_t)(r->enq_stop - r->enq_start)));
+  COL(b, d, r->src);
+  COL(b, d, cl_dg_zz((int64_t)(r->gpu_start - r->enq_start)));
+  COL(b, d, cl_dg_zz((int64_t)(r->gpu_end - r->gpu_start)));
+  COL(b, d, r->exposed_ns < 0 ? 0 : (uint64_t)r->exposed_ns + 1);
+  COL(b, d, (uint64_t)(r->tail_ch + 1));
+}
+
+static void chans_block(cl_dg_buf *b, const cl_digest *d) {
+  cl_dg_varint(b, d->nchans);
+  for (size_t i = 0; i < d->nchans; i++) {
+    const chan_ent *c = &d->chans[i];
+    cl_dg_varint(b, c->comm); cl_dg_varint(b, (uint64_t)c->channel); cl_dg_varint(b, cl_dg_zz(c->peer));
+    cl_dg_varint(b, c->n); cl_dg_varint(b, c->sum); cl_dg_varint(b, c->max); cl_dg_varint(b, cl_dg_zz(c->max_seq));
+    cl_dg_varint(b, c->nsteps);
+    for (int k = 0; k < CL_DG_NWAITS; k++) cl_dg_varint(b, c->w[k]);
+  }
+}
+
+static void steps_block(cl_dg_buf *b, const cl_digest *d) {
+  cl_dg_varint(b, d->nsteps);
+  for (size_t i = 0; i < d->nsteps; i++) {
+    const step_ent *s = &d->steps[i];
+    cl_dg_varint(b, s->id); cl_dg_varint(b, s->start); cl_dg_varint(b, cl_dg_zz((int64_t)(s->end - s->start)));
+  }
+}
+
+int cl_digest_take(cl_digest *d, cl_dg_buf *out) {
+  if (!d) return 0;
+  cl_dg_buf raw = {0};
+  int rc = 0;
+  void (*enc[3])(cl_dg_buf *, const cl_digest *) = {colls_block, chans_block, steps_block};
+  const int type[3] = {CL_DG_COLLS, CL_DG_CHANS, CL_DG_STEPS};
+  const size_t n[3] = {d->nrows, d->nchans, d->nsteps};
+  for (int k = 0; k < 3; k++) {
+    if (!n[k]) continue;
+    raw.len = 0;
+    enc[k](&raw, d);
+    if (raw.oom || cl_dg_block(out, type[k], raw.p, raw.len) != 0) { d->lost += n[k]; rc = -1; }
+    else d->taken += n[k];
+  }
+  free(raw.p);
+  forget(d);
+  return rc;
+}
+
+int cl_digest_file_head(cl_dg_buf *out, const char *json, size_t n) {
+  uint8_t v[4] = {CL_DG_VERSION & 0xff, 0, 0, 0};
+  cl_dg_put(out, CL_DG_MAGIC, CL_DG_MAGIC_LEN);
+  cl_dg_put(out, v, 4);
+  if (out->oom) return -1;
+  return cl_dg_block(out, CL_DG_HEADER, (const uint8_t *)json, n);
+}

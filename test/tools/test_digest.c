@@ -1,0 +1,245 @@
+/* test_digest.c: the per-collective digest (docs/digest.md). The real recordings of
+ * test/data/real replayed with COMMLENS_OUTPUT=both: `commlens report` reads the digests into
+ * the same answers as the traces (the straggler verdict, attribution, slow ranks and channels,
+ * collective time, bandwidth), in fewer than 100 bytes per collective; and a digest keeps what
+ * it can when damaged: a torn last block costs that block, a corrupt block only its rows. */
+#include "harness.h"
+#include "exporters/digest.h"
+#include "tools/commlens/read/digest_read.h"
+#include "synth_gen.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DATA "test/data/real"
+static const char *const g_runs[] = {"nvlink", "socket", "twonode", "multicomm", "graphsocket", "h200x1-sharedgpu"};
+
+/* Replays both ranks of recording `run` into dir (COMMLENS_OUTPUT=`output`); 0 or -1. */
+static int replay_as(const char *run, const char *dir, const char *output) {
+  const char *lib = h_lib_path(), *slash = strrchr(lib, '/');
+  char cmd[4096], tool[1024], rec[2][512];
+  snprintf(tool, sizeof tool, "%.*s%scommlens-replay", slash ? (int)(slash - lib) : 0, lib, slash ? "/" : "");
+  for (int r = 0; r < 2; r++)
+    snprintf(rec[r], sizeof rec[r], DATA "/nccl2.28.3-%s%s-r%d.rec.gz", strncmp(run, "h200x1", 6) ? "h200x2-" : "", run, r);
+  snprintf(cmd, sizeof cmd,
+           "export COMMLENS_DIR='%s' COMMLENS_OUTPUT=%s COMMLENS_CUPTI=0 COMMLENS_SUMMARY=off COMMLENS_GZIP=0; "
+           "unset COMMLENS_RECORD COMMLENS_WINDOW; "
+           "RANK=0 '%s' --virtual-clock '%s' '%s' >/dev/null 2>&1 & a=$!; "
+           "RANK=1 '%s' --virtual-clock '%s' '%s' >/dev/null 2>&1; b=$?; wait $a && [ $b = 0 ]",
+           dir, output, tool, rec[0], lib, tool, rec[1], lib);
+  int rc = system(cmd);
+  CHECK(rc == 0, "%s: replay failed (%d): %s", run, rc, cmd);
+  return rc == 0 ? 0 : -1;
+}
+
+static int replay(const char *run, const char *dir) { return replay_as(run, dir, "both"); }
+
+/* report --json over the files of dir ending with `suffix`. */
+static json_object *report(const char *dir, const char *suffix) {
+  char args[1200];
+  snprintf(args, sizeof args, "report --json '%s'/*%s 2>/dev/null", dir, suffix);
+  int st;
+  char *out = h_run_cli(args, &st);
+  CHECK(st == 0, "report %s*%s exited %d", dir, suffix, st);
+  json_object *j = out ? json_tokener_parse(out) : NULL;
+  CHECK(j, "report --json of %s*%s does not parse", dir, suffix);
+  free(out);
+  return j;
+}
+
+static void same(const char *run, json_object *t, json_object *d, const char *key) {
+  const char *a = json_object_to_json_string_ext(h_json_get(t, key), JSON_C_TO_STRING_PLAIN);
+  const char *b = json_object_to_json_string_ext(h_json_get(d, key), JSON_C_TO_STRING_PLAIN);
+  CHECK(h_json_get(t, key) && !strcmp(a, b), "%s: \"%s\" differs:\n  trace:  %.600s\n  digest: %.600s", run, key, a, b);
+}
+
+/* merge of the traces and of the digests: the same CSV table, and JSON with the same GPU spans
+ * and cross-rank flows (the digest's is a subset of the trace's events otherwise). */
+static void count_cats(const char *path, int *gpu, int *flows) {
+  json_object *j = json_object_from_file(path), *ev = h_json_get(j, "traceEvents");
+  *gpu = *flows = -1;
+  CHECK(ev && json_object_is_type(ev, json_type_array), "%s: no traceEvents", path);
+  if (ev) {
+    *gpu = *flows = 0;
+    for (size_t i = 0; i < json_object_array_length(ev); i++) {
+      const char *cat = json_object_get_string(h_json_get(json_object_array_get_idx(ev, i), "cat"));
+      if (cat && !strcmp(cat, "coll_gpu")) ++*gpu;
+      if (cat && !strcmp(cat, "coll_instance")) ++*flows;
+    }
+  }
+  json_object_put(j);
+}
+static void merges_agree(const char *run, const char *dir) {
+  static const char *const kinds[] = {".trace.json", ".digest"};
+  char args[1200], out[2][2][500];
+  int st;
+  for (int k = 0; k < 2; k++)
+    for (int f = 0; f < 2; f++) {
+      snprintf(out[k][f], sizeof out[k][f], "%s/merged-%d.%s", dir, k, f ? "csv" : "json");
+      snprintf(args, sizeof args, "merge '%s'/*%s -o '%s' 2>/dev/null", dir, kinds[k], out[k][f]);
+      free(h_run_cli(args, &st));
+      CHECK(st == 0, "%s: %s exited %d", run, args, st);
+    }
+  size_t la, lb;
+  char *a = h_read_file(out[0][1], &la), *b = h_read_file(out[1][1], &lb);
+  CHECK(a && b && la == lb && !memcmp(a, b, la) && la > 200, "%s: the CSV of the digests differs from the traces'", run);
+  free(a); free(b);
+  int g[2], fl[2];
+  count_cats(out[0][0], &g[0], &fl[0]);
+  count_cats(out[1][0], &g[1], &fl[1]);
+  CHECK(g[0] == g[1] && fl[0] == fl[1] && g[1] > 0 && fl[1] > 0, "%s: merged JSON: %d/%d GPU spans, %d/%d flows (trace/digest)",
+        run, g[0], g[1], fl[0], fl[1]);
+}
+
+static void count_row(const cl_dg_row *r, void *arg) { (void)r; ++*(long *)arg; }
+
+TL_TEST(report_from_digests_equals_report_from_traces) {
+  char base[256];
+  h_fresh_dir(base, sizeof base);
+  REQUIRE(base[0], "no temp dir");
+  for (size_t i = 0; i < sizeof g_runs / sizeof g_runs[0]; i++) {
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/%s", base, g_runs[i]);
+    if (replay(g_runs[i], dir)) continue;
+    json_object *t = report(dir, ".trace.json"), *d = report(dir, ".digest");
+    if (!t || !d) { json_object_put(t); json_object_put(d); continue; }
+    static const char *const keys[] = {"verdict", "clock_model", "steps", "instances_matched", "attribution",
+                                       "slow_ranks", "collective_time", "slow_channels", "low_bandwidth"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) same(g_runs[i], t, d, keys[k]);
+    CHECK(json_object_get_int(h_json_get(d, "instances_matched")) > 0, "%s: nothing matched", g_runs[i]);
+    json_object_put(t); json_object_put(d);
+    merges_agree(g_runs[i], dir);
+    /* bytes per collective on disk, header and stats included */
+    char *paths[4];
+    int n = h_find_files(dir, ".digest", paths, 4);
+    CHECK(n == 2, "%s: %d digests", g_runs[i], n);
+    for (int k = 0; k < n; k++) {
+      struct stat sb;
+      cl_info info;
+      long rows = 0;
+      cl_dg_sink sink = {.coll = count_row};
+      CHECK(cl_digest_scan(paths[k], &sink, &rows, &info, 0) == 0 && !info.bad && !info.truncated && info.final,
+            "%s: %s: %s", g_runs[i], paths[k], info.msg);
+      if (stat(paths[k], &sb) == 0 && rows) {
+        printf("  %s: %s: %ld collectives in %lld bytes: %.1f B per collective\n", g_runs[i], strrchr(paths[k], '/') + 1,
+               rows, (long long)sb.st_size, (double)sb.st_size / (double)rows);
+        CHECK(sb.st_size <= 100 * rows, "%s: %.1f bytes per collective", g_runs[i], (double)sb.st_size / (double)rows);
+      }
+      cl_info_free(&info);
+      free(paths[k]);
+    }
+  }
+  if (!tl_cur_failed) h_rm_rf(base);
+  else fprintf(stderr, "  kept %s\n", base);
+}
+
+/* COMMLENS_OUTPUT=digest formats no JSON: no trace file, and the digest's stats count as events
+ * exactly its own rows (the count adds the Chrome-trace events formatted, which must be none). */
+TL_TEST(digest_mode_formats_no_trace) {
+  char base[256], dir[300];
+  h_fresh_dir(base, sizeof base);
+  snprintf(dir, sizeof dir, "%s/socket", base);
+  REQUIRE(replay_as("socket", dir, "digest") == 0, "replay");
+  char *paths[4];
+  CHECK(h_find_traces(dir, paths, 4) == 0, "a trace was written in digest mode");
+  int n = h_find_files(dir, ".digest", paths, 4);
+  CHECK(n == 2, "%d digests", n);
+  for (int k = 0; k < n; k++) {
+    cl_info info;
+    CHECK(cl_digest_scan(paths[k], NULL, NULL, &info, 0) == 0 && info.has_stats && info.final && info.n_events > 100 &&
+          info.st_events == info.n_events, "%s: %lld rows, stats say %lld events (%s)", paths[k], (long long)info.n_events,
+          (long long)info.st_events, info.msg);
+    cl_info_free(&info);
+    free(paths[k]);
+  }
+  if (!tl_cur_failed) h_rm_rf(base);
+}
+
+/* A digest of three collectives blocks (the plugin's encoder, exporters/digest.c): cut inside
+ * its last block, then with a byte flipped inside the middle block, then in its header. */
+TL_TEST(a_damaged_digest_keeps_its_whole_blocks) {
+  cl_dg_buf f = {0};
+  const char *hdr = "{\"format\":1,\"rank\":3,\"host\":\"h\",\"job\":\"j\",\"clock\":{\"realtime_offset_ns\":1000}}";
+  REQUIRE(cl_digest_file_head(&f, hdr, strlen(hdr)) == 0, "head");
+  cl_digest *dg = cl_digest_new();
+  size_t at[3];
+  for (int b = 0; b < 3; b++) {
+    for (int i = 0; i < 10; i++) {
+      cl_dg_coll c = {.comm_hash = 0xabc, .comm_name = "c", .rank = 3, .nranks = 4, .func = "AllReduce", .algo = "Ring",
+                      .proto = "Simple", .seq = (uint64_t)(b * 10 + i), .bytes = 4096, .nchannels = 2,
+                      .enq_start = 5000000ull * (uint64_t)(b * 10 + i), .enq_stop = 5000000ull * (uint64_t)(b * 10 + i) + 900,
+                      .src = CL_DG_SRC_KERNEL_CH, .gpu_start = 5000000ull * (uint64_t)(b * 10 + i) + 2000,
+                      .gpu_end = 5000000ull * (uint64_t)(b * 10 + i) + 9000, .exposed_ns = -1, .tail_ch = 1};
+      cl_digest_coll(dg, &c);
+    }
+    at[b] = f.len;
+    REQUIRE(cl_digest_take(dg, &f) == 0, "take");
+  }
+  cl_digest_free(dg);
+  REQUIRE(!f.oom, "oom");
+  long all = 0, rows = 0;
+  cl_dg_sink sink = {.coll = count_row};
+  cl_info info;
+  memset(&info, 0, sizeof info);
+  CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &all, &info, 0) == 0 && !info.bad && !info.truncated && all == 30 &&
+        info.rank == 3, "whole: %ld rows, rank %d (%s)", all, info.rank, info.msg);
+  cl_info_free(&info);
+  /* torn: the last block loses its last byte */
+  memset(&info, 0, sizeof info);
+  CHECK(cl_digest_scan_mem(f.p, f.len - 1, &sink, &rows, &info, 0) == 0 && info.truncated && !info.bad && rows == 20,
+        "torn: truncated %d bad %d rows %ld (%s)", info.truncated, info.bad, rows, info.msg);
+  cl_info_free(&info);
+  /* a byte flipped in the middle block: its 10 rows are lost, counted; the others kept */
+  f.p[at[1] + CL_DG_BLOCK_HEAD + 3] ^= 0x40;
+  rows = 0;
+  memset(&info, 0, sizeof info);
+  CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &rows, &info, 0) == 0 && info.bad && info.n_skipped == 1 && rows == 20,
+        "flipped: bad %d skipped %lld rows %ld (%s)", info.bad, (long long)info.n_skipped, rows, info.msg);
+  cl_info_free(&info);
+  /* and the header's: no digest at all, said so */
+  f.p[CL_DG_FILE_HEAD + CL_DG_BLOCK_HEAD + 2] ^= 0x40;
+  memset(&info, 0, sizeof info);
+  CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &rows, &info, 0) == -1 && strstr(info.msg, "header"), "header: %s", info.msg);
+  cl_info_free(&info);
+  free(f.p);
+}
+
+/* A synthetic 64-rank job on 8 hosts (test/tools/synth_gen.h) with a planted straggler (rank
+ * 21, 3 ms late, beyond the cross-host clock error) and a planted slow channel (rank 32's
+ * channel 3, twice the work, waiting on its GPU), written as traces and as digests: the report
+ * names both from either, and says the same from both (late on every third collective: a
+ * rank late on all of them is indistinguishable from its host's clock offset). bench/digest_scale.sh runs it at 4,096. */
+TL_TEST(sixty_four_ranks_name_the_planted_straggler_and_slow_channel) {
+  char base[256], dir[2][300];
+  h_fresh_dir(base, sizeof base);
+  REQUIRE(base[0], "no temp dir");
+  synth_cfg c;
+  synth_defaults(&c);
+  c.nranks = 64; c.ncoll = 60; c.nch = 4; c.nsteps = 2; c.nvtx_every = 0; c.period_ns = 10000000;
+  c.late_rank = 21; c.late_ns = 3000000; c.late_every = 3; c.slow_rank = 32; c.slow_ch = 3; c.slow_factor = 2.0;
+  for (int k = 0; k < 2; k++) {
+    snprintf(dir[k], sizeof dir[k], "%s/%s", base, k ? "digest" : "trace");
+    REQUIRE(mkdir(dir[k], 0700) == 0, "mkdir %s", dir[k]);
+    c.dir = dir[k];
+    for (int r = 0; r < c.nranks; r++) {
+      char path[600];
+      REQUIRE((k ? synth_write_rank_digest : synth_write_rank)(&c, r, path, sizeof path) == 0, "writing %s", path);
+    }
+  }
+  json_object *t = report(dir[0], ".trace.json"), *d = report(dir[1], ".digest");
+  REQUIRE(t && d, "reports");
+  static const char *const keys[] = {"verdict", "clock_model", "steps", "instances_matched", "attribution",
+                                     "slow_ranks", "collective_time", "slow_channels", "low_bandwidth"};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) same("synthetic 64 ranks", t, d, keys[k]);
+  json_object *v = h_json_get(d, "verdict"), *st = h_json_get(v, "stragglers");
+  CHECK(st && json_object_array_length(st) == 1 && json_object_get_int(h_json_get(json_object_array_get_idx(st, 0), "rank")) == 21,
+        "verdict: %s", json_object_to_json_string(v));
+  json_object *ch = h_json_get(d, "slow_channels"), *c0 = ch ? json_object_array_get_idx(ch, 0) : NULL;
+  CHECK(c0 && json_object_get_int(h_json_get(c0, "rank")) == 32 && json_object_get_int(h_json_get(c0, "channel")) == 3,
+        "slow channel: %s", c0 ? json_object_to_json_string(c0) : "none");
+  json_object_put(t); json_object_put(d);
+  if (!tl_cur_failed) h_rm_rf(base);
+  else fprintf(stderr, "  kept %s\n", base);
+}
+
+int main(int argc, char **argv) { return h_main("tools/digest", argc, argv); }
