@@ -174,6 +174,121 @@ H_CHILD(hang_dump) {
   h_close(&p);
 }
 
+/* ---- `commlens report` over the dumps of several ranks of one hang ----
+ * A communicator of 4 ranks: comm ranks 0 and 1 start seq 5 and finish one of its two channels
+ * each (1 and 0 left), comm rank 2 stops after seq 4 (its dump by signal), comm rank 3 leaves
+ * no dump. Each is a process of its own (FLIGHT_ROLE says which). */
+static void start_stuck(h_plugin *p, void *ctx, int done_ch, void **open_ch) {
+  h_event ce = {.type = CLABI_EV_COLL, .func = "AllReduce", .datatype = "ncclFloat32", .algo = "RING",
+                .proto = "SIMPLE", .seq = 5, .count = 1024, .nchannels = 2, .nwarps = 16};
+  void *coll = h_start(p, ctx, &ce, NULL);
+  h_stop(p, coll);
+  uint64_t t0 = h_realtime_ns();
+  void *k[2];
+  for (int ch = 0; ch < 2; ch++) {
+    h_event e = {.type = CLABI_EV_KERNEL_CH, .parent = coll, .channel = (uint8_t)ch, .ptimer = t0};
+    k[ch] = h_start(p, ctx, &e, NULL);
+  }
+  h_state(p, k[done_ch], CLABI_ST_KERNEL_CH_STOP, t0 + 20000);
+  h_stop(p, k[done_ch]);
+  *open_ch = k[1 - done_ch];
+}
+
+H_CHILD(hang_rank) {
+  const char *role = getenv("FLIGHT_ROLE");
+  int comm_rank = atoi(getenv("COMMLENS_RANK"));
+  h_plugin p;
+  void *ctx;
+  REQUIRE(role && h_open(&p, NULL, 5) == 0, "load");
+  h_comm_info info = {.hash = 0x77, .name = "world", .nnodes = 4, .nranks = 4, .rank = comm_rank};
+  REQUIRE(h_init(&p, &ctx, &info) == 0 && ctx, "init");
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  /* the directory is shared: this process's own message says its dump is there */
+  void *open_ch = NULL;
+  if (!strcmp(role, "behind")) REQUIRE(kill(getpid(), SIGUSR2) == 0, "kill");
+  else start_stuck(&p, ctx, !strcmp(role, "stuck1") ? 0 : 1, &open_ch);
+  const char *msg = open_ch ? "hang dump written" : "signal dump written";
+  for (int i = 0; i < 600 && !h_log_count(-1, msg); i++) nap_ms(100);
+  CHECK(h_log_count(-1, msg) == 1, "%s: %s", msg, h_log_text());
+  if (open_ch) h_stop(&p, open_ch);
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+TL_TEST(report_names_ranks_not_done) {
+  char dir[256], direnv[400];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s", dir);
+  static const char *const roles[3][2] = {{"FLIGHT_ROLE=stuck1", "COMMLENS_RANK=0"},
+                                          {"FLIGHT_ROLE=stuck0", "COMMLENS_RANK=1"},
+                                          {"FLIGHT_ROLE=behind", "COMMLENS_RANK=2"}};
+  for (int i = 0; i < 3; i++) {
+    const char *env[] = {direnv, "COMMLENS_SUMMARY=off", "COMMLENS_CUPTI=0", "COMMLENS_FLIGHT_S=30", "COMMLENS_HANG_S=1",
+                         "COMMLENS_EVENTS=default+kernelch", roles[i][0], roles[i][1], NULL};
+    CHECK(h_spawn("hang_rank", env) == 0, "%s exited badly", roles[i][0]);
+  }
+  char flight[400];
+  snprintf(flight, sizeof flight, "%s/flight", dir);
+  json_object *rep = h_report_json(flight);
+  json_object *hang = h_json_get(rep, "hang");
+  json_object *c = hang && json_object_array_length(hang) == 1 ? json_object_array_get_idx(hang, 0) : NULL;
+  REQUIRE(c, "one stuck communicator in the report: %s", rep ? json_object_to_json_string(rep) : "(no report)");
+  CHECK(jint(c, "seq") == 5 && jint(c, "nranks") == 4, "seq 5 of 4 ranks: %s", json_object_to_json_string(c));
+  json_object *ranks = h_json_get(c, "ranks");
+  static const char *const want_state[4] = {"not_done", "not_done", "not_reached", "no_dump"};
+  static const int want_ch[4] = {1, 0, -1, -1};
+  for (int r = 0; r < 4 && ranks && json_object_array_length(ranks) == 4; r++) {
+    json_object *m = json_object_array_get_idx(ranks, (size_t)r), *ch = h_json_get(m, "channels_not_done");
+    const char *st = json_object_get_string(h_json_get(m, "state"));
+    CHECK(st && !strcmp(st, want_state[r]), "comm rank %d: %s, want %s", r, st ? st : "?", want_state[r]);
+    if (want_ch[r] >= 0)
+      CHECK(ch && json_object_array_length(ch) == 1 && json_object_get_int(json_object_array_get_idx(ch, 0)) == want_ch[r],
+            "comm rank %d waits on channel %d: %s", r, want_ch[r], json_object_to_json_string(m));
+  }
+  CHECK(jint(json_object_array_get_idx(ranks, 2), "last_started_seq") == 4, "comm rank 2 last started seq 4");
+  int st;
+  char args[600];
+  snprintf(args, sizeof args, "report '%s' 2>/dev/null", flight);
+  char *text = h_run_cli(args, &st);
+  CHECK(st == 0 && text && strstr(text, "AllReduce seq 5 not finished") && strstr(text, "comm rank 3: no dump"),
+        "the text report says it: %s", text ? text : "");
+  free(text);
+  json_object_put(rep);
+  if (!tl_cur_failed) h_rm_rf(dir);
+  else fprintf(stderr, "  kept %s\n", dir);
+}
+
+/* ---- lateness: a collective 30 ms long on its GPU against COMMLENS_LATE_MS=10, once per
+ * episode (the second long one right after it makes no second dump) ---- */
+H_CHILD(late_dump) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  h_opts slow = {.kernel_ns = 30000000};
+  h_drive_coll(&p, ctx, &slow, 5, NULL);
+  h_drive_coll(&p, ctx, &slow, 6, NULL);
+  char *paths[8];
+  int n = wait_dumps(".late-1.trace.json", 1, paths, 8);
+  REQUIRE(n == 1, "one late dump, found %d; log: %s", n, h_log_text());
+  tr_trace t;
+  if (load_dump(paths[0], &t) == 0) {
+    json_object *why = h_json_get(flight_of(&t), "why");
+    CHECK(jint(why, "seq") == 5 && jint(why, "dur_ns") >= 30000000, "seq 5 was late: %s",
+          why ? json_object_to_json_string(why) : "(none)");
+    tr_free(&t);
+  }
+  free_paths(paths, n);
+  h_drive_coll(&p, ctx, NULL, 7, NULL);   /* ends the episode */
+  h_finalize(&p, ctx);
+  h_close(&p);
+  char dir[1200];
+  flight_dir(dir, sizeof dir);
+  n = h_find_files(dir, ".trace.json", paths, 8);
+  CHECK(n == 1, "one dump for the episode, found %d", n);
+  free_paths(paths, n);
+}
+
 /* ---- nothing triggers: no dump, no flight directory ---- */
 H_CHILD(no_dump) {
   h_plugin p;
@@ -329,6 +444,10 @@ TL_TEST(dump_on_hang_names_channels_not_done) {
 }
 TL_TEST(no_dump_when_nothing_triggers) {
   h_run_case("no_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=1", "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
+}
+TL_TEST(dump_on_late_collective) {
+  h_run_case("late_dump", k_base, (const char *const[]){"COMMLENS_LATE_MS=10", "COMMLENS_HANG_S=0",
+                                                        "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
 }
 TL_TEST(eviction_by_memory) {
   h_run_case("bound_by_memory", k_base, (const char *const[]){"COMMLENS_FLIGHT_MB=1", "COMMLENS_FLIGHT_S=3600", NULL}, NULL);

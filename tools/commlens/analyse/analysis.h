@@ -4,6 +4,7 @@
 #define COMMLENS_CLI_ANALYSIS_H
 #include "tools/commlens/model/load.h"
 #include "tools/commlens/analyse/blame.h"
+#include "tools/commlens/analyse/hang.h"
 #include "tools/commlens/analyse/verdict.h"
 #include <stdint.h>
 
@@ -31,6 +32,7 @@ typedef struct {
   const cl_clock_model *cm;         /* the clock model the job was aligned with (the caller's) */
   cl_verdict_an vd;                /* the answer: the straggler verdict, its steps (verdict.h) */
   cl_blame bl;                     /* waits per rank and NVTX step, from the verdict's instances */
+  cl_hang hang;                    /* what flight-recorder dumps say about a hang (hang.h) */
 } cl_analysis;
 /* Fills *an from a job aligned by cl_clock_align with model cm (borrowed: it must outlive an);
  * cl_analysis_free releases it. */
