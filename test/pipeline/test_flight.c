@@ -6,6 +6,7 @@
  * Each case runs in a fresh process (the plugin reads its settings once). */
 #include "harness.h"
 #include "trace_read.h"
+#include "tools/replay/replay.h"
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -293,6 +294,32 @@ H_CHILD(late_dump) {
   free_paths(paths, n);
 }
 
+/* ---- a real NCCL run (2.28.3 over sockets, every event) replayed: SIGUSR2 in the middle of
+ * it; the replay waits at that call until the dump is written, as a job keeps running ---- */
+static long g_calls;
+static void signal_midway(const rp_call_view *c) {
+  if (c->kind != 'S' || ++g_calls != 1500) return;
+  if (kill(getpid(), SIGUSR2) != 0) return;
+  for (int i = 0; i < 600 && !h_log_count(-1, "signal dump written"); i++) nap_ms(100);
+}
+H_CHILD(real_run_dump) {
+  rp_stats st;
+  rp_set_call_hook(signal_midway);
+  REQUIRE(rp_replay(getenv("H_REC"), NULL, &st) == 0, "replay failed: %s", st.err);
+  CHECK(g_calls >= 1500 && h_log_count(-1, "signal dump written") == 1, "a dump at start %ld: %s", g_calls, h_log_text());
+  char *paths[8];
+  int n = wait_dumps(".signal-1.trace.json", 1, paths, 8);
+  REQUIRE(n == 1, "one dump, found %d", n);
+  tr_trace t;
+  if (load_dump(paths[0], &t) == 0) {
+    int64_t lo, hi;
+    CHECK(coll_seqs(&t, &lo, &hi) > 10, "the run's collectives in the dump");
+    CHECK(tr_count(&t, 'X', "proxy_step") > 0 && tr_count(&t, 'X', "kernel_ch") > 0, "proxy steps and channels drawn");
+    tr_free(&t);
+  }
+  free_paths(paths, n);
+}
+
 /* ---- nothing triggers: no dump, no flight directory ---- */
 H_CHILD(no_dump) {
   h_plugin p;
@@ -454,6 +481,10 @@ TL_TEST(no_dump_when_nothing_triggers) {
 TL_TEST(dump_on_late_collective) {
   h_run_case("late_dump", k_base, (const char *const[]){"COMMLENS_LATE_MS=10", "COMMLENS_HANG_S=0",
                                                         "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
+}
+TL_TEST(dump_of_a_real_run) {
+  h_run_case("real_run_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=0",
+             "H_REC=test/data/real/nccl2.28.3-h200x2-socket-r0.rec.gz", NULL}, NULL);
 }
 TL_TEST(eviction_by_memory) {
   h_run_case("bound_by_memory", k_base, (const char *const[]){"COMMLENS_FLIGHT_MB=1", "COMMLENS_FLIGHT_S=3600", NULL}, NULL);

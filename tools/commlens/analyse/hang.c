@@ -32,7 +32,8 @@ static uint64_t parse_hex(const char *s) { return strtoull(s, NULL, 16); }
 
 static cl_hang_comm *comm_get(cl_hang *h, uint64_t comm, int nranks) {
   for (size_t i = 0; i < h->comms.n; i++) if (h->comms.a[i].comm == comm) return &h->comms.a[i];
-  if (nranks < 1 || nranks > CL_HANG_MAX_RANKS) return NULL;
+  if (nranks < 1 || nranks > CL_HANG_MAX_RANKS || h->comms.n >= CL_HANG_MAX_COMMS || h->n_members + (size_t)nranks > CL_HANG_MAX_MEMBERS) return NULL;
+  h->n_members += (size_t)nranks;
   cl_hang_comm c = {.comm = comm, .seq = -1, .nranks = nranks};
   c.members = cl_xcalloc((size_t)nranks, sizeof *c.members);
   for (int r = 0; r < nranks; r++) { c.members[r].rank = -1; c.members[r].last_started = -1; }
@@ -48,7 +49,7 @@ static void each_comm(const cl_job *job, cl_hang *h, comm_fn fn) {
     if (!r->info.flight) continue;
     json_object *root = json_tokener_parse(r->info.flight), *comms;
     if (root && json_object_object_get_ex(root, "comms", &comms) && json_object_is_type(comms, json_type_array))
-      for (size_t k = 0; k < json_object_array_length(comms); k++) {
+      for (size_t k = 0; k < json_object_array_length(comms) && k < CL_HANG_MAX_COMMS; k++) {
         json_object *c = json_object_array_get_idx(comms, k);
         if (json_object_is_type(c, json_type_object)) fn(h, r, c);
       }

@@ -26,11 +26,14 @@ typedef struct {
   cl_hang_member *members;
 } cl_hang_comm;
 
-typedef struct { CL_VEC(cl_hang_comm) comms; int n_dumps; } cl_hang;
+typedef struct { CL_VEC(cl_hang_comm) comms; int n_dumps; size_t n_members; } cl_hang;
 
 /* Fills *h from the job's flight dumps (ranks whose info.flight is set). Communicators larger
- * than CL_HANG_MAX_RANKS are left out. cl_hang_free releases it. */
+ * than CL_HANG_MAX_RANKS, past the CL_HANG_MAX_COMMS-th, or past CL_HANG_MAX_MEMBERS members in all (memory stays
+ * bounded whatever the dumps claim), are left out. cl_hang_free releases it. */
 #define CL_HANG_MAX_RANKS 65536
+#define CL_HANG_MAX_MEMBERS (1u << 20)
+#define CL_HANG_MAX_COMMS 4096
 void cl_hang_analyse(const cl_job *job, cl_hang *h);
 void cl_hang_free(cl_hang *h);
 /* "started, not done", "never reached it", ... */
