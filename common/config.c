@@ -210,6 +210,40 @@ static int p_output(const char *v) {
   return 0;
 }
 
+/* ---- the flight recorder (plugin/pipeline/flight.c) ---- */
+static int p_flight_s(const char *v) {
+  uint64_t s;
+  if (parse_u64(v, &s, 0, 3600)) return -1;
+  cl_cfg.flight_s = (int)s;
+  return 0;
+}
+static int p_flight_mb(const char *v) {
+  uint64_t m;
+  if (parse_u64(v, &m, 1, 65536)) return -1;
+  cl_cfg.flight_bytes = m << 20;
+  return 0;
+}
+/* usr2 (the default), usr1, or off */
+static int p_flight_signal(const char *v) {
+  if (!strcasecmp(v, "usr2") || !strcasecmp(v, "sigusr2")) cl_cfg.flight_signal = CL_FLIGHT_SIGUSR2;
+  else if (!strcasecmp(v, "usr1") || !strcasecmp(v, "sigusr1")) cl_cfg.flight_signal = CL_FLIGHT_SIGUSR1;
+  else if (!strcasecmp(v, "off")) cl_cfg.flight_signal = CL_FLIGHT_SIGNAL_OFF;
+  else return -1;
+  return 0;
+}
+static int p_hang_s(const char *v) {
+  uint64_t s;
+  if (parse_u64(v, &s, 0, 86400)) return -1;
+  cl_cfg.hang_s = (int)s;
+  return 0;
+}
+static int p_late_ms(const char *v) {
+  uint64_t m;
+  if (parse_u64(v, &m, 0, 3600000)) return -1;
+  cl_cfg.late_ms = (int)m;
+  return 0;
+}
+
 static const cl_var g_vars[] = {
   {"COMMLENS_DIR", "./commlens-<job id> (./commlens-trace without one)",
    "directory for traces and summaries; created if missing", NULL, p_dir},
@@ -266,6 +300,23 @@ static const cl_var g_vars[] = {
    "what each rank writes: digest (one compact record per collective and p2p operation, "
    "<base>.digest, docs/digest.md), trace (the Chrome-trace JSON), both",
    "digest, trace or both", p_output},
+  /* the flight recorder (plugin/pipeline/flight.c, README "Flight recorder") */
+  {"COMMLENS_FLIGHT_S", "0",
+   "flight recorder: keep the last N seconds of events in memory (compact records, bounded by "
+   "COMMLENS_FLIGHT_MB) and write them as a trace into <dir>/flight/ on a signal, a hang or a late "
+   "collective; 0 turns it off", "an integer 0..3600 (s)", p_flight_s},
+  {"COMMLENS_FLIGHT_MB", "64", "memory the flight recorder keeps at most (MiB); older records are evicted "
+   "and counted", "an integer 1..65536 (MiB)", p_flight_mb},
+  {"COMMLENS_FLIGHT_SIGNAL", "usr2",
+   "signal that asks for a flight dump: usr2, usr1, or off (none installed). Never replaces a handler "
+   "the application set (said once, then no signal dumps)", "usr2, usr1 or off", p_flight_signal},
+  {"COMMLENS_HANG_S", "60",
+   "flight dump when a collective this rank started is not done after this many seconds (its "
+   "KernelCh channels or proxy ops still open); 0: no hang dumps", "an integer 0..86400 (s)", p_hang_s},
+  {"COMMLENS_LATE_MS", "0",
+   "flight dump when a collective ran longer than this on this GPU (first channel start to last "
+   "channel stop, KernelCh events needed): this rank waited that long for a late peer; 0: off",
+   "an integer 0..3600000 (ms)", p_late_ms},
 };
 
 static void set_defaults(void) {
@@ -281,6 +332,9 @@ static void set_defaults(void) {
   cl_cfg.cupti = CL_CUPTI_KERNELS;
   cl_cfg.rank = -1;
   cl_cfg.output = CL_OUT_DIGEST;
+  cl_cfg.flight_bytes = 64ull << 20;
+  cl_cfg.flight_signal = CL_FLIGHT_SIGUSR2;
+  cl_cfg.hang_s = 60;
 }
 
 /* The job id: the launcher's, else COMMLENS_JOB; it names the default output directory, so

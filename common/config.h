@@ -19,6 +19,9 @@ typedef enum { CL_SUMMARY_PRINT = 0, CL_SUMMARY_FILE, CL_SUMMARY_OFF } cl_summar
 /* COMMLENS_CUPTI: what CUPTI records. KERNELS: kernel records only (NCCL's kernels are
  * matched to their launches by stream and launch order); FULL: also the driver API launch
  * records (matched by correlation id), memcpy and memset. */
+/* COMMLENS_FLIGHT_SIGNAL: which signal asks for a flight dump. */
+typedef enum { CL_FLIGHT_SIGUSR2 = 0, CL_FLIGHT_SIGUSR1, CL_FLIGHT_SIGNAL_OFF } cl_flight_signal_kind;
+
 typedef enum { CL_CUPTI_OFF = 0, CL_CUPTI_KERNELS = 1, CL_CUPTI_FULL = 2 } cl_cupti_level;
 
 /* COMMLENS_OUTPUT: which files each rank writes (bits). */
@@ -47,6 +50,12 @@ typedef struct {
   int rank;                  /* COMMLENS_RANK: world rank of the process's first GPU, -1 unset */
   char clock_id[64];         /* COMMLENS_CLOCK_ID: a timeline of its own ("" = the host's clock) */
   unsigned output;           /* COMMLENS_OUTPUT: CL_OUT_* bits */
+  /* the flight recorder (plugin/pipeline/flight.c) */
+  int flight_s;              /* COMMLENS_FLIGHT_S: seconds kept; 0 = off */
+  uint64_t flight_bytes;     /* COMMLENS_FLIGHT_MB in bytes */
+  int flight_signal;         /* cl_flight_signal_kind */
+  int hang_s;                /* COMMLENS_HANG_S: 0 = no hang dumps */
+  int late_ms;               /* COMMLENS_LATE_MS: 0 = no lateness dumps */
 } cl_config;
 
 extern cl_config cl_cfg;

@@ -239,6 +239,16 @@ uint64_t cl_rings_drain(cl_ring_sink fn, void *arg) {
   return total;
 }
 
+int cl_rings_idle(void) {
+  int n = cl_rings_count();
+  for (int i = 0; i < n; i++) {
+    cl_ring *r = &cl_rings[i];
+    if (atomic_load_explicit(&r->state, memory_order_acquire) == CL_RING_FREE) continue;
+    if (atomic_load_explicit(&r->head, memory_order_acquire) != atomic_load_explicit(&r->tail, memory_order_acquire)) return 0;
+  }
+  return 1;
+}
+
 void cl_rings_totals(cl_ring_totals *t) {
   memset(t, 0, sizeof *t);
   int n = cl_rings_count();

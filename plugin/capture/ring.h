@@ -75,6 +75,9 @@ cl_ring *cl_ring_claim(void);
  * ring's framing (wrap padding). Returns the records handed over. */
 typedef void (*cl_ring_sink)(void *arg, const cl_rec *recs, size_t nslots);
 uint64_t cl_rings_drain(cl_ring_sink fn, void *arg);
+/* 1 when every ring was read to its head when looked at (any thread): records committed before
+ * the call are in staging or past it once the drain's copy is seen taken. */
+int cl_rings_idle(void);
 /* Counters of every ring together (relaxed reads; any thread). */
 typedef struct { uint64_t dropped, dropped_children, unclaimed, calls, sampled_ns, nsampled, hist[CL_SAMPLE_BUCKETS]; } cl_ring_totals;
 /* The median timed call from t->hist (the middle of its bucket), 0 if none. */

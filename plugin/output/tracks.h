@@ -26,6 +26,7 @@ typedef enum {
   CL_TRACK_EXPOSED,          /* exposed communication of one GPU [device] */
   CL_TRACK_CUDA_LAUNCH,      /* CUDA launch calls of one thread [OS thread id] */
   CL_TRACK_STEPS,            /* NVTX steps with their exposure [] */
+  CL_TRACK_NOT_DONE,         /* flight dumps: collectives not finished at the dump [comm] */
   CL_TRACK__COUNT
 } cl_track_family;
 

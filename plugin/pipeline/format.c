@@ -1,9 +1,11 @@
 /* format.c: see format.h. The only thread (besides the exit path, once it has stopped) that
  * touches the assembler, the GPU join and the Chrome-trace body. */
 #include "plugin/pipeline/format.h"
+#include "plugin/pipeline/flight.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "plugin/capture/gate.h"
+#include "plugin/capture/ring.h"
 #include "plugin/gpu/cupti.h"
 #include "plugin/output/identity.h"
 #include <pthread.h>
@@ -20,7 +22,10 @@ static pthread_t g_thr;
 static _Atomic int g_stop;
 static cl_gpu_activity g_act[4096];
 
-static void feed(void *arg, const cl_rec *r) { cl_asm_feed(arg, r); }
+static void feed(void *arg, const cl_rec *r) {
+  cl_asm_feed(arg, r);
+  cl_flight_feed(r);
+}
 
 /* Formats staged records until `budget_ns` has passed (0: until staging is empty) or, on the
  * format thread, until it is asked to stop (`stop`, NULL on the stopper's thread). */
@@ -68,6 +73,7 @@ static void *format_main(void *arg) {
   uint64_t last_flush = cl_now(), last_busy = last_flush, last_cupti = last_flush;
   int idle_us = 200;
   while (!atomic_load(&g_stop)) {
+    int rings_idle = cl_rings_idle();   /* before staging is read: then "nothing to take" means caught up */
     uint64_t got = format_some(d, 5000000, &g_stop);
     uint64_t now = cl_now();
     if (d->gj && now - last_cupti >= CUPTI_POLL_NS) {
@@ -81,6 +87,7 @@ static void *format_main(void *arg) {
      * gave up on us and the trace ends at its last complete flush. */
     if (atomic_load(&g_stop)) break;
     cl_asm_tick(d->asm_, now, 0);
+    cl_flight_tick(now, rings_idle && got == 0);
     cl_window_tick(now - cl_proc.start_ns);
     if (now - last_flush >= (uint64_t)cl_cfg.flush_ms * 1000000ull) { d->flush(0); last_flush = now; }
     if (got) { last_busy = now; continue; }

@@ -13,6 +13,7 @@
 #include "plugin/output/rank_output.h"
 #include "exporters/prom.h"
 #include "plugin/pipeline/drain.h"
+#include "plugin/pipeline/flight.h"
 #include "plugin/pipeline/format.h"
 #include "plugin/pipeline/self_stats.h"
 #include "plugin/output/identity.h"
@@ -190,6 +191,7 @@ static int setup(void) {
   }
   g_run.stage = cl_stage_new(cl_cfg.buffer_bytes - cl_cfg.rings_bytes, cl_cfg.dir);
   if (!g_run.stage) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
+  cl_flight_setup();
   g_out_ok = 1;
   return 0;
 }
@@ -277,6 +279,7 @@ void cl_writer_finish(void) {
     for (size_t i = 0; i < cl_parts_count(g_run.parts); i++) cl_out_close(&cl_parts_at(g_run.parts, i)->out);
     if (!g_stage_lent) cl_stage_free(g_run.stage);
     g_run.stage = NULL;
+    cl_flight_free();   /* only the format thread used it, and it has stopped (not lent) */
   }
   pthread_mutex_unlock(&g_wmu);
 }
@@ -293,6 +296,7 @@ void cl_writer_after_fork_child(void) {
   g_wrote = 0;
   g_prom_off = 0;
   g_prom_last = 0;
+  cl_flight_after_fork_child();
   /* the inherited descriptors stay open, unused (closing could race the parent) */
   memset(&g_run, 0, sizeof g_run);
   memset(&g_tail, 0, sizeof g_tail);

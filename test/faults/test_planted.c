@@ -14,15 +14,6 @@
 
 #define PRECIOUS "precious contents\n"
 
-/* The host name as the plugin puts it into file names. */
-static void host_in_name(char *out, size_t n) {
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
-  size_t k = 0;
-  for (const char *s = host; *s && k + 1 < n; s++)
-    out[k++] = (*s == '/' || *s == ' ' || (unsigned char)*s < 0x20) ? '_' : *s;
-  out[k] = 0;
-}
 
 /* A file outside the output directory (beside it: the same file system, so a hard link can
  * reach it) holding PRECIOUS. */
@@ -103,7 +94,7 @@ H_CHILD(spill_planted) {
   const char *dir = getenv("COMMLENS_DIR"), *how = getenv("PLANT");
   char victim[600], old[1200], host[200];
   make_victim(victim, sizeof victim, dir);
-  host_in_name(host, sizeof host);
+  h_host_in_name(host, sizeof host);
   snprintf(old, sizeof old, "%s/commlens-%s-%d.spill", dir, host, (int)getpid());   /* the old name */
   plant(how, victim, old);
   REQUIRE(h_open(&g_p, NULL, 5) == 0, "load");
@@ -152,7 +143,7 @@ H_CHILD(outputs_planted) {
   const char *dir = getenv("COMMLENS_DIR");
   char victim[600], host[200];
   make_victim(victim, sizeof victim, dir);
-  host_in_name(host, sizeof host);
+  h_host_in_name(host, sizeof host);
   for (int i = 0; i < NOUT; i++) {
     char at[1200];
     if (i == 3) snprintf(at, sizeof at, "%s/commlens-r0-%d%s", dir, (int)getpid(), g_outputs[i]);

@@ -481,6 +481,15 @@ const char *h_fresh_dir(char *buf, size_t n) {
   return buf;
 }
 
+void h_host_in_name(char *out, size_t n) {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  size_t k = 0;
+  for (const char *s = host; *s && k + 1 < n; s++)
+    out[k++] = (*s == '/' || *s == ' ' || (unsigned char)*s < 0x20) ? '_' : *s;
+  out[k] = 0;
+}
+
 int h_find_files(const char *dir, const char *suffix, char **paths, int max) {
   DIR *d = opendir(dir);
   if (!d) return 0;

@@ -120,6 +120,8 @@ void h_short_job(int ncoll, const h_opts *o);
 /* Finds files in dir whose name ends with suffix; same contract as h_find_traces. */
 int h_find_files(const char *dir, const char *suffix, char **paths, int max);
 void h_rm_rf(const char *dir);
+/* The host name as the plugin puts it into file names. */
+void h_host_in_name(char *out, size_t n);
 /* The whole file, NUL-terminated (malloc'd, the caller frees); NULL if unreadable. *len, if
  * given, receives its length. */
 char *h_read_file(const char *path, size_t *len);

@@ -56,6 +56,7 @@ void cl_analyse(cl_job *job, const cl_clock_model *cm, cl_analysis *an) {
   an->cm = cm;
   cl_verdict_compute(job, cm, &an->vd);
   cl_channels_compute(job, &an->vd, &an->chv);
+  cl_hang_analyse(job, &an->hang);
   an->ra = cl_xcalloc((size_t)job->n, sizeof(cl_rank_an));
   an->ia = cl_xcalloc(job->inst.n ? job->inst.n : 1, sizeof(cl_inst_an));
   int64_t t0 = INT64_MAX, t1 = INT64_MIN;
@@ -170,6 +171,7 @@ void cl_analysis_free(cl_analysis *an) {
   cl_blame_free(&an->bl);
   cl_verdict_free(&an->vd);
   cl_channels_free(&an->chv);
+  cl_hang_free(&an->hang);
 }
 
 /* The plugin's own total first: operations that share a kernel (a Send and a Recv of one

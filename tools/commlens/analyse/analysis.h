@@ -4,6 +4,7 @@
 #define COMMLENS_CLI_ANALYSIS_H
 #include "tools/commlens/model/load.h"
 #include "tools/commlens/analyse/blame.h"
+#include "tools/commlens/analyse/hang.h"
 #include "tools/commlens/analyse/verdict.h"
 #include "tools/commlens/analyse/channels.h"
 #include <stdint.h>
@@ -33,6 +34,7 @@ typedef struct {
   cl_verdict_an vd;                /* the answer: the straggler verdict, its steps (verdict.h) */
   cl_channels_an chv;              /* the channel verdict, per rank with kernel_ch (channels.h) */
   cl_blame bl;                     /* waits per rank and NVTX step, from the verdict's instances */
+  cl_hang hang;                    /* what flight-recorder dumps say about a hang (hang.h) */
 } cl_analysis;
 /* Fills *an from a job aligned by cl_clock_align with model cm (borrowed: it must outlive an);
  * cl_analysis_free releases it. */

@@ -582,8 +582,20 @@ void cl_info_stats(cl_info *in, const char *s, size_t n) {
   json_object_put(o);
 }
 
+/* A flight-recorder dump's commlensFlight object, kept as its text for analyse/hang.c (only a
+ * well-formed object of at most 1 MiB; a repeated one replaces the first). */
+static void take_flight(cl_info *in, const char *s, size_t n) {
+  if (n > (1u << 20) || n < 2 || *s != '{' || !cl_json_valid(s, n)) return;
+  char *c = malloc(n + 1);
+  if (!c) return;
+  memcpy(c, s, n);
+  c[n] = 0;
+  free(in->flight);
+  in->flight = c;
+}
+
 enum { ST_OPEN, ST_KEY, ST_VALUE, ST_ELEM, ST_DONE };
-enum { K_OTHER, K_HEADER, K_STATS, K_EVENTS };
+enum { K_OTHER, K_HEADER, K_STATS, K_EVENTS, K_FLIGHT };
 
 /* After damage, the event array resumes at the next event line: a '{' opening the new data
  * (past a separating comma) or one that follows a newline. Returns its position, or NULL
@@ -646,7 +658,8 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
         else if (q < e) {
           q = js_ws(q + 1, e);
           if (q < e) {
-            key = KEY("traceEvents") ? K_EVENTS : KEY("commlens") ? K_HEADER : KEY("commlensStats") ? K_STATS : K_OTHER;
+            key = KEY("traceEvents") ? K_EVENTS : KEY("commlens") ? K_HEADER : KEY("commlensStats") ? K_STATS :
+                  KEY("commlensFlight") ? K_FLIGHT : K_OTHER;
             r.pos = (size_t)(q - r.buf); state = ST_VALUE; continue;
           }
         }
@@ -661,6 +674,7 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
       if (q) {
         if (key == K_HEADER) cl_info_header(info, p, (size_t)(q - p));
         else if (key == K_STATS) cl_info_stats(info, p, (size_t)(q - p));
+        else if (key == K_FLIGHT) take_flight(info, p, (size_t)(q - p));
         r.pos = (size_t)(q - r.buf); state = ST_KEY; continue;
       }
     } else if (state == ST_ELEM) {
@@ -708,8 +722,9 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
 }
 
 void cl_info_free(cl_info *in) {
+  free(in->flight);
   free(in->version); free(in->host); free(in->job); free(in->rank_source); free(in->boot_id); free(in->clock_id);
-  in->version = in->host = in->job = in->rank_source = in->boot_id = in->clock_id = NULL;
+  in->version = in->host = in->job = in->rank_source = in->boot_id = in->clock_id = in->flight = NULL;
 }
 
 int cl_str_eq(cl_str_t s, const char *lit) {

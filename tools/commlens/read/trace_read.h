@@ -44,6 +44,7 @@ typedef struct {
   int64_t realtime_offset_ns, offset_error_ns;
   char *boot_id;            /* the host's boot id (same boot and host: one clock), NULL if not said */
   char *clock_id;           /* a timeline of its own (COMMLENS_CLOCK_ID: a replay's), NULL: the host's */
+  char *flight;             /* a flight-recorder dump's commlensFlight object (JSON text), NULL if none */
   int sync_known, sync_unsynchronised;   /* the host clock's NTP state (clock_sync), if said */
   int64_t sync_esterror_us, sync_maxerror_us;
   int64_t st_events, st_dropped, st_calls, st_overhead_ns, st_overhead_med_ns;   /* mean, median (0: not said) */

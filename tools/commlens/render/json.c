@@ -20,9 +20,41 @@ static json_object *jpath(const char *p) {
 }
 static json_object *jcomm(uint64_t c) { char b[24]; snprintf(b, sizeof b, "0x%llx", (unsigned long long)c); return js(b); }
 
+/* "hang": per communicator with a stuck collective, each rank's state (analyse/hang.h); only
+ * when flight-recorder dumps were read. */
+static void hang_json(const cl_hang *h, json_object *root) {
+  if (!h->n_dumps) return;
+  json_object *arr = json_object_new_array();
+  for (size_t i = 0; i < h->comms.n; i++) {
+    const cl_hang_comm *c = &h->comms.a[i];
+    json_object *x = json_object_new_object(), *ms = json_object_new_array();
+    json_object_object_add(x, "comm", jcomm(c->comm));
+    json_object_object_add(x, "comm_name", js(c->name));
+    json_object_object_add(x, "func", js(c->func));
+    json_object_object_add(x, "seq", ji(c->seq));
+    json_object_object_add(x, "nranks", ji(c->nranks));
+    for (int r = 0; r < c->nranks; r++) {
+      const cl_hang_member *m = &c->members[r];
+      json_object *y = json_object_new_object(), *chs = json_object_new_array();
+      json_object_object_add(y, "comm_rank", ji(r));
+      json_object_object_add(y, "rank", m->rank >= 0 ? ji(m->rank) : NULL);
+      json_object_object_add(y, "state", js(m->state == CL_HANG_DONE ? "done" : m->state == CL_HANG_NOT_DONE ? "not_done"
+                                            : m->state == CL_HANG_NOT_REACHED ? "not_reached" : "no_dump"));
+      json_object_object_add(y, "last_started_seq", m->rank >= 0 ? ji(m->last_started) : NULL);
+      for (int ch = 0; ch < 64; ch++) if (m->channels_not_done >> ch & 1) json_object_array_add(chs, ji(ch));
+      json_object_object_add(y, "channels_not_done", chs);
+      json_object_array_add(ms, y);
+    }
+    json_object_object_add(x, "ranks", ms);
+    json_object_array_add(arr, x);
+  }
+  json_object_object_add(root, "hang", arr);
+}
+
 void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object *root = json_object_new_object(), *ranks = json_object_new_array();
   cl_render_verdict_json(job, an, root);   /* the answer first (docs/verdict.md) */
+  hang_json(&an->hang, root);
   json_object_object_add(root, "job", js(job->job));
   json_object_object_add(root, "ref_rank", ji(job->ref_rank));
   json_object_object_add(root, "instances_matched", ji(an->n_multi));

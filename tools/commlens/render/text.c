@@ -11,8 +11,40 @@ static void inst_label(cl_job *job, uint32_t id, char *buf, size_t n) {
   cl_inst *in = &job->inst.a[id];
   snprintf(buf, n, "%s #%lld", cl_func_name(in->func), (long long)in->seq);
 }
+/* Flight-recorder dumps of a hang: the stuck collective per communicator and where each of
+ * its ranks stood (analyse/hang.h). Printed first: a hang is the answer when there is one. */
+static void hang_text(const cl_hang *h, FILE *o) {
+  for (size_t i = 0; i < h->comms.n; i++) {
+    const cl_hang_comm *c = &h->comms.a[i];
+    int done = 0, nd = 0, none = 0, behind = 0;
+    for (int r = 0; r < c->nranks; r++) {
+      cl_hang_state s = c->members[r].state;
+      done += s == CL_HANG_DONE; nd += s == CL_HANG_NOT_DONE; none += s == CL_HANG_NO_DUMP; behind += s == CL_HANG_NOT_REACHED;
+    }
+    fprintf(o, "Hang: comm %016llx%s%s%s, %s seq %lld not finished: %d of %d rank(s) started it and are not done, "
+            "%d never reached it, %d left no dump, %d done\n", (unsigned long long)c->comm, c->name[0] ? " (" : "",
+            c->name, c->name[0] ? ")" : "", c->func[0] ? c->func : "?", (long long)c->seq, nd, c->nranks, behind, none, done);
+    for (int r = 0; r < c->nranks; r++) {
+      const cl_hang_member *m = &c->members[r];
+      if (m->state == CL_HANG_DONE) continue;
+      fprintf(o, "  comm rank %d", r);
+      if (m->rank >= 0) fprintf(o, " (rank %d)", m->rank);
+      fprintf(o, ": %s", cl_hang_state_name(m->state));
+      if (m->state == CL_HANG_NOT_REACHED) fprintf(o, " (last started seq %lld)", (long long)m->last_started);
+      if (m->state == CL_HANG_NOT_DONE) {
+        fprintf(o, " after %.1f s; channels not done:", (double)m->age_ms / 1e3);
+        if (!m->channels_not_done) fprintf(o, " unknown");
+        for (int ch = 0; ch < 64; ch++) if (m->channels_not_done >> ch & 1) fprintf(o, " %d", ch);
+      }
+      fputc('\n', o);
+    }
+    fputc('\n', o);
+  }
+}
+
 void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   char b1[32], b2[32], b3[32], b4[32], b5[32];
+  hang_text(&an->hang, o);
   cl_render_verdict_text(job, an, top, o);   /* the answer first, then what it rests on */
   fprintf(o, "commlens report: %d rank(s) of job \"%s\" (ranks %d..%d), %d file(s) read, %d skipped\n",
           job->n, job->job, job->r[0]->rank, job->r[job->n - 1]->rank, job->n_files_seen - job->n_files_skipped,

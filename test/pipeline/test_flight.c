@@ -1,0 +1,499 @@
+/* test_flight.c: the flight recorder (COMMLENS_FLIGHT_S) driven through ncclProfiler_v5 as
+ * NCCL drives it: a dump by SIGUSR2, a dump on a collective started and never finished (which
+ * channels were not done), the memory and age bounds with their eviction counts, nothing
+ * written when nothing triggers, and dumps that never write through a planted link. Every
+ * dump must load under the trace checks (tr_load: nesting) and be read by `commlens report`.
+ * Each case runs in a fresh process (the plugin reads its settings once). */
+#include "harness.h"
+#include "trace_read.h"
+#include "tools/replay/replay.h"
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PRECIOUS "precious contents\n"
+
+static void nap_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static void flight_dir(char *out, size_t n) { snprintf(out, n, "%s/flight", getenv("COMMLENS_DIR")); }
+
+/* Files in the flight directory ending in suffix (a condition waited for: the format thread
+ * runs at the lowest priority and a loaded machine may take seconds). */
+static int wait_dumps(const char *suffix, int want, char **paths, int max) {
+  char dir[1200];
+  flight_dir(dir, sizeof dir);
+  int n = 0;
+  for (int i = 0; i < 600; i++) {   /* up to 60 s */
+    for (int k = 0; k < n; k++) free(paths[k]);
+    n = h_find_files(dir, suffix, paths, max);
+    if (n >= want) return n;
+    nap_ms(100);
+  }
+  return n;
+}
+
+/* Collectives whose proxy work runs on the driving thread: done when the call returns. */
+static const h_opts k_inline = {.same_thread_proxy = 1};
+
+static void free_paths(char **p, int n) { for (int i = 0; i < n; i++) free(p[i]); }
+
+/* commlensFlight of a dump, borrowed from t. */
+static json_object *flight_of(tr_trace *t) { return h_json_get(t->root, "commlensFlight"); }
+static int64_t jint(json_object *o, const char *k) {
+  json_object *v = h_json_get(o, k);
+  return v ? json_object_get_int64(v) : -1;
+}
+
+/* The seqs of the enqueued collectives ("coll" slices) of a trace: min and max, and how many. */
+static int coll_seqs(const tr_trace *t, int64_t *lo, int64_t *hi) {
+  int n = 0;
+  *lo = INT64_MAX; *hi = -1;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    const char *cat = tr_cat(ev);
+    int64_t s;
+    if (tr_ph(ev) != 'X' || !cat || strcmp(cat, "coll") || tr_arg_i64(ev, "seq", &s) != 0) continue;
+    if (s < *lo) *lo = s;
+    if (s > *hi) *hi = s;
+    n++;
+  }
+  return n;
+}
+
+/* Loads a dump (CHECKs its tracks) and has `commlens report` read it. */
+static int load_dump(const char *path, tr_trace *t) {
+  char err[512];
+  if (tr_load(t, path, err, sizeof err) != 0) { CHECK(0, "dump %s: %s", path, err); return -1; }
+  char args[1400];
+  int st;
+  snprintf(args, sizeof args, "report '%s' 2>&1", path);
+  char *out = h_run_cli(args, &st);
+  CHECK(st == 0 && out && strstr(out, "rank"), "commlens report on %s: status %d: %s", path, st, out ? out : "");
+  free(out);
+  return 0;
+}
+
+/* Asks for a dump by SIGUSR2 and loads the one it makes (suffix: its name's end). 0 with *t
+ * loaded (tr_free it) and its path in path, or -1 after a failed CHECK. */
+static int signal_and_load(const char *suffix, int want_files, tr_trace *t, char *path, size_t pn) {
+  if (kill(getpid(), SIGUSR2) != 0) { CHECK(0, "kill: %s", strerror(errno)); return -1; }
+  char *paths[8];
+  int n = wait_dumps(suffix, want_files, paths, 8), rc = -1;
+  CHECK(n == want_files, "%d file(s) ending %s in %s/flight, found %d; log: %s", want_files, suffix,
+        getenv("COMMLENS_DIR"), n, h_log_text());
+  for (int i = 0; i < n && n == want_files; i++) {
+    struct stat st;
+    if (lstat(paths[i], &st) != 0 || S_ISLNK(st.st_mode)) continue;   /* a planted link */
+    snprintf(path, pn, "%s", paths[i]);
+    rc = load_dump(paths[i], t);
+  }
+  free_paths(paths, n);
+  return rc;
+}
+
+/* ---- a dump by signal: the window's collectives, named after the trigger ---- */
+H_CHILD(signal_dump) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < 20; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  tr_trace t;
+  char path[1500];
+  if (signal_and_load(".signal-1.trace.json", 1, &t, path, sizeof path) == 0) {
+    int64_t lo, hi;
+    CHECK(coll_seqs(&t, &lo, &hi) == 20 && lo == 0 && hi == 19, "collectives 0..19 in the dump (%lld..%lld)",
+          (long long)lo, (long long)hi);
+    json_object *f = flight_of(&t);
+    const char *trig = f ? json_object_get_string(h_json_get(f, "trigger")) : NULL;
+    CHECK(trig && !strcmp(trig, "signal"), "trigger signal, got %s", trig ? trig : "(none)");
+    CHECK(jint(f, "evicted_age") == 0 && jint(f, "evicted_room") == 0, "nothing evicted");
+    CHECK(strstr(path, "/commlens-r3-") != NULL, "the dump is named after rank 3: %s", path);
+    tr_free(&t);
+  }
+  for (int i = 0; i < 600 && !h_log_count(-1, "signal dump written"); i++) nap_ms(100);   /* said after the rename */
+  CHECK(h_log_count(-1, "signal dump written") == 1, "one message");
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+/* ---- a hang: collective 5 enqueued, channel 0 done, channel 1 never ---- */
+H_CHILD(hang_dump) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
+  h_event ce = {.type = CLABI_EV_COLL, .func = "AllReduce", .datatype = "ncclFloat32", .algo = "RING",
+                .proto = "SIMPLE", .seq = 5, .count = 1024, .nchannels = 2, .nwarps = 16};
+  void *coll = h_start(&p, ctx, &ce, NULL);
+  h_stop(&p, coll);
+  uint64_t t0 = h_realtime_ns();
+  h_event k0 = {.type = CLABI_EV_KERNEL_CH, .parent = coll, .channel = 0, .ptimer = t0};
+  h_event k1 = {.type = CLABI_EV_KERNEL_CH, .parent = coll, .channel = 1, .ptimer = t0};
+  void *h0 = h_start(&p, ctx, &k0, NULL), *h1 = h_start(&p, ctx, &k1, NULL);
+  CHECK(h1 != NULL, "channel 1 started");
+  h_state(&p, h0, CLABI_ST_KERNEL_CH_STOP, t0 + 20000);
+  h_stop(&p, h0);
+  char *paths[8];
+  int n = wait_dumps(".hang-1.trace.json", 1, paths, 8);
+  REQUIRE(n == 1, "one hang dump, found %d", n);
+  tr_trace t;
+  if (load_dump(paths[0], &t) == 0) {
+    json_object *f = flight_of(&t), *comms = h_json_get(f, "comms");
+    json_object *c0 = comms && json_object_array_length(comms) == 1 ? json_object_array_get_idx(comms, 0) : NULL;
+    REQUIRE(c0, "one communicator described: %s", f ? json_object_to_json_string(f) : "(no commlensFlight)");
+    CHECK(jint(c0, "last_started_seq") == 5 && jint(c0, "last_done_seq") == 4, "started 5, done 4: %s",
+          json_object_to_json_string(c0));
+    CHECK(jint(c0, "nranks") == 2 && jint(c0, "rank") == 0, "comm rank 0 of 2");
+    json_object *nd = h_json_get(c0, "not_done");
+    json_object *x = nd && json_object_array_length(nd) == 1 ? json_object_array_get_idx(nd, 0) : NULL;
+    json_object *ch = x ? h_json_get(x, "channels_not_done") : NULL;
+    CHECK(x && jint(x, "seq") == 5 && ch && json_object_array_length(ch) == 1 &&
+          json_object_get_int(json_object_array_get_idx(ch, 0)) == 1,
+          "seq 5 not done on channel 1 alone: %s", x ? json_object_to_json_string(x) : "(none)");
+    size_t drawn = 0;
+    for (size_t i = 0; i < t.n; i++) {
+      const char *nm = tr_name(tr_event(&t, i)), *cat = tr_cat(tr_event(&t, i));
+      if (cat && !strcmp(cat, "flight") && nm && !strcmp(nm, "AllReduce seq 5 not done")) drawn++;
+    }
+    CHECK(drawn == 1, "the stuck collective drawn once (%zu)", drawn);
+    tr_free(&t);
+  }
+  free_paths(paths, n);
+  /* the same stuck collective: no second dump however many checks pass (wait for some) */
+  nap_ms(1500);
+  char dir[1200];
+  flight_dir(dir, sizeof dir);
+  n = h_find_files(dir, ".trace.json", paths, 8);
+  CHECK(n == 1, "one dump per stuck collective, found %d", n);
+  free_paths(paths, n);
+  /* channel 1 finishes: the episode is over (the finalize and exit must not dump) */
+  h_state(&p, h1, CLABI_ST_KERNEL_CH_STOP, t0 + 40000);
+  h_stop(&p, h1);
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+/* ---- `commlens report` over the dumps of several ranks of one hang ----
+ * A communicator of 4 ranks: comm ranks 0 and 1 start seq 5 and finish one of its two channels
+ * each (1 and 0 left), comm rank 2 stops after seq 4 (its dump by signal), comm rank 3 leaves
+ * no dump. Each is a process of its own (FLIGHT_ROLE says which). */
+static void start_stuck(h_plugin *p, void *ctx, int done_ch, void **open_ch) {
+  h_event ce = {.type = CLABI_EV_COLL, .func = "AllReduce", .datatype = "ncclFloat32", .algo = "RING",
+                .proto = "SIMPLE", .seq = 5, .count = 1024, .nchannels = 2, .nwarps = 16};
+  void *coll = h_start(p, ctx, &ce, NULL);
+  h_stop(p, coll);
+  uint64_t t0 = h_realtime_ns();
+  void *k[2];
+  for (int ch = 0; ch < 2; ch++) {
+    h_event e = {.type = CLABI_EV_KERNEL_CH, .parent = coll, .channel = (uint8_t)ch, .ptimer = t0};
+    k[ch] = h_start(p, ctx, &e, NULL);
+  }
+  h_state(p, k[done_ch], CLABI_ST_KERNEL_CH_STOP, t0 + 20000);
+  h_stop(p, k[done_ch]);
+  *open_ch = k[1 - done_ch];
+}
+
+H_CHILD(hang_rank) {
+  const char *role = getenv("FLIGHT_ROLE");
+  int comm_rank = atoi(getenv("COMMLENS_RANK"));
+  h_plugin p;
+  void *ctx;
+  REQUIRE(role && h_open(&p, NULL, 5) == 0, "load");
+  h_comm_info info = {.hash = 0x77, .name = "world", .nnodes = 4, .nranks = 4, .rank = comm_rank};
+  REQUIRE(h_init(&p, &ctx, &info) == 0 && ctx, "init");
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
+  /* the directory is shared: this process's own message says its dump is there */
+  void *open_ch = NULL;
+  if (!strcmp(role, "behind")) REQUIRE(kill(getpid(), SIGUSR2) == 0, "kill");
+  else start_stuck(&p, ctx, !strcmp(role, "stuck1") ? 0 : 1, &open_ch);
+  const char *msg = open_ch ? "hang dump written" : "signal dump written";
+  for (int i = 0; i < 600 && !h_log_count(-1, msg); i++) nap_ms(100);
+  CHECK(h_log_count(-1, msg) == 1, "%s: %s", msg, h_log_text());
+  if (open_ch) h_stop(&p, open_ch);
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+TL_TEST(report_names_ranks_not_done) {
+  char dir[256], direnv[400];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s", dir);
+  static const char *const roles[3][2] = {{"FLIGHT_ROLE=stuck1", "COMMLENS_RANK=0"},
+                                          {"FLIGHT_ROLE=stuck0", "COMMLENS_RANK=1"},
+                                          {"FLIGHT_ROLE=behind", "COMMLENS_RANK=2"}};
+  for (int i = 0; i < 3; i++) {
+    const char *env[] = {direnv, "COMMLENS_SUMMARY=off", "COMMLENS_CUPTI=0", "COMMLENS_FLIGHT_S=30", "COMMLENS_HANG_S=3",
+                         "COMMLENS_EVENTS=default+kernelch", roles[i][0], roles[i][1], NULL};
+    CHECK(h_spawn("hang_rank", env) == 0, "%s exited badly", roles[i][0]);
+  }
+  char flight[400];
+  snprintf(flight, sizeof flight, "%s/flight", dir);
+  json_object *rep = h_report_json(flight);
+  json_object *hang = h_json_get(rep, "hang");
+  json_object *c = hang && json_object_array_length(hang) == 1 ? json_object_array_get_idx(hang, 0) : NULL;
+  REQUIRE(c, "one stuck communicator in the report: %s", rep ? json_object_to_json_string(rep) : "(no report)");
+  CHECK(jint(c, "seq") == 5 && jint(c, "nranks") == 4, "seq 5 of 4 ranks: %s", json_object_to_json_string(c));
+  json_object *ranks = h_json_get(c, "ranks");
+  static const char *const want_state[4] = {"not_done", "not_done", "not_reached", "no_dump"};
+  static const int want_ch[4] = {1, 0, -1, -1};
+  for (int r = 0; r < 4 && ranks && json_object_array_length(ranks) == 4; r++) {
+    json_object *m = json_object_array_get_idx(ranks, (size_t)r), *ch = h_json_get(m, "channels_not_done");
+    const char *st = json_object_get_string(h_json_get(m, "state"));
+    CHECK(st && !strcmp(st, want_state[r]), "comm rank %d: %s, want %s", r, st ? st : "?", want_state[r]);
+    if (want_ch[r] >= 0)
+      CHECK(ch && json_object_array_length(ch) == 1 && json_object_get_int(json_object_array_get_idx(ch, 0)) == want_ch[r],
+            "comm rank %d waits on channel %d: %s", r, want_ch[r], json_object_to_json_string(m));
+  }
+  CHECK(jint(json_object_array_get_idx(ranks, 2), "last_started_seq") == 4, "comm rank 2 last started seq 4");
+  int st;
+  char args[600];
+  snprintf(args, sizeof args, "report '%s' 2>/dev/null", flight);
+  char *text = h_run_cli(args, &st);
+  CHECK(st == 0 && text && strstr(text, "AllReduce seq 5 not finished") && strstr(text, "comm rank 3: no dump"),
+        "the text report says it: %s", text ? text : "");
+  free(text);
+  json_object_put(rep);
+  if (!tl_cur_failed) h_rm_rf(dir);
+  else fprintf(stderr, "  kept %s\n", dir);
+}
+
+/* ---- lateness: a collective 30 ms long on its GPU against COMMLENS_LATE_MS=10, once per
+ * episode (the second long one right after it makes no second dump) ---- */
+H_CHILD(late_dump) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  h_opts slow = {.kernel_ns = 30000000};
+  h_drive_coll(&p, ctx, &slow, 5, NULL);
+  h_drive_coll(&p, ctx, &slow, 6, NULL);
+  char *paths[8];
+  int n = wait_dumps(".late-1.trace.json", 1, paths, 8);
+  REQUIRE(n == 1, "one late dump, found %d; log: %s", n, h_log_text());
+  tr_trace t;
+  if (load_dump(paths[0], &t) == 0) {
+    json_object *why = h_json_get(flight_of(&t), "why");
+    CHECK(jint(why, "seq") == 5 && jint(why, "dur_ns") >= 30000000, "seq 5 was late: %s",
+          why ? json_object_to_json_string(why) : "(none)");
+    tr_free(&t);
+  }
+  free_paths(paths, n);
+  h_drive_coll(&p, ctx, NULL, 7, NULL);   /* ends the episode */
+  h_finalize(&p, ctx);
+  h_close(&p);
+  char dir[1200];
+  flight_dir(dir, sizeof dir);
+  n = h_find_files(dir, ".trace.json", paths, 8);
+  CHECK(n == 1, "one dump for the episode, found %d", n);
+  free_paths(paths, n);
+}
+
+/* ---- a real NCCL run (2.28.3 over sockets, every event) replayed: SIGUSR2 in the middle of
+ * it; the replay waits at that call until the dump is written, as a job keeps running ---- */
+static long g_calls;
+static void signal_midway(const rp_call_view *c) {
+  if (c->kind != 'S' || ++g_calls != 1500) return;
+  if (kill(getpid(), SIGUSR2) != 0) return;
+  for (int i = 0; i < 600 && !h_log_count(-1, "signal dump written"); i++) nap_ms(100);
+}
+H_CHILD(real_run_dump) {
+  rp_stats st;
+  rp_set_call_hook(signal_midway);
+  REQUIRE(rp_replay(getenv("H_REC"), NULL, &st) == 0, "replay failed: %s", st.err);
+  CHECK(g_calls >= 1500 && h_log_count(-1, "signal dump written") == 1, "a dump at start %ld: %s", g_calls, h_log_text());
+  char *paths[8];
+  int n = wait_dumps(".signal-1.trace.json", 1, paths, 8);
+  REQUIRE(n == 1, "one dump, found %d", n);
+  tr_trace t;
+  if (load_dump(paths[0], &t) == 0) {
+    int64_t lo, hi;
+    CHECK(coll_seqs(&t, &lo, &hi) > 10, "the run's collectives in the dump");
+    CHECK(tr_count(&t, 'X', "proxy_step") > 0 && tr_count(&t, 'X', "kernel_ch") > 0, "proxy steps and channels drawn");
+    tr_free(&t);
+  }
+  free_paths(paths, n);
+}
+
+/* ---- nothing triggers: no dump, no flight directory ---- */
+H_CHILD(no_dump) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  h_opts o = {.network = 1, .same_thread_proxy = 1};
+  for (int i = 0; i < 30; i++) h_drive_coll(&p, ctx, &o, (uint64_t)i, NULL);
+  nap_ms(4500);   /* past COMMLENS_HANG_S=3: a finished collective called hung would dump now */
+  h_finalize(&p, ctx);
+  h_close(&p);
+  char dir[1200];
+  flight_dir(dir, sizeof dir);
+  struct stat st;
+  CHECK(stat(dir, &st) != 0, "no %s when nothing triggered", dir);
+  CHECK(h_log_count(-1, "dump written") == 0, "no dump message: %s", h_log_text());
+}
+
+/* ---- the memory bound: 1 MiB holds the newest collectives only, evictions counted ---- */
+H_CHILD(bound_by_memory) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  h_opts o = {.network = 1, .same_thread_proxy = 1};
+  for (int i = 0; i < 3000; i++) h_drive_coll(&p, ctx, &o, (uint64_t)i, NULL);
+  tr_trace t;
+  char path[1500];
+  if (signal_and_load(".signal-1.trace.json", 1, &t, path, sizeof path) == 0) {
+    json_object *f = flight_of(&t);
+    int64_t kept = jint(f, "records"), put = jint(f, "records_put"), room = jint(f, "evicted_room");
+    CHECK(jint(f, "cap_bytes") == 1 << 20 && jint(f, "bytes") <= 1 << 20 && jint(f, "bytes") > (1 << 20) / 2,
+          "bytes within the 1 MiB bound: %s", json_object_to_json_string(f));
+    CHECK(room > 0 && kept + room + jint(f, "evicted_age") == put, "evictions counted: kept %lld + evicted %lld = put %lld",
+          (long long)kept, (long long)room, (long long)put);
+    int64_t lo, hi;
+    int nc = coll_seqs(&t, &lo, &hi);
+    CHECK(nc > 0 && hi == 2999 && lo > 0, "the newest collectives only: %d of seq %lld..%lld", nc, (long long)lo, (long long)hi);
+    tr_free(&t);
+  }
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+/* ---- the age bound: records more than COMMLENS_FLIGHT_S behind the newest go ---- */
+H_CHILD(bound_by_age) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < 10; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
+  nap_ms(1300);   /* COMMLENS_FLIGHT_S=1: the first ten are over a second older than the rest */
+  for (int i = 10; i < 20; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
+  tr_trace t;
+  char path[1500];
+  if (signal_and_load(".signal-1.trace.json", 1, &t, path, sizeof path) == 0) {
+    json_object *f = flight_of(&t);
+    CHECK(jint(f, "evicted_age") > 0 && jint(f, "evicted_room") == 0, "evicted by age: %s", json_object_to_json_string(f));
+    int64_t lo, hi;   /* the second ten are newer than the first by more than the window: */
+    CHECK(coll_seqs(&t, &lo, &hi) > 0 && lo >= 10 && hi == 19, "none of 0..9, the newest kept (%lld..%lld)",
+          (long long)lo, (long long)hi);
+    tr_free(&t);
+  }
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+/* ---- planted links: at the dump's own name, and at the flight directory ---- */
+static void make_victim(char *out, size_t n) {
+  snprintf(out, n, "%s.victim", getenv("COMMLENS_DIR"));
+  FILE *f = fopen(out, "w");
+  REQUIRE(f && fputs(PRECIOUS, f) >= 0 && fclose(f) == 0, "victim %s", out);
+}
+static void check_victim(const char *victim) {
+  size_t len = 0;
+  char *s = h_read_file(victim, &len);
+  CHECK(s && len == sizeof PRECIOUS - 1 && !memcmp(s, PRECIOUS, len), "%s was written through a planted link", victim);
+  free(s);
+  unlink(victim);
+}
+
+H_CHILD(planted_name) {
+  char dir[1200], host[256], name[1600], victim[1300];
+  flight_dir(dir, sizeof dir);
+  REQUIRE(mkdir(getenv("COMMLENS_DIR"), 0755) == 0 || errno == EEXIST, "mkdir");
+  REQUIRE(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+  h_host_in_name(host, sizeof host);
+  snprintf(name, sizeof name, "%s/commlens-r3-%s-%d.signal-1.trace.json", dir, host, (int)getpid());
+  make_victim(victim, sizeof victim);
+  REQUIRE(symlink(victim, name) == 0, "planting %s", name);
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  tr_trace t;
+  char path[1500] = "";
+  if (signal_and_load(".trace.json", 2, &t, path, sizeof path) == 0) tr_free(&t);   /* the plant, the dump */
+  CHECK(strstr(path, ".signal-1-") != NULL, "the dump under a fresh name: %s", path);
+  check_victim(victim);
+  CHECK(h_log_count(2, "planted link") == 1, "said once: %s", h_log_text());
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+H_CHILD(planted_dir) {
+  char dir[1200], elsewhere[1300];
+  flight_dir(dir, sizeof dir);
+  snprintf(elsewhere, sizeof elsewhere, "%s.elsewhere", getenv("COMMLENS_DIR"));
+  REQUIRE(mkdir(getenv("COMMLENS_DIR"), 0755) == 0 || errno == EEXIST, "mkdir");
+  REQUIRE(mkdir(elsewhere, 0755) == 0, "mkdir %s", elsewhere);
+  REQUIRE(symlink(elsewhere, dir) == 0, "planting %s", dir);
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  REQUIRE(kill(getpid(), SIGUSR2) == 0, "kill");
+  for (int i = 0; i < 1200 && !h_log_count(-1, "flight recorder: cannot use"); i++) nap_ms(100);
+  CHECK(h_log_count(-1, "flight recorder: cannot use") == 1, "the refusal said once: %s", h_log_text());
+  DIR *dd = opendir(elsewhere);
+  int n = 0;
+  for (struct dirent *de; dd && (de = readdir(dd));) n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+  if (dd) closedir(dd);
+  CHECK(n == 0, "nothing written through the planted directory link (%d entries)", n);
+  unlink(dir);
+  rmdir(elsewhere);
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+/* ---- an application's own handler: never replaced, said once ---- */
+static volatile sig_atomic_t g_app_got;
+static void app_handler(int s) { (void)s; g_app_got = 1; }
+H_CHILD(app_handler_kept) {
+  signal(SIGUSR2, app_handler);
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  h_drive_coll(&p, ctx, NULL, 0, NULL);
+  CHECK(h_log_count(-1, "already has a handler") == 1, "said once: %s", h_log_text());
+  REQUIRE(kill(getpid(), SIGUSR2) == 0, "kill");
+  for (int i = 0; i < 600 && !g_app_got; i++) nap_ms(100);
+  CHECK(g_app_got, "the application's handler ran");
+  h_finalize(&p, ctx);
+  h_close(&p);
+  char dir[1200];
+  flight_dir(dir, sizeof dir);
+  struct stat st;
+  CHECK(stat(dir, &st) != 0, "no dump by a signal the application handles");
+}
+
+static const char *const k_base[] = {"COMMLENS_CUPTI=0", "COMMLENS_RANK=3", "COMMLENS_FLIGHT_S=30", NULL};
+
+TL_TEST(dump_by_signal) { h_run_case("signal_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=0", NULL}, NULL); }
+/* COMMLENS_HANG_S=3 and the proxy work on the driving thread: a finished collective must not
+ * look hung because a loaded machine held a thread for the whole threshold */
+TL_TEST(dump_on_hang_names_channels_not_done) {
+  h_run_case("hang_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=3", "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
+}
+TL_TEST(no_dump_when_nothing_triggers) {
+  h_run_case("no_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=3", "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
+}
+TL_TEST(dump_on_late_collective) {
+  h_run_case("late_dump", k_base, (const char *const[]){"COMMLENS_LATE_MS=10", "COMMLENS_HANG_S=0",
+                                                        "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
+}
+TL_TEST(dump_of_a_real_run) {
+  h_run_case("real_run_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=0",
+             "H_REC=test/data/real/nccl2.28.3-h200x2-socket-r0.rec.gz", NULL}, NULL);
+}
+TL_TEST(eviction_by_memory) {
+  h_run_case("bound_by_memory", k_base, (const char *const[]){"COMMLENS_FLIGHT_MB=1", "COMMLENS_FLIGHT_S=3600", NULL}, NULL);
+}
+TL_TEST(eviction_by_age) {
+  h_run_case("bound_by_age", k_base, (const char *const[]){"COMMLENS_FLIGHT_S=1", NULL}, NULL);
+}
+TL_TEST(planted_link_at_dump_name) { h_run_case("planted_name", k_base, NULL, NULL); }
+TL_TEST(planted_link_at_flight_dir) { h_run_case("planted_dir", k_base, NULL, NULL); }
+TL_TEST(application_signal_handler_kept) { h_run_case("app_handler_kept", k_base, NULL, NULL); }
+
+H_MAIN("pipeline/flight")

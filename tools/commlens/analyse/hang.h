@@ -1,0 +1,41 @@
+/* hang.h: what flight-recorder dumps (commlensFlight, trace-format.md) say about a hang, across
+ * ranks. Per communicator that some dump shows a collective not finished: the stuck collective
+ * is the lowest such seq, and every rank of the communicator (by its rank in it) is one of:
+ * no dump (never reached it, or its process could not dump), never reached it (its last started
+ * seq is lower), started and not done (with the channels it still waited on), or done. */
+#ifndef COMMLENS_HANG_H
+#define COMMLENS_HANG_H
+#include "tools/commlens/model/load.h"
+#include <stdint.h>
+
+typedef enum { CL_HANG_NO_DUMP = 0, CL_HANG_NOT_REACHED, CL_HANG_NOT_DONE, CL_HANG_DONE } cl_hang_state;
+
+typedef struct {
+  cl_hang_state state;
+  int rank;                   /* world rank (index of its dump's trace in the job), -1 with no dump */
+  int64_t last_started;       /* seq it last started on this communicator, -1 none */
+  uint64_t channels_not_done; /* CL_HANG_NOT_DONE: channel bits (0 unknown) */
+  int64_t age_ms;             /* how long it had waited at its dump */
+} cl_hang_member;
+
+typedef struct {
+  uint64_t comm;
+  char name[64], func[64];    /* valid UTF-8 (from json-c strings, checked) */
+  int64_t seq;
+  int nranks;                 /* members[0 .. nranks) by rank in the communicator */
+  cl_hang_member *members;
+} cl_hang_comm;
+
+typedef struct { CL_VEC(cl_hang_comm) comms; int n_dumps; size_t n_members; } cl_hang;
+
+/* Fills *h from the job's flight dumps (ranks whose info.flight is set). Communicators larger
+ * than CL_HANG_MAX_RANKS, past the CL_HANG_MAX_COMMS-th, or past CL_HANG_MAX_MEMBERS members in all (memory stays
+ * bounded whatever the dumps claim), are left out. cl_hang_free releases it. */
+#define CL_HANG_MAX_RANKS 65536
+#define CL_HANG_MAX_MEMBERS (1u << 20)
+#define CL_HANG_MAX_COMMS 4096
+void cl_hang_analyse(const cl_job *job, cl_hang *h);
+void cl_hang_free(cl_hang *h);
+/* "started, not done", "never reached it", ... */
+const char *cl_hang_state_name(cl_hang_state s);
+#endif
