@@ -151,7 +151,14 @@ void cl_channels_compute(const cl_job *job, const cl_verdict_an *vd, cl_channels
     if (rank_channels(job, vd, i, &out->r[out->n]) == 0) out->n++;
   }
   if (!out->n) {
-    snprintf(out->line, sizeof out->line, "no channel events in this trace (COMMLENS_EVENTS=default+kernelch)");
+    /* a digest keeps per-channel totals (the slow-channel table), not each instance's channel
+     * ends: say which is missing, and what gives it */
+    int totals = 0;
+    for (int i = 0; i < job->n && !totals; i++)
+      for (size_t k = 0; k < job->r[i]->chans.n; k++) totals |= job->r[i]->chans.a[k].n > 0;
+    snprintf(out->line, sizeof out->line, "%s", totals
+             ? "no per-instance channel times (digests keep per-channel totals only; COMMLENS_OUTPUT=both for the channel verdict)"
+             : "no channel events in this trace (COMMLENS_EVENTS=default+kernelch)");
     return;
   }
   headline(job, out);

@@ -38,9 +38,12 @@ void cl_clock_align(cl_job *job, cl_clock_model *m) {
   for (int i = 0; i < job->n; i++) {
     cl_rank *r = job->r[i];
     double est, lo, hi;
-    int64_t mid = r->t_min / 2 + r->t_max / 2;
-    int bounded = cl_cm_offset(m, i, mid, &est, &lo, &hi);
     const cl_cm_clock *ck = &m->clock[m->clock_of_rank[i]];
+    /* one offset per rank: the line at the middle of the instances it was fitted on, which a
+     * trace and a digest of the same run share (a rank's own span is not: a trace holds more
+     * events than its digest, and with drift the offset moves with the time it is read at) */
+    int64_t mid = ck->pair >= 0 ? m->pair[ck->pair].t_mid : r->t_min / 2 + r->t_max / 2;
+    int bounded = cl_cm_offset(m, i, mid, &est, &lo, &hi);
     r->aligned = bounded;
     r->offset_ns = bounded ? (int64_t)llround(est) : 0;
     r->off_err_ns = r->off_mad_ns = bounded ? (int64_t)llround((hi - lo) / 2) : 0;
