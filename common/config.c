@@ -176,6 +176,12 @@ static int p_prom(const char *v) {
   snprintf(cl_cfg.prom, sizeof cl_cfg.prom, "%s", v);
   return 0;
 }
+static int p_prom_s(const char *v) {
+  uint64_t s;
+  if (parse_u64(v, &s, 1, 60)) return -1;
+  cl_cfg.prom_s = (int)s;
+  return 0;
+}
 static int p_rank(const char *v) {
   uint64_t r;
   if (parse_u64(v, &r, 0, 1 << 24)) return -1;
@@ -225,7 +231,7 @@ static const cl_var g_vars[] = {
    "job id for the default directory and the trace header, when SLURM_JOB_ID, "
    "TORCHELASTIC_RUN_ID, LSB_JOBID or PBS_JOBID is not set", "1..127 bytes", p_job},
   {"COMMLENS_PROM", "(off)",
-   "directory: every 5 s (and at exit) each rank replaces <dir>/commlens-r<rank>-<host>-<pid>[-g<gpu>].prom "
+   "directory: every COMMLENS_PROM_S seconds (and at exit) each rank replaces <dir>/commlens-r<rank>-<host>-<pid>[-g<gpu>].prom "
    "with its live metrics in the Prometheus text format (for node-exporter's textfile collector)", NULL, p_prom},
   {"COMMLENS_RANK", "(from the launcher or NCCL)",
    "world rank of this process's GPU (of its first GPU when it drives several: the others count "
@@ -233,6 +239,10 @@ static const cl_var g_vars[] = {
    "for a process of one GPU, else the GPU's rank in its largest communicator", "an integer 0..16777216", p_rank},
   {"COMMLENS_RECORD", "(off)",
    "directory: also record the raw profiler ABI call stream there (for replay in tests)", NULL, p_record},
+  /* ---- live straggler detection through Prometheus (issue 30) ---- */
+  {"COMMLENS_PROM_S", "5",
+   "seconds between two writes of the COMMLENS_PROM metrics (1..60): 1 lets a 1 s scrape and the "
+   "shipped rules name a straggler within 10 s", "an integer 1..60 (s)", p_prom_s},
 };
 
 static void set_defaults(void) {
@@ -247,6 +257,7 @@ static void set_defaults(void) {
   cl_cfg.summary = CL_SUMMARY_PRINT;
   cl_cfg.cupti = CL_CUPTI_KERNELS;
   cl_cfg.rank = -1;
+  cl_cfg.prom_s = 5;
 }
 
 /* The job id: the launcher's, else COMMLENS_JOB; it names the default output directory, so

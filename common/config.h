@@ -41,6 +41,7 @@ typedef struct {
   char job[128];             /* COMMLENS_JOB: job id when the launcher sets none */
   char prom[1024];           /* COMMLENS_PROM: directory for live Prometheus metrics ("" = off) */
   int rank;                  /* COMMLENS_RANK: world rank of the process's first GPU, -1 unset */
+  int prom_s;                /* COMMLENS_PROM_S: seconds between two writes of the live metrics */
 } cl_config;
 
 extern cl_config cl_cfg;

@@ -50,6 +50,63 @@ TL_TEST(exposition_text) {
   cl_summary_free(sum);
 }
 
+/* Per communicator: counts, bytes, queue time and the kernel-time histogram (cumulative
+ * buckets, +Inf = _count, _sum exact); communicators past CL_PROM_COMMS share comm="other";
+ * several ranks in one exposition name each family once. Checked by check_prom.py and, where
+ * installed, by promtool. */
+static int count_of(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+TL_TEST(per_communicator_families) {
+  cl_prom_comms t = {0};
+  for (int i = 0; i < 3; i++) cl_prom_comms_add(&t, 0xaa, 1000, 1, 2000000, 1000000);   /* 2 ms kernels */
+  cl_prom_comms_add(&t, 0xaa, 1000, 0, 0, 0);                                             /* untimed */
+  cl_prom_comms_add(&t, 0xbb, 8, 1, 3000000, 0);                                          /* exactly on a bound */
+  for (uint64_t h = 1; h <= CL_PROM_COMMS + 2; h++) cl_prom_comms_add(&t, 0x1000 + h, 1, 1, 5, 0);
+  CHECK(t.n == CL_PROM_COMMS, "%d communicators with their own series", t.n);
+  CHECK(t.other.colls == 4 && t.other.timed == 4, "other: %llu", (unsigned long long)t.other.colls);
+  cl_prom_rank r[2] = {{.rank = 3, .gpu = 1, .host = "h", .job = "j1", .version = "0.1.0", .abi = 5, .comms = &t},
+                       {.rank = 4, .gpu = 0, .host = "h", .job = "j1", .version = "0.1.0", .abi = 5, .comms = &t}};
+  cl_sb b = {0};
+  cl_prom_format(&b, r, NULL);
+  REQUIRE(b.p, "no text");
+  const char *L = "{rank=\"3\",gpu=\"1\",host=\"h\",job=\"j1\",comm=\"00000000000000aa\"";
+  static const char *const want[][2] = {
+    {"commlens_comm_collectives_total", "} 4"}, {"commlens_comm_bytes_total", "} 4000"},
+    {"commlens_comm_queue_seconds_total", "} 0.003000000"},
+    {"commlens_comm_kernel_seconds_bucket", ",le=\"0.001\"} 0"}, {"commlens_comm_kernel_seconds_bucket", ",le=\"0.003\"} 3"},
+    {"commlens_comm_kernel_seconds_bucket", ",le=\"+Inf\"} 3"}, {"commlens_comm_kernel_seconds_sum", "} 0.006000000"},
+    {"commlens_comm_kernel_seconds_count", "} 3"},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    char line[400];
+    snprintf(line, sizeof line, "%s%s%s\n", want[i][0], L, want[i][1]);
+    CHECK(strstr(b.p, line), "no %s in:\n%s", line, b.p);
+  }
+  CHECK(strstr(b.p, "comm=\"00000000000000bb\",le=\"0.003\"} 1\n"), "3 ms is in the le=0.003 bucket");
+  CHECK(strstr(b.p, "commlens_comm_collectives_total{rank=\"3\",gpu=\"1\",host=\"h\",job=\"j1\",comm=\"other\"} 4\n"), "other");
+  CHECK(count_of(b.p, "comm=") == (CL_PROM_COMMS + 1) * (3 + CL_PROM_BUCKETS + 3), "series per comm");
+  sb_reset(&b);
+  const cl_summary *sums[2] = {NULL, NULL};
+  cl_prom_format_ranks(&b, r, sums, 2);
+  CHECK(count_of(b.p, "# TYPE commlens_comm_kernel_seconds histogram") == 1, "one TYPE for two ranks");
+  CHECK(count_of(b.p, "commlens_comm_kernel_seconds_count{rank=\"4\"") == CL_PROM_COMMS + 1, "rank 4's series");
+  char path[256], cmd[400];
+  snprintf(path, sizeof path, "%s/commlens-prom-comms-%d.prom", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+  FILE *f = fopen(path, "w");
+  REQUIRE(f && fwrite(b.p, 1, b.len, f) == b.len && fclose(f) == 0, "write %s", path);
+  snprintf(cmd, sizeof cmd, "python3 test/tools/check_prom.py %s", path);
+  CHECK(system(cmd) == 0, "check_prom.py rejects %s", path);
+  if (system("command -v promtool >/dev/null 2>&1") == 0) {
+    snprintf(cmd, sizeof cmd, "promtool check metrics < '%s'", path);
+    CHECK(system(cmd) == 0, "promtool rejects %s", path);
+  }
+  unlink(path);
+  sb_free(&b);
+}
+
 H_CHILD(job) { h_short_job(7, NULL); }
 /* Entries of dir, "." and ".." aside. */
 static int entries(const char *dir) {
