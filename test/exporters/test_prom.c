@@ -13,6 +13,7 @@
 #include <string.h>
 #include "common/newfile.h"
 #include "common/utf8.h"
+#include "tools/replay/replay.h"
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,6 +106,80 @@ TL_TEST(per_communicator_families) {
   }
   unlink(path);
   sb_free(&b);
+}
+
+/* A real run (NCCL 2.28.3 on 2x H200, three communicators, test/data/real) replayed through
+ * the plugin with COMMLENS_PROM, one process per rank: each rank's file has one series per
+ * communicator, labelled with the communicator's hash, the same three on both ranks; every
+ * operation counted once (the per-communicator counts add up to the per-function ones) and
+ * GPU-timed (KernelCh timers), with kernel time in the histogram. */
+H_CHILD(replay_real) {
+  rp_stats st;
+  REQUIRE(rp_replay(getenv("H_REC"), NULL, &st) == 0, "replay %s: %s", getenv("H_REC"), st.err);
+}
+typedef struct { char comm[3][17]; uint64_t colls[3], timed[3]; int n; uint64_t func_total; double kernel_s; } comm_counts;
+/* Reads one .prom file's per-communicator counts and the per-function total. */
+static void read_counts(const char *text, comm_counts *c) {
+  memset(c, 0, sizeof *c);
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    const char *cm = strstr(l, "comm=\""), *end = strchr(l, '\n'), *sp = strchr(l, '}');
+    if (!sp || (end && sp > end)) continue;
+    double v = strtod(sp + 1, NULL);
+    if (!strncmp(l, "commlens_collectives_total{", 27)) c->func_total += (uint64_t)v;
+    if (!cm || (end && cm > end)) continue;
+    int k = 0;
+    while (k < c->n && strncmp(c->comm[k], cm + 6, 16)) k++;
+    if (k == c->n && c->n < 3 && !strncmp(l, "commlens_comm_collectives_total{", 32)) memcpy(c->comm[c->n++], cm + 6, 16);
+    if (k >= c->n) continue;
+    if (!strncmp(l, "commlens_comm_collectives_total{", 32)) c->colls[k] = (uint64_t)v;
+    if (!strncmp(l, "commlens_comm_kernel_seconds_count{", 35)) c->timed[k] = (uint64_t)v;
+    if (!strncmp(l, "commlens_comm_kernel_seconds_sum{", 33)) c->kernel_s += v;
+  }
+}
+TL_TEST(a_real_run_has_a_series_per_communicator_the_same_on_every_rank) {
+  char dir[256], prom[300], env_prom[320], rec[256];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(prom, sizeof prom, "%s/metrics", dir);
+  snprintf(env_prom, sizeof env_prom, "COMMLENS_PROM=%s", prom);
+  comm_counts c[2];
+  for (int r = 0; r < 2; r++) {
+    char env_dir[300], env_rec[300], env_rank[16], *files[4];
+    snprintf(env_dir, sizeof env_dir, "COMMLENS_DIR=%s/traces", dir);
+    snprintf(rec, sizeof rec, "test/data/real/nccl2.28.3-h200x2-multicomm-r%d.rec.gz", r);
+    snprintf(env_rec, sizeof env_rec, "H_REC=%s", rec);
+    snprintf(env_rank, sizeof env_rank, "RANK=%d", r);
+    const char *env[] = {env_dir, env_prom, env_rec, env_rank, "COMMLENS_EVENTS=full", "COMMLENS_CUPTI=0",
+                         "COMMLENS_SUMMARY=off", NULL};
+    CHECK(h_spawn("replay_real", env) == 0, "replay of %s failed", rec);
+    int n = h_find_files(prom, ".prom", files, 4);
+    REQUIRE(n == r + 1, "%d metrics files after rank %d", n, r);
+    char *text = NULL;
+    for (int i = 0; i < n; i++) {
+      char want[32];
+      snprintf(want, sizeof want, "commlens-r%d-", r);
+      if (strstr(files[i], want)) text = h_read_file(files[i], NULL);
+      free(files[i]);
+    }
+    REQUIRE(text, "no metrics file of rank %d", r);
+    read_counts(text, &c[r]);
+    free(text);
+    CHECK(c[r].n == 3, "rank %d: %d communicators", r, c[r].n);
+    uint64_t sum = 0;
+    for (int k = 0; k < c[r].n; k++) {
+      sum += c[r].colls[k];
+      CHECK(c[r].colls[k] > 0 && c[r].timed[k] == c[r].colls[k], "rank %d comm %s: %llu operations, %llu timed", r,
+            c[r].comm[k], (unsigned long long)c[r].colls[k], (unsigned long long)c[r].timed[k]);
+    }
+    CHECK(sum == c[r].func_total && sum > 0, "rank %d: %llu per communicator, %llu per function", r,
+          (unsigned long long)sum, (unsigned long long)c[r].func_total);
+    CHECK(c[r].kernel_s > 0, "rank %d: no kernel time", r);
+  }
+  for (int k = 0; k < c[0].n; k++) {
+    int found = 0;
+    for (int j = 0; j < c[1].n; j++) found |= !strcmp(c[0].comm[k], c[1].comm[j]);
+    CHECK(found, "communicator %s of rank 0 is not on rank 1", c[0].comm[k]);
+  }
+  if (!tl_cur_failed) h_rm_rf(dir);
 }
 
 H_CHILD(job) { h_short_job(7, NULL); }
