@@ -1,7 +1,8 @@
 /* test_prom_live.c: issue 30's live straggler detection, end to end, through a real Prometheus
  * (the Debian package; skipped with a message where it is not installed).
  *
- * - The shipped rules pass their own unit test (promtool test rules).
+ * - The shipped rules pass their own unit test (promtool test rules), and name the planted
+ *   stragglers of the real runs of test/data/verdict, and nothing on their clean runs.
  * - Two jobs of four rank processes each drive the plugin through ncclProfiler_v5 as NCCL's user
  *   and proxy threads do, 100 AllReduce a second, with COMMLENS_PROM and COMMLENS_PROM_S=1. One
  *   true timeline (CLOCK_MONOTONIC): collective k starts at T0 + k * 10 ms; each rank arrives up
@@ -68,6 +69,15 @@ TL_TEST(shipped_rules_pass_their_unit_test) {
   if (skip()) return;
   CHECK(system("cd exporters/prometheus && promtool check rules commlens.rules.yml >/dev/null") == 0, "promtool check rules");
   CHECK(system("cd exporters/prometheus && promtool test rules commlens.rules.test.yml") == 0, "promtool test rules");
+}
+
+/* The rules on the real runs of test/data/verdict (test/tools/prom_rules_real.py): every
+ * planted persistent, periodic or GPU-side straggler named, exactly; clean runs silent at
+ * every second. */
+TL_TEST(shipped_rules_name_the_planted_ranks_of_the_real_verdict_runs) {
+  if (skip()) return;
+  CHECK(system("python3 test/tools/prom_rules_real.py exporters/prometheus/commlens.rules.yml test/data/verdict") == 0,
+        "prom_rules_real.py");
 }
 
 /* ---- one rank of a job ---------------------------------------------------------------------- */
