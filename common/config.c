@@ -176,6 +176,12 @@ static int p_prom(const char *v) {
   snprintf(cl_cfg.prom, sizeof cl_cfg.prom, "%s", v);
   return 0;
 }
+static int p_prom_s(const char *v) {
+  uint64_t s;
+  if (parse_u64(v, &s, 1, 60)) return -1;
+  cl_cfg.prom_s = (int)s;
+  return 0;
+}
 static int p_rank(const char *v) {
   uint64_t r;
   if (parse_u64(v, &r, 0, 1 << 24)) return -1;
@@ -281,7 +287,7 @@ static const cl_var g_vars[] = {
    "job id for the default directory and the trace header, when SLURM_JOB_ID, "
    "TORCHELASTIC_RUN_ID, LSB_JOBID or PBS_JOBID is not set", "1..127 bytes", p_job},
   {"COMMLENS_PROM", "(off)",
-   "directory: every 5 s (and at exit) each rank replaces <dir>/commlens-r<rank>-<host>-<pid>[-g<gpu>].prom "
+   "directory: every COMMLENS_PROM_S seconds (and at exit) each rank replaces <dir>/commlens-r<rank>-<host>-<pid>[-g<gpu>].prom "
    "with its live metrics in the Prometheus text format (for node-exporter's textfile collector)", NULL, p_prom},
   {"COMMLENS_RANK", "(from the launcher or NCCL)",
    "world rank of this process's GPU (of its first GPU when it drives several: the others count "
@@ -317,6 +323,10 @@ static const cl_var g_vars[] = {
    "flight dump when a collective ran longer than this on this GPU (first channel start to last "
    "channel stop, KernelCh events needed): this rank waited that long for a late peer; 0: off",
    "an integer 0..3600000 (ms)", p_late_ms},
+  /* ---- live straggler detection through Prometheus (issue 30) ---- */
+  {"COMMLENS_PROM_S", "5",
+   "seconds between two writes of the COMMLENS_PROM metrics (1..60): 1 lets a 1 s scrape and the "
+   "shipped rules name a straggler within 10 s", "an integer 1..60 (s)", p_prom_s},
 };
 
 static void set_defaults(void) {
@@ -335,6 +345,7 @@ static void set_defaults(void) {
   cl_cfg.flight_bytes = 64ull << 20;
   cl_cfg.flight_signal = CL_FLIGHT_SIGUSR2;
   cl_cfg.hang_s = 60;
+  cl_cfg.prom_s = 5;
 }
 
 /* The job id: the launcher's, else COMMLENS_JOB; it names the default output directory, so

@@ -56,6 +56,7 @@ typedef struct {
   int flight_signal;         /* cl_flight_signal_kind */
   int hang_s;                /* COMMLENS_HANG_S: 0 = no hang dumps */
   int late_ms;               /* COMMLENS_LATE_MS: 0 = no lateness dumps */
+  int prom_s;                /* COMMLENS_PROM_S: seconds between two writes of the live metrics */
 } cl_config;
 
 extern cl_config cl_cfg;

@@ -9,6 +9,31 @@
 #include "exporters/strbuf.h"
 #include <stdint.h>
 
+/* ---- per communicator: what a query compares across the ranks of one job ----
+ * One rank cannot see who arrived last, but its collective kernels run from their start until
+ * every peer has joined: a rank that waits for a late peer has long kernels, the late rank short
+ * ones. Each rank counts its kernel time per communicator (a histogram of the time of one
+ * collective, start to end on the GPU) and the time from enqueue to GPU start (long on a rank
+ * whose GPU was busy with other work); the shipped rules compare the ranks
+ * (exporters/prometheus/commlens.rules.yml). Series per rank are bounded: the first
+ * CL_PROM_COMMS communicators by their hash, every later one together as comm="other". */
+#define CL_PROM_COMMS 16
+#define CL_PROM_BUCKETS 13          /* finite bounds of the kernel-time histogram (prom.c) */
+typedef struct {
+  uint64_t hash;                    /* commHash / commId, the same on every rank */
+  uint64_t colls, bytes;            /* operations completed and their bytes (nccl-tests' size) */
+  uint64_t timed, kernel_ns, queue_ns;  /* GPU-timed ones: kernel start to end, enqueue to start */
+  uint64_t le[CL_PROM_BUCKETS + 1]; /* timed ones by kernel time, per bucket (not cumulative) */
+} cl_prom_comm;
+typedef struct {
+  int n;                            /* communicators with their own series, in c[0..n) */
+  cl_prom_comm c[CL_PROM_COMMS];
+  cl_prom_comm other;               /* the rest (hash unused) */
+} cl_prom_comms;
+/* One completed operation of communicator `hash`; kernel_ns and queue_ns only when timed. */
+void cl_prom_comms_add(cl_prom_comms *t, uint64_t hash, uint64_t bytes, int timed,
+                       uint64_t kernel_ns, uint64_t queue_ns);
+
 /* What one rank (one GPU) reports besides its summary rows. */
 typedef struct {
   int rank, gpu;
@@ -19,11 +44,17 @@ typedef struct {
   uint64_t colls, colls_timed;
   int has_exposure;                       /* CUPTI: the two below are known */
   uint64_t comm_ns, exposed_ns;
+  const cl_prom_comms *comms;             /* NULL: no per-communicator families */
 } cl_prom_rank;
 
 /* The whole exposition text into b (reset first). */
 void cl_prom_format(cl_sb *b, const cl_prom_rank *r, const cl_summary *sum);
+/* The same for n ranks in one exposition (each family once, a sample per rank): a simulated
+ * exporter of many ranks (test/exporters/test_prom_live.c, bench/prom_scale.sh). sum[i] may be NULL (no per-function rows). */
+void cl_prom_format_ranks(cl_sb *b, const cl_prom_rank *r, const cl_summary *const *sum, size_t n);
 /* Formats and replaces `path` atomically (a fresh path.XXXXXX made exclusively, mode 0644,
  * then renamed over it). 0, or an errno. */
 int cl_prom_write(const char *path, const cl_prom_rank *r, const cl_summary *sum);
+/* Replaces `path` with the text in b, the same way. 0, or an errno. */
+int cl_prom_write_text(const char *path, const cl_sb *b);
 #endif

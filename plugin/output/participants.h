@@ -9,6 +9,7 @@
 #include "exporters/chrome_trace.h"
 #include "exporters/digest.h"
 #include "exporters/summary.h"
+#include "exporters/prom.h"
 #include "plugin/capture/contexts.h"
 #include "plugin/output/rank_output.h"
 #include <stdint.h>
@@ -30,6 +31,7 @@ typedef struct cl_part {
   cl_summary *sum;
   uint64_t colls_done, colls_timed;
   cl_top top[CL_NTOP];      /* most exposed first */
+  cl_prom_comms prom;       /* per communicator, for COMMLENS_PROM */
   /* ---- the writer's ---- */
   cl_rank_output out;
   int out_state;            /* 0: no file yet, 1: open, -1: failed or off */

@@ -175,8 +175,14 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
                    : (uint64_t)c->p.p2p.count * (uint64_t)cl_datatype_size(c->p.p2p.datatype);
   cl_part *p = part_of(a, c->comm);
   a->stats.colls_done++;
-  if (p) { p->colls_done++; cl_summary_add(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0); }
-  if (p && p->dg) digest_coll(a, p, c, s, e, src, exposed_ns, bytes);
+  if (p) {
+    p->colls_done++;
+    cl_summary_add(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0);
+    if (cl_cfg.prom[0])                    /* enqueue to GPU start: 0 when the GPU was there first */
+      cl_prom_comms_add(&p->prom, cc ? cc->info.d.hash : 0, bytes, src != NULL, src ? e - s : 0,
+                        src && s > c->start ? s - c->start : 0);
+    if (p->dg) digest_coll(a, p, c, s, e, src, exposed_ns, bytes);
+  }
   if (!src) return;
   a->stats.colls_timed++;
   if (p) p->colls_timed++;

@@ -37,8 +37,6 @@ static cl_sb g_tail;
 static uint64_t g_prom_last;  /* when the live metrics were last written */
 static int g_prom_off;        /* writing them failed once: not tried again */
 
-#define PROM_EVERY_NS 5000000000ull
-
 static void disable_output(const char *what, const char *path, int err) {
   cl_log_once("output", CL_LOG_WARN, "%s %s: %s; profiling is off for the rest of this process "
               "(the job is not affected%s)", what, path, strerror(err),
@@ -95,11 +93,11 @@ static int flush_digest(cl_part *p, int final) {
   return err;
 }
 
-/* COMMLENS_PROM: each participant's live metrics, every PROM_EVERY_NS and at the end. A
+/* COMMLENS_PROM: each participant's live metrics, every COMMLENS_PROM_S and at the end. A
  * failure is said once and ends the metrics, never the trace. */
 static void write_prom(int final) {
   uint64_t now = cl_now();
-  if (!cl_cfg.prom[0] || g_prom_off || (!final && now - g_prom_last < PROM_EVERY_NS)) return;
+  if (!cl_cfg.prom[0] || g_prom_off || (!final && now - g_prom_last < (uint64_t)cl_cfg.prom_s * 1000000000u)) return;
   g_prom_last = now;
   if (mkdir(cl_cfg.prom, 0755) != 0 && errno != EEXIST) {
     g_prom_off = 1;
@@ -115,7 +113,7 @@ static void write_prom(int final) {
                       .version = COMMLENS_VERSION, .abi = cl_proc.abi, .events = s.events,
                       .records = s.records, .dropped = s.dropped, .calls = s.calls,
                       .per_call_ns = s.per_call_ns, .colls = s.colls_done, .colls_timed = s.colls_timed,
-                      .overhead_ratio = cl_stats_overhead_pct(&s) / 100.0};
+                      .overhead_ratio = cl_stats_overhead_pct(&s) / 100.0, .comms = &p->prom};
     if (g_run.gj) {
       cl_gj_counts n;
       cl_gj_totals(g_run.gj, p, &n);

@@ -60,6 +60,7 @@ static const struct { const char *name, *value, *says; } g_bad[] = {
   {"COMMLENS_RANK", "16777217", "0..16777216"}, {"COMMLENS_RANK", "-1", "0..16777216"},
   {"COMMLENS_RANK", "4294967296", "0..16777216"},
   {"COMMLENS_EVENTS", "0", "1..0xffff"}, {"COMMLENS_EVENTS", "65536", "1..0xffff"},
+  {"COMMLENS_PROM_S", "0", "1..60"}, {"COMMLENS_PROM_S", "61", "1..60"}, {"COMMLENS_PROM_S", "1.5", "1..60"},
 };
 
 TL_TEST(bad_numbers_are_refused_with_their_range_and_the_default_applies) {
@@ -73,7 +74,7 @@ TL_TEST(bad_numbers_are_refused_with_their_range_and_the_default_applies) {
     CHECK(cl_cfg.window == def.window && cl_cfg.win_start == def.win_start && cl_cfg.win_stop == def.win_stop &&
           cl_cfg.buffer_bytes == def.buffer_bytes && cl_cfg.ring_bytes == def.ring_bytes &&
           cl_cfg.flush_ms == def.flush_ms && cl_cfg.exit_wait_ms == def.exit_wait_ms && cl_cfg.rank == def.rank &&
-          cl_cfg.mask == def.mask, "%s=\"%s\": a setting changed", g_bad[i].name, g_bad[i].value);
+          cl_cfg.mask == def.mask && cl_cfg.prom_s == def.prom_s, "%s=\"%s\": a setting changed", g_bad[i].name, g_bad[i].value);
   }
 }
 
@@ -89,6 +90,12 @@ TL_TEST(good_values_are_taken_exactly) {
   CHECK(g_nlog == 0 && cl_cfg.buffer_bytes == 65536ull << 20, "buffer");
   load_with("COMMLENS_RANK", "16777216");
   CHECK(g_nlog == 0 && cl_cfg.rank == 16777216, "rank");
+  load_with(NULL, NULL);
+  CHECK(cl_cfg.prom_s == 5, "COMMLENS_PROM_S default %d", cl_cfg.prom_s);
+  load_with("COMMLENS_PROM_S", "1");
+  CHECK(g_nlog == 0 && cl_cfg.prom_s == 1, "COMMLENS_PROM_S=1: %d", cl_cfg.prom_s);
+  load_with("COMMLENS_PROM_S", "60");
+  CHECK(g_nlog == 0 && cl_cfg.prom_s == 60, "COMMLENS_PROM_S=60: %d", cl_cfg.prom_s);
   load_with("COMMLENS_EVENTS", "0x70f");
   CHECK(g_nlog == 0 && cl_cfg.mask == (0x70fu | CL_MASK_KERNEL_LAUNCH), "mask %#x", cl_cfg.mask);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "common/newfile.h"
 #include "common/utf8.h"
+#include "tools/replay/replay.h"
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,6 +49,137 @@ TL_TEST(exposition_text) {
   unlink(path);
   sb_free(&b);
   cl_summary_free(sum);
+}
+
+/* Per communicator: counts, bytes, queue time and the kernel-time histogram (cumulative
+ * buckets, +Inf = _count, _sum exact); communicators past CL_PROM_COMMS share comm="other";
+ * several ranks in one exposition name each family once. Checked by check_prom.py and, where
+ * installed, by promtool. */
+static int count_of(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+TL_TEST(per_communicator_families) {
+  cl_prom_comms t = {0};
+  for (int i = 0; i < 3; i++) cl_prom_comms_add(&t, 0xaa, 1000, 1, 2000000, 1000000);   /* 2 ms kernels */
+  cl_prom_comms_add(&t, 0xaa, 1000, 0, 0, 0);                                             /* untimed */
+  cl_prom_comms_add(&t, 0xbb, 8, 1, 3000000, 0);                                          /* exactly on a bound */
+  for (uint64_t h = 1; h <= CL_PROM_COMMS + 2; h++) cl_prom_comms_add(&t, 0x1000 + h, 1, 1, 5, 0);
+  CHECK(t.n == CL_PROM_COMMS, "%d communicators with their own series", t.n);
+  CHECK(t.other.colls == 4 && t.other.timed == 4, "other: %llu", (unsigned long long)t.other.colls);
+  cl_prom_rank r[2] = {{.rank = 3, .gpu = 1, .host = "h", .job = "j1", .version = "0.1.0", .abi = 5, .comms = &t},
+                       {.rank = 4, .gpu = 0, .host = "h", .job = "j1", .version = "0.1.0", .abi = 5, .comms = &t}};
+  cl_sb b = {0};
+  cl_prom_format(&b, r, NULL);
+  REQUIRE(b.p, "no text");
+  const char *L = "{rank=\"3\",gpu=\"1\",host=\"h\",job=\"j1\",comm=\"00000000000000aa\"";
+  static const char *const want[][2] = {
+    {"commlens_comm_collectives_total", "} 4"}, {"commlens_comm_bytes_total", "} 4000"},
+    {"commlens_comm_queue_seconds_total", "} 0.003000000"},
+    {"commlens_comm_kernel_seconds_bucket", ",le=\"0.001\"} 0"}, {"commlens_comm_kernel_seconds_bucket", ",le=\"0.003\"} 3"},
+    {"commlens_comm_kernel_seconds_bucket", ",le=\"+Inf\"} 3"}, {"commlens_comm_kernel_seconds_sum", "} 0.006000000"},
+    {"commlens_comm_kernel_seconds_count", "} 3"},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    char line[400];
+    snprintf(line, sizeof line, "%s%s%s\n", want[i][0], L, want[i][1]);
+    CHECK(strstr(b.p, line), "no %s in:\n%s", line, b.p);
+  }
+  CHECK(strstr(b.p, "comm=\"00000000000000bb\",le=\"0.003\"} 1\n"), "3 ms is in the le=0.003 bucket");
+  CHECK(strstr(b.p, "commlens_comm_collectives_total{rank=\"3\",gpu=\"1\",host=\"h\",job=\"j1\",comm=\"other\"} 4\n"), "other");
+  CHECK(count_of(b.p, "comm=") == (CL_PROM_COMMS + 1) * (3 + CL_PROM_BUCKETS + 3), "series per comm");
+  sb_reset(&b);
+  const cl_summary *sums[2] = {NULL, NULL};
+  cl_prom_format_ranks(&b, r, sums, 2);
+  CHECK(count_of(b.p, "# TYPE commlens_comm_kernel_seconds histogram") == 1, "one TYPE for two ranks");
+  CHECK(count_of(b.p, "commlens_comm_kernel_seconds_count{rank=\"4\"") == CL_PROM_COMMS + 1, "rank 4's series");
+  char path[256], cmd[400];
+  snprintf(path, sizeof path, "%s/commlens-prom-comms-%d.prom", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+  FILE *f = fopen(path, "w");
+  REQUIRE(f && fwrite(b.p, 1, b.len, f) == b.len && fclose(f) == 0, "write %s", path);
+  snprintf(cmd, sizeof cmd, "python3 test/tools/check_prom.py %s", path);
+  CHECK(system(cmd) == 0, "check_prom.py rejects %s", path);
+  if (system("command -v promtool >/dev/null 2>&1") == 0) {
+    snprintf(cmd, sizeof cmd, "promtool check metrics < '%s'", path);
+    CHECK(system(cmd) == 0, "promtool rejects %s", path);
+  }
+  unlink(path);
+  sb_free(&b);
+}
+
+/* A real run (NCCL 2.28.3 on 2x H200, three communicators, test/data/real) replayed through
+ * the plugin with COMMLENS_PROM, one process per rank: each rank's file has one series per
+ * communicator, labelled with the communicator's hash, the same three on both ranks; every
+ * operation counted once (the per-communicator counts add up to the per-function ones) and
+ * GPU-timed (KernelCh timers), with kernel time in the histogram. */
+H_CHILD(replay_real) {
+  rp_stats st;
+  REQUIRE(rp_replay(getenv("H_REC"), NULL, &st) == 0, "replay %s: %s", getenv("H_REC"), st.err);
+}
+typedef struct { char comm[3][17]; uint64_t colls[3], timed[3]; int n; uint64_t func_total; double kernel_s; } comm_counts;
+/* Reads one .prom file's per-communicator counts and the per-function total. */
+static void read_counts(const char *text, comm_counts *c) {
+  memset(c, 0, sizeof *c);
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    const char *cm = strstr(l, "comm=\""), *end = strchr(l, '\n'), *sp = strchr(l, '}');
+    if (!sp || (end && sp > end)) continue;
+    double v = strtod(sp + 1, NULL);
+    if (!strncmp(l, "commlens_collectives_total{", 27)) c->func_total += (uint64_t)v;
+    if (!cm || (end && cm > end)) continue;
+    int k = 0;
+    while (k < c->n && strncmp(c->comm[k], cm + 6, 16)) k++;
+    if (k == c->n && c->n < 3 && !strncmp(l, "commlens_comm_collectives_total{", 32)) memcpy(c->comm[c->n++], cm + 6, 16);
+    if (k >= c->n) continue;
+    if (!strncmp(l, "commlens_comm_collectives_total{", 32)) c->colls[k] = (uint64_t)v;
+    if (!strncmp(l, "commlens_comm_kernel_seconds_count{", 35)) c->timed[k] = (uint64_t)v;
+    if (!strncmp(l, "commlens_comm_kernel_seconds_sum{", 33)) c->kernel_s += v;
+  }
+}
+TL_TEST(a_real_run_has_a_series_per_communicator_the_same_on_every_rank) {
+  char dir[256], prom[300], env_prom[320], rec[256];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(prom, sizeof prom, "%s/metrics", dir);
+  snprintf(env_prom, sizeof env_prom, "COMMLENS_PROM=%s", prom);
+  comm_counts c[2];
+  for (int r = 0; r < 2; r++) {
+    char env_dir[300], env_rec[300], env_rank[16], *files[4];
+    snprintf(env_dir, sizeof env_dir, "COMMLENS_DIR=%s/traces", dir);
+    snprintf(rec, sizeof rec, "test/data/real/nccl2.28.3-h200x2-multicomm-r%d.rec.gz", r);
+    snprintf(env_rec, sizeof env_rec, "H_REC=%s", rec);
+    snprintf(env_rank, sizeof env_rank, "RANK=%d", r);
+    const char *env[] = {env_dir, env_prom, env_rec, env_rank, "COMMLENS_EVENTS=full", "COMMLENS_CUPTI=0",
+                         "COMMLENS_SUMMARY=off", NULL};
+    CHECK(h_spawn("replay_real", env) == 0, "replay of %s failed", rec);
+    int n = h_find_files(prom, ".prom", files, 4);
+    REQUIRE(n == r + 1, "%d metrics files after rank %d", n, r);
+    char *text = NULL;
+    for (int i = 0; i < n; i++) {
+      char want[32];
+      snprintf(want, sizeof want, "commlens-r%d-", r);
+      if (strstr(files[i], want)) text = h_read_file(files[i], NULL);
+      free(files[i]);
+    }
+    REQUIRE(text, "no metrics file of rank %d", r);
+    read_counts(text, &c[r]);
+    free(text);
+    CHECK(c[r].n == 3, "rank %d: %d communicators", r, c[r].n);
+    uint64_t sum = 0;
+    for (int k = 0; k < c[r].n; k++) {
+      sum += c[r].colls[k];
+      CHECK(c[r].colls[k] > 0 && c[r].timed[k] == c[r].colls[k], "rank %d comm %s: %llu operations, %llu timed", r,
+            c[r].comm[k], (unsigned long long)c[r].colls[k], (unsigned long long)c[r].timed[k]);
+    }
+    CHECK(sum == c[r].func_total && sum > 0, "rank %d: %llu per communicator, %llu per function", r,
+          (unsigned long long)sum, (unsigned long long)c[r].func_total);
+    CHECK(c[r].kernel_s > 0, "rank %d: no kernel time", r);
+  }
+  for (int k = 0; k < c[0].n; k++) {
+    int found = 0;
+    for (int j = 0; j < c[1].n; j++) found |= !strcmp(c[0].comm[k], c[1].comm[j]);
+    CHECK(found, "communicator %s of rank 0 is not on rank 1", c[0].comm[k]);
+  }
+  if (!tl_cur_failed) h_rm_rf(dir);
 }
 
 H_CHILD(job) { h_short_job(7, NULL); }

@@ -208,6 +208,14 @@ uint64_t h_monotonic_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
+void h_sleep_until_mono(int64_t t) {
+  struct timespec ts = {(time_t)(t / 1000000000ll), (long)(t % 1000000000ll)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+}
+int64_t h_env_i64(const char *k, int64_t def) {
+  const char *v = getenv(k);
+  return v && *v ? strtoll(v, NULL, 10) : def;
+}
 
 /* ---- scenario drivers ------------------------------------------------------------------ */
 int h_mask_wants(int mask, uint64_t type) {
@@ -618,11 +626,10 @@ int h_spawn(const char *name, const char *const *env) {
   }
 }
 
-static int spawn_once(const char *name, const char *const *env, pid_t *out_pid) {
+pid_t h_spawn_bg(const char *name, const char *const *env) {
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
-  if (pid < 0) return -1;
   if (pid == 0) {
     for (int i = 0; env && env[i]; i++) {
       char kv[4096];
@@ -636,6 +643,12 @@ static int spawn_once(const char *name, const char *const *env, pid_t *out_pid) 
     execv("/proc/self/exe", argv);
     _exit(127);
   }
+  return pid;
+}
+
+static int spawn_once(const char *name, const char *const *env, pid_t *out_pid) {
+  pid_t pid = h_spawn_bg(name, env);
+  if (pid < 0) return -1;
   *out_pid = pid;
   int status = 0;
   uint64_t deadline = h_monotonic_ns() + 60ull * 1000000000ull;

@@ -54,6 +54,10 @@ void *h_start(h_plugin *p, void *ctx, const h_event *e, int *rc_out);
 /* ---- time ----------------------------------------------------------------------------- */
 uint64_t h_realtime_ns(void);
 uint64_t h_monotonic_ns(void);
+/* Sleeps until CLOCK_MONOTONIC reads t (ns); returns at once if it is past. */
+void h_sleep_until_mono(int64_t t);
+/* The environment variable k as an integer, def when unset or empty. */
+int64_t h_env_i64(const char *k, int64_t def);
 
 /* ---- scenario drivers ----------------------------------------------------------------- */
 typedef struct {
@@ -147,6 +151,8 @@ void h_child_register(const char *name, h_child_fn fn);
 /* Runs child case `name` in a fresh process with `env` ("K=V" strings, NULL-terminated) on
  * top of ours; returns its exit status (128+signal if killed, 124 on timeout). */
 int h_spawn(const char *name, const char *const *env);
+/* The same started in the background: its pid (the caller waits for it), -1 if fork failed. */
+pid_t h_spawn_bg(const char *name, const char *const *env);
 /* Runs child case `name` in a fresh output directory (COMMLENS_DIR=<fresh><subdir>, subdir
  * may be NULL) with COMMLENS_SUMMARY=off, then the settings of `base` and `extra` (either
  * NULL-terminated or NULL); CHECKs a clean exit. Removes the directory, or keeps and names it

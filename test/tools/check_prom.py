@@ -57,7 +57,7 @@ def parse_labels(s, where):
 
 def check(path):
     problems = []
-    types, helps, done, seen = {}, set(), set(), set()
+    types, helps, done, seen, hist = {}, set(), set(), set(), {}
     current = None
     with open(path, encoding='utf-8') as f:
         text = f.read()
@@ -103,12 +103,18 @@ def check(path):
         except ValueError:
             problems.append(f'{where}: bad value {value!r}')
         family = name
-        if name != current:
-            if name in done:
-                problems.append(f'{where}: samples of {name} are not together')
+        for suffix in ('_bucket', '_sum', '_count'):
+            base = name[:-len(suffix)]
+            if name.endswith(suffix) and types.get(base) == 'histogram':
+                family = base
+        if family != current:
+            if family in done:
+                problems.append(f'{where}: samples of {family} are not together')
             if current:
                 done.add(current)
-            current = name
+            current = family
+        if family != name:
+            problems += check_histogram(where, name[len(family):], labels, value, hist)
         key = (name, tuple(sorted(labels)))
         if key in seen:
             problems.append(f'{where}: repeated series {name}{dict(labels)}')
@@ -119,7 +125,41 @@ def check(path):
             problems.append(f'{where}: {name} lacks the commlens_ prefix')
         if types.get(family) == 'counter' and not name.endswith('_total'):
             problems.append(f'{where}: counter {name} does not end in _total')
+    for key, h in hist.items():
+        if h.get('inf') is None:
+            problems.append(f'{path}: histogram {dict(key)} has no le="+Inf" bucket')
+        elif h.get('count') is not None and h['count'] != h['inf']:
+            problems.append(f'{path}: histogram {dict(key)}: _count {h["count"]} != +Inf bucket {h["inf"]}')
     return problems
+
+
+def check_histogram(where, suffix, labels, value, hist):
+    """One _bucket, _sum or _count sample: buckets have an le label, rise with it and end at
+    +Inf, which _count equals (checked at the end). hist: per series (labels less le)."""
+    rest = tuple(sorted((k, v) for k, v in labels if k != 'le'))
+    h = hist.setdefault(rest, {'last_le': None, 'last': None})
+    try:
+        v = float(value)
+    except ValueError:
+        return [f'{where}: bad histogram value {value!r}']
+    if suffix == '_count':
+        h['count'] = v
+        return []
+    if suffix == '_sum':
+        return []
+    le = dict(labels).get('le')
+    if le is None:
+        return [f'{where}: bucket without le']
+    bound = float(le)
+    out = []
+    if h['last_le'] is not None and bound <= h['last_le']:
+        out.append(f'{where}: le {le} not above the previous bucket')
+    if h['last'] is not None and v < h['last']:
+        out.append(f'{where}: bucket count falls ({v} < {h["last"]})')
+    h['last_le'], h['last'] = bound, v
+    if le == '+Inf':
+        h['inf'] = v
+    return out
 
 
 def main():

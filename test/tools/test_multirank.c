@@ -59,15 +59,7 @@
 #define GO_FD 101               /* parent -> child: T0 (int64, CLOCK_MONOTONIC ns) */
 #define MAX_STARTS 20           /* per rank: retries of processes that died before "ready" */
 
-static int64_t env_i64(const char *k, int64_t def) {
-  const char *v = getenv(k);
-  return v && *v ? strtoll(v, NULL, 10) : def;
-}
 
-static void sleep_until_mono(int64_t t) {
-  struct timespec ts = {(time_t)(t / 1000000000ll), (long)(t % 1000000000ll)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
-}
 
 /* The true timeline (CLOCK_MONOTONIC ns). */
 static int64_t t_base(int64_t t0, int k) { return t0 + (int64_t)k * PERIOD_NS; }
@@ -91,7 +83,7 @@ static void *start_ev(h_plugin *p, void *ctx, const h_event *e) {
 
 /* ---- one rank process ------------------------------------------------------------------ */
 H_CHILD(rank_proc) {
-  int r = (int)env_i64("H_RANK", -1);
+  int r = (int)h_env_i64("H_RANK", -1);
   REQUIRE(r >= 0 && r < NRANKS, "H_RANK %d", r);
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);   /* wake-ups close to the paced times */
   h_plugin p;
@@ -108,7 +100,7 @@ H_CHILD(rank_proc) {
   static char sbuf[16], rbuf[16];
   for (int k = 0; k < NCOLL; k++) {
     int64_t a = t_arrive(t0, k, r);
-    sleep_until_mono(a);
+    h_sleep_until_mono(a);
     /* the user thread: ncclAllReduce inside a group, then the enqueue */
     h_event ga = {.type = CLABI_EV_GROUP_API, .group_depth = 1};
     void *gapi = start_ev(&p, ctx, &ga);
@@ -143,7 +135,7 @@ H_CHILD(rank_proc) {
       for (int ch = 0; ch < NCH; ch++)
         if (!done[ch] && (best < 0 || t_ch_stop(t0, k, r, ch) < t_ch_stop(t0, k, r, best))) best = ch;
       int64_t s = t_ch_stop(t0, k, r, best);
-      sleep_until_mono(s);
+      h_sleep_until_mono(s);
       h_state(&p, kch[best], CLABI_ST_KERNEL_CH_STOP, gpu_of(r, s));
       h_stop(&p, kch[best]);
       done[best] = 1;
