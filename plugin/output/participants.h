@@ -26,6 +26,7 @@ typedef struct cl_part {
   cl_ct *ct;                /* its trace body; its pid is the rank guessed at creation */
   cl_summary *sum;
   uint64_t colls_done, colls_timed;
+  uint64_t colls_gpu_lost;  /* ... of them without CUPTI's timing: another tool held CUPTI */
   cl_top top[CL_NTOP];      /* most exposed first */
   /* ---- the writer's ---- */
   cl_rank_output out;

@@ -156,10 +156,16 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
   cl_part *p = part_of(a, c->comm);
   a->stats.colls_done++;
   if (p) { p->colls_done++; cl_summary_add(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0); }
+  /* CUPTI taken by another tool at its end: said on its slice and on the counter track */
+  const char *lost = a->gj && (!src || strncmp(src, "cupti", 5)) && cl_gj_lost(a->gj, c->stop) ? CL_GPU_LOST_WHY : NULL;
+  if (lost) {
+    a->stats.colls_gpu_lost++;
+    if (p) { p->colls_gpu_lost++; cl_draw_gpu_lost(draw_for(a, c->comm), c, lost, p->colls_gpu_lost); }
+  }
   if (!src) return;
   a->stats.colls_timed++;
   if (p) p->colls_timed++;
-  cl_draw_coll_gpu(draw_for(a, c->comm), c, s, e, src, exposed_ns, bytes);
+  cl_draw_coll_gpu(draw_for(a, c->comm), c, s, e, src, exposed_ns, bytes, lost);
   if (p && exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
     cl_part_top_add(p, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
 }
