@@ -354,7 +354,8 @@ int cl_cupti_start(void) {
   find_demangler();
   cl_cupti_g.state = CUPTI_ACTIVE;
   offer_stream_ids(1);   /* the join by stream order (with launch records: its check) */
-  cl_cupti_g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
+  cl_cupti_g.free_at = cl_now();
+  cl_cupti_g.next_probe = cl_cupti_g.free_at + CL_CUPTI_REPROBE_NS;
   snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "active (CUPTI %u%s)", v,
            cl_cupti_g.ts_offset ? ", timestamps by offset" : "");
   return 0;
@@ -365,6 +366,7 @@ static int resume(void) {
   if (arm() != 0) return -1;
   cl_cupti_g.state = CUPTI_ACTIVE;
   cl_cupti_g.resumed++;
+  cl_cupti_g.free_at = cl_now();
   offer_stream_ids(1);
   snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "active (CUPTI %u, resumed)", cl_cupti_g.version);
   cl_log(CL_LOG_INFO, "CUPTI is free again; GPU kernel data resumes");
@@ -390,6 +392,7 @@ static void reprobe(void) {
   cl_cupti_g.next_probe = now + CL_CUPTI_REPROBE_NS;
   char who[128];
   CUptiResult r = probe_slot(who, sizeof who);
+  if (r == CUPTI_SUCCESS && cl_cupti_g.state == CUPTI_ACTIVE) cl_cupti_g.free_at = now;
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && cl_cupti_g.state != CUPTI_SUSPENDED) {
     int was_active = cl_cupti_g.state == CUPTI_ACTIVE;
     cl_cupti_g.state = CUPTI_SUSPENDED;
@@ -428,6 +431,8 @@ void cl_cupti_displaced(void) {
 }
 
 int cl_cupti_recording(void) { return cl_cupti_g.state == CUPTI_ACTIVE; }
+
+uint64_t cl_cupti_taken_after(void) { return cl_cupti_g.state == CUPTI_SUSPENDED ? cl_cupti_g.free_at : 0; }
 
 int cl_cupti_launch_records(void) { return cl_cupti_g.kinds_on[3]; }
 

@@ -67,6 +67,9 @@ size_t cl_cupti_drain(cl_gpu_activity *out, size_t max);
 void cl_cupti_get_stats(cl_cupti_stats *s);
 /* 1 while CUPTI records for us (not suspended, displaced or failed). */
 int cl_cupti_recording(void);
+/* Suspended: the last time the slot was seen free while we recorded (the other tool took CUPTI,
+ * and our records, after it; 0 when not known or not suspended). Writer thread only. */
+uint64_t cl_cupti_taken_after(void);
 /* 1 while the driver API launch records are on (COMMLENS_CUPTI=full): NCCL's kernels are then
  * known by correlation id; else by stream and launch order (gpu_join.h). */
 int cl_cupti_launch_records(void);

@@ -45,6 +45,8 @@ typedef struct {
   uint64_t records, next_probe;
   uint64_t retry_at, retry_ns;        /* DISPLACED: re-arm from retry_at on; the next backoff */
   uint64_t resumed;                   /* times GPU timing came back after another tool had CUPTI */
+  uint64_t free_at;                   /* ACTIVE: the last probe that found the slot free (a taker
+                                         came after it); SUSPENDED: that time, kept */
   uint32_t version;
   char status[160];
   char *(*demangle)(const char *, char *, size_t *, int *);

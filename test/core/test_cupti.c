@@ -215,13 +215,20 @@ TL_TEST(takeover_suspends_and_resumes) {
   reset();
   REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
+  uint64_t t0 = cl_now();
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
+  CHECK(cl_cupti_taken_after() == 0, "taken while recording");
   int *flushes = fake_int("fake_flushes");
   setenv("FAKE_BUSY", "1", 1);           /* Nsight Systems attaches */
   cl_cupti_g.next_probe = 0;
   int f0 = *flushes;
+  uint64_t t1 = cl_now();
   cl_cupti_flush(0);
   CHECK(cl_cupti_g.state == CUPTI_SUSPENDED && *flushes == f0, "flushed another tool's session");
+  /* it took CUPTI after the slot was last seen free: at the start here, no probe since */
+  uint64_t ta = cl_cupti_taken_after();
+  CHECK(ta >= t0 && ta <= t1, "taken after %llu, want in [%llu, %llu]", (unsigned long long)ta,
+        (unsigned long long)t0, (unsigned long long)t1);
   CHECK(cl_cupti_stream_id(0x1230) == 0, "stream ids asked of CUPTI while another tool has it");
   cl_cupti_stats st; cl_cupti_get_stats(&st);
   CHECK(!st.active && strstr(st.status, "suspended"), "status %s", st.status);
@@ -229,6 +236,7 @@ TL_TEST(takeover_suspends_and_resumes) {
   cl_cupti_g.next_probe = 0;
   cl_cupti_flush(0);
   CHECK(cl_cupti_g.state == CUPTI_ACTIVE && *flushes == f0 + 1, "not resumed");
+  CHECK(cl_cupti_taken_after() == 0, "taken after resuming");
   CHECK(cl_cupti_stream_id(0x1230) == 0x124, "no stream ids after resuming");
   cl_cupti_stop();
 }
