@@ -95,7 +95,8 @@ def window_rows(root):
         kin = {k["rank"]: k for k in result_lines(d, "KINETO")}
         traces = sorted(glob.glob(os.path.join(d, "traces", "*.trace.json*")))
         if not win or not traces:
-            rows.append((name, st, "-", "no window or no trace", "", "", ""))
+            ks = ", ".join("%s (NCCL %s)" % (k.get("kernels"), k.get("nccl_kernels")) for k in kin.values()) or "-"
+            rows.append((name, st, "-", ks, "no %s" % ("window" if not win else "commlens trace"), "", ""))
             continue
         for tpath in traces:
             evs = trace_events(tpath)
