@@ -24,15 +24,18 @@
  *
  * Measured on H200 with PyTorch 2.11: torch.profiler (Kineto) takes the slot when a profile
  * starts and keeps it until the process exits; Kineto's trace had every kernel with commlens
- * beside it (1350 of 1350, as without commlens), and commlens said "suspended" once.
+ * beside it (1350 of 1350, as without commlens). With TEARDOWN_CUPTI=1 Kineto finalizes CUPTI at
+ * the end of its window (our callbacks and kinds are gone, the slot is free): that is the case
+ * resumption is for (bench/launch_bound.sh measures it).
  * The probe runs once a second, so records between the other tool's start and our probe go
- * to it. A client that registers buffer callbacks without ever taking the slot would take our
- * records silently: the join notices (NCCL's KernelLaunch events keep coming, their launch
- * records do not, even after a forced flush: gpu_join.h) and the writer calls
- * cl_cupti_displaced: we stop touching CUPTI for good, with one message. We do not re-arm
- * then: nothing tells us that client is done, and re-registering while it runs would take its
- * records. CUPTI 13.2+ multi-subscriber mode (per-subscriber activity APIs) would remove the
- * conflict; not used yet. */
+ * to it, and a window shorter than a second may come and go unseen. Either way our records
+ * stop: the join notices (NCCL's KernelLaunch events keep coming, kernel or launch records do
+ * not, even after a forced flush: gpu_join.h) and the writer calls cl_cupti_displaced. From
+ * then on the probe still runs: a taken slot means suspended; a free one, after a backoff, means
+ * the other client is probably gone (it finalized CUPTI), and we re-arm. Collectives that ended
+ * while we did not record are marked (CL_GPU_LOST_WHY). CUPTI 13.0 (this tree's headers) has
+ * no per-subscriber activity API (CUpti_SubscriberParams has no allowMultipleSubscribers); the
+ * multi-subscriber mode of later CUPTI (13.3+, r610+ drivers) is not used: see decisions.md. */
 #include "plugin/gpu/cupti.h"
 #include "plugin/gpu/cupti_internal.h"
 #include "common/config.h"
@@ -307,6 +310,14 @@ static void nvtx_hint(const char *loaded) {
               "of collectives", lib);
 }
 
+static void find_demangler(void) {
+  *(void **)&cl_cupti_g.demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  if (!cl_cupti_g.demangle) {   /* loaded privately (e.g. by a Python extension): use it if present */
+    void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
+    if (cxx) *(void **)&cl_cupti_g.demangle = dlsym(cxx, "__cxa_demangle");
+  }
+}
+
 int cl_cupti_start(void) {
   if (cl_cupti_g.state == CUPTI_ACTIVE || cl_cupti_g.state == CUPTI_SUSPENDED) return 0;
   if (cl_cupti_g.state == CUPTI_FAILED) return -1;
@@ -338,10 +349,15 @@ int cl_cupti_start(void) {
   char who[128];
   CUptiResult r = probe_slot(who, sizeof who);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    set_status("CUPTI is in use by %s", who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)", NULL);
-    cl_log_once("cupti-busy", CL_LOG_WARN,
-                "%s; commlens leaves it alone and continues without GPU kernel data", cl_cupti_g.status);
-    return -1;
+    /* a torch.profiler window open when NCCL starts: wait for it to let go (reprobe), armed
+     * with nothing meanwhile */
+    set_status("suspended: CUPTI in use by %s", who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)", NULL);
+    cl_log_once("cupti-busy", CL_LOG_WARN, "%s; commlens leaves it alone, continues without GPU kernel data "
+                "and takes it up when that tool lets go", cl_cupti_g.status);
+    find_demangler();
+    cl_cupti_g.state = CUPTI_SUSPENDED;
+    cl_cupti_g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
+    return 0;
   }
   if (r != CUPTI_SUCCESS) {
     set_status("CUPTI could not start (%s)", err_str(r), NULL);
@@ -349,69 +365,89 @@ int cl_cupti_start(void) {
     return -1;
   }
   if (arm() != 0) return -1;
-  *(void **)&cl_cupti_g.demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-  if (!cl_cupti_g.demangle) {   /* loaded privately (e.g. by a Python extension): use it if present */
-    void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
-    if (cxx) *(void **)&cl_cupti_g.demangle = dlsym(cxx, "__cxa_demangle");
-  }
+  find_demangler();
   cl_cupti_g.state = CUPTI_ACTIVE;
   offer_stream_ids(1);   /* the join by stream order (with launch records: its check) */
-  cl_cupti_g.next_probe = cl_now() + CL_CUPTI_REPROBE_NS;
+  cl_cupti_g.free_at = cl_now();
+  cl_cupti_g.next_probe = cl_cupti_g.free_at + CL_CUPTI_REPROBE_NS;
   snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "active (CUPTI %u%s)", v,
            cl_cupti_g.ts_offset ? ", timestamps by offset" : "");
   nvtx_hint(path);
   return 0;
 }
 
-/* Another tool may take the subscriber slot while we run (Nsight, a sanitizer), and give it back. */
+/* Arms again after another tool had CUPTI; 0 when recording for us again. */
+static int resume(void) {
+  if (arm() != 0) return -1;
+  cl_cupti_g.state = CUPTI_ACTIVE;
+  cl_cupti_g.resumed++;
+  cl_cupti_g.free_at = cl_now();
+  offer_stream_ids(1);
+  snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "active (CUPTI %u, resumed)", cl_cupti_g.version);
+  cl_log(CL_LOG_INFO, "CUPTI is free again; GPU kernel data resumes");
+  return 0;
+}
+
+/* Forgets what we enabled and the buffers CUPTI held: they are the other tool's now (disabling
+ * a kind would switch it off for it too; our buffers may go to its callbacks, which free them). */
+static void leave_to_other(void) {
+  for (int i = 0; i < 5; i++) cl_cupti_g.kinds_on[i] = 0;
+  offer_stream_ids(0);   /* no join meanwhile */
+  pthread_mutex_lock(&cl_cupti_g.mu);
+  cl_cupti_g.nalloc = cl_cupti_g.nfree + cl_cupti_g.ndone + (cl_cupti_g.cur != NULL);
+  pthread_mutex_unlock(&cl_cupti_g.mu);
+}
+
+/* About once a second (one subscribe and unsubscribe): another tool may take the subscriber
+ * slot while we run (Nsight, torch.profiler) and give it back; after our records stopped
+ * coming (displaced), a free slot is how we learn the other client is gone. */
 static void reprobe(void) {
-  if (cl_cupti_g.state == CUPTI_DISPLACED) return;
   uint64_t now = cl_now();
   if (now < cl_cupti_g.next_probe) return;
   cl_cupti_g.next_probe = now + CL_CUPTI_REPROBE_NS;
   char who[128];
   CUptiResult r = probe_slot(who, sizeof who);
-  if (cl_cupti_g.state == CUPTI_ACTIVE && r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+  if (r == CUPTI_SUCCESS && cl_cupti_g.state == CUPTI_ACTIVE) cl_cupti_g.free_at = now;
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && cl_cupti_g.state != CUPTI_SUSPENDED) {
+    int was_active = cl_cupti_g.state == CUPTI_ACTIVE;
     cl_cupti_g.state = CUPTI_SUSPENDED;
     snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "suspended: CUPTI taken by %s",
              who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
     cl_log(CL_LOG_WARN, "%s; commlens leaves CUPTI to it and its GPU kernel data pauses until it "
-           "lets go (torch.profiler keeps it until exit); collectives keep NCCL's own timing",
-           cl_cupti_g.status);
-    for (int i = 0; i < 5; i++) cl_cupti_g.kinds_on[i] = 0;   /* theirs now: never disable them */
-    offer_stream_ids(0);   /* no join meanwhile */
-    /* buffers CUPTI held may now go to the other tool's callbacks: stop counting them */
-    pthread_mutex_lock(&cl_cupti_g.mu);
-    cl_cupti_g.nalloc = cl_cupti_g.nfree + cl_cupti_g.ndone + (cl_cupti_g.cur != NULL);
-    pthread_mutex_unlock(&cl_cupti_g.mu);
-  } else if (cl_cupti_g.state == CUPTI_SUSPENDED && r == CUPTI_SUCCESS) {
-    if (arm() == 0) {
-      cl_cupti_g.state = CUPTI_ACTIVE;
-      offer_stream_ids(1);
-      snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "active (CUPTI %u, resumed)", cl_cupti_g.version);
-      cl_log(CL_LOG_INFO, "CUPTI is free again; GPU kernel data resumes");
-    }
+           "lets go (torch.profiler: with TEARDOWN_CUPTI=1 at the end of its window, else at exit); "
+           "collectives keep NCCL's own timing", cl_cupti_g.status);
+    if (was_active) leave_to_other();
+  } else if (r == CUPTI_SUCCESS && cl_cupti_g.state == CUPTI_SUSPENDED) {
+    if (resume() == 0) cl_cupti_g.retry_ns = 0;   /* it let go as it should: no backoff */
+  } else if (r == CUPTI_SUCCESS && cl_cupti_g.state == CUPTI_DISPLACED && now >= cl_cupti_g.retry_at) {
+    resume();
   }
 }
 
-/* Our records go elsewhere now: its kinds, its buffers, its session. We forget what we enabled
- * (disabling CONCURRENT_KERNEL would switch it off for the other client too). */
+/* Our records stopped coming while we recorded (gpu_join.h cl_gj_launches_lost): another client
+ * registered its own buffer callbacks, or finalized CUPTI or disabled our kinds. We touch
+ * nothing of CUPTI's until the slot is seen free after a backoff (1 s, doubling to 64 s each
+ * time it happens again): a client that finalized is gone by then; one that keeps its callbacks
+ * without the slot (rare: Kineto, Nsight, JAX and sanitizers all subscribe) loses its records
+ * for a moment at each retry, less and less often. */
 void cl_cupti_displaced(void) {
   if (cl_cupti_g.state != CUPTI_ACTIVE) return;
   cl_cupti_g.state = CUPTI_DISPLACED;
-  for (int i = 0; i < 5; i++) cl_cupti_g.kinds_on[i] = 0;
-  offer_stream_ids(0);   /* CUPTI is the other client's */
-  pthread_mutex_lock(&cl_cupti_g.mu);
-  cl_cupti_g.nalloc = cl_cupti_g.nfree + cl_cupti_g.ndone + (cl_cupti_g.cur != NULL);
-  pthread_mutex_unlock(&cl_cupti_g.mu);
+  leave_to_other();
+  cl_cupti_g.retry_ns = cl_cupti_g.retry_ns ? cl_cupti_g.retry_ns * 2 : CL_CUPTI_RETRY_NS;
+  if (cl_cupti_g.retry_ns > CL_CUPTI_RETRY_MAX_NS) cl_cupti_g.retry_ns = CL_CUPTI_RETRY_MAX_NS;
+  cl_cupti_g.retry_at = cl_now() + cl_cupti_g.retry_ns;
   snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "displaced: another CUPTI client (e.g. torch.profiler) took "
            "the activity records");
-  cl_log_once("cupti-displaced", CL_LOG_WARN, "CUPTI's activity records now go to another client "
-              "(e.g. torch.profiler, which registers its own buffers): commlens leaves CUPTI to it "
-              "for the rest of the run; collectives keep their NCCL timing, exposure stops here");
+  cl_log_once("cupti-displaced", CL_LOG_WARN, "CUPTI's activity records stopped reaching commlens (another "
+              "client such as torch.profiler registered its own buffers, or finalized CUPTI): commlens leaves "
+              "CUPTI to it and resumes when CUPTI is free again; meanwhile collectives keep their NCCL "
+              "timing and are marked " CL_GPU_LOST_WHY);
 }
 
 int cl_cupti_recording(void) { return cl_cupti_g.state == CUPTI_ACTIVE; }
+
+uint64_t cl_cupti_taken_after(void) { return cl_cupti_g.state == CUPTI_SUSPENDED ? cl_cupti_g.free_at : 0; }
 
 int cl_cupti_launch_records(void) { return cl_cupti_g.kinds_on[3]; }
 
@@ -424,7 +460,7 @@ uint32_t cl_cupti_stream_id(uint64_t stream) {
 }
 
 void cl_cupti_flush(int force) {
-  if (cl_cupti_g.state != CUPTI_ACTIVE && cl_cupti_g.state != CUPTI_SUSPENDED) return;
+  if (cl_cupti_g.state != CUPTI_ACTIVE && cl_cupti_g.state != CUPTI_SUSPENDED && cl_cupti_g.state != CUPTI_DISPLACED) return;
   reprobe();
   if (cl_cupti_g.state == CUPTI_ACTIVE) api.cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
@@ -589,6 +625,7 @@ void cl_cupti_get_stats(cl_cupti_stats *s) {
   s->buffers = cl_cupti_g.buffers;
   pthread_mutex_unlock(&cl_cupti_g.mu);
   s->records = cl_cupti_g.records;
+  s->resumed = cl_cupti_g.resumed;
   s->active = cl_cupti_g.state == CUPTI_ACTIVE;
   snprintf(s->status, sizeof s->status, "%s", cl_cupti_g.status[0] ? cl_cupti_g.status : "not started");
 }

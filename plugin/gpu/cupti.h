@@ -45,13 +45,20 @@ static inline int cl_gpu_is_nccl_name(const char *n) {
   return 0;
 }
 
+/* What the trace and the summary say of a collective that CUPTI did not time because another
+ * tool had it (its "gpu_timing" arg; gpu_join.h cl_gj_lost says which). */
+#define CL_GPU_LOST_WHY "lost (CUPTI taken by another tool)"
+
 typedef struct {
   uint64_t records, dropped, buffers;
+  uint64_t resumed;           /* times recording came back after another tool had CUPTI */
   int active;                 /* 1 if CUPTI is recording */
   char status[160];           /* why not, when inactive ("libcupti not found", ...) */
 } cl_cupti_stats;
 
-/* Loads CUPTI and enables the activity kinds. Returns 0 if active. Logs once on failure. */
+/* Loads CUPTI and enables the activity kinds. Returns 0 if active, or if another tool holds
+ * CUPTI now (suspended: cl_cupti_flush takes it up when that tool lets go; cl_cupti_recording
+ * says which). Logs once on failure or suspension. */
 int cl_cupti_start(void);
 /* Asks CUPTI to hand over completed buffers (cuptiActivityFlushAll); writer thread only. */
 void cl_cupti_flush(int force);
@@ -60,6 +67,9 @@ size_t cl_cupti_drain(cl_gpu_activity *out, size_t max);
 void cl_cupti_get_stats(cl_cupti_stats *s);
 /* 1 while CUPTI records for us (not suspended, displaced or failed). */
 int cl_cupti_recording(void);
+/* Suspended: the last time the slot was seen free while we recorded (the other tool took CUPTI,
+ * and our records, after it; 0 when not known or not suspended). Writer thread only. */
+uint64_t cl_cupti_taken_after(void);
 /* 1 while the driver API launch records are on (COMMLENS_CUPTI=full): NCCL's kernels are then
  * known by correlation id; else by stream and launch order (gpu_join.h). */
 int cl_cupti_launch_records(void);

@@ -16,12 +16,17 @@
 #define CL_CUPTI_MAX_BUFS 32              /* 64 MiB at most, in CUPTI's hands or ours */
 #define CL_CUPTI_NAMES 16384              /* interned kernel names, at most */
 #define CL_CUPTI_REPROBE_NS 1000000000ull
+/* After our records went elsewhere (displaced), the first re-arm on a free slot waits this long,
+ * each later one twice as long as the one before, up to the cap. */
+#define CL_CUPTI_RETRY_NS 1000000000ull
+#define CL_CUPTI_RETRY_MAX_NS 64000000000ull
 
 typedef struct { uint8_t *buf; size_t valid; } done_buf;
 
 /* Where CUPTI stands for us. SUSPENDED: another tool holds the subscriber slot (we re-arm when
- * it lets go); DISPLACED: our records go to another client (for good); FAILED: not loadable or
- * refused (for good). */
+ * it lets go); DISPLACED: our records stopped coming (another client's callbacks, or it
+ * finalized CUPTI or disabled our kinds): we re-arm when the slot is free and the backoff has
+ * passed; FAILED: not loadable or refused (for good). */
 typedef enum { CUPTI_UNTRIED = 0, CUPTI_ACTIVE, CUPTI_SUSPENDED, CUPTI_DISPLACED, CUPTI_FAILED } cupti_state;
 
 typedef struct {
@@ -38,6 +43,10 @@ typedef struct {
   int64_t ts_offset;                  /* cupti timestamp - monotonic (0 with the callback) */
   uint8_t *cur; size_t cur_valid; CUpti_Activity *cur_rec;
   uint64_t records, next_probe;
+  uint64_t retry_at, retry_ns;        /* DISPLACED: re-arm from retry_at on; the next backoff */
+  uint64_t resumed;                   /* times GPU timing came back after another tool had CUPTI */
+  uint64_t free_at;                   /* ACTIVE: the last probe that found the slot free (a taker
+                                         came after it); SUSPENDED: that time, kept */
   uint32_t version;
   char status[160];
   char *(*demangle)(const char *, char *, size_t *, int *);

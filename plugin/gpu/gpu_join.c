@@ -122,12 +122,24 @@ void cl_gj_stop(cl_gj *g, uint64_t t) {
   if (!g->ncover || g->cover[g->ncover - 1].e) return;
   if (t <= g->cover[g->ncover - 1].s) t = g->cover[g->ncover - 1].s + 1;
   g->cover[g->ncover - 1].e = t;
+  /* launches from t on get no kernel record: waiting, they would take the first kernels
+   * recorded after CUPTI comes back (the join by stream order goes first with first) */
+  uint32_t n = g->nwin_total < NWIN ? (uint32_t)g->nwin_total : NWIN;
+  for (uint32_t k = 0; k < n; k++) {
+    kl_win *w = &g->win[(g->nwin_total - 1 - k) % NWIN];
+    if (w->start < t) break;
+    w->passed = 1;
+  }
 }
 
 int cl_gj_covered(const cl_gj *g, uint64_t t) {
   for (uint32_t i = g->ncover; i-- > 0;)
     if (t >= g->cover[i].s && (!g->cover[i].e || t < g->cover[i].e)) return 1;
   return 0;
+}
+
+int cl_gj_lost(const cl_gj *g, uint64_t t) {
+  return g->ncover && t >= g->cover[0].s && !cl_gj_covered(g, t);
 }
 
 uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now) {
@@ -246,9 +258,10 @@ static void queue_window(cl_gj *g, uint64_t seq);
 
 void cl_gj_kernel_launch(cl_gj *g, const cl_gj_launch *l) {
   uint64_t seq = g->nwin_total++;
+  int lost = cl_gj_lost(g, l->start);   /* no kernel record will come for it */
   g->win[seq % NWIN] = (kl_win){l->tid, l->start, l->stop, l->group, l->comm, l->dev,
-                                l->stream_id, 0, l->captured != 0, 0, 0};
-  if (!l->captured) queue_window(g, seq);
+                                l->stream_id, 0, l->captured != 0, 0, (uint8_t)lost};
+  if (!l->captured && !lost) queue_window(g, seq);
 }
 
 void cl_gj_join_check(const cl_gj *g, uint64_t *agree, uint64_t *differ, uint64_t *repaired) {

@@ -91,6 +91,10 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final);
 void cl_gj_start(cl_gj *g, uint64_t now);
 void cl_gj_stop(cl_gj *g, uint64_t t);
 int cl_gj_covered(const cl_gj *g, uint64_t t);
+/* 1 if CUPTI had recorded for us before t but did not at t: another tool took CUPTI (it holds
+ * the subscriber slot or our records went to its callbacks). The one rule for "lacks GPU timing
+ * because CUPTI was taken"; a run without CUPTI, or before it started, is not lost. */
+int cl_gj_lost(const cl_gj *g, uint64_t t);
 uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now);
 /* Whether CUPTI's records stopped reaching us while we believe we record: NCCL's KernelLaunch
  * events keep coming but their launch API records do not (another client, e.g. torch.profiler,

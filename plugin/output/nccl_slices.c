@@ -128,7 +128,7 @@ uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e) {
 }
 
 void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
-                      int64_t exposed_ns, uint64_t bytes) {
+                      int64_t exposed_ns, uint64_t bytes, const char *gpu_timing) {
   const char *func = cl_ev_func(c);
   char fam[96];
   snprintf(fam, sizeof fam, "%s: GPU", label(d, c->comm));
@@ -149,8 +149,15 @@ void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, 
   sb_key(b, &first, "source"); sb_jstr(b, src);
   if (c->tail_ch >= 0) { sb_key(b, &first, "tail_channel"); sb_i64(b, c->tail_ch); }
   if (exposed_ns >= 0) { sb_key(b, &first, "exposed_ns"); sb_i64(b, exposed_ns); }
+  if (gpu_timing) { sb_key(b, &first, "gpu_timing"); sb_jstr(b, gpu_timing); }
   ct_slice_end(d->ct);
   if (c->enq_tid) ct_flow(d->ct, c->id, c->enq_tid, c->enq_ts, tid, s);
+}
+
+void cl_draw_gpu_lost(const cl_draw *d, const cl_ev *c, const char *why, uint64_t nlost) {
+  char name[128];
+  snprintf(name, sizeof name, "GPU timing %s", why);
+  ct_counter(d->ct, name, c->stop, "collectives", (int64_t)nlost);
 }
 
 void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, uint64_t s, uint64_t t,

@@ -52,9 +52,12 @@ void cl_draw_api(const cl_draw *d, const cl_ev *e);
  * track (for the flow). */
 uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e);
 /* A collective's GPU span [s, e] timed by `src`, with `bytes` (nccl-tests' size); exposed_ns < 0
- * when exposure is not known. */
+ * when exposure is not known; `gpu_timing` (NULL: none) says why CUPTI did not time it. */
 void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
-                      int64_t exposed_ns, uint64_t bytes);
+                      int64_t exposed_ns, uint64_t bytes, const char *gpu_timing);
+/* A collective without CUPTI's timing (`why`: another tool took CUPTI): the counter track
+ * "GPU timing <why>" steps to `nlost` (the participant's count so far) at its stop. */
+void cl_draw_gpu_lost(const cl_draw *d, const cl_ev *c, const char *why, uint64_t nlost);
 /* A KernelCh on the host clock [s, t] (`implausible`: its GPU timers were not usable and the
  * host's observation times are drawn), with its parent collective if known. */
 void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, uint64_t s, uint64_t t,

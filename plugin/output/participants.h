@@ -30,6 +30,7 @@ typedef struct cl_part {
   cl_digest *dg;            /* its digest rows (COMMLENS_OUTPUT has digest), else NULL */
   cl_summary *sum;
   uint64_t colls_done, colls_timed;
+  uint64_t colls_gpu_lost;  /* ... of them without CUPTI's timing: another tool held CUPTI */
   cl_top top[CL_NTOP];      /* most exposed first */
   cl_prom_comms prom;       /* per communicator, for COMMLENS_PROM */
   /* ---- the writer's ---- */

@@ -183,11 +183,21 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
                         src && s > c->start ? s - c->start : 0);
     if (p->dg) digest_coll(a, p, c, s, e, src, exposed_ns, bytes);
   }
+  /* CUPTI taken by another tool at its end: said on its slice and on the counter track */
+  const char *lost = a->gj && (!src || strncmp(src, "cupti", 5)) && cl_gj_lost(a->gj, c->stop) ? CL_GPU_LOST_WHY : NULL;
+  if (lost) {
+    a->stats.colls_gpu_lost++;
+    if (p) {
+      p->colls_gpu_lost++;
+      const cl_draw *dl = draw_for(a, c->comm);
+      if (dl) cl_draw_gpu_lost(dl, c, lost, p->colls_gpu_lost);
+    }
+  }
   if (!src) return;
   a->stats.colls_timed++;
   if (p) p->colls_timed++;
   const cl_draw *d = draw_for(a, c->comm);
-  if (d) cl_draw_coll_gpu(d, c, s, e, src, exposed_ns, bytes);
+  if (d) cl_draw_coll_gpu(d, c, s, e, src, exposed_ns, bytes, lost);
   if (p && exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
     cl_part_top_add(p, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
 }

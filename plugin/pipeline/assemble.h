@@ -21,6 +21,7 @@ typedef struct cl_asm cl_asm;
 typedef struct {
   uint64_t records, starts, stale, foreign, orphans, open_now, writer_drops;
   uint64_t colls_done, colls_timed, implausible_gpu;
+  uint64_t colls_gpu_lost;   /* finished while another tool held CUPTI (cl_gj_lost) */
 } cl_asm_stats;
 
 /* What the assembler needs to know from outside: a communicator's facts by serial (0 on

@@ -61,6 +61,10 @@ static void track_cupti(cl_format_deps *d, uint64_t now) {
     if (cl_gj_launches_lost(d->gj, now, &last_ok)) { cl_cupti_displaced(); rec = 0; }
   }
   if (rec == d->cupti_rec) return;
+  /* suspended: the other tool may have taken our records since the last probe that found the
+   * slot free; collectives from then on are marked lost rather than left silently untimed */
+  uint64_t taken = rec ? 0 : cl_cupti_taken_after();
+  if (taken && taken < last_ok) last_ok = taken;
   if (rec) cl_gj_start(d->gj, now);
   else cl_gj_stop(d->gj, last_ok);
   d->cupti_rec = rec;

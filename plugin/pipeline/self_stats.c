@@ -21,7 +21,7 @@ static void write_tail(cl_sb *b, int as_tail, const cl_run_stats *s, int final, 
   if (as_tail) sb_puts(b, "\n],\"commlensStats\":");
   sb_printf(b, "{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
             "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
-            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"dropped_children\":%llu,\"spilled\":%llu,\"invalid_utf8_replaced\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
+            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"dropped_children\":%llu,\"spilled\":%llu,\"invalid_utf8_replaced\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"collectives_gpu_lost\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,"
             "\"overhead_ns_per_call\":%llu,\"overhead_ns_per_call_median\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
             final ? "true" : "false", (unsigned long long)s->events, (unsigned long long)s->records,
             (unsigned long long)s->dropped, (unsigned long long)s->stale,
@@ -29,7 +29,7 @@ static void write_tail(cl_sb *b, int as_tail, const cl_run_stats *s, int final, 
             (unsigned long long)s->dropped_ring, (unsigned long long)s->dropped_no_ring,
             (unsigned long long)s->dropped_staging, (unsigned long long)s->dropped_children, (unsigned long long)s->spilled, (unsigned long long)s->utf8_replaced,
             (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
-            (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
+            (unsigned long long)s->colls_gpu_lost, (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
             (unsigned long long)s->per_call_ns, (unsigned long long)s->per_call_median_ns, cl_stats_overhead_pct(s),
             (unsigned long long)s->elapsed_ns, s->process_gpus);
   sb_puts(b, gpu_offsets);
@@ -64,6 +64,7 @@ void cl_stats_gather(cl_run_stats *s, const cl_format_deps *run, const cl_part *
   s->utf8_replaced = sb_utf8_replaced();
   s->colls_done = p->colls_done;
   s->colls_timed = p->colls_timed;
+  s->colls_gpu_lost = p->colls_gpu_lost;
   s->implausible_gpu = as.implausible_gpu;
   s->calls = rt.calls;
   s->per_call_ns = rt.nsampled ? rt.sampled_ns / rt.nsampled : 0;
@@ -81,8 +82,9 @@ static void stats_text(cl_sb *tail, int as_tail, const cl_format_deps *run, cl_p
   cl_cupti_stats cs;
   cl_cupti_get_stats(&cs);
   int cupti_on = run->gj != NULL;
-  sb_printf(&cupti, "{\"active\":%s,\"records\":%llu,\"dropped\":%llu,\"mode\":\"%s\",\"status\":",
+  sb_printf(&cupti, "{\"active\":%s,\"records\":%llu,\"dropped\":%llu,\"resumed\":%llu,\"mode\":\"%s\",\"status\":",
             cupti_on && cs.active ? "true" : "false", (unsigned long long)cs.records, (unsigned long long)cs.dropped,
+            (unsigned long long)cs.resumed,
             cl_cfg.cupti == CL_CUPTI_OFF ? "off" : cl_cfg.cupti == CL_CUPTI_FULL ? "full" : "kernels");
   sb_jstr(&cupti, cupti_on ? (cs.active ? "recording" : cs.status)
                            : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=off)"));
@@ -117,6 +119,10 @@ void cl_stats_gpu_line(const cl_format_deps *run, cl_part *p, const cl_run_stats
            /* this GPU's own count (launches_nccl is the process's: it may drive several GPUs) */
            (unsigned long long)(cl_gj_by_stream(run->gj) ? c.by_stream : c.nccl_kernels - c.by_name), comm, ex,
            comm > 0 ? 100.0 * (1.0 - ex / comm) : 0.0);
+  size_t used = strlen(out);
+  if (s->colls_gpu_lost && used < n)   /* exposure above counts only what CUPTI timed */
+    snprintf(out + used, n - used, "; %llu of %llu collectives lack GPU timing from CUPTI: %s",
+             (unsigned long long)s->colls_gpu_lost, (unsigned long long)s->colls_done, CL_GPU_LOST_WHY);
 }
 
 void cl_stats_summary_head(const cl_run_stats *s, char *out, size_t n) {

@@ -11,6 +11,7 @@ typedef struct {
   uint64_t dropped_ring, dropped_no_ring, dropped_staging, dropped_children, spilled;
   uint64_t utf8_replaced;   /* invalid UTF-8 bytes written as U+FFFD (the process's) */
   uint64_t colls_done, colls_timed, implausible_gpu, calls, per_call_ns, elapsed_ns;
+  uint64_t colls_gpu_lost;  /* collectives CUPTI did not time: another tool held it */
   uint64_t per_call_median_ns;     /* the median timed call (per_call_ns is their mean) */
   unsigned process_gpus;    /* participants of this process (files it writes) */
 } cl_run_stats;

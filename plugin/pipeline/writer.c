@@ -180,7 +180,14 @@ static int setup(void) {
   g_run.asm_ = cl_asm_new(g_run.parts, g_run.gj, &deps);
   cl_parts_discover(g_run.parts);
   if (!g_run.asm_ || !cl_parts_count(g_run.parts)) { cl_log(CL_LOG_WARN, "out of memory setting up the writer"); return -1; }
-  if (g_run.gj) { cl_gj_start(g_run.gj, cl_now()); g_run.cupti_rec = 1; }
+  if (g_run.gj) {
+    uint64_t now = cl_now();
+    cl_gj_start(g_run.gj, now);
+    g_run.cupti_rec = cl_cupti_recording();
+    /* another tool holds CUPTI from the start: an empty coverage makes what follows "lost"
+     * until the format thread sees CUPTI recording (gpu_join.h cl_gj_lost) */
+    if (!g_run.cupti_rec) cl_gj_stop(g_run.gj, now);
+  }
   /* a directory that cannot be made is said at once; the files come at the first flush */
   const char *what;
   if (cl_out_prepare(cl_cfg.dir, &what) != 0) {
@@ -266,7 +273,7 @@ void cl_writer_finish(void) {
         cl_stats_gather(&s, &g_run, p);
         cl_sb ex = {0};
         if (g_run.gj) cl_asm_exposure_json(g_run.asm_, p, &ex);
-        char head[512], gpu[512];
+        char head[512], gpu[768];
         cl_stats_summary_head(&s, head, sizeof head);
         cl_stats_gpu_line(&g_run, p, &s, gpu, sizeof gpu);
         cl_out_summary(&p->out, head, s.records, s.dropped, p->sum, gpu, g_run.gj ? (ex.p ? ex.p : "null") : NULL,

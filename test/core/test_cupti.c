@@ -34,6 +34,7 @@ static void reset(void) {
   cl_cupti_g.state = CUPTI_UNTRIED;
   cl_cupti_g.status[0] = 0;
   cl_cupti_g.dropped = cl_cupti_g.buffers = cl_cupti_g.records = 0;
+  cl_cupti_g.retry_ns = cl_cupti_g.retry_at = cl_cupti_g.resumed = 0;
   cl_log_reset_once();
   g_logs = 0; g_last[0] = 0; g_nvtx_hints = 0; g_hint[0] = 0;
   cl_log_set_logger(counting_logger);
@@ -75,6 +76,8 @@ TL_TEST(library_without_symbols) {
   CHECK(g_logs == 1 && strstr(g_last, "lacks cuptiGetVersion"), "logs=%d %s", g_logs, g_last);
 }
 
+/* Another tool holds CUPTI when NCCL starts us: nothing of CUPTI's is touched (no callbacks,
+ * no kinds, no flush) until it lets go; then GPU timing starts (it never did before issue 29). */
 TL_TEST(busy_subscriber_backs_off) {
   reset();
   REQUIRE(find_fake() == 0, "no stand-in libcupti at %s (make builds it)", g_fake);
@@ -82,15 +85,27 @@ TL_TEST(busy_subscriber_backs_off) {
   setenv("FAKE_BUSY", "1", 1);
   int *reg = fake_int("fake_registered");
   int before = reg ? *reg : -1;
-  CHECK(cl_cupti_start() == -1, "started while busy");
+  CHECK(cl_cupti_start() == 0 && !cl_cupti_recording(), "start while busy: state %d", cl_cupti_g.state);
   CHECK(g_logs == 1 && strstr(g_last, "in use"), "logs=%d %s", g_logs, g_last);
   reg = fake_int("fake_registered");
   REQUIRE(reg != NULL, "fake not loaded");
-  CHECK(*reg == (before < 0 ? 0 : before), "registered callbacks over another tool");
-  int *dis = fake_int("fake_disabled");
+  int r0 = before < 0 ? 0 : before;
+  CHECK(*reg == r0, "registered callbacks over another tool");
+  int *dis = fake_int("fake_disabled"), *flushes = fake_int("fake_flushes"), f0 = *flushes;
   int any = 0;
   for (int i = 0; i < 64; i++) any |= dis[i];
   CHECK(!any, "disabled kinds it never enabled");
+  cl_cupti_g.next_probe = 0;
+  cl_cupti_flush(1);                       /* still held: nothing touched */
+  CHECK(!cl_cupti_recording() && *reg == r0 && *flushes == f0, "touched CUPTI while another tool holds it");
+  cl_cupti_stats st; cl_cupti_get_stats(&st);
+  CHECK(!st.active && strstr(st.status, "in use"), "status %s", st.status);
+  /* the tool (a torch.profiler window open when NCCL started) lets go: GPU timing starts */
+  unsetenv("FAKE_BUSY");
+  cl_cupti_g.next_probe = 0;
+  cl_cupti_flush(0);
+  CHECK(cl_cupti_recording() && *reg == r0 + 1, "not taken up when the tool let go: %s", cl_cupti_g.status);
+  cl_cupti_stop();
 }
 
 TL_TEST(not_initialized_and_too_old) {
@@ -113,12 +128,12 @@ TL_TEST(kernel_activity_refused) {
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
   setenv("FAKE_NOKERNEL", "1", 1);
   int *dis = fake_int("fake_disabled");
-  int d_memcpy = dis ? dis[CUPTI_ACTIVITY_KIND_MEMCPY] : 0;
+  int d_memcpy = dis ? dis[CUPTI_ACTIVITY_KIND_MEMCPY] : 0, d_kernel = dis ? dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] : 0;
   CHECK(cl_cupti_start() == -1, "started");
   CHECK(g_logs == 1 && strstr(g_last, "kernel activity unavailable"), "logs=%d %s", g_logs, g_last);
   dis = fake_int("fake_disabled");
   REQUIRE(dis != NULL, "fake not loaded");
-  CHECK(dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == 0, "disabled a kind it did not enable");
+  CHECK(dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == d_kernel, "disabled a kind it did not enable");
   CHECK(dis[CUPTI_ACTIVITY_KIND_MEMCPY] == d_memcpy, "memcpy was never enabled here");
 }
 
@@ -232,13 +247,20 @@ TL_TEST(takeover_suspends_and_resumes) {
   reset();
   REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
+  uint64_t t0 = cl_now();
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
+  CHECK(cl_cupti_taken_after() == 0, "taken while recording");
   int *flushes = fake_int("fake_flushes");
   setenv("FAKE_BUSY", "1", 1);           /* Nsight Systems attaches */
   cl_cupti_g.next_probe = 0;
   int f0 = *flushes;
+  uint64_t t1 = cl_now();
   cl_cupti_flush(0);
   CHECK(cl_cupti_g.state == CUPTI_SUSPENDED && *flushes == f0, "flushed another tool's session");
+  /* it took CUPTI after the slot was last seen free: at the start here, no probe since */
+  uint64_t ta = cl_cupti_taken_after();
+  CHECK(ta >= t0 && ta <= t1, "taken after %llu, want in [%llu, %llu]", (unsigned long long)ta,
+        (unsigned long long)t0, (unsigned long long)t1);
   CHECK(cl_cupti_stream_id(0x1230) == 0, "stream ids asked of CUPTI while another tool has it");
   cl_cupti_stats st; cl_cupti_get_stats(&st);
   CHECK(!st.active && strstr(st.status, "suspended"), "status %s", st.status);
@@ -246,13 +268,14 @@ TL_TEST(takeover_suspends_and_resumes) {
   cl_cupti_g.next_probe = 0;
   cl_cupti_flush(0);
   CHECK(cl_cupti_g.state == CUPTI_ACTIVE && *flushes == f0 + 1, "not resumed");
+  CHECK(cl_cupti_taken_after() == 0, "taken after resuming");
   CHECK(cl_cupti_stream_id(0x1230) == 0x124, "no stream ids after resuming");
   cl_cupti_stop();
 }
 
-/* torch.profiler does not take the slot: it registers its own buffer callbacks. Once the join
- * sees our records gone (displaced), nothing of CUPTI's is touched again: no flush (it would go
- * to the other client), no re-arm when the slot is free, no disable at exit (the kinds are
+/* A client that registers its own buffer callbacks (unseen by the slot probe). Once the join
+ * sees our records gone (displaced), nothing of CUPTI's is touched until the backoff has passed:
+ * no flush (it would go to the other client), no re-arm, no disable at exit (the kinds are
  * global: disabling CONCURRENT_KERNEL would stop the other client's kernel records). */
 TL_TEST(displaced_leaves_cupti_alone) {
   reset();
@@ -268,6 +291,8 @@ TL_TEST(displaced_leaves_cupti_alone) {
   CHECK(g_logs == 1 && strstr(g_last, "another client"), "message: %d '%s'", g_logs, g_last);
   cl_cupti_displaced();
   CHECK(g_logs == 1, "said twice");
+  CHECK(cl_cupti_g.retry_at >= cl_now() + CL_CUPTI_RETRY_NS / 2, "no backoff before re-arming");
+  cl_cupti_g.retry_at = UINT64_MAX;      /* within the backoff, however slow this machine is */
   for (int i = 0; i < 3; i++) { cl_cupti_g.next_probe = 0; cl_cupti_flush(i == 2); }
   CHECK(*flushes == f0 && *reg == r0, "touched CUPTI after displacement: flushes %d->%d registered %d->%d",
         f0, *flushes, r0, *reg);
@@ -277,6 +302,74 @@ TL_TEST(displaced_leaves_cupti_alone) {
   CHECK(dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == d0 && *flushes == f0, "stop disabled or flushed");
   cl_cupti_get_stats(&st);
   CHECK(strstr(st.status, "displaced"), "the reason is gone after stop: %s", st.status);
+}
+
+static void fake_other_tool(int what) {
+  void *h = dlopen(g_fake, RTLD_NOW | RTLD_NOLOAD);
+  void (*fn)(int) = h ? (void (*)(int))dlsym(h, "commlens_fake_cupti_other_tool") : NULL;
+  if (fn) fn(what);
+  if (h) dlclose(h);
+}
+
+/* Kernel records that reach us on one flush (the fake hands three per flush). */
+static size_t records_now(void) {
+  cl_gpu_activity a[16];
+  cl_cupti_flush(0);
+  size_t n = 0, k;
+  while ((k = cl_cupti_drain(a, 16)) > 0)
+    for (size_t i = 0; i < k; i++) n += a[i].kind == CL_GPU_KERNEL;
+  return n;
+}
+
+/* torch.profiler with TEARDOWN_CUPTI=1, a window too short for the probe to see: it takes the
+ * slot, registers its own callbacks, and finalizes CUPTI at its end (our callbacks and kinds
+ * gone). Our records stop; the join says displaced; once the slot is free and the backoff has
+ * passed, we arm again and records reach us again (they never did before: displaced was for
+ * good). A window long enough to be seen: suspended, and resumed at once when it finalizes. */
+TL_TEST(other_tool_lets_go_and_gpu_timing_resumes) {
+  reset();
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1); cl_config_load();
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
+  REQUIRE(records_now() == 3, "records before the other tool");
+  int *other = fake_int("fake_other_records"), *reg = fake_int("fake_registered");
+  REQUIRE(other && reg, "fake not loaded");
+  int o0 = *other, r0 = *reg;
+  fake_other_tool(1);                      /* its window opens between two probes */
+  size_t ours = records_now();
+  CHECK(ours == 0 && *other == o0 + 3, "kernel records went to us %zu, to it %d", ours, *other - o0);
+  fake_other_tool(0);                      /* ... and closes: CUPTI finalized */
+  CHECK(records_now() == 0, "records without callbacks");
+  cl_cupti_displaced();                    /* the join: launches without records */
+  REQUIRE(cl_cupti_g.state == CUPTI_DISPLACED, "state %d", cl_cupti_g.state);
+  cl_cupti_g.next_probe = 0;
+  CHECK(records_now() == 0 && *reg == r0, "re-armed within the backoff");
+  cl_cupti_g.retry_at = 0;                 /* the backoff has passed */
+  cl_cupti_g.next_probe = 0;
+  size_t after = records_now();            /* the probe, the re-arm, then the flush */
+  CHECK(cl_cupti_recording() && *reg == r0 + 1, "not resumed after the other tool let go: state %d, status %s",
+        cl_cupti_g.state, cl_cupti_g.status);
+  CHECK(after == 3, "%zu kernel records after resuming, want 3", after);
+  CHECK(cl_cupti_stream_id(0x1230) == 0x124, "no stream ids after resuming");
+  cl_cupti_stats st; cl_cupti_get_stats(&st);
+  CHECK(st.active && st.resumed == 1 && strstr(st.status, "resumed"), "stats: active %d resumed %llu status %s",
+        st.active, (unsigned long long)st.resumed, st.status);
+
+  /* a longer window, seen by the probe: suspended; without teardown it keeps the slot (we stay
+   * out), with teardown we resume at the next probe, no backoff */
+  fake_other_tool(1);
+  cl_cupti_g.next_probe = 0;
+  cl_cupti_flush(0);
+  CHECK(cl_cupti_g.state == CUPTI_SUSPENDED, "not suspended: %d", cl_cupti_g.state);
+  fake_other_tool(2);                      /* its window ends, TEARDOWN_CUPTI unset */
+  cl_cupti_g.next_probe = 0;
+  cl_cupti_flush(0);
+  CHECK(cl_cupti_g.state == CUPTI_SUSPENDED && *reg == r0 + 1, "took CUPTI from a tool that still holds it");
+  fake_other_tool(0);                      /* it finalizes after all */
+  cl_cupti_g.next_probe = 0;
+  after = records_now();
+  CHECK(cl_cupti_recording() && after == 3, "not resumed after a seen window: %s, %zu records", cl_cupti_g.status, after);
+  cl_cupti_stop();
 }
 
 TL_MAIN("core/cupti")

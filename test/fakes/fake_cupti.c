@@ -5,7 +5,12 @@
  * launch, alloc and memcpy records. A test can hold the next flush until it releases it (a
  * CUPTI flush that hangs, as on a wedged driver): commlens_fake_cupti_hold_next_flush. In
  * scripted mode (commlens_fake_cupti_script, bench/replay_cost.c) flushes carry only the kernel
- * records the program pushed, in buffers filled and handed over as CUPTI does. */
+ * records the program pushed, in buffers filled and handed over as CUPTI does.
+ * Another CUPTI client (torch.profiler's Kineto) can be played: commlens_fake_cupti_other_tool
+ * takes the subscriber slot and registers its own buffer callbacks (records then go to it), and
+ * lets go by finalizing CUPTI (TEARDOWN_CUPTI=1: callbacks forgotten, every kind off, slot free)
+ * or by only disabling kernel records and keeping the slot. Records are handed over only while
+ * kernel records are on and some client registered callbacks, as CUPTI does. */
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
@@ -23,6 +28,20 @@ static CUpti_BuffersCallbackRequestFunc rq;
 static CUpti_BuffersCallbackCompleteFunc dn;
 static CUpti_TimestampCallbackFunc tsf;
 static _Atomic int g_hold_armed, g_hold_state, g_hold_release;   /* state: 0 none, 1 held, 2 let go */
+static _Atomic int g_kernels_on;       /* CONCURRENT_KERNEL enabled (by anyone) */
+static _Atomic int g_other_slot;       /* the other client holds the subscriber slot */
+FAKE_API int fake_other_records;       /* kernel records the other client received */
+
+static void CUPTIAPI other_requested(uint8_t **b, size_t *size, size_t *maxr) {
+  *b = malloc(1 << 16); *size = *b ? 1 << 16 : 0; *maxr = 0;
+}
+static void CUPTIAPI other_completed(CUcontext c, uint32_t s, uint8_t *b, size_t size, size_t valid) {
+  (void)c; (void)s; (void)size;
+  CUpti_Activity *r = NULL;
+  while (valid && cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS)
+    if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) fake_other_records++;
+  free(b);
+}
 
 /* The next flush (from any thread) waits inside CUPTI until commlens_fake_cupti_release. */
 FAKE_API void commlens_fake_cupti_hold_next_flush(void) {
@@ -49,7 +68,7 @@ FAKE_API CUptiResult cuptiGetVersion(uint32_t *v) {
 }
 FAKE_API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc cb, void *u) {
   (void)cb; (void)u;
-  if (getenv("FAKE_BUSY")) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (getenv("FAKE_BUSY") || atomic_load(&g_other_slot)) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   if (getenv("FAKE_NOINIT")) return CUPTI_ERROR_NOT_INITIALIZED;
   __atomic_add_fetch(&fake_subscribed, 1, __ATOMIC_RELAXED);
   *h = (CUpti_SubscriberHandle)1;
@@ -72,11 +91,30 @@ FAKE_API CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallb
 FAKE_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
   if (getenv("FAKE_NOKERNEL") && k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return CUPTI_ERROR_NOT_COMPATIBLE;
   fake_enabled[k & 63]++;
+  if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) atomic_store(&g_kernels_on, 1);
   return CUPTI_SUCCESS;
 }
 FAKE_API CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
   fake_disabled[k & 63]++;
+  if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) atomic_store(&g_kernels_on, 0);
   return CUPTI_SUCCESS;
+}
+
+/* The other client: on (1) takes the slot, registers its callbacks and turns kernel records
+ * on; off with teardown (0) finalizes CUPTI; off without (2) turns kernel records off and keeps
+ * the slot (torch.profiler without TEARDOWN_CUPTI=1), until called with 0. */
+FAKE_API void commlens_fake_cupti_other_tool(int what) {
+  if (what == 1) {
+    atomic_store(&g_other_slot, 1);
+    rq = other_requested; dn = other_completed;
+    atomic_store(&g_kernels_on, 1);
+  } else if (what == 2) {
+    atomic_store(&g_kernels_on, 0);
+  } else {   /* cuptiFinalize: callbacks, kinds and the slot all go */
+    rq = NULL; dn = NULL; tsf = NULL;
+    atomic_store(&g_kernels_on, 0);
+    atomic_store(&g_other_slot, 0);
+  }
 }
 FAKE_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
 FAKE_API CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
@@ -159,6 +197,7 @@ FAKE_API CUptiResult cuptiActivityFlushAll(uint32_t f) {
     pthread_mutex_unlock(&g_smu);
     return CUPTI_SUCCESS;
   }
+  if (!rq || !dn || !atomic_load(&g_kernels_on)) return CUPTI_SUCCESS;   /* nothing recorded */
   uint8_t *b = 0;
   size_t size = 0, maxr = 0;
   rq(&b, &size, &maxr);

@@ -357,6 +357,28 @@ H_CHILD(cupti_missing) {
   tr_free(&t);
 }
 
+/* ---- another tool holds CUPTI from the start (issue 29) --------------------------------- */
+/* A torch.profiler window (here the stand-in libcupti's busy slot) open when NCCL starts us:
+ * commlens leaves CUPTI alone, says so once, and every collective is counted and reported as
+ * lacking CUPTI's GPU timing, and why (before: CUPTI was given up for the run, and the summary
+ * said only that it was unavailable). */
+H_CHILD(cupti_held_from_start) {
+  const char *dir = getenv("COMMLENS_DIR");
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 6, &ctx);
+  for (int i = 0; i < 4; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
+  h_finalize(&p, ctx);
+  h_close(&p);
+  CHECK(h_log_count(-1, "in use") == 1, "want one message about CUPTI in use; log:\n%s", h_log_text());
+  tr_trace t;
+  if (h_load_one_trace(dir, &t, NULL, 0)) return;
+  int64_t lost = -1, colls = -1;
+  CHECK(tr_stats_i64(&t, "collectives_gpu_lost", &lost) == 0 && tr_stats_i64(&t, "collectives", &colls) == 0 &&
+        lost == 4 && colls == 4, "tail: %lld of %lld collectives lost", (long long)lost, (long long)colls);
+  tr_free(&t);
+}
+
 /* ---- 1,000 communicators created and destroyed ------------------------------------------ */
 H_CHILD(thousand_comms) {
   const char *dir = getenv("COMMLENS_DIR");
@@ -565,6 +587,27 @@ TL_TEST(fork_in_profiled_process) {
 }
 TL_TEST(cupti_library_missing) {
   run_case("cupti_missing", (const char *const[]){"COMMLENS_CUPTI=1", "COMMLENS_CUPTI_LIB=/nonexistent/libcupti.so", NULL}, NULL);
+}
+TL_TEST(cupti_held_by_another_tool_from_the_start) {
+  char lib[600], libkv[700];
+  h_fake_path(NULL, "libcommlens-fakecupti.so", lib, sizeof lib);
+  REQUIRE(access(lib, R_OK) == 0, "no stand-in libcupti at %s (make builds it)", lib);
+  snprintf(libkv, sizeof libkv, "COMMLENS_CUPTI_LIB=%s", lib);
+  char dir[256], kv[300];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
+  int rc = h_spawn("cupti_held_from_start",
+                   (const char *const[]){kv, "COMMLENS_CUPTI=1", libkv, "FAKE_BUSY=1", "COMMLENS_SUMMARY=file", NULL});
+  CHECK(rc == 0, "child exited %d (dir %s)", rc, dir);
+  char *sums[2];   /* written on the exit path: read once the child is gone */
+  int n = h_find_files(dir, ".summary.txt", sums, 2);
+  REQUIRE(n == 1, "%d summaries in %s", n, dir);
+  char *text = h_read_file(sums[0], NULL);
+  CHECK(text && strstr(text, "4 of 4 collectives lack GPU timing from CUPTI: lost (CUPTI taken by another tool)"),
+        "summary:\n%s", text ? text : "(unreadable)");
+  free(text);
+  free(sums[0]);
+  if (!tl_cur_failed) h_rm_rf(dir);
 }
 TL_TEST(thousand_communicators) { run_case("thousand_comms", (const char *const[]){"COMMLENS_EVENTS=full", NULL}, NULL); }
 TL_TEST(reload_100_times) { run_case("reload_100", NULL, NULL); }

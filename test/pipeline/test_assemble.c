@@ -495,34 +495,51 @@ static void settle_cupti(fixture *f) {
   cl_asm_tick(f->a, 2 * now, 0);
 }
 
+/* The default's fixture (COMMLENS_CUPTI=kernels: the join by stream order, KernelLaunch events),
+ * CUPTI recording from 0, and a communicator of `hash`; returns its serial. */
+static uint32_t fx_open_default(fixture *f, uint64_t hash) {
+  fx_open(f, 2);
+  cl_cfg.mask = CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH;
+  cl_gj_start(f->gj, 0);
+  return add_comm(hash, 0);
+}
+
+/* One collective of a launch group: its events from b on, its KernelLaunch on CUPTI stream 7;
+ * with proxy, a ProxyOp child (its span then comes from NCCL's own events). */
+static void one_launch(fixture *f, uint32_t comm, uint64_t i, uint64_t b, int proxy) {
+  uint64_t grp = ev_id(1, 10 * i + 1), api = ev_id(1, 10 * i + 2), coll = ev_id(1, 10 * i + 3);
+  uint64_t kl = ev_id(1, 10 * i + 4), op = ev_id(2, 10 * i + 5);
+  cl_payload p;
+  memset(&p, 0, sizeof p);
+  t_start(f, grp, CL_EV_GROUP_API, comm, 0, b, &p, 0);
+  p.coll_api = (cl_coll_api){.func = "AllReduce", .datatype = "ncclFloat32", .count = 8};
+  t_start(f, api, CL_EV_COLL_API, comm, grp, b + 100, &p, 0);
+  cl_payload c = coll_payload(i, 1);
+  t_start(f, coll, CL_EV_COLL, comm, api, b + 200, &c, 0);
+  if (proxy) {
+    memset(&p, 0, sizeof p);
+    p.proxy_op = (cl_proxy_op){.pid = 1, .peer = 1, .nsteps = 1, .chunk_size = 64, .channel = 0, .is_send = 1};
+    t_start(f, op, CL_EV_PROXY_OP, comm, coll, b + 250, &p, 0);
+    t_stop(f, op, b + 900);
+  }
+  t_stop(f, coll, b + 300);
+  t_stop(f, api, b + 400);
+  memset(&p, 0, sizeof p);
+  p.kernel_launch = (cl_kernel_launch){.stream = 0xabc0, .stream_id = 7 + 1};
+  t_start(f, kl, CL_EV_KERNEL_LAUNCH, comm, grp, b + 500, &p, 0);
+  t_stop(f, kl, b + 600);
+  t_stop(f, grp, b + 700);
+}
+
+
 /* The default (COMMLENS_CUPTI=kernels): a collective's launch carries CUPTI's stream id; the
  * NCCL kernel on that stream, from kernel records alone (no launch record), gives the collective
  * its GPU span ("cupti"). A second launch group's kernel on the same stream goes to it, not to
  * the first. */
 TL_TEST(collective_timed_from_its_kernel_by_stream_order) {
   fixture f;
-  fx_open(&f, 2);
-  cl_cfg.mask = CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH;
-  cl_gj_start(f.gj, 0);
-  uint32_t comm = add_comm(0x5678567856785678ull, 0);
-  for (uint64_t i = 0; i < 2; i++) {
-    uint64_t b = 1000 + i * 100000, grp = ev_id(1, 10 * i + 1), api = ev_id(1, 10 * i + 2);
-    uint64_t coll = ev_id(1, 10 * i + 3), kl = ev_id(1, 10 * i + 4);
-    cl_payload p;
-    memset(&p, 0, sizeof p);
-    t_start(&f, grp, CL_EV_GROUP_API, comm, 0, b, &p, 0);
-    p.coll_api = (cl_coll_api){.func = "AllReduce", .datatype = "ncclFloat32", .count = 8};
-    t_start(&f, api, CL_EV_COLL_API, comm, grp, b + 100, &p, 0);
-    cl_payload c = coll_payload(i, 1);
-    t_start(&f, coll, CL_EV_COLL, comm, api, b + 200, &c, 0);
-    t_stop(&f, coll, b + 300);
-    t_stop(&f, api, b + 400);
-    memset(&p, 0, sizeof p);
-    p.kernel_launch = (cl_kernel_launch){.stream = 0xabc0, .stream_id = 7 + 1};
-    t_start(&f, kl, CL_EV_KERNEL_LAUNCH, comm, grp, b + 500, &p, 0);
-    t_stop(&f, kl, b + 600);
-    t_stop(&f, grp, b + 700);
-  }
+  uint32_t comm = fx_open_default(&f, 0x5678567856785678ull);
+  for (uint64_t i = 0; i < 2; i++) one_launch(&f, comm, i, 1000 + i * 100000, 0);
   for (uint32_t i = 0; i < 2; i++) {   /* their kernels, the second's record first */
     uint64_t b = 1000 + (1 - i) * 100000;
     cl_gpu_activity k = {.kind = CL_GPU_KERNEL, .start_ns = b + 5000, .end_ns = b + 9000 + 1000 * (1 - i),
@@ -631,6 +648,54 @@ TL_TEST(large_groups_of_two_threads_keep_every_link) {
       if (!e || e->api_group != ev_id(t, 1)) lost++;
     }
   CHECK(lost == 0, "%d of %d p2p operations lost their group", lost, 2 * N);
+  fx_close(&f);
+}
+
+/* Another tool (torch.profiler) holds CUPTI from 50 us to 200 us: the collective in between gets
+ * no kernel record. It is counted, its slice (timed by its proxy op) says why CUPTI did not time
+ * it, and the counter track steps; the collectives before and after are CUPTI's and say nothing. */
+TL_TEST(collective_while_cupti_taken_is_marked_lost) {
+  fixture f;
+  uint32_t comm = fx_open_default(&f, 0x9abc9abc9abc9abcull);
+  uint64_t at[3] = {1000, 100000, 300000};
+  one_launch(&f, comm, 0, at[0], 0);
+  cl_gj_stop(f.gj, 50000);                 /* taken */
+  one_launch(&f, comm, 1, at[1], 1);
+  cl_gj_start(f.gj, 200000);               /* given back */
+  one_launch(&f, comm, 2, at[2], 0);
+  for (int i = 0; i < 3; i += 2) {         /* the kernels CUPTI recorded for us */
+    cl_gpu_activity k = {.kind = CL_GPU_KERNEL, .start_ns = at[i] + 5000, .end_ns = at[i] + 9000,
+                         .correlation = 50 + (uint32_t)i, .stream = 7, .name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+    cl_gj_activity(f.gj, &k);
+  }
+  settle_cupti(&f);
+  cl_asm_tick(f.a, 3 * 2000000000ull, 1);
+  cl_asm_stats st;
+  cl_asm_get_stats(f.a, &st);
+  CHECK(st.colls_done == 3 && st.colls_gpu_lost == 1, "done %llu, lost %llu (want 3, 1)",
+        (unsigned long long)st.colls_done, (unsigned long long)st.colls_gpu_lost);
+  CHECK(cl_parts_of_dev(f.ps, -1)->colls_gpu_lost == 1, "participant's count %llu",
+        (unsigned long long)cl_parts_of_dev(f.ps, -1)->colls_gpu_lost);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body");
+  int cupti = 0, lost = 0, counter = 0;
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    json_object *e = json_object_array_get_idx(arr, i), *v;
+    if (json_object_object_get_ex(e, "ph", &v) && !strcmp(json_object_get_string(v), "C") &&
+        json_object_object_get_ex(e, "name", &v) && strstr(json_object_get_string(v), "CUPTI taken by another tool")) {
+      json_object *a, *n;
+      counter += json_object_object_get_ex(e, "args", &a) && json_object_object_get_ex(a, "collectives", &n) &&
+                 json_object_get_int(n) == 1;
+      continue;
+    }
+    if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "coll_gpu")) continue;
+    const char *src = slice_arg(e, "source"), *why = slice_arg(e, "gpu_timing");
+    if (!strcmp(src, "cupti")) { cupti++; CHECK(!why, "a CUPTI-timed collective says %s", why); }
+    else { lost++; CHECK(why && !strcmp(why, "lost (CUPTI taken by another tool)"), "source %s, gpu_timing %s", src, why ? why : "(none)"); }
+  }
+  CHECK(cupti == 2 && lost == 1 && counter == 1, "timed by CUPTI %d (want 2), marked lost %d (want 1), counter samples %d (want 1)",
+        cupti, lost, counter);
+  json_object_put(arr);
   fx_close(&f);
 }
 

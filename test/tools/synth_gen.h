@@ -22,6 +22,7 @@ typedef struct {
   int slow_rank, slow_ch; double slow_factor;
   int gz, nvtx_every, format;         /* nvtx_every: a "step K" slice every N collectives */
   int no_exposed;                     /* 1: no exposed_ns (a job recorded without CUPTI) */
+  int gpu_lost;                       /* >0: the tail says this many collectives lacked CUPTI's timing */
   int64_t period_ns, transfer_ns;
   uint64_t comm;
   int ranks_per_host;                 /* ranks of one host read one clock: one offset per host */
@@ -165,9 +166,12 @@ static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathle
     so_s(&o, "}}"); n++;
   }
   free(arr);
-  snprintf(b, sizeof b, "\n],\"commlensStats\":{\"final\":true,\"events\":%lld,\"dropped\":0,\"stale_handles\":0,\"foreign\":0,"
+  char lost[96] = "";
+  if (c->gpu_lost > 0)
+    snprintf(lost, sizeof lost, "\"collectives\":%d,\"collectives_gpu_lost\":%d,", c->ncoll, c->gpu_lost);
+  snprintf(b, sizeof b, "\n],\"commlensStats\":{\"final\":true,\"events\":%lld,\"dropped\":0,\"stale_handles\":0,\"foreign\":0,%s"
            "\"overhead_ns_per_call\":85,\"calls\":%lld,\"overhead_pct\":0.04,\"gpu_offsets\":[],\"comms\":[]}}\n",
-           (long long)n, (long long)n * 2);
+           (long long)n, lost, (long long)n * 2);
   so_s(&o, b);
   so_flush(&o);
   int rc = 0;

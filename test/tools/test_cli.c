@@ -669,4 +669,38 @@ TL_TEST(merge_pftrace_decodes_with_protoc) {
   rm_rf(d); free(d);
 }
 
+/* Issue 29: each rank's tail says how many collectives CUPTI did not time because another tool
+ * (torch.profiler) had it; the report adds them up in its plugin section and --json keeps each
+ * rank's; a trace that says nothing of it (older plugins) adds no key. */
+TL_TEST(report_says_how_many_collectives_lack_gpu_timing) {
+  synth_cfg c; synth_defaults(&c);
+  c.gpu_lost = 7;
+  char *d = job_dir(&c, 2, 20), a[1200], *out, *err;
+  snprintf(a, sizeof a, "report %s", d);
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && contains(out, "14 of 40 collectives lack GPU timing from CUPTI on 2 rank(s): lost (CUPTI taken by another tool"),
+        "rc %d, report:\n%s", rc, out);
+  free(out); free(err);
+  snprintf(a, sizeof a, "report --json %s", d);
+  rc = run_cli(a, &out, &err);
+  json_object *rep = json_tokener_parse(out), *r0 = rep ? rank_obj(rep, 0) : NULL, *pl = r0 ? get(r0, "plugin") : NULL;
+  CHECK(rc == 0 && pl && geti(pl, "collectives_gpu_lost") == 7 && geti(pl, "collectives") == 20, "rc %d, json:\n%.600s", rc, out);
+  if (rep) json_object_put(rep);
+  free(out); free(err);
+  rm_rf(d); free(d);
+  synth_defaults(&c);                      /* said nothing: no line, no key */
+  d = job_dir(&c, 2, 20);
+  snprintf(a, sizeof a, "report --json %s", d);
+  rc = run_cli(a, &out, &err);
+  rep = json_tokener_parse(out); r0 = rep ? rank_obj(rep, 0) : NULL; pl = r0 ? get(r0, "plugin") : NULL;
+  CHECK(rc == 0 && pl && !get(pl, "collectives_gpu_lost"), "a key for a trace that said nothing");
+  if (rep) json_object_put(rep);
+  free(out); free(err);
+  snprintf(a, sizeof a, "report %s", d);
+  rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && !contains(out, "lack GPU timing"), "a line for a trace that said nothing");
+  free(out); free(err);
+  rm_rf(d); free(d);
+}
+
 TL_MAIN("tools/cli")

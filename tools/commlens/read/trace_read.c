@@ -570,6 +570,8 @@ void cl_info_stats(cl_info *in, const char *s, size_t n) {
   in->st_events = get_i64(o, "events", -1);
   in->st_dropped = get_i64(o, "dropped", 0);
   in->st_calls = get_i64(o, "calls", 0);
+  in->st_colls = get_i64(o, "collectives", -1);
+  in->st_colls_gpu_lost = get_i64(o, "collectives_gpu_lost", -1);
   in->st_overhead_ns = get_i64(o, "overhead_ns_per_call", 0);
   in->st_overhead_med_ns = get_i64(o, "overhead_ns_per_call_median", 0);
   in->st_overhead_pct = json_object_object_get_ex(o, "overhead_pct", &v) ? json_object_get_double(v) : 0;
@@ -615,6 +617,7 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
   memset(info, 0, sizeof *info);
   info->cuda_dev = -1;
   info->rank = -1; info->format = -1;
+  info->st_colls = info->st_colls_gpu_lost = -1;   /* not said until a tail says so */
   cl_reader r;
   if (reader_open(&r, path, info) != 0) { info->bad = 1; return -1; }
   int state = ST_OPEN, key = K_OTHER;

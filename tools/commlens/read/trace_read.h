@@ -49,6 +49,7 @@ typedef struct {
   int64_t sync_esterror_us, sync_maxerror_us;
   int64_t st_events, st_dropped, st_calls, st_overhead_ns, st_overhead_med_ns;   /* mean, median (0: not said) */
   double st_overhead_pct;
+  int64_t st_colls, st_colls_gpu_lost;  /* collectives; ... CUPTI did not time: another tool had it (-1: not said) */
   int has_st_exposed;               /* the plugin's exposure totals (commlensStats.exposure) */
   int64_t st_exposed_ns;            /* ... exposed communication: a union, each interval once */
   /* scan outcome */

@@ -99,6 +99,10 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
     json_object_object_add(p, "overhead_pct", json_object_new_double(r->info.st_overhead_pct));
     json_object_object_add(p, "overhead_ns_per_call", ji(r->info.st_overhead_ns));
     json_object_object_add(p, "overhead_ns_per_call_median", ji(r->info.st_overhead_med_ns));
+    if (r->info.st_colls_gpu_lost >= 0) {   /* traces since issue 29 */
+      json_object_object_add(p, "collectives", ji(r->info.st_colls));
+      json_object_object_add(p, "collectives_gpu_lost", ji(r->info.st_colls_gpu_lost));
+    }
     json_object_object_add(p, "final", json_object_new_boolean(r->info.final));
     json_object_object_add(p, "truncated", json_object_new_boolean(r->info.truncated || r->info.bad));
     json_object_object_add(x, "plugin", p);

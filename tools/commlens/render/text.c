@@ -190,6 +190,16 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   fprintf(o, "\nPlugin: ABI %s%d, version %s; %lld records dropped; overhead max %.3f%% (rank %d); %d/%d final, %d truncated\n",
           abimix ? "mixed, rank 0: " : "", abi0, job->r[0]->info.version ? job->r[0]->info.version : "?", (long long)drops,
           maxov, maxov_r, nfinal, job->n, ntrunc);
+  int64_t lost = 0, colls = 0; int nlost = 0;
+  for (int i = 0; i < job->n; i++) {
+    cl_info *in = &job->r[i]->info;
+    if (in->st_colls_gpu_lost > 0) { lost += in->st_colls_gpu_lost; nlost++; }
+    if (in->st_colls > 0) colls += in->st_colls;
+  }
+  if (lost)   /* the plugin's own count (commlensStats.collectives_gpu_lost), the one rule */
+    fprintf(o, "  %lld of %lld collectives lack GPU timing from CUPTI on %d rank(s): lost (CUPTI taken by another "
+            "tool, e.g. torch.profiler; set TEARDOWN_CUPTI=1 so it lets go after its window)\n",
+            (long long)lost, (long long)colls, nlost);
   fprintf(o, "  %5s %4s %-9s %10s %10s %9s %12s  %s\n", "rank", "abi", "version", "events", "dropped", "overhead", "ns/call p50", "status");
   for (int i = 0; i < job->n; i++) ord[i] = i;
   for (int k = 0; k < job->n && k < top; k++) {   /* worst first: truncated, dropped, overhead */

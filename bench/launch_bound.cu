@@ -1,0 +1,131 @@
+// launch_bound.cu: a launch-bound training step without PyTorch, for bench/launch_bound.sh. One
+// process per rank (ranks may share a GPU as emulated nodes: the driver sets NCCL_HOSTID). A step
+// is --kernels tiny kernels on the compute stream (what an optimizer without foreach launches)
+// and --colls small all_reduces on a second stream, then a wait for both, as a training loop
+// waits for its loss. Prints one line "RESULT {json}" with every timed step's milliseconds; the
+// driver takes medians. Never touches the profiler: the environment picks it (NCCL_PROFILER_PLUGIN).
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+  fprintf(stderr, "launch_bound: %s: %s\n", #x, cudaGetErrorString(e_)); exit(3); } } while (0)
+#define NK(x) do { ncclResult_t r_ = (x); if (r_ != ncclSuccess) { \
+  fprintf(stderr, "launch_bound: %s: %s\n", #x, ncclGetErrorString(r_)); exit(3); } } while (0)
+
+__global__ void tiny(float *x, float a) { x[threadIdx.x] = x[threadIdx.x] * a + 1.0f; }
+
+static double now_ms() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static long arg(int argc, char **argv, const char *name, long def) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], name)) {
+      char *end;
+      errno = 0;
+      long v = strtol(argv[i + 1], &end, 10);
+      if (errno || *end || v < 0) { fprintf(stderr, "launch_bound: bad %s '%s'\n", name, argv[i + 1]); exit(2); }
+      return v;
+    }
+  return def;
+}
+static const char *sarg(int argc, char **argv, const char *name) {
+  for (int i = 1; i + 1 < argc; i++) if (!strcmp(argv[i], name)) return argv[i + 1];
+  return nullptr;
+}
+
+// Rank 0 writes the NCCL id beside the target and renames it in; the others wait for it.
+static void share_id(ncclUniqueId *id, int rank, const char *path, int wait_s) {
+  if (rank == 0) {
+    NK(ncclGetUniqueId(id));
+    std::string tmp = std::string(path) + ".tmp" + std::to_string(getpid());
+    FILE *f = fopen(tmp.c_str(), "wbx");
+    if (!f || fwrite(id, sizeof *id, 1, f) != 1 || fclose(f) != 0 || rename(tmp.c_str(), path) != 0) {
+      fprintf(stderr, "launch_bound: cannot write %s: %s\n", path, strerror(errno));
+      exit(3);
+    }
+    return;
+  }
+  for (int i = 0; i < wait_s * 100; i++) {
+    FILE *f = fopen(path, "rb");
+    if (f) {
+      size_t got = fread(id, sizeof *id, 1, f);
+      fclose(f);
+      if (got == 1) return;
+    }
+    usleep(10000);
+  }
+  fprintf(stderr, "launch_bound: no NCCL id at %s after %d s\n", path, wait_s);
+  exit(3);
+}
+
+int main(int argc, char **argv) {
+  int rank = (int)arg(argc, argv, "--rank", 0), nranks = (int)arg(argc, argv, "--nranks", 1);
+  int dev = (int)arg(argc, argv, "--device", 0);
+  long kernels = arg(argc, argv, "--kernels", 2000), colls = arg(argc, argv, "--colls", 2);
+  long steps = arg(argc, argv, "--steps", 40), warmup = arg(argc, argv, "--warmup", 10);
+  long count = arg(argc, argv, "--count", 1024);   // floats per all_reduce (4 KiB)
+  const char *id_file = sarg(argc, argv, "--id-file");
+  if (nranks > 1 && !id_file) { fprintf(stderr, "launch_bound: --id-file is needed with --nranks > 1\n"); return 2; }
+  if (rank >= nranks || steps < 1) { fprintf(stderr, "launch_bound: bad --rank/--nranks/--steps\n"); return 2; }
+
+  CK(cudaSetDevice(dev));
+  cudaStream_t compute, comm;
+  CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking));
+  float *x, *buf;
+  CK(cudaMalloc(&x, 32 * sizeof(float)));
+  CK(cudaMalloc(&buf, count * sizeof(float)));
+  CK(cudaMemset(x, 0, 32 * sizeof(float)));
+  CK(cudaMemset(buf, 0, count * sizeof(float)));
+  ncclUniqueId id;
+  if (nranks > 1) share_id(&id, rank, id_file, 120);
+  else NK(ncclGetUniqueId(&id));
+  ncclComm_t nc;
+  NK(ncclCommInitRank(&nc, nranks, id, rank));   // one rank too: NCCL loads the profiler either way
+  cudaEvent_t done;
+  CK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+
+  std::vector<double> ms;
+  double t_all = now_ms();
+  for (long s = 0; s < warmup + steps; s++) {
+    double t0 = now_ms();
+    for (long c = 0; c < colls; c++) {
+      // the collective waits for the compute so far, as a gradient bucket does
+      CK(cudaEventRecord(done, compute));
+      CK(cudaStreamWaitEvent(comm, done, 0));
+      for (long k = 0; k < kernels / (colls + 1); k++) tiny<<<1, 32, 0, compute>>>(x, 0.5f);
+      NK(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, nc, comm));
+    }
+    for (long k = colls * (kernels / (colls + 1)); k < kernels; k++) tiny<<<1, 32, 0, compute>>>(x, 0.5f);
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(comm));
+    CK(cudaStreamSynchronize(compute));
+    if (s >= warmup) ms.push_back(now_ms() - t0);
+  }
+  double total = now_ms() - t_all;
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  printf("RESULT {\"rank\":%d,\"nranks\":%d,\"kernels_per_step\":%ld,\"colls_per_step\":%ld,\"median_ms\":%.4f,"
+         "\"total_ms\":%.1f,\"step_ms\":[", rank, nranks, kernels, colls, sorted[sorted.size() / 2], total);
+  for (size_t i = 0; i < ms.size(); i++) printf("%s%.4f", i ? "," : "", ms[i]);
+  printf("]}\n");
+  fflush(stdout);
+  NK(ncclCommFinalize(nc));
+  NK(ncclCommDestroy(nc));
+  CK(cudaFree(x));
+  CK(cudaFree(buf));
+  return 0;
+}
