@@ -11,7 +11,12 @@
 #include "tools/commlens/analyse/phase_evidence.h"
 #include <unistd.h>
 
-typedef struct { int kind; int who_rank; enum cl_sg_evidence ev; char line[512]; } verdict_seen;
+typedef struct {
+  int kind; int who_rank; enum cl_sg_evidence ev; char line[512];
+  uint64_t top_tag; int top_other; size_t ntags; int capped; int64_t distinct;
+  double split_wait, split_xfer;   /* rank 0's exposure split */
+  double top_wait_caused, next_wait_caused;
+} verdict_seen;
 
 /* Writes the job of `c`, loads, aligns and analyses it; the verdict's kind, named rank, evidence. */
 static int verdict_of(synth_cfg *c, verdict_seen *out) {
@@ -37,6 +42,13 @@ static int verdict_of(synth_cfg *c, verdict_seen *out) {
                   : an.vd.v.nstall ? job.r[an.vd.v.stall[0].who]->rank : -1;
   out->ev = an.vd.v.evidence;
   snprintf(out->line, sizeof out->line, "%s", an.vd.line);
+  out->ntags = an.tags.n; out->capped = an.tags.capped; out->distinct = an.tags.n_distinct;
+  if (an.tags.n) {
+    out->top_tag = an.tags.row[0].tag; out->top_other = an.tags.row[0].other;
+    out->top_wait_caused = an.tags.row[0].wait_caused_ns;
+    out->next_wait_caused = an.tags.n > 1 ? an.tags.row[1].wait_caused_ns : 0;
+  }
+  out->split_wait = an.tags.exp_wait[0]; out->split_xfer = an.tags.exp_xfer[0];
   cl_analysis_free(&an);
   cl_cm_free(&cm);
   cl_job_free(&job);
@@ -125,6 +137,33 @@ TL_TEST(phases_missing_on_one_rank_keep_arrivals) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "  cannot remove %s\n", dir);
+}
+
+/* "bucket 1 waits most": the late rank is late only on the collectives tagged 1 */
+TL_TEST(by_tag_names_the_tag_that_waits_most) {
+  synth_cfg c = two_hosts();
+  c.phases = 1; c.late_every = 4; c.tag_every = 4;   /* late on i % 4 == 0: tag 1 */
+  verdict_seen v;
+  REQUIRE(verdict_of(&c, &v) == 0, "tagged job");
+  CHECK(v.ntags == 4 && v.distinct == 4 && !v.capped, "%zu tag rows, %lld distinct", v.ntags, (long long)v.distinct);
+  CHECK(v.top_tag == 1 && !v.top_other && v.top_wait_caused > 10 * v.next_wait_caused,
+        "top tag %llu with %.0f ns caused, next %.0f", (unsigned long long)v.top_tag, v.top_wait_caused, v.next_wait_caused);
+  /* synth: exposed = 30% of the span; the GPU waits for the last arrival, so the exposed
+   * time of an early rank is mostly waiting */
+  CHECK(v.split_wait > 0 && v.split_xfer >= 0, "rank 0's split: waiting %.0f, transferring %.0f", v.split_wait, v.split_xfer);
+  synth_cfg u = two_hosts();
+  REQUIRE(verdict_of(&u, &v) == 0, "untagged job");
+  CHECK(v.ntags == 0 && v.split_xfer < 0, "no tags, no phases: no table (%zu rows), no split", v.ntags);
+}
+
+TL_TEST(tags_past_the_cap_fold_into_other) {
+  synth_cfg c = two_hosts();
+  c.phases = 1; c.tag_every = 50; c.late_every = 50;   /* 50 tags, the late one is tag 1 */
+  verdict_seen v;
+  REQUIRE(verdict_of(&c, &v) == 0, "tagged job");
+  CHECK(v.distinct == 50 && v.capped && v.ntags == CL_TAG_LABELS_MAX, "%lld distinct, %zu rows, capped %d",
+        (long long)v.distinct, v.ntags, v.capped);
+  CHECK(v.top_tag == 1 && !v.top_other, "the costliest tag keeps its name: %llu", (unsigned long long)v.top_tag);
 }
 
 TL_MAIN("tools/phase_verdict")

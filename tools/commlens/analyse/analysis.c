@@ -162,12 +162,14 @@ void cl_analyse(cl_job *job, const cl_clock_model *cm, cl_analysis *an) {
   }
   free(m);
   qsort(an->ch, an->nch, sizeof(cl_chan_row), cmp_chan);
+  cl_tags_compute(job, &an->vd, &an->tags, stderr);
 }
 
 void cl_analysis_free(cl_analysis *an) {
   free(an->ra); free(an->ia); free(an->ch); free(an->lowbw);
   cl_blame_free(&an->bl);
   cl_verdict_free(&an->vd);
+  cl_tags_free(&an->tags);
 }
 
 /* The plugin's own total first: operations that share a kernel (a Send and a Recv of one

@@ -5,6 +5,7 @@
 #include "tools/commlens/model/load.h"
 #include "tools/commlens/analyse/blame.h"
 #include "tools/commlens/analyse/verdict.h"
+#include "tools/commlens/analyse/tags.h"
 #include <stdint.h>
 
 /* What the report concludes, for every output form (text, JSON, HTML). Times in ns. */
@@ -31,6 +32,7 @@ typedef struct {
   const cl_clock_model *cm;         /* the clock model the job was aligned with (the caller's) */
   cl_verdict_an vd;                /* the answer: the straggler verdict, its steps (verdict.h) */
   cl_blame bl;                     /* waits per rank and NVTX step, from the verdict's instances */
+  cl_tags tags;                    /* by v7 user tag, and each rank's exposure split (tags.h) */
 } cl_analysis;
 /* Fills *an from a job aligned by cl_clock_align with model cm (borrowed: it must outlive an);
  * cl_analysis_free releases it. */
