@@ -260,7 +260,19 @@ H_CHILD(drive_version) {
   if (abi >= 4) check_kernel_ch(&t, NCH, tol);
   check_proxy_steps(&t, abi);
   check_appended_ops(&t, NCH * 2);
-  if (abi >= 7) check_v7(&t, &c, o.user_tag, o.sync_wait_ns);
+  if (abi >= 7) {
+    check_v7(&t, &c, o.user_tag, o.sync_wait_ns);
+    /* the CLI reads the tag back whole (past 2^53) and groups by it */
+    json_object *rep = h_report_json(getenv("COMMLENS_DIR"));
+    json_object *rows = h_json_get(rep, "by_tag"), *row = NULL;
+    for (size_t k = 0; rows && k < json_object_array_length(rows); k++) {
+      const char *tg = json_object_get_string(h_json_get(json_object_array_get_idx(rows, k), "tag"));
+      if (tg && !strcmp(tg, "9223372036854775815")) row = json_object_array_get_idx(rows, k);
+    }
+    CHECK(rows && json_object_array_length(rows) == 2 && row && json_object_get_int64(h_json_get(row, "colls")) == NCOLL,
+          "report by_tag: %s", rows ? json_object_to_json_string(rows) : "(none)");
+    if (rep) json_object_put(rep);
+  }
   if (getenv("H_VERBOSE")) {
     const char *cats[] = {"api", "group", "coll", "p2p", "coll_gpu", "kernel_ch", "proxy_op", "proxy_step", "proxy_state", "proxy_ctrl"};
     for (size_t i = 0; i < sizeof cats / sizeof *cats; i++) fprintf(stderr, "  v%d %s: %zu\n", abi, cats[i], tr_count(&t, 'X', cats[i]));
