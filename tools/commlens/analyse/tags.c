@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cl_tag_split(const cl_coll *c, double *waiting, double *transferring) {
+/* A collective's exposure split: how much of its exposed time the GPU spent waiting for its
+ * peers (initial_sync opens the kernel: the exposed time up to its length), the rest
+ * transferring. 0 and -1 when unknown (no exposure or no phases). */
+static void split(const cl_coll *c, double *waiting, double *transferring) {
   if (!c->has_exposed || !c->has_phase) { *waiting = 0; *transferring = -1; return; }
   double ex = (double)c->exposed, w = (double)c->gwait;
   *waiting = w < ex ? w : ex;
@@ -46,7 +49,7 @@ void cl_tags_compute(const cl_job *job, const cl_verdict_an *vd, cl_tags *t, FIL
     t->exp_wait[i] = 0; t->exp_xfer[i] = -1;
     for (size_t k = 0; k < r->colls.n; k++) {
       double w, x;
-      cl_tag_split(&r->colls.a[k], &w, &x);
+      split(&r->colls.a[k], &w, &x);
       if (x >= 0) { t->exp_wait[i] += w; t->exp_xfer[i] = (t->exp_xfer[i] < 0 ? 0 : t->exp_xfer[i]) + x; }
       any |= r->colls.a[k].has_tag;
     }
@@ -68,7 +71,7 @@ void cl_tags_compute(const cl_job *job, const cl_verdict_an *vd, cl_tags *t, FIL
       const cl_coll *c = &job->r[i]->colls.a[k];
       cl_tag_row *row = row_of(rows, nd, tag_of(c));
       double w, x;
-      cl_tag_split(c, &w, &x);
+      split(c, &w, &x);
       row->n_colls++;
       row->gpu_ns += (double)(c->end - c->start);
       if (c->has_exposed) row->exposed_ns += (double)c->exposed;

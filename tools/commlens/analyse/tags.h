@@ -40,8 +40,4 @@ void cl_tags_compute(const cl_job *job, const cl_verdict_an *vd, cl_tags *t, FIL
 void cl_tags_free(cl_tags *t);
 /* The row's label: "untagged", "other (N tags)" or the tag in decimal (buf, caller's). */
 const char *cl_tag_label(const cl_tags *t, const cl_tag_row *r, char *buf, size_t n);
-/* A collective's exposure split: how much of its exposed time the GPU spent waiting for its
- * peers (initial_sync comes first in the kernel: the exposed time up to it), the rest
- * transferring. 0 and -1 when unknown (no exposure or no phases). */
-void cl_tag_split(const cl_coll *c, double *waiting, double *transferring);
 #endif
