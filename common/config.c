@@ -63,6 +63,8 @@ static const struct { const char *name; uint32_t bit; } g_event_names[] = {
   {"proxystep", 1u << 4}, {"proxyctrl", 1u << 5}, {"kernelch", 1u << 6}, {"net", 1u << 7},
   {"groupapi", 1u << 8}, {"collapi", 1u << 9}, {"p2papi", 1u << 10},
   {"kernellaunch", 1u << 11}, {"ce", 7u << 12},
+  /* v7 kernel phases come under KernelCh events (NCCL turns KernelCh on for them anyway) */
+  {"kernelphase", (1u << 15) | (1u << 6)},
 };
 
 /* "default", "full", a number (mask), or a '+'/','-separated list of preset and event names,

@@ -7,7 +7,7 @@
 
 #define CL_MASK_DEFAULT 0x070Fu  /* Group Coll P2p ProxyOp + GroupApi CollApi P2pApi */
 #define CL_MASK_KERNEL_LAUNCH 0x0800u  /* added whenever CUPTI is on: the kernel join needs it */
-#define CL_MASK_FULL    0x7FFFu  /* every event NCCL 2.23 .. 2.30 can emit */
+#define CL_MASK_FULL    0xFFFFu  /* every event NCCL 2.23 .. 2.30 and v7 (KernelPhase) can emit */
 
 /* Threads the budget holds rings of COMMLENS_RING_KB for at least: a rank has its own thread
  * and NCCL's proxy thread, often a second proxy thread and more user threads. */

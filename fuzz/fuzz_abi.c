@@ -23,6 +23,7 @@ extern const clabi_profiler_v3 ncclProfiler_v3;
 extern const clabi_profiler_v4 ncclProfiler_v4;
 extern const clabi_profiler_v5 ncclProfiler_v5;
 extern const clabi_profiler_v6 ncclProfiler_v6;
+extern const clabi_profiler_v7 ncclProfiler_v7;
 
 typedef struct { const uint8_t *p; size_t n; } rd;
 static uint8_t u8(rd *r) { if (!r->n) return 0; r->n--; return *r->p++; }
@@ -67,12 +68,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 #define CALL(abi, fn, ...)                                                                   \
   (abi == 1 ? TAB(v1)->fn(__VA_ARGS__) : abi == 2 ? TAB(v2)->fn(__VA_ARGS__)                \
    : abi == 3 ? TAB(v3)->fn(__VA_ARGS__) : abi == 4 ? TAB(v4)->fn(__VA_ARGS__)              \
-   : abi == 5 ? TAB(v5)->fn(__VA_ARGS__) : TAB(v6)->fn(__VA_ARGS__))
+   : abi == 5 ? TAB(v5)->fn(__VA_ARGS__) : abi == 6 ? TAB(v6)->fn(__VA_ARGS__)              \
+   : TAB(v7)->fn(__VA_ARGS__))
 
 static const uint64_t g_types[] = {CLABI_EV_GROUP, CLABI_EV_COLL, CLABI_EV_P2P, CLABI_EV_PROXY_OP,
   CLABI_EV_PROXY_STEP, CLABI_EV_PROXY_CTRL, CLABI_EV_KERNEL_CH, CLABI_EV_NET_PLUGIN,
   CLABI_EV_GROUP_API, CLABI_EV_COLL_API, CLABI_EV_P2P_API, CLABI_EV_KERNEL_LAUNCH,
-  CLABI_EV_CE_COLL, CLABI_EV_CE_SYNC, CLABI_EV_CE_BATCH};
+  CLABI_EV_CE_COLL, CLABI_EV_CE_SYNC, CLABI_EV_CE_BATCH, CLABI_EV_KERNEL_PHASE};
+#define NTYPES (sizeof g_types / sizeof g_types[0])
 
 /* Points every string and data pointer the member for `type` has at something valid. */
 static void fix_pointers(int abi, uint64_t type, void *buf, rd *r) {
@@ -110,7 +113,9 @@ static void fix_pointers(int abi, uint64_t type, void *buf, rd *r) {
     if (type == CLABI_EV_COLL) { d->coll.func = str(r); d->coll.datatype = str(r); d->coll.algo = str(r); d->coll.proto = str(r); }
     if (type == CLABI_EV_P2P) { d->p2p.func = str(r); d->p2p.datatype = str(r); }
     if (type == CLABI_EV_NET_PLUGIN) d->netPlugin.data = data;
-    if (type == CLABI_EV_CE_COLL && abi == 6) { d->ceColl.func = str(r); d->ceColl.datatype = str(r); d->ceColl.syncStrategy = str(r); }
+    /* v7 keeps v6's offsets for these (nccl_profiler_abi.h) */
+    if (type == CLABI_EV_CE_COLL && abi >= 6) { d->ceColl.func = str(r); d->ceColl.datatype = str(r); d->ceColl.syncStrategy = str(r); }
+    if (type == CLABI_EV_KERNEL_PHASE && abi == 7) ((clabi_descr_v7 *)buf)->kernelPhase.phaseName = str(r);
     break;
   }
   }
@@ -119,7 +124,7 @@ static void fix_pointers(int abi, uint64_t type, void *buf, rd *r) {
 enum { MAXH = 64, MAXC = 8 };
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rd r = {data, size};
-  int abi = 1 + u8(&r) % 6;
+  int abi = 1 + u8(&r) % 7;
   void *handles[MAXH] = {0};
   int nh = 0;
   void *ctxs[MAXC] = {0};
@@ -140,7 +145,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 3: rc = TAB(v3)->init(&ctx, &g_mask); break;
       case 4: rc = TAB(v4)->init(&ctx, &g_mask, name, hash, 1, nranks, rank, logger); break;
       case 5: rc = TAB(v5)->init(&ctx, hash, &g_mask, name, 1, nranks, rank, logger); break;
-      default: rc = TAB(v6)->init(&ctx, hash, &g_mask, name, 1, nranks, rank, logger); break;
+      case 6: rc = TAB(v6)->init(&ctx, hash, &g_mask, name, 1, nranks, rank, logger); break;
+      default: rc = TAB(v7)->init(&ctx, hash, &g_mask, name, 1, nranks, rank, logger); break;
       }
       (void)rc;                                         /* init may fail */
       ctxs[nc] = ctx; live[nc] = 1; nc++;
@@ -157,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       _Alignas(16) unsigned char buf[160];
       bytes(&r, buf, sizeof buf);
       uint8_t tb = u8(&r);
-      uint64_t type = tb < 200 ? g_types[tb % 15] : tb < 230 ? (uint64_t)u8(&r) : u64(&r);
+      uint64_t type = tb < 200 ? g_types[tb % NTYPES] : tb < 230 ? (uint64_t)u8(&r) : u64(&r);
       if (abi <= 4) type = (uint8_t)type;              /* v1..v4 descriptors carry an 8-bit type */
       uint8_t pb = u8(&r);
       void *parent = pb < 128 && nh ? handles[pb % nh] : pb < 192 ? NULL : (void *)(uintptr_t)u64(&r);

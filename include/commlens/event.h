@@ -13,7 +13,7 @@ typedef enum {
   CL_EV_GROUP = 0, CL_EV_COLL = 1, CL_EV_P2P = 2, CL_EV_PROXY_OP = 3, CL_EV_PROXY_STEP = 4,
   CL_EV_PROXY_CTRL = 5, CL_EV_KERNEL_CH = 6, CL_EV_NET_PLUGIN = 7, CL_EV_GROUP_API = 8,
   CL_EV_COLL_API = 9, CL_EV_P2P_API = 10, CL_EV_KERNEL_LAUNCH = 11, CL_EV_CE_COLL = 12,
-  CL_EV_CE_SYNC = 13, CL_EV_CE_BATCH = 14, CL_EV__COUNT = 15
+  CL_EV_CE_SYNC = 13, CL_EV_CE_BATCH = 14, CL_EV_KERNEL_PHASE = 15, CL_EV__COUNT = 16
 } cl_event_type;
 
 /* State values are NCCL's own numbering (CLABI_ST_* in nccl_profiler_abi.h).
@@ -24,7 +24,7 @@ enum {
   CL_ST_CTRL_ACTIVE = 14, CL_ST_CTRL_SLEEP = 15, CL_ST_CTRL_WAKEUP = 16, CL_ST_CTRL_APPEND = 17,
   CL_ST_CTRL_APPEND_END = 18, CL_ST_PROXY_OP_IN_PROGRESS = 19, CL_ST_STEP_SEND_PEER_WAIT = 20,
   CL_ST_NET_PLUGIN_UPDATE = 21, CL_ST_KERNEL_CH_STOP = 22, CL_ST_GROUP_START_API_STOP = 23,
-  CL_ST_GROUP_END_API_START = 24, CL_ST__MAX = 31
+  CL_ST_GROUP_END_API_START = 24, CL_ST_KERNEL_PHASE_STOP = 31, CL_ST__MAX = 31
 };
 
 /* Strings in payloads are NCCL's static strings (func, datatype, algo, proto, syncStrategy)
@@ -32,26 +32,30 @@ enum {
 typedef const char *cl_str;
 
 /* Event payloads: what the shim copies out of NCCL's descriptor. Each fits the record's
- * payload area (CL_PAYLOAD_MAX bytes). Counts are as NCCL passed them. */
+ * payload area (CL_PAYLOAD_MAX bytes). Counts are as NCCL passed them. user_tag: the
+ * application's per-call label (v7 userTag; 0 = untagged, and always 0 before v7). */
 typedef struct { int32_t graph_captured, depth; } cl_group_api;
 typedef struct { cl_str func, datatype; uint64_t count; uint64_t stream; int32_t root;
-                 uint8_t graph_captured; } cl_coll_api;   /* also P2pApi (root = -1) */
+                 uint8_t graph_captured; uint64_t user_tag; } cl_coll_api;   /* also P2pApi (root = -1) */
 /* stream_id: CUPTI's id of the stream plus one, looked up at the launch (0: unknown) */
 typedef struct { uint64_t stream; uint32_t stream_id; } cl_kernel_launch;
 /* comm_hash is set only by v1..v3, whose init does not name the communicator. */
 typedef struct { uint64_t seq; cl_str func, datatype, algo, proto; uint64_t count;
                  uint64_t parent_group, comm_hash; int32_t root; uint8_t nchannels, nwarps;
-                 uint8_t is_collnet, is_nvls; } cl_coll;
+                 uint8_t is_collnet, is_nvls; uint64_t user_tag; } cl_coll;
 typedef struct { cl_str func, datatype; uint64_t count; uint64_t parent_group, comm_hash;
-                 int32_t peer; uint8_t nchannels; } cl_p2p;
+                 int32_t peer; uint8_t nchannels; uint64_t user_tag; } cl_p2p;
 typedef struct { int32_t pid, peer, nsteps, chunk_size; uint8_t channel, is_send; } cl_proxy_op;
 typedef struct { int32_t step; } cl_proxy_step;
 typedef struct { uint64_t ptimer; uint8_t channel; } cl_kernel_ch;
+/* v7 KernelPhase: one phase of a channel's kernel work (phase: CLABI_PHASE_* numbering,
+ * 0 initial_sync, 1 compute, 2 final_sync), ptimer its GPU start; its parent is the KernelCh. */
+typedef struct { uint64_t ptimer; uint8_t channel, phase; } cl_kernel_phase;
 /* NetPlugin: id = NCCL's plugin id (type | version); the IB or socket descriptor is copied. */
 typedef struct { int64_t id; uint8_t data_len; uint8_t data[40]; } cl_net_plugin;
 typedef struct { uint64_t seq; cl_str func, datatype, sync_strategy; uint64_t count, stream;
                  int32_t root; uint32_t batch_size, num_batches, ce_seq; uint8_t intra_batch_sync;
-               } cl_ce_coll;
+                 uint64_t user_tag; } cl_ce_coll;
 typedef struct { int32_t nranks; uint8_t is_complete; } cl_ce_sync;
 typedef struct { uint64_t total_bytes; int32_t num_ops; uint8_t use_intra_sync; } cl_ce_batch;
 
@@ -61,7 +65,7 @@ typedef struct {
   union {
     cl_group_api group_api; cl_coll_api coll_api; cl_kernel_launch kernel_launch; cl_coll coll;
     cl_p2p p2p; cl_proxy_op proxy_op; cl_proxy_step proxy_step; cl_kernel_ch kernel_ch;
-    cl_net_plugin net; cl_ce_coll ce_coll; cl_ce_sync ce_sync; cl_ce_batch ce_batch;
+    cl_kernel_phase kernel_phase; cl_net_plugin net; cl_ce_coll ce_coll; cl_ce_sync ce_sync; cl_ce_batch ce_batch;
   };
 } cl_payload;
 

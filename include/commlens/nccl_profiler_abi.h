@@ -1,6 +1,7 @@
 /* nccl_profiler_abi.h: commlens' own transcription of the NCCL profiler plugin ABI,
- * versions 1 to 6, written from NCCL's documented profiler interface (the profiler headers
- * NCCL ships for plugins, v1 to v6). Every struct is checked field by field against the x86-64
+ * versions 1 to 7, written from NCCL's documented profiler interface (the profiler headers
+ * NCCL ships for plugins, v1 to v6; v7 from NVIDIA/nccl master after 2.30, docs/decisions.md
+ * says which commit and what is unconfirmed). Every struct is checked field by field against the x86-64
  * LP64 offsets of those layouts (below).
  * Only plugin/abi/ and the test harness may include this file. */
 #ifndef COMMLENS_NCCL_PROFILER_ABI_H
@@ -31,6 +32,7 @@ enum {
   CLABI_EV_GROUP_API = 1 << 8, CLABI_EV_COLL_API = 1 << 9, CLABI_EV_P2P_API = 1 << 10,
   CLABI_EV_KERNEL_LAUNCH = 1 << 11,                                     /* v5 */
   CLABI_EV_CE_COLL = 1 << 12, CLABI_EV_CE_SYNC = 1 << 13, CLABI_EV_CE_BATCH = 1 << 14, /* v6 */
+  CLABI_EV_KERNEL_PHASE = 1 << 15,                                      /* v7 */
 };
 
 /* recordEventState values: one numbering for every version. */
@@ -48,7 +50,10 @@ enum {
   CLABI_ST_GROUP_START_API_STOP = 23, CLABI_ST_GROUP_END_API_START = 24,
   CLABI_ST_CE_COLL_START = 25, CLABI_ST_CE_COLL_COMPLETE = 26, CLABI_ST_CE_SYNC_START = 27,
   CLABI_ST_CE_SYNC_COMPLETE = 28, CLABI_ST_CE_BATCH_START = 29, CLABI_ST_CE_BATCH_COMPLETE = 30,
+  CLABI_ST_KERNEL_PHASE_STOP = 31,   /* v7: arg is the phase's GPU stop time (kernelCh.pTimer) */
 };
+/* v7 kernel phase ids (kernelPhase.phaseId) */
+enum { CLABI_PHASE_INITIAL_SYNC = 0, CLABI_PHASE_COMPUTE = 1, CLABI_PHASE_FINAL_SYNC = 2 };
 
 /* The proxy-op member is the same in every version. */
 struct clabi_proxy_op { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; };
@@ -165,6 +170,41 @@ typedef struct {
   };
 } clabi_descr_v6;
 
+/* ---------------- v7 (NVIDIA/nccl master after 2.30): user tags, kernel phases ---------------
+ * Same header; every v5/v6 member keeps its offsets, the ones that gain fields grow at their end
+ * (so v7's union is 112 bytes and the descriptor 136): userTag (0 = untagged) after the API
+ * events' graphCaptured, after coll.parentGroup (with kernelVariant and isSymColl before it),
+ * after p2p.parentGroup and ceColl.stream; and the KernelPhase member. */
+typedef struct {
+  uint64_t type; void *parentObj; int rank;
+  union {
+    struct { int graphCaptured; int groupDepth; } groupApi;
+    struct { const char *func; size_t count; const char *datatype; int root; void *stream;
+             bool graphCaptured; uint64_t userTag; } collApi;
+    struct { const char *func; size_t count; const char *datatype; void *stream;
+             bool graphCaptured; uint64_t userTag; } p2pApi;
+    struct { void *stream; } kernelLaunch;
+    struct { uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff;
+             size_t count; int root; const char *datatype; uint8_t nChannels; uint8_t nWarps;
+             const char *algo; const char *proto; void *parentGroup; const char *kernelVariant;
+             bool isSymColl; uint64_t userTag; } coll;
+    struct { const char *func; void *buff; const char *datatype; size_t count; int peer;
+             uint8_t nChannels; void *parentGroup; uint64_t userTag; } p2p;
+    struct clabi_proxy_op proxyOp;
+    struct { int step; } proxyStep;
+    struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
+    struct { int64_t id; void *data; } netPlugin;
+    struct { uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff;
+             size_t count; int root; const char *datatype; const char *syncStrategy;
+             bool intraBatchSync; uint32_t batchSize; uint32_t numBatches; uint32_t ceSeqNum;
+             void *stream; uint64_t userTag; } ceColl;
+    struct { bool isComplete; int nRanks; } ceCollSync;
+    struct { int numOps; size_t totalBytes; bool useIntraSync; } ceCollBatch;
+    /* phaseId: CLABI_PHASE_*; pTimer: the phase's GPU start (%globaltimer ns) */
+    struct { uint8_t channelId; uint8_t phaseId; const char *phaseName; uint64_t pTimer; } kernelPhase;
+  };
+} clabi_descr_v7;
+
 /* ---------------- function tables: {name, init, start, stop, state, finalize} ---------------- */
 #define CLABI_TABLE(V, INIT_ARGS, DESCR, STATE_ARGS)                                            \
   typedef struct {                                                                              \
@@ -187,6 +227,7 @@ CLABI_TABLE(v3, CLABI_INIT_V1, clabi_descr_v3, clabi_state_args_v1)
 CLABI_TABLE(v4, CLABI_INIT_V4, clabi_descr_v4, clabi_state_args_v4)
 CLABI_TABLE(v5, CLABI_INIT_V5, clabi_descr_v5, clabi_state_args_v4)
 CLABI_TABLE(v6, CLABI_INIT_V5, clabi_descr_v6, clabi_state_args_v4)
+CLABI_TABLE(v7, CLABI_INIT_V5, clabi_descr_v7, clabi_state_args_v4)
 
 /* ---------------- NetPlugin v1 descriptors (data of a NetPlugin event) ---------------------- */
 #define CLABI_NET_VER_MASK 0x0000FFFFu
@@ -242,6 +283,19 @@ CLABI_AT(clabi_descr_v6, ceColl.numBatches, 96); CLABI_AT(clabi_descr_v6, ceColl
 CLABI_AT(clabi_descr_v6, ceColl.stream, 104); CLABI_AT(clabi_descr_v6, ceCollSync.nRanks, 28);
 CLABI_AT(clabi_descr_v6, ceCollBatch.totalBytes, 32);
 CLABI_AT(clabi_descr_v6, ceCollBatch.useIntraSync, 40);
+CLABI_SIZE(clabi_descr_v7, 136);
+CLABI_AT(clabi_descr_v7, collApi.graphCaptured, 64); CLABI_AT(clabi_descr_v7, collApi.userTag, 72);
+CLABI_AT(clabi_descr_v7, p2pApi.graphCaptured, 56); CLABI_AT(clabi_descr_v7, p2pApi.userTag, 64);
+CLABI_AT(clabi_descr_v7, coll.parentGroup, 104); CLABI_AT(clabi_descr_v7, coll.kernelVariant, 112);
+CLABI_AT(clabi_descr_v7, coll.isSymColl, 120); CLABI_AT(clabi_descr_v7, coll.userTag, 128);
+CLABI_AT(clabi_descr_v7, p2p.parentGroup, 64); CLABI_AT(clabi_descr_v7, p2p.userTag, 72);
+CLABI_AT(clabi_descr_v7, ceColl.stream, 104); CLABI_AT(clabi_descr_v7, ceColl.userTag, 112);
+CLABI_AT(clabi_descr_v7, kernelPhase.channelId, 24); CLABI_AT(clabi_descr_v7, kernelPhase.phaseId, 25);
+CLABI_AT(clabi_descr_v7, kernelPhase.phaseName, 32); CLABI_AT(clabi_descr_v7, kernelPhase.pTimer, 40);
+/* the members v7 shares with v5/v6 sit where v5 has them (v5_common.h reads them so) */
+CLABI_AT(clabi_descr_v7, coll.nChannels, 80); CLABI_AT(clabi_descr_v7, p2p.nChannels, 60);
+CLABI_AT(clabi_descr_v7, kernelCh.pTimer, 32); CLABI_AT(clabi_descr_v7, proxyOp.isSend, 44);
+CLABI_AT(clabi_descr_v7, netPlugin.data, 32); CLABI_AT(clabi_descr_v7, ceCollBatch.useIntraSync, 40);
 CLABI_SIZE(clabi_net_ib_v1, 40); CLABI_SIZE(clabi_net_sock_v1, 24);
 CLABI_AT(clabi_net_ib_v1, qp.qpNum, 28); CLABI_AT(clabi_net_ib_v1, qp.length, 32);
 CLABI_AT(clabi_net_sock_v1, sock.op, 12); CLABI_AT(clabi_net_sock_v1, sock.length, 16);

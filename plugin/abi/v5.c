@@ -8,17 +8,14 @@
 
 static clabi_result v5_init(void **ctx, uint64_t commId, int *mask, const char *commName,
                             int nNodes, int nranks, int rank, clabi_logger logfn) {
-  cl_comm_desc d = {.hash = commId, .nnodes = nNodes, .nranks = nranks, .rank = rank,
-                    .abi = v5_ABI, .logfn = (cl_logger_fn)logfn};
-  if (commName) snprintf(d.name, sizeof d.name, "%s", commName);
-  return cl_shim_init(ctx, mask, &d);
+  return cl_v5_init(v5_ABI, ctx, commId, mask, commName, nNodes, nranks, rank, logfn);
 }
 
 static clabi_result v5_start(void *ctx, void **h, clabi_descr_v5 *d) {
   if (!h) return CLABI_SUCCESS;
   *h = NULL;
   if (!d) return CLABI_SUCCESS;
-  *h = cl_v5_start_common(ctx, d->type, d->parentObj, d->rank, d, 5);
+  *h = cl_v5_start_common(ctx, d->type, d->parentObj, d->rank, d, v5_ABI, 0);
   return CLABI_SUCCESS;
 }
 

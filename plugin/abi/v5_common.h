@@ -1,5 +1,6 @@
-/* v5_common.h: translation of the descriptor members v5 and v6 share (their union prefix is
- * identical, see CLABI_V5_UNION_MEMBERS), plus the recorder's view of the string fields. */
+/* v5_common.h: translation of the descriptor members v5, v6 and v7 share (v6's union prefix is
+ * v5's, CLABI_V5_UNION_MEMBERS; v7 keeps every shared member's offsets and only appends, see
+ * clabi_descr_v7), the CE members v6 and v7 share, and the recorder's view of the strings. */
 #ifndef COMMLENS_V5_COMMON_H
 #define COMMLENS_V5_COMMON_H
 #include "shim.h"
@@ -7,9 +8,25 @@
 #include <stdio.h>
 #include <unistd.h>
 
-/* `d` is a clabi_descr_v5 or clabi_descr_v6 (same prefix); CE members are handled by v6. */
+/* init of v5, v6 and v7 (one signature): the communicator's facts, then the common tail. */
+static inline clabi_result cl_v5_init(int abi, void **ctx, uint64_t commId, int *mask, const char *commName,
+                                      int nNodes, int nranks, int rank, clabi_logger logfn) {
+  cl_comm_desc d = {.hash = commId, .nnodes = nNodes, .nranks = nranks, .rank = rank,
+                    .abi = abi, .logfn = (cl_logger_fn)logfn};
+  if (commName) snprintf(d.name, sizeof d.name, "%s", commName);
+  return cl_shim_init(ctx, mask, &d);
+}
+
+/* The descriptor's size for the recorder, by ABI version (5, 6 or 7). */
+static inline unsigned cl_v5_descr_len(int abi) {
+  return abi == 5 ? sizeof(clabi_descr_v5) : abi == 6 ? sizeof(clabi_descr_v6) : sizeof(clabi_descr_v7);
+}
+
+/* `d` is a clabi_descr_v5, v6 or v7 (same offsets for these members); CE members and v7's
+ * KernelPhase are handled by their versions. `tag`: the v7 userTag of an API or Coll/P2p
+ * event (0 before v7). */
 static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj, int rank,
-                                       const void *dv, int abi) {
+                                       const void *dv, int abi, uint64_t tag) {
   const clabi_descr_v5 *d = dv;
   cl_payload p;
   unsigned flags = 0, size, et;
@@ -34,6 +51,7 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
     p.coll_api.stream = (uint64_t)(uintptr_t)(coll ? d->collApi.stream : d->p2pApi.stream);
     p.coll_api.root = coll ? d->collApi.root : -1;
     p.coll_api.graph_captured = cl_flag(coll ? &d->collApi.graphCaptured : &d->p2pApi.graphCaptured);
+    p.coll_api.user_tag = tag;
     refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.func) : offsetof(clabi_descr_v5, p2pApi.func),
                              p.coll_api.func, cl_str_len(p.coll_api.func)};
     refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.datatype) : offsetof(clabi_descr_v5, p2pApi.datatype),
@@ -55,7 +73,7 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
     p.coll = (cl_coll){.seq = d->coll.seqNumber, .func = d->coll.func, .datatype = d->coll.datatype,
                        .algo = d->coll.algo, .proto = d->coll.proto, .count = d->coll.count,
                        .parent_group = (uint64_t)(uintptr_t)d->coll.parentGroup, .root = d->coll.root,
-                       .nchannels = d->coll.nChannels, .nwarps = d->coll.nWarps};
+                       .nchannels = d->coll.nChannels, .nwarps = d->coll.nWarps, .user_tag = tag};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.func), d->coll.func, cl_str_len(d->coll.func)};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.datatype), d->coll.datatype, cl_str_len(d->coll.datatype)};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.algo), d->coll.algo, cl_str_len(d->coll.algo)};
@@ -65,7 +83,7 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
     et = CL_EV_P2P; size = CL_PSIZE(p2p);
     p.p2p = (cl_p2p){.func = d->p2p.func, .datatype = d->p2p.datatype, .count = d->p2p.count,
                      .parent_group = (uint64_t)(uintptr_t)d->p2p.parentGroup, .peer = d->p2p.peer,
-                     .nchannels = d->p2p.nChannels};
+                     .nchannels = d->p2p.nChannels, .user_tag = tag};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, p2p.func), d->p2p.func, cl_str_len(d->p2p.func)};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, p2p.datatype), d->p2p.datatype, cl_str_len(d->p2p.datatype)};
     break;
@@ -91,10 +109,48 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
     if (p.net.data_len) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, netPlugin.data), d->netPlugin.data, p.net.data_len};
     break;
   default:
-    return NULL;   /* v6 handles the CE types before calling us; anything else is unknown */
+    return NULL;   /* v6/v7 handle their own types before calling us; anything else is unknown */
   }
   void *h = cl_event_start(serial, et, flags, (uint64_t)(uintptr_t)parentObj, &p, size);
-  if (CL_RECORDING()) cl_recorder_start(abi, ctx, dv, abi == 5 ? sizeof(clabi_descr_v5) : sizeof(clabi_descr_v6), refs, nrefs, h);
+  if (CL_RECORDING()) cl_recorder_start(abi, ctx, dv, cl_v5_descr_len(abi), refs, nrefs, h);
   return h;
+}
+
+/* The copy-engine types (CeColl, CeSync, CeBatch) of a clabi_descr_v6 or v7 (same offsets);
+ * `tag`: v7's ceColl.userTag (0 in v6). */
+static inline void *cl_v6_start_ce(void *ctx, const void *dv, int abi, uint64_t tag) {
+  const clabi_descr_v6 *d = dv;
+  cl_payload p;
+  unsigned flags = 0, size, et;
+  cl_ref refs[3];
+  int nrefs = 0;
+  uint32_t serial = cl_shim_comm(ctx, &flags);
+  p.rank = d->rank;
+  p._pad = 0;
+  if (d->type == CLABI_EV_CE_COLL) {
+    et = CL_EV_CE_COLL; size = CL_PSIZE(ce_coll);
+    p.ce_coll = (cl_ce_coll){.seq = d->ceColl.seqNumber, .func = d->ceColl.func,
+                             .datatype = d->ceColl.datatype, .sync_strategy = d->ceColl.syncStrategy,
+                             .count = d->ceColl.count, .stream = (uint64_t)(uintptr_t)d->ceColl.stream,
+                             .root = d->ceColl.root, .batch_size = d->ceColl.batchSize,
+                             .num_batches = d->ceColl.numBatches, .ce_seq = d->ceColl.ceSeqNum,
+                             .intra_batch_sync = cl_flag(&d->ceColl.intraBatchSync), .user_tag = tag};
+    refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v6, ceColl.func), d->ceColl.func, cl_str_len(d->ceColl.func)};
+    refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v6, ceColl.datatype), d->ceColl.datatype, cl_str_len(d->ceColl.datatype)};
+    refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v6, ceColl.syncStrategy), d->ceColl.syncStrategy, cl_str_len(d->ceColl.syncStrategy)};
+  } else if (d->type == CLABI_EV_CE_SYNC) {
+    et = CL_EV_CE_SYNC; size = CL_PSIZE(ce_sync);
+    p.ce_sync = (cl_ce_sync){.nranks = d->ceCollSync.nRanks, .is_complete = cl_flag(&d->ceCollSync.isComplete)};
+  } else {
+    et = CL_EV_CE_BATCH; size = CL_PSIZE(ce_batch);
+    p.ce_batch = (cl_ce_batch){.total_bytes = d->ceCollBatch.totalBytes, .num_ops = d->ceCollBatch.numOps,
+                               .use_intra_sync = cl_flag(&d->ceCollBatch.useIntraSync)};
+  }
+  void *h = cl_event_start(serial, et, flags, (uint64_t)(uintptr_t)d->parentObj, &p, size);
+  if (CL_RECORDING()) cl_recorder_start(abi, ctx, dv, cl_v5_descr_len(abi), refs, nrefs, h);
+  return h;
+}
+static inline int cl_is_ce_type(uint64_t t) {
+  return t == CLABI_EV_CE_COLL || t == CLABI_EV_CE_SYNC || t == CLABI_EV_CE_BATCH;
 }
 #endif

@@ -6,7 +6,7 @@
 
 const char *cl_event_name(unsigned t) {
   static const char *n[CL_EV__COUNT] = {"Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl",
-    "KernelCh", "NetPlugin", "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch"};
+    "KernelCh", "NetPlugin", "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch", "KernelPhase"};
   return t < CL_EV__COUNT ? n[t] : "Unknown";
 }
 

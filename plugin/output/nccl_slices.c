@@ -45,9 +45,18 @@ static void aslice_close(const cl_draw *d, const aslice *a, uint64_t s, uint64_t
   ct_async_end(d->ct, a->id, a->cat, e < s ? s : e);
 }
 
+/* The application's v7 tag (0: untagged, not written), as a decimal string: JSON readers that
+ * hold numbers as doubles would round tags past 2^53. */
+static void tag_arg(cl_sb *b, int *first, uint64_t tag) {
+  if (!tag) return;
+  sb_key(b, first, "user_tag"); sb_puts(b, "\""); sb_u64(b, tag); sb_puts(b, "\"");
+}
+
 const char *cl_ev_func(const cl_ev *c) {
   return c->etype == CL_EV_COLL ? c->p.coll.func : c->etype == CL_EV_P2P ? c->p.p2p.func : NULL;
 }
+
+static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* ---- per-type emission at stop ---- */
 void cl_draw_api(const cl_draw *d, const cl_ev *e) {
@@ -69,6 +78,7 @@ void cl_draw_api(const cl_draw *d, const cl_ev *e) {
     if (e->etype == CL_EV_COLL_API) { sb_key(b, &first, "root"); sb_i64(b, e->p.coll_api.root); }
     sb_key(b, &first, "stream"); sb_puts(b, "\""); sb_hex(b, e->p.coll_api.stream); sb_puts(b, "\"");
     sb_key(b, &first, "graph_captured"); sb_puts(b, e->p.coll_api.graph_captured ? "true" : "false");
+    tag_arg(b, &first, e->p.coll_api.user_tag);
   } else if (e->etype == CL_EV_KERNEL_LAUNCH) {
     sb_key(b, &first, "stream"); sb_puts(b, "\""); sb_hex(b, e->p.kernel_launch.stream); sb_puts(b, "\"");
   } else {
@@ -113,6 +123,7 @@ uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e) {
     sb_key(b, &first, "In msg nelems"); sb_u64(b, k->count);
     sb_key(b, &first, "Group size"); sb_i64(b, nranks);
     sb_key(b, &first, "Seq"); sb_u64(b, k->seq);
+    tag_arg(b, &first, k->user_tag);
   } else if (e->etype == CL_EV_P2P) {
     const cl_p2p *k = &e->p.p2p;
     int first = ct_slice_begin(d->ct, tid, k->func ? k->func : "?", "p2p", e->start, e->stop - e->start);
@@ -122,6 +133,7 @@ uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e) {
     sb_key(b, &first, "datatype"); sb_jstr(b, k->datatype);
     sb_key(b, &first, "nchannels"); sb_u64(b, k->nchannels);
     sb_key(b, &first, "bytes"); sb_u64(b, (uint64_t)k->count * (uint64_t)cl_datatype_size(k->datatype));
+    tag_arg(b, &first, k->user_tag);
   }
   ct_slice_end(d->ct);
   return tid;
@@ -150,6 +162,13 @@ void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, 
   if (c->tail_ch >= 0) { sb_key(b, &first, "tail_channel"); sb_i64(b, c->tail_ch); }
   if (exposed_ns >= 0) { sb_key(b, &first, "exposed_ns"); sb_i64(b, exposed_ns); }
   if (gpu_timing) { sb_key(b, &first, "gpu_timing"); sb_jstr(b, gpu_timing); }
+  tag_arg(b, &first, c->user_tag);
+  if (c->ph_n) {   /* v7 kernel phases: per phase, the longest any channel spent in it */
+    sb_key(b, &first, "sync_wait_ns"); sb_u64(b, c->ph_ns[0]);
+    sb_key(b, &first, "compute_ns"); sb_u64(b, c->ph_ns[1]);
+    sb_key(b, &first, "final_sync_ns"); sb_u64(b, c->ph_ns[2]);
+    sb_key(b, &first, "phase_channels"); sb_u64(b, c->ph_n);
+  }
   ct_slice_end(d->ct);
   if (c->enq_tid) ct_flow(d->ct, c->id, c->enq_tid, c->enq_ts, tid, s);
 }
@@ -158,6 +177,39 @@ void cl_draw_gpu_lost(const cl_draw *d, const cl_ev *c, const char *why, uint64_
   char name[128];
   snprintf(name, sizeof name, "GPU timing %s", why);
   ct_counter(d->ct, name, c->stop, "collectives", (int64_t)nlost);
+}
+
+/* The v7 phases of a KernelCh drawn on host clock [s, t], nested in it on its lane: each placed
+ * by its GPU timers relative to the channel's start (one offset, so no clock error between
+ * them), clipped to the channel and to the next phase, also as a viewer sees them (ct_fit).
+ * Children of the channel's async slice: its id and cat (so a viewer nests them), "phase". */
+static void draw_phases(const cl_draw *d, const cl_ev *e, const aslice *a, uint64_t s, uint64_t t) {
+  static const char *const names[3] = {"initial_sync", "compute", "final_sync"};
+  uint64_t ps[3], pt[3], at = s;
+  int64_t vend_ch = ct_viewer_ns(d->ct, s) + (int64_t)(t - s);
+  for (int i = 0; i < 3; i++) {
+    ps[i] = pt[i] = at;
+    if (!e->ph_t[i] || e->ph_s[i] < e->p.kernel_ch.ptimer) continue;
+    ps[i] = clamp(s + (e->ph_s[i] - e->p.kernel_ch.ptimer), at, t);
+    pt[i] = clamp(s + (e->ph_t[i] - e->p.kernel_ch.ptimer), ps[i], t);
+    at = pt[i];
+  }
+  for (int i = 0; i < 3; i++) {
+    if (!e->ph_t[i] || pt[i] == ps[i]) continue;
+    int j = i + 1;
+    while (j < 3 && (!e->ph_t[j] || pt[j] == ps[j])) j++;
+    int64_t vend = vend_ch;
+    if (j < 3) { int64_t vn = ct_viewer_ns(d->ct, ps[j]); if (vn < vend) vend = vn; }
+    uint64_t dur = ct_fit(d->ct, ps[i], pt[i] - ps[i], j < 3 ? ps[j] : t, vend);
+    cl_sb *b = ct_body(d->ct);
+    int first = ct_async_begin(d->ct, a->id, names[i], a->cat, ps[i], dur);
+    sb_key(b, &first, "phase"); sb_puts(b, "true");
+    sb_key(b, &first, "channel"); sb_u64(b, e->p.kernel_ch.channel);
+    sb_key(b, &first, "gpu_start_ns"); sb_u64(b, e->ph_s[i]);
+    sb_key(b, &first, "gpu_stop_ns"); sb_u64(b, e->ph_t[i]);
+    ct_slice_end(d->ct);
+    ct_async_end(d->ct, a->id, a->cat, ps[i] + dur);
+  }
 }
 
 void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, uint64_t s, uint64_t t,
@@ -173,10 +225,12 @@ void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, ui
     if (parent->etype == CL_EV_COLL) { sb_key(b, &first, "seq"); sb_u64(b, parent->p.coll.seq); }
     sb_key(b, &first, "func"); sb_jstr(b, cl_ev_func(parent));
   }
+  if (parent) tag_arg(b, &first, parent->user_tag);
   sb_key(b, &first, "gpu_start_ns"); sb_u64(b, e->p.kernel_ch.ptimer);
   sb_key(b, &first, "gpu_stop_ns"); sb_u64(b, stop_pt);
   if (implausible) { sb_key(b, &first, "implausible"); sb_puts(b, "true"); }
   ct_slice_end(d->ct);
+  if (!implausible) draw_phases(d, e, &a, s, t);
   aslice_close(d, &a, s, t);
 }
 
@@ -205,7 +259,6 @@ void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent) {
   aslice_close(d, &a, e->start, e->stop);
 }
 
-static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Where a step's phases are drawn: phase i runs from its state's time to the next state's (the
  * last to the step's stop), clipped to the step and to the end of the phase before it. So the
@@ -311,6 +364,7 @@ void cl_draw_other(const cl_draw *d, const cl_ev *e) {
       sb_key(b, &first, "datatype"); sb_jstr(b, e->p.ce_coll.datatype);
       sb_key(b, &first, "sync"); sb_jstr(b, e->p.ce_coll.sync_strategy);
       sb_key(b, &first, "batches"); sb_u64(b, e->p.ce_coll.num_batches);
+      tag_arg(b, &first, e->p.ce_coll.user_tag);
     } else if (e->etype == CL_EV_CE_BATCH) {
       sb_key(b, &first, "ops"); sb_i64(b, e->p.ce_batch.num_ops);
       sb_key(b, &first, "bytes"); sb_u64(b, e->p.ce_batch.total_bytes);

@@ -20,6 +20,12 @@ typedef struct cl_ev {
   cl_ev_state st[8];                  /* states in arrival order */
   uint64_t bytes;                     /* ProxyOp: bytes its steps moved */
   int tail_ch;                        /* Coll/P2p: the channel that finished last, -1 unknown */
+  uint64_t ph_s[3], ph_t[3];          /* KernelCh (v7): its phases' GPU start and stop timers,
+                                         by phase id (0 initial_sync, 1 compute, 2 final_sync);
+                                         0: not seen */
+  uint64_t ph_ns[3];                  /* Coll/P2p: per phase, the longest any channel spent */
+  uint32_t ph_n;                      /* Coll/P2p: channels that reported phases */
+  uint64_t user_tag;                  /* Coll/P2p: the application's tag (v7; 0 untagged) */
   /* ---- the assembler's ---- */
   uint32_t open_children, kch_done, nchild;
   uint64_t gmin, gmax, pmin, pmax, last_child;
@@ -59,7 +65,8 @@ void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, 
  * "GPU timing <why>" steps to `nlost` (the participant's count so far) at its stop. */
 void cl_draw_gpu_lost(const cl_draw *d, const cl_ev *c, const char *why, uint64_t nlost);
 /* A KernelCh on the host clock [s, t] (`implausible`: its GPU timers were not usable and the
- * host's observation times are drawn), with its parent collective if known. */
+ * host's observation times are drawn), with its parent collective if known; its v7 kernel
+ * phases (e->ph_s/ph_t) nested inside it, placed by their GPU timers relative to its start. */
 void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, uint64_t s, uint64_t t,
                        uint64_t stop_ptimer, int implausible);
 void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent);

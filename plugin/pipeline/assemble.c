@@ -223,6 +223,10 @@ static void kch_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
   if (parent && !implausible) {
     if (!parent->gmin || s < parent->gmin) parent->gmin = s;
     if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = e->p.kernel_ch.channel; }
+    int any = 0;
+    for (int i = 0; i < 3; i++)        /* per phase, the channel that spent longest in it */
+      if (e->ph_t[i]) { any = 1; if (e->ph_t[i] - e->ph_s[i] > parent->ph_ns[i]) parent->ph_ns[i] = e->ph_t[i] - e->ph_s[i]; }
+    parent->ph_n += any;
   }
   cl_part *p = part_of(a, e->comm);
   if (p && p->dg && !implausible) {
@@ -261,6 +265,22 @@ static void proxy_step_done(cl_asm *a, const cl_ev *e, cl_ev *op) {
   }
   const cl_draw *d = draw_for(a, e->comm);
   if (d) cl_draw_proxy_step(d, e, op, bytes);
+}
+
+/* A v7 kernel phase: its GPU timers go to its KernelCh (drawn inside it, and folded into the
+ * collective, by kch_done). NCCL stops every phase before its channel, so the KernelCh is open;
+ * a phase without one, of an unknown id or with unusable timers is counted as lost. */
+static void phase_done(cl_asm *a, const cl_ev *e, cl_ev *kch) {
+  uint64_t stop_pt = 0;
+  for (int i = 0; i < e->nst; i++) if (e->st[i].st == CL_ST_KERNEL_PHASE_STOP) stop_pt = e->st[i].arg;
+  unsigned ph = e->p.kernel_phase.phase;
+  if (!kch || kch->etype != CL_EV_KERNEL_CH || ph > 2 || !e->p.kernel_phase.ptimer ||
+      stop_pt < e->p.kernel_phase.ptimer) {
+    a->stats.phases_lost++;
+    return;
+  }
+  kch->ph_s[ph] = e->p.kernel_phase.ptimer;
+  kch->ph_t[ph] = stop_pt;
 }
 
 /* The collective's own span from its children: KernelCh (GPU timer), else proxy ops. */
@@ -384,7 +404,8 @@ static uint64_t link_group(cl_asm *a, uint64_t api) {
 /* ---- feeding ---- */
 static void adopt_orphans(cl_asm *a, cl_ev *parent, uint64_t now, int final);
 static int is_child_type(unsigned t) {
-  return t == CL_EV_KERNEL_CH || t == CL_EV_PROXY_OP || t == CL_EV_PROXY_STEP || t == CL_EV_NET_PLUGIN;
+  return t == CL_EV_KERNEL_CH || t == CL_EV_PROXY_OP || t == CL_EV_PROXY_STEP || t == CL_EV_NET_PLUGIN ||
+         t == CL_EV_KERNEL_PHASE;
 }
 
 /* A child whose parent has not been seen yet (the parent's thread was drained later) keeps
@@ -416,6 +437,9 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   e->open_children = e->kch_done = e->nchild = 0;
   e->gmin = e->gmax = e->pmin = e->pmax = e->last_child = e->bytes = 0;
   e->tail_ch = -1;
+  memset(e->ph_s, 0, sizeof e->ph_s); memset(e->ph_t, 0, sizeof e->ph_t); memset(e->ph_ns, 0, sizeof e->ph_ns);
+  e->ph_n = 0;
+  e->user_tag = e->etype == CL_EV_COLL ? e->p.coll.user_tag : e->etype == CL_EV_P2P ? e->p.p2p.user_tag : 0;
   e->enq_tid = 0;
   e->enq_ts = 0;
   *slot_of(a, e->id) = e;
@@ -434,7 +458,8 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   if ((e->etype == CL_EV_COLL_API || e->etype == CL_EV_P2P_API) && pid) link_put(a, h->id, pid);
   if ((e->etype == CL_EV_COLL || e->etype == CL_EV_P2P) && pid)
     e->api_group = link_group(a, pid);   /* v5+: parent is the API event */
-  if (a->norph && (coll_like(e) || e->etype == CL_EV_PROXY_OP || e->etype == CL_EV_PROXY_STEP))
+  if (a->norph && (coll_like(e) || e->etype == CL_EV_PROXY_OP || e->etype == CL_EV_PROXY_STEP ||
+                   e->etype == CL_EV_KERNEL_CH))
     adopt_orphans(a, e, h->ts, 0);
 }
 
@@ -463,6 +488,7 @@ static void finish_child(cl_asm *a, cl_ev *e, cl_ev *parent) {
   }
   case CL_EV_PROXY_OP: proxy_op_done(a, e, parent); break;
   case CL_EV_PROXY_STEP: proxy_step_done(a, e, parent); break;
+  case CL_EV_KERNEL_PHASE: phase_done(a, e, parent); break;
   default: {
     const cl_draw *d = draw_for(a, e->comm);
     if (d) cl_draw_other(d, e);

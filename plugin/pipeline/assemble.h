@@ -22,6 +22,7 @@ typedef struct {
   uint64_t records, starts, stale, foreign, orphans, open_now, writer_drops;
   uint64_t colls_done, colls_timed, implausible_gpu;
   uint64_t colls_gpu_lost;   /* finished while another tool held CUPTI (cl_gj_lost) */
+  uint64_t phases_lost;      /* v7 kernel phases with no KernelCh to nest under, or unusable */
 } cl_asm_stats;
 
 /* What the assembler needs to know from outside: a communicator's facts by serial (0 on

@@ -55,7 +55,7 @@ void cl_stats_gather(cl_run_stats *s, const cl_format_deps *run, const cl_part *
   s->dropped_no_ring = rt.unclaimed;
   s->dropped_staging = staging_dropped;
   s->dropped_children = rt.dropped_children;
-  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + rt.dropped_children + as.writer_drops;
+  s->dropped = rt.dropped + rt.unclaimed + staging_dropped + rt.dropped_children + as.writer_drops + as.phases_lost;
   s->stale = as.stale;
   s->foreign = as.foreign;
   s->orphans = as.orphans;

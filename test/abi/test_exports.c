@@ -1,14 +1,14 @@
-/* test_exports.c: the built library exports exactly ncclProfiler_v1..v6 (nothing else is
+/* test_exports.c: the built library exports exactly ncclProfiler_v1..v7 (nothing else is
  * visible), and each table is well-formed: name "commlens" and six non-NULL functions. */
 #include "harness.h"
 #include <dlfcn.h>
 
-TL_TEST(export_list_is_exactly_the_six_tables) {
+TL_TEST(export_list_is_exactly_the_seven_tables) {
   char cmd[2048], line[512];
   snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s' 2>&1", h_lib_path());
   FILE *f = popen(cmd, "r");
   REQUIRE(f != NULL, "popen nm");
-  int seen[7] = {0}, others = 0, total = 0;
+  int seen[8] = {0}, others = 0, total = 0;
   while (fgets(line, sizeof line, f)) {
     char addr[64], kind[8], name[400];
     if (sscanf(line, "%63s %7s %399s", addr, kind, name) != 3) {
@@ -18,18 +18,18 @@ TL_TEST(export_list_is_exactly_the_six_tables) {
     total++;
     int v;
     char tail;
-    if (sscanf(name, "ncclProfiler_v%d%c", &v, &tail) == 1 && v >= 1 && v <= 6) { seen[v]++; continue; }
+    if (sscanf(name, "ncclProfiler_v%d%c", &v, &tail) == 1 && v >= 1 && v <= 7) { seen[v]++; continue; }
     others++;
     CHECK(0, "unexpected exported symbol %s (%s)", name, kind);
   }
   int rc = pclose(f);
   CHECK(rc == 0, "nm exited %d", rc);
-  for (int v = 1; v <= 6; v++) CHECK(seen[v] == 1, "ncclProfiler_v%d exported %d times", v, seen[v]);
-  CHECK(others == 0 && total == 6, "%d symbols, %d unexpected", total, others);
+  for (int v = 1; v <= 7; v++) CHECK(seen[v] == 1, "ncclProfiler_v%d exported %d times", v, seen[v]);
+  CHECK(others == 0 && total == 7, "%d symbols, %d unexpected", total, others);
 }
 
 TL_TEST(tables_are_well_formed) {
-  for (int v = 1; v <= 6; v++) {
+  for (int v = 1; v <= 7; v++) {
     h_plugin p;
     REQUIRE(h_open(&p, NULL, v) == 0, "load v%d", v);
     const void *const *fn = (const void *const *)p.table;
@@ -43,7 +43,7 @@ TL_TEST(internal_symbols_are_hidden) {
   void *dl = dlopen(h_lib_path(), RTLD_NOW | RTLD_LOCAL);
   REQUIRE(dl != NULL, "dlopen: %s", dlerror());
   const char *names[] = {"cl_event_start", "cl_event_stop", "cl_comm_init", "cl_cfg", "cl_rings",
-                         "ncclProfiler_v7", "ncclProfiler_v0"};
+                         "ncclProfiler_v8", "ncclProfiler_v0"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     CHECK(dlsym(dl, names[i]) == NULL, "%s is visible", names[i]);
   dlclose(dl);

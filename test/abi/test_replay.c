@@ -16,7 +16,7 @@ H_CHILD(record) {
   void *ctx = NULL, *ctx2 = NULL;
   h_comm_info a = {0x1111, "rec-a", 1, 2, 0}, b = {0x2222, "rec-b", 1, 2, 1};
   REQUIRE(h_init(&p, &ctx, &a) == 0 && h_init(&p, &ctx2, &b) == 0, "init");
-  h_opts o = {.nchannels = 3, .network = 1, .nsteps = 2, .proxy_ctrl = 1};
+  h_opts o = {.nchannels = 3, .network = 1, .nsteps = 2, .proxy_ctrl = 1, .user_tag = 42};
   for (int i = 0; i < 4; i++) h_drive_coll(&p, ctx, &o, (uint64_t)i, NULL);
   h_drive_sendrecv(&p, ctx2, &o, 0, NULL);
   h_drive_coll(&p, ctx2, &o, 0, NULL);
@@ -91,6 +91,21 @@ static void round_trip(int abi) {
     CHECK(other == ka[i].n, "v%d %s: %ld events originally, %ld replayed", abi, ka[i].key, ka[i].n, other);
   }
   CHECK(tr_count(&a, 'X', "coll") == 5, "coll %zu", tr_count(&a, 'X', "coll"));
+  if (abi >= 7) {   /* the phases (3 per channel, 3 channels, 5 collectives + 1 send/recv pair) and tags */
+    size_t ph = 0;   /* v7 kernel phases: children of their channel's kernel_ch, marked args.phase */
+    for (size_t i = 0; i < b.n; i++) {
+      json_object *ev = tr_event(&b, i);
+      const char *cat = tr_cat(ev);
+      ph += cat && !strcmp(cat, "kernel_ch") && tr_ph(ev) == 'X' && tr_arg(ev, "phase");
+    }
+    CHECK(ph == 54, "replayed kernel phases %zu", ph);
+    size_t tagged = 0;
+    for (size_t i = 0; i < b.n; i++) {
+      const char *tg = tr_arg_str(tr_event(&b, i), "user_tag");
+      tagged += tg && !strcmp(tg, "42") && tr_cat(tr_event(&b, i)) && !strcmp(tr_cat(tr_event(&b, i)), "coll_gpu");
+    }
+    CHECK(tagged == 5, "%zu replayed GPU spans with user_tag 42", tagged);
+  }
   tr_free(&a);
   tr_free(&b);
   if (!tl_cur_failed) h_rm_rf(base);
@@ -101,5 +116,6 @@ TL_TEST(record_replay_v5) { round_trip(5); }
 TL_TEST(record_replay_v4) { round_trip(4); }
 TL_TEST(record_replay_v1) { round_trip(1); }
 TL_TEST(record_replay_v6) { round_trip(6); }
+TL_TEST(record_replay_v7) { round_trip(7); }
 
 H_MAIN("abi/replay")

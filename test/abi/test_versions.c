@@ -124,6 +124,62 @@ static void check_kernel_ch(const tr_trace *t, int nch, int64_t tolerance_ns) {
   CHECK(checked > 0, "no kernel_ch slices");
 }
 
+/* v7: every driven phase is a kernel_phase slice on its channel's lane, inside a kernel_ch
+ * slice of that channel, in phase order; every collective's GPU span and enqueue carry the
+ * tag driven and its phases' split (the driver's initial_sync is `wait_ns` per channel). */
+/* v7 kernel phases: children of their channel's async kernel_ch slice, marked args.phase. */
+static size_t count_phases(const tr_trace *t) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    const char *cat = tr_cat(ev);
+    n += cat && !strcmp(cat, "kernel_ch") && tr_ph(ev) == 'X' && tr_arg(ev, "phase");
+  }
+  return n;
+}
+static void check_v7(const tr_trace *t, const h_counts *c, uint64_t tag, int64_t wait_ns) {
+  CHECK((long)count_phases(t) == c->started[15], "kernel phases: trace %zu, driven %ld", count_phases(t), c->started[15]);
+  CHECK(c->started[15] == 3 * c->started[6], "%ld phases driven for %ld channels", c->started[15], c->started[6]);
+  size_t nested = 0, ph = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    const char *cat = tr_cat(ev);
+    if (!cat || strcmp(cat, "kernel_ch") || tr_ph(ev) != 'X' || !tr_arg(ev, "phase")) continue;
+    ph++;
+    int64_t ts, dur, ch = -1;
+    char key[64], k2[64];
+    tr_ts_ns(ev, &ts); tr_dur_ns(ev, &dur);
+    tr_arg_i64(ev, "channel", &ch);
+    tr_tid_key(ev, key, sizeof key);
+    for (size_t j = 0; j < t->n; j++) {
+      json_object *k = tr_event(t, j);
+      const char *kc = tr_cat(k);
+      int64_t kts, kdur, kch = -2;
+      if (!kc || strcmp(kc, "kernel_ch") || tr_arg(k, "phase") || tr_pid(k) != tr_pid(ev)) continue;
+      tr_tid_key(k, k2, sizeof k2);
+      if (strcmp(k2, key) || tr_ts_ns(k, &kts) || tr_dur_ns(k, &kdur) || tr_arg_i64(k, "channel", &kch)) continue;
+      if (kch == ch && ts >= kts && ts + dur <= kts + kdur) { nested++; break; }
+    }
+  }
+  CHECK(ph > 0 && nested == ph, "%zu of %zu kernel phase slices nest in their channel's kernel_ch", nested, ph);
+  size_t gpu = 0, tagged = 0, split = 0, enq_tagged = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i);
+    const char *cat = tr_cat(ev), *tg;
+    int64_t w = -1, work = -1;
+    if (!cat || tr_ph(ev) != 'X') continue;
+    if (!strcmp(cat, "coll") && (tg = tr_arg_str(ev, "user_tag")) && strtoull(tg, NULL, 10) == tag) enq_tagged++;
+    if (strcmp(cat, "coll_gpu") || tr_arg_str(ev, "p2p_peer") || tr_arg(ev, "p2p_peer")) continue;
+    gpu++;
+    if ((tg = tr_arg_str(ev, "user_tag")) && strtoull(tg, NULL, 10) == tag) tagged++;
+    if (tr_arg_i64(ev, "sync_wait_ns", &w) == 0 && tr_arg_i64(ev, "compute_ns", &work) == 0 && w == wait_ns && work > 0) split++;
+  }
+  CHECK(gpu == (size_t)c->colls && tagged == gpu && enq_tagged == gpu,
+        "%zu collective GPU spans, %zu with user_tag %llu (%zu enqueues), %ld driven", gpu, tagged,
+        (unsigned long long)tag, enq_tagged, c->colls);
+  CHECK(split == gpu, "%zu of %zu GPU spans carry sync_wait_ns %lld and compute_ns", split, gpu, (long long)wait_ns);
+}
+
 /* Name of the track (pid, tid) of ev, from its thread_name metadata; "" if none. An async
  * slice (tid "async ...": tr_async_as_slices) carries its track's name. */
 static const char *track_name(const tr_trace *t, json_object *ev) {
@@ -192,6 +248,7 @@ H_CHILD(drive_version) {
   h_counts c;
   memset(&c, 0, sizeof c);
   h_opts o = {.nchannels = NCH, .network = 1, .npeers = 1, .nsteps = 3, .proxy_ctrl = 1};
+  if (abi >= 7) { o.user_tag = 0x8000000000000007ull; o.sync_wait_ns = 4000; o.kernel_ns = 20000; }
   const char *off = getenv("H_GPU_OFFSET_NS"), *delay = getenv("H_GPU_DELAY_NS");
   if (off) o.gpu_offset_ns = atoll(off);
   if (delay) o.gpu_delay_ns = atoll(delay);
@@ -214,6 +271,19 @@ H_CHILD(drive_version) {
   if (abi >= 4) check_kernel_ch(&t, NCH, tol);
   check_proxy_steps(&t, abi);
   check_appended_ops(&t, NCH * 2);
+  if (abi >= 7) {
+    check_v7(&t, &c, o.user_tag, o.sync_wait_ns);
+    /* the CLI reads the tag back whole (past 2^53) and groups by it */
+    json_object *rep = h_report_json(getenv("COMMLENS_DIR"));
+    json_object *rows = h_json_get(rep, "by_tag"), *row = NULL;
+    for (size_t k = 0; rows && k < json_object_array_length(rows); k++) {
+      const char *tg = json_object_get_string(h_json_get(json_object_array_get_idx(rows, k), "tag"));
+      if (tg && !strcmp(tg, "9223372036854775815")) row = json_object_array_get_idx(rows, k);
+    }
+    CHECK(rows && json_object_array_length(rows) == 2 && row && json_object_get_int64(h_json_get(row, "colls")) == NCOLL,
+          "report by_tag: %s", rows ? json_object_to_json_string(rows) : "(none)");
+    if (rep) json_object_put(rep);
+  }
   if (getenv("H_VERBOSE")) {
     const char *cats[] = {"api", "group", "coll", "p2p", "coll_gpu", "kernel_ch", "proxy_op", "proxy_step", "proxy_state", "proxy_ctrl"};
     for (size_t i = 0; i < sizeof cats / sizeof *cats; i++) fprintf(stderr, "  v%d %s: %zu\n", abi, cats[i], tr_count(&t, 'X', cats[i]));
@@ -280,6 +350,7 @@ TL_TEST(v3_scenarios) { run_version(3, "drive_version"); }
 TL_TEST(v4_scenarios) { run_version(4, "drive_version"); }
 TL_TEST(v5_scenarios) { run_version(5, "drive_version"); }
 TL_TEST(v6_scenarios) { run_version(6, "drive_version"); }
+TL_TEST(v7_scenarios) { run_version(7, "drive_version"); }
 /* GPU globaltimer offset from host time: the mapping must bring kernel_ch slices back next
  * to their collective (or flag them implausible). */
 TL_TEST(v5_gpu_clock_offset_and_delay) {
@@ -295,5 +366,6 @@ TL_TEST(v4_gpu_clock_far_off) {
 }
 TL_TEST(v4_multi_comm_threads) { run_version(4, "drive_multi"); }
 TL_TEST(v5_multi_comm_threads) { run_version(5, "drive_multi"); }
+TL_TEST(v7_multi_comm_threads) { run_version(7, "drive_multi"); }
 
 H_MAIN("abi/versions")

@@ -129,6 +129,28 @@ size_t h_encode(int abi, const h_event *e, void *buf) {
     }
     return sizeof *d;
   }
+  case 7: {
+    /* v7 keeps every v6 member's offsets and appends (nccl_profiler_abi.h): the v6 encoding,
+     * then the tags and the KernelPhase member */
+    h_event six = *e;
+    if (e->type == CLABI_EV_KERNEL_PHASE) six.type = 0;
+    h_encode(6, &six, buf);
+    clabi_descr_v7 *d = buf;
+    d->type = e->type;
+    switch (e->type) {
+    case CLABI_EV_COLL_API: d->collApi.userTag = e->user_tag; break;
+    case CLABI_EV_P2P_API: d->p2pApi.userTag = e->user_tag; break;
+    case CLABI_EV_COLL:
+      d->coll.kernelVariant = "default"; d->coll.isSymColl = false; d->coll.userTag = e->user_tag; break;
+    case CLABI_EV_P2P: d->p2p.userTag = e->user_tag; break;
+    case CLABI_EV_CE_COLL: d->ceColl.userTag = e->user_tag; break;
+    case CLABI_EV_KERNEL_PHASE:
+      d->kernelPhase.channelId = e->channel; d->kernelPhase.phaseId = e->phase;
+      d->kernelPhase.phaseName = e->phase_name; d->kernelPhase.pTimer = e->ptimer;
+      break;
+    }
+    return sizeof *d;
+  }
   case 5:
   case 6: {
     clabi_descr_v6 *d = buf;   /* v5 is the same layout without the CE members */
@@ -183,7 +205,7 @@ size_t h_encode(int abi, const h_event *e, void *buf) {
 #define UNWRITTEN ((void *)(uintptr_t)0xDEADBEEFCAFEull)
 
 void *h_start(h_plugin *p, void *ctx, const h_event *e, int *rc_out) {
-  _Alignas(16) unsigned char buf[128];
+  _Alignas(16) unsigned char buf[160];
   h_encode(p->abi, e, buf);
   void *h = UNWRITTEN;
   int rc = h_start_raw(p, ctx, &h, buf);
@@ -221,7 +243,7 @@ int64_t h_env_i64(const char *k, int64_t def) {
 int h_mask_wants(int mask, uint64_t type) {
   unsigned m = (unsigned)mask;
   const unsigned below_coll = CLABI_EV_PROXY_OP | CLABI_EV_PROXY_STEP | CLABI_EV_KERNEL_CH |
-                              CLABI_EV_NET_PLUGIN;
+                              CLABI_EV_NET_PLUGIN | CLABI_EV_KERNEL_PHASE;
   const unsigned ce = CLABI_EV_CE_COLL | CLABI_EV_CE_SYNC | CLABI_EV_CE_BATCH;
   switch (type) {
   case CLABI_EV_GROUP: return (m & (CLABI_EV_GROUP | CLABI_EV_COLL | CLABI_EV_P2P | below_coll)) != 0;
@@ -234,6 +256,7 @@ int h_mask_wants(int mask, uint64_t type) {
                  CLABI_EV_COLL | CLABI_EV_P2P | below_coll | ce | CLABI_EV_KERNEL_LAUNCH)) != 0;
   case CLABI_EV_PROXY_OP: return (m & (CLABI_EV_PROXY_OP | CLABI_EV_PROXY_STEP | CLABI_EV_NET_PLUGIN)) != 0;
   case CLABI_EV_PROXY_STEP: return (m & (CLABI_EV_PROXY_STEP | CLABI_EV_NET_PLUGIN)) != 0;
+  case CLABI_EV_KERNEL_CH: return (m & (CLABI_EV_KERNEL_CH | CLABI_EV_KERNEL_PHASE)) != 0;  /* v7 forces it */
   default: return (m & type) != 0;
   }
 }
@@ -265,6 +288,25 @@ typedef struct {
 
 static uint64_t gpu_now(const h_opts *o) {
   return (uint64_t)((int64_t)h_realtime_ns() - 3000 - o->gpu_delay_ns + o->gpu_offset_ns);
+}
+
+/* v7: what NCCL's profiler thread does when a channel's work completes, before its KernelChStop:
+ * each phase started, given its GPU stop (KernelPhaseStop) and stopped, in phase order, parent
+ * the KernelCh. initial_sync from the channel's start, final_sync ending at its stop. */
+static void phases(proxy_job *j, void *kch, int ch, uint64_t start, uint64_t stop) {
+  static const char *const names[3] = {"initial_sync", "compute", "final_sync"};
+  uint64_t len = stop - start;
+  uint64_t wait = j->o->sync_wait_ns > 0 ? (uint64_t)j->o->sync_wait_ns : len / 4;
+  if (wait > len / 2) wait = len / 2;
+  uint64_t ts[4] = {start, start + wait, stop - len / 8, stop};
+  for (int i = 0; i < 3; i++) {
+    h_event e = {.type = CLABI_EV_KERNEL_PHASE, .parent = kch, .channel = (uint8_t)ch, .phase = (uint8_t)i,
+                 .phase_name = names[i], .ptimer = ts[i]};
+    void *h = emit(j->p, j->ctx, j->mask, &e, j->c);
+    if (!h) continue;
+    state(j->p, h, CLABI_ST_KERNEL_PHASE_STOP, ts[i + 1], j->c);
+    h_stop(j->p, h);
+  }
 }
 
 /* What NCCL's proxy progress thread does for one plan: KernelCh per channel (the profiler
@@ -336,6 +378,7 @@ static void proxy_work(proxy_job *j) {
     if (p->abi >= 4) {
       uint64_t stop = gpu_now(o);
       if (stop < kstart[ch] + (uint64_t)kns) stop = kstart[ch] + (uint64_t)kns;
+      if (p->abi >= 7 && h_mask_wants(j->mask, CLABI_EV_KERNEL_PHASE)) phases(j, kch[ch], ch, kstart[ch], stop);
       state(p, kch[ch], CLABI_ST_KERNEL_CH_STOP, stop, j->c);
     }
     h_stop(p, kch[ch]);
@@ -374,7 +417,7 @@ void h_drive_coll(h_plugin *p, void *ctx, const h_opts *oin, uint64_t seq, h_cou
     h_event ga = {.type = CLABI_EV_GROUP_API, .group_depth = 1};
     gapi = emit(p, ctx, mask, &ga, c);
     h_event ca = {.type = CLABI_EV_COLL_API, .parent = gapi, .func = o.func, .count = o.count,
-                  .datatype = "ncclFloat32", .root = 0, .stream = stream};
+                  .datatype = "ncclFloat32", .root = 0, .stream = stream, .user_tag = o.user_tag};
     capi = emit(p, ctx, mask, &ca, c);
     if (capi || h_mask_wants(mask, CLABI_EV_COLL_API)) h_stop(p, capi);
     if (h_mask_wants(mask, CLABI_EV_GROUP_API)) state(p, gapi, CLABI_ST_GROUP_END_API_START, 0, c);
@@ -389,7 +432,7 @@ void h_drive_coll(h_plugin *p, void *ctx, const h_opts *oin, uint64_t seq, h_cou
                 .func = o.func, .datatype = "ncclFloat32", .algo = "RING", .proto = "SIMPLE",
                 .seq = seq, .count = o.count, .root = 0, .nchannels = (uint8_t)o.nchannels,
                 .nwarps = 16, .sendbuff = sbuf, .recvbuff = rbuf, .comm_hash = 0x1234,
-                .comm_name = "test-comm"};
+                .comm_name = "test-comm", .user_tag = o.user_tag};
   void *coll = emit(p, ctx, mask, &ce, c);
   if (c && h_mask_wants(mask, CLABI_EV_COLL)) __atomic_add_fetch(&c->colls, 1, __ATOMIC_RELAXED);
   if (h_mask_wants(mask, CLABI_EV_COLL)) h_stop(p, coll);

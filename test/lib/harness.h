@@ -39,11 +39,16 @@ typedef struct {
   uint64_t ptimer;
   int64_t net_id;
   void *net_data;
+  /* v7: the application's tag (CollApi, P2pApi, Coll, P2p, CeColl); KernelPhase's phase id
+   * and name (channel and ptimer above) */
+  uint64_t user_tag;
+  uint8_t phase;
+  const char *phase_name;
 } h_event;
 
 /* Encodes `e` into the descriptor of `abi` (v1: enum codes; v1..v4: one-byte type with the
  * padding after it left as garbage, as NCCL's adapters do; v5+: 64-bit type). Returns the
- * descriptor size. buf must hold 128 bytes. */
+ * descriptor size. buf must hold 160 bytes. */
 size_t h_encode(int abi, const h_event *e, void *buf);
 /* NCCL 2.23's enum code of a func/datatype/algo/proto string (-1 if unknown). */
 int h_v1_code(const char *kind, const char *s);
@@ -72,6 +77,10 @@ typedef struct {
   const char *func;       /* default "AllReduce" */
   size_t count;           /* default 1048576 */
   int same_thread_proxy;  /* run the proxy part on the calling thread (no extra thread) */
+  /* v7 */
+  uint64_t user_tag;      /* the tag of the collective's API and Coll events (0: none) */
+  int64_t sync_wait_ns;   /* KernelPhase initial_sync length per channel (default kernel_ns/4);
+                             final_sync is kernel_ns/8, compute the rest */
 } h_opts;
 
 /* What a driver actually emitted (events started with a non-NULL handle and those started

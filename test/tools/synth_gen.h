@@ -26,6 +26,11 @@ typedef struct {
   int64_t period_ns, transfer_ns;
   uint64_t comm;
   int ranks_per_host;                 /* ranks of one host read one clock: one offset per host */
+  int phases;                         /* 1: v7 kernel phases on coll_gpu (sync_wait_ns = the GPU's
+                                         wait for the last arrival, compute_ns) */
+  int tag_every;                      /* >0: v7 user_tag = 1 + (collective % tag_every) */
+  int64_t host_skew_ns;               /* planted on top: every host but the first reads a clock
+                                         this far off (nothing in the trace says so) */
 } synth_cfg;
 
 static void synth_defaults(synth_cfg *c) {
@@ -41,7 +46,7 @@ static void synth_defaults(synth_cfg *c) {
 static int64_t synth_offset(const synth_cfg *c, int rank) {
   int h = rank / (c->ranks_per_host > 0 ? c->ranks_per_host : 1);
   if (h == 0) return 0;
-  return (int64_t)((h * 7919) % 23 - 11) * 250000 + h * 13000;
+  return (int64_t)((h * 7919) % 23 - 11) * 250000 + h * 13000 + c->host_skew_ns;
 }
 
 static uint64_t synth_h(uint64_t a, uint64_t b) {
@@ -163,6 +168,11 @@ static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathle
     so_s(&o, ",\"seq\":"); so_i(&o, i); so_s(&o, ",\"bytes\":1048576,\"algo\":\"RING\",\"proto\":\"SIMPLE\",\"nchannels\":");
     so_i(&o, c->nch); so_s(&o, ",\"source\":\"kernel_ch\",\"tail_channel\":"); so_i(&o, tail);
     if (!c->no_exposed) { so_s(&o, ",\"exposed_ns\":"); so_i(&o, (end - a) * 3 / 10); }
+    if (c->tag_every > 0) { so_s(&o, ",\"user_tag\":\""); so_i(&o, 1 + i % c->tag_every); so_s(&o, "\""); }
+    if (c->phases) {   /* the GPU waits for the last arrival (plus noise), then works */
+      so_s(&o, ",\"sync_wait_ns\":"); so_i(&o, last - a + (int64_t)(synth_h((uint64_t)i + 991, (uint64_t)r) % 3000));
+      so_s(&o, ",\"compute_ns\":"); so_i(&o, work); so_s(&o, ",\"final_sync_ns\":1000,\"phase_channels\":"); so_i(&o, c->nch);
+    }
     so_s(&o, "}}"); n++;
   }
   free(arr);

@@ -155,6 +155,8 @@ int h_init_ex(h_plugin *p, void **ctx, int *mask_ptr, const h_comm_info *info) {
                              info->rank, h_logger);
   case 6: return T(v6)->init(ctx, info->hash, mask_ptr, info->name, info->nnodes, info->nranks,
                              info->rank, h_logger);
+  case 7: return T(v7)->init(ctx, info->hash, mask_ptr, info->name, info->nnodes, info->nranks,
+                             info->rank, h_logger);
   }
   return -1;
 }
@@ -179,6 +181,7 @@ int h_finalize(h_plugin *p, void *ctx) {
   case 4: rc = T(v4)->finalize(ctx); break;
   case 5: rc = T(v5)->finalize(ctx); break;
   case 6: rc = T(v6)->finalize(ctx); break;
+  case 7: rc = T(v7)->finalize(ctx); break;
   }
   h_note_rc(rc, "finalize");
   return rc;
@@ -193,6 +196,7 @@ int h_start_raw(h_plugin *p, void *ctx, void **handle, void *descr) {
   case 4: return T(v4)->startEvent(ctx, handle, descr);
   case 5: return T(v5)->startEvent(ctx, handle, descr);
   case 6: return T(v6)->startEvent(ctx, handle, descr);
+  case 7: return T(v7)->startEvent(ctx, handle, descr);
   }
   return -1;
 }
@@ -206,6 +210,7 @@ int h_stop(h_plugin *p, void *handle) {
   case 4: rc = T(v4)->stopEvent(handle); break;
   case 5: rc = T(v5)->stopEvent(handle); break;
   case 6: rc = T(v6)->stopEvent(handle); break;
+  case 7: rc = T(v7)->stopEvent(handle); break;
   }
   h_note_rc(rc, "stopEvent");
   return rc;
@@ -220,6 +225,7 @@ static int state_call(h_plugin *p, void *handle, int state, void *args) {
   case 4: rc = T(v4)->recordEventState(handle, state, args); break;
   case 5: rc = T(v5)->recordEventState(handle, state, args); break;
   case 6: rc = T(v6)->recordEventState(handle, state, args); break;
+  case 7: rc = T(v7)->recordEventState(handle, state, args); break;
   }
   h_note_rc(rc, "recordEventState");
   return rc;

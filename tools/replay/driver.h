@@ -10,7 +10,7 @@
 /* ---- loading -------------------------------------------------------------------------- */
 typedef struct {
   void *dl;            /* dlopen handle */
-  int abi;             /* 1..6: which ncclProfiler_vN this table is */
+  int abi;             /* 1..7: which ncclProfiler_vN this table is */
   const void *table;   /* the clabi_profiler_vN the library exports */
   const char *name;    /* table->name */
 } h_plugin;

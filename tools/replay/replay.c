@@ -140,7 +140,7 @@ static int parse_line(char *line, rp_call *c, char *err, size_t errn) {
   c->thr = atoi(tok[2]);
   c->t = strtoull(tok[3], NULL, 10);
   c->abi = atoi(tok[4]);
-  if (c->thr < 0 || c->thr > 4095 || c->abi < 1 || c->abi > 6) goto bad;
+  if (c->thr < 0 || c->thr > 4095 || c->abi < 1 || c->abi > 7) goto bad;
   switch (c->kind) {
   case 'I':
     if (n < 12 || parse_ptr(tok[5], &c->a)) goto bad;
@@ -153,7 +153,7 @@ static int parse_line(char *line, rp_call *c, char *err, size_t errn) {
   case 'S': {
     if (n < 9 || parse_ptr(tok[5], &c->a) || parse_ptr(tok[6], &c->b)) goto bad;
     c->descr = unhex(tok[7], strlen(tok[7]), &c->dlen);
-    if (!c->descr || c->dlen > 128) goto bad;
+    if (!c->descr || c->dlen > 160) goto bad;
     c->nrefs = atoi(tok[8]);
     if (c->nrefs < 0 || 9 + c->nrefs > n) goto bad;
     c->refs = calloc((size_t)c->nrefs + 1, sizeof *c->refs);
@@ -205,7 +205,7 @@ typedef struct {
   size_t ncalls, next;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  h_plugin plug[7];
+  h_plugin plug[8];
   rp_map ctx, handle;
   rp_stats *st;
   int rec_pid;                /* the recorded process: its proxy ops carry this pid */
@@ -271,7 +271,7 @@ static void patch_parent(rp_run *r, unsigned char *d, unsigned off) {
 static void do_call(rp_run *r, rp_call *c) {
   h_plugin *p = &r->plug[c->abi];
   rp_call_view v = {c->kind, c->abi, 0, NULL, 0};
-  _Alignas(16) unsigned char d[128];   /* an S call's descriptor, as passed */
+  _Alignas(16) unsigned char d[160];   /* an S call's descriptor, as passed (v7: 136 bytes) */
   r->st->calls++;
   r->st->abi = c->abi;
   switch (c->kind) {
@@ -384,7 +384,7 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
   size_t cap = 1024, linecap = 1 << 20;
   r.calls = malloc(cap * sizeof *r.calls);
   char *line = malloc(linecap);
-  int rc = 0, maxthr = -1, need[7] = {0};
+  int rc = 0, maxthr = -1, need[8] = {0};
   long lineno = 0;
   while (gzgets(gz, line, (int)linecap)) {
     lineno++;
@@ -406,7 +406,7 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
   }
   free(line);
   gzclose(gz);
-  for (int v = 1; v <= 6 && rc == 0; v++)
+  for (int v = 1; v <= 7 && rc == 0; v++)
     if (need[v] && h_open(&r.plug[v], lib, v)) {
       snprintf(st->err, sizeof st->err, "cannot load ncclProfiler_v%d", v);
       rc = -1;
@@ -427,7 +427,7 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
     free(tids);
     free(args);
   }
-  for (int v = 1; v <= 6; v++) h_close(&r.plug[v]);
+  for (int v = 1; v <= 7; v++) h_close(&r.plug[v]);
   for (size_t i = 0; i < r.ncalls; i++) free_call(&r.calls[i]);
   free(r.calls);
   free(r.ctx.k); free(r.ctx.v); free(r.handle.k); free(r.handle.v);

@@ -2,6 +2,7 @@
  * reference clock with their clock error, steps per instance) and runs it, then the per-step
  * verdict. The one place a collective instance's culprit is decided. */
 #include "tools/commlens/analyse/verdict.h"
+#include "tools/commlens/analyse/phase_evidence.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,7 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
    * gaps between steps: host enqueues when every rank has them (a time-shared GPU's starts
    * blur the gaps) */
   enum cl_sg_evidence ev = CL_SG_GPU_START, order_ev = all_enqueued(job) ? CL_SG_ENQUEUE : CL_SG_GPU_START;
+  int by_wait = cl_phase_evidence_usable(job);   /* v7: the GPU's own wait, no clock (phase_evidence.h) */
   int64_t *t_first = cl_xmalloc((ni + 1) * sizeof *t_first);
   for (size_t k = 0; k < ni; k++) t_first[k] = first_arrival(job, m, &job->inst.a[k], order_ev);
   out->inst_step = cl_xmalloc((ni + 1) * sizeof *out->inst_step);
@@ -153,6 +155,7 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
       out->arrival[in->first + j] = cl_cm_align(m, ri, t);
       sa[in->first + j] = (cl_sg_arrival){ ri, out->arrival[in->first + j], err, cl_cm_align(m, ri, c->end),
                                            m->clock_of_rank[ri] + 1 };
+      if (by_wait) sa[in->first + j] = cl_phase_arrival(c, ri);
     }
     /* who arrived last makes everyone wait only where every end depends on every start: a
      * Broadcast's root (or a Reduce's peers) may finish before a late receiver starts, so a
@@ -161,7 +164,8 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
     if (!cl_cm_func_is_causal(cl_func_name(in->func))) { si[k].count = 0; out->n_not_causal++; }
     else if (impossible(&sa[in->first], in->count)) { si[k].count = 0; out->n_impossible++; }
   }
-  cl_sg_input sin = { job->n, hosts, NULL, ni, si, sa, ev, 0, 0, 0 };
+  cl_sg_input sin = { job->n, hosts, NULL, ni, si, sa, by_wait ? CL_SG_GPU_WAIT : ev, 0, 0,
+                      by_wait ? cl_phase_job_ns(job) : 0 };
   cl_sg_analyse(&sin, &out->v);
   verdict_line(job, &out->v, out->line, sizeof out->line);
   free(si); free(sa); free(hosts);

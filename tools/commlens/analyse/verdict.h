@@ -32,7 +32,8 @@ typedef struct {
 } cl_verdict_an;
 
 /* Computes *out from an aligned job (cl_clock_align done; m its model, only read). The
- * evidence is the GPU start on the modelled clock (a GPU-side straggler shows there and not in
+ * evidence is the GPU's own wait for peers when every member has v7 kernel phases
+ * (phase_evidence.h: no clock needed), else the GPU start on the modelled clock (a GPU-side straggler shows there and not in
  * its host enqueues); steps are found in the issue order and gaps of the host enqueues when
  * every rank has them (a time-shared GPU's starts blur the gaps between steps), else of the
  * GPU starts. docs/decisions.md has the measurements. Frees with cl_verdict_free. */

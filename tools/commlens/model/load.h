@@ -11,11 +11,15 @@
  * the same collective (its "coll" slice: the k-th (comm, func, seq) of each kind pairs up),
  * CL_NO_TIME when the trace has none. */
 #define CL_NO_TIME INT64_MIN
+/* v7: tag = the application's userTag (has_tag); gwait/gwork = the kernel phases' initial_sync
+ * (the GPU's own wait for its peers) and compute, the longest channel's (has_phase). */
 typedef struct {
   uint64_t comm; int64_t seq, start, end, bytes, enq;
   int64_t exposed;                      /* exposed communication (ns), -1 when not known */
   int32_t tid, nranks; uint32_t inst;   /* inst: index into cl_job.inst, UINT32_MAX if none */
   uint16_t func; uint8_t p2p, tid_ok;
+  uint8_t has_tag, has_phase, has_exposed;
+  uint64_t tag; int64_t gwait, gwork, exposed;
 } cl_coll;
 
 typedef struct { int peer; int64_t wait; } cl_peerwait;

@@ -200,6 +200,29 @@ static const char *js_member(const char *p, const char *e, const char **k, int *
   }
 }
 
+/* A user tag: the decimal string the plugin writes ("7"; a number is taken too). Anything
+ * else is not a tag (NULL with *bad set: the caller skips the value). */
+static const char *js_tag(const char *p, const char *e, uint64_t *out, int *bad) {
+  if (*p != '"') {
+    int64_t v;
+    const char *r = js_int(p, e, &v, bad);
+    if (r && v < 0) { *bad = 1; return NULL; }
+    if (r) *out = (uint64_t)v;
+    return r;
+  }
+  uint64_t v = 0;
+  const char *q = p + 1;
+  int n = 0;
+  for (; q < e && *q >= '0' && *q <= '9' && n < 20; q++, n++) {
+    uint64_t d = (uint64_t)(*q - '0');
+    if (v > (UINT64_MAX - d) / 10) { *bad = 1; return NULL; }
+    v = v * 10 + d;
+  }
+  if (!n || q >= e || *q != '"') { *bad = 1; return NULL; }
+  *out = v;
+  return q + 1;
+}
+
 static const char *parse_args(const char *p, const char *e, cl_ev *ev, int *bad) {
   p++;
   for (;;) {
@@ -234,18 +257,21 @@ static const char *parse_args(const char *p, const char *e, cl_ev *ev, int *bad)
       break;
     case 8:
       if (KEY("p2p_peer")) { r = js_int(p, e, &v, bad); ev->has_p2p_peer = r != NULL; break; }
+      if (KEY("user_tag")) { r = js_tag(p, e, &ev->user_tag, bad); ev->has_tag = r != NULL; break; }
       break;
     case 9:
       if (KEY("comm_name") && *p == '"') { r = js_str(p, e); if (r) ev->comm_name = (cl_str_t){ p + 1, (int)(r - 1 - (p + 1)) }; break; }
       break;
     case 10:
       if (KEY("exposed_ns")) { r = js_int(p, e, &ev->exposed_ns, bad); ev->has_exposed = r != NULL; break; }
+      if (KEY("compute_ns")) { r = js_int(p, e, &ev->compute_ns, bad); break; }
       break;
     case 11:
       if (KEY("gpu_wait_ns")) { r = js_int(p, e, &ev->w_gpu, bad); break; }
       if (KEY("implausible")) { r = js_int(p, e, &v, bad); ev->implausible = (int)v; break; }
       break;
     case 12:
+      if (KEY("sync_wait_ns")) { r = js_int(p, e, &ev->sync_wait_ns, bad); ev->has_phase = r != NULL && ev->sync_wait_ns >= 0; break; }
       if (KEY("peer_wait_ns")) { r = js_int(p, e, &ev->w_peer, bad); break; }
       if (KEY("send_wait_ns")) { r = js_int(p, e, &ev->w_send, bad); break; }
       if (KEY("recv_wait_ns")) { r = js_int(p, e, &ev->w_recv, bad); break; }

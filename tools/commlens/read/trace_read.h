@@ -31,6 +31,9 @@ typedef struct {
   uint64_t comm; int64_t seq, bytes, exposed_ns; int nranks, channel, peer, device;
   cl_str_t comm_name, func, arg_name;
   int64_t w_gpu, w_peer, w_send, w_recv, w_flush, w_recv_gpu;
+  /* v7 (coll_gpu): the application's tag, the kernel phases' split (has_phase: sync_wait_ns seen) */
+  int has_tag, has_phase;
+  uint64_t user_tag; int64_t sync_wait_ns, compute_ns;
 } cl_ev;
 
 /* What the header and stats objects said; strings owned by the struct (cl_info_free). */

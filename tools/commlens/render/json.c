@@ -109,6 +109,7 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
     json_object_array_add(ranks, x);
   }
   json_object_object_add(root, "ranks", ranks);
+  cl_render_tags_json(job, an, root);   /* v7: exposure split, by user tag */
   int *ord = cl_xmalloc(((size_t)job->n + 1) * sizeof(int));
   const cl_blame *bl = &an->bl;
   json_object *sl = json_object_new_array();

@@ -22,6 +22,10 @@ void cl_render_clock_lines(const cl_job *job, const cl_clock_model *m, FILE *out
  * to root. */
 struct json_object;
 void cl_render_verdict_json(cl_job *job, cl_analysis *an, struct json_object *root);
+/* The v7 sections (render/tags.c): exposure split and the table by user tag; nothing for a
+ * job without kernel phases or tags. */
+void cl_render_tags_text(cl_job *job, cl_analysis *an, int top, FILE *out);
+void cl_render_tags_json(cl_job *job, cl_analysis *an, struct json_object *root);
 /* "host" or "host:GPU" (a thread-local buffer, valid for 4 calls). */
 const char *cl_rank_host(const cl_rank *r);
 #endif

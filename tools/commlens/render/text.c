@@ -126,6 +126,8 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
             cl_fmt_time(b3, sizeof b3, an->tot_transfer), 100 * an->tot_transfer / an->tot_coll,
             fabs(100 * (an->tot_coll - an->tot_wait - an->tot_transfer) / an->tot_coll) < 0.05 ? 0.0 : 100 * (an->tot_coll - an->tot_wait - an->tot_transfer) / an->tot_coll);
 
+  cl_render_tags_text(job, an, top, o);   /* v7: exposure split, by user tag */
+
   /* channels */
   fprintf(o, "\nSlow channels (tail = the channel that finished last within its collective on that rank, from kernel_ch)\n");
   fprintf(o, "  %5s %4s %-10s %13s %11s %7s %18s %20s %11s  %s\n", "rank", "ch", "comm", "tail", "mean dur", "vs rank",
