@@ -181,12 +181,11 @@ void cl_draw_gpu_lost(const cl_draw *d, const cl_ev *c, const char *why, uint64_
 
 /* The v7 phases of a KernelCh drawn on host clock [s, t], nested in it on its lane: each placed
  * by its GPU timers relative to the channel's start (one offset, so no clock error between
- * them), clipped to the channel and to the next phase, also as a viewer sees them (ct_fit).
+ * them), clipped to the channel and to the next phase (async times are each read on their own).
  * Children of the channel's async slice: its id and cat (so a viewer nests them), "phase". */
 static void draw_phases(const cl_draw *d, const cl_ev *e, const aslice *a, uint64_t s, uint64_t t) {
   static const char *const names[3] = {"initial_sync", "compute", "final_sync"};
   uint64_t ps[3], pt[3], at = s;
-  int64_t vend_ch = ct_viewer_ns(d->ct, s) + (int64_t)(t - s);
   for (int i = 0; i < 3; i++) {
     ps[i] = pt[i] = at;
     if (!e->ph_t[i] || e->ph_s[i] < e->p.kernel_ch.ptimer) continue;
@@ -196,19 +195,13 @@ static void draw_phases(const cl_draw *d, const cl_ev *e, const aslice *a, uint6
   }
   for (int i = 0; i < 3; i++) {
     if (!e->ph_t[i] || pt[i] == ps[i]) continue;
-    int j = i + 1;
-    while (j < 3 && (!e->ph_t[j] || pt[j] == ps[j])) j++;
-    int64_t vend = vend_ch;
-    if (j < 3) { int64_t vn = ct_viewer_ns(d->ct, ps[j]); if (vn < vend) vend = vn; }
-    uint64_t dur = ct_fit(d->ct, ps[i], pt[i] - ps[i], j < 3 ? ps[j] : t, vend);
     cl_sb *b = ct_body(d->ct);
-    int first = ct_async_begin(d->ct, a->id, names[i], a->cat, ps[i], dur);
-    sb_key(b, &first, "phase"); sb_puts(b, "true");
-    sb_key(b, &first, "channel"); sb_u64(b, e->p.kernel_ch.channel);
+    int first = ct_async_begin(d->ct, a->id, names[i], a->cat, ps[i], pt[i] - ps[i]);
+    sb_key(b, &first, "phase"); sb_puts(b, "true");   /* no channel arg: readers take it for a channel */
     sb_key(b, &first, "gpu_start_ns"); sb_u64(b, e->ph_s[i]);
     sb_key(b, &first, "gpu_stop_ns"); sb_u64(b, e->ph_t[i]);
     ct_slice_end(d->ct);
-    ct_async_end(d->ct, a->id, a->cat, ps[i] + dur);
+    ct_async_end(d->ct, a->id, a->cat, pt[i]);
   }
 }
 

@@ -170,6 +170,7 @@ static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathle
     if (!c->no_exposed) { so_s(&o, ",\"exposed_ns\":"); so_i(&o, (end - a) * 3 / 10); }
     if (c->tag_every > 0) { so_s(&o, ",\"user_tag\":\""); so_i(&o, 1 + i % c->tag_every); so_s(&o, "\""); }
     if (c->phases) {   /* the GPU waits for the last arrival (plus noise), then works */
+      int64_t work = c->transfer_ns / 3;   /* as synth_channel's channels */
       so_s(&o, ",\"sync_wait_ns\":"); so_i(&o, last - a + (int64_t)(synth_h((uint64_t)i + 991, (uint64_t)r) % 3000));
       so_s(&o, ",\"compute_ns\":"); so_i(&o, work); so_s(&o, ",\"final_sync_ns\":1000,\"phase_channels\":"); so_i(&o, c->nch);
     }

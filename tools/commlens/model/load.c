@@ -218,7 +218,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     k.p2p = (uint8_t)(ev->has_p2p_peer || cl_str_eq(ev->name, "Send") || cl_str_eq(ev->name, "Recv"));
     k.has_tag = (uint8_t)ev->has_tag; k.tag = ev->user_tag;
     k.has_phase = (uint8_t)ev->has_phase; k.gwait = ev->sync_wait_ns; k.gwork = ev->compute_ns > 0 ? ev->compute_ns : 0;
-    k.has_exposed = (uint8_t)ev->has_exposed; k.exposed = ev->exposed_ns > 0 ? ev->exposed_ns : 0;
+    k.has_exposed = (uint8_t)(ev->has_exposed && ev->exposed_ns >= 0);
     CL_PUSH(r->colls, k);
     if (ev->has_exposed) { add_sat(&r->exposed_args, ev->exposed_ns); r->has_exposed_args = 1; }
     if (ev->has_comm && (!c->comm_seen || c->last_comm != ev->comm)) {
@@ -307,6 +307,7 @@ static void on_dg_coll(const cl_dg_row *d, void *arg) {
   k.bytes = d->bytes; k.nranks = d->nranks; k.func = (uint16_t)digest_func(c, d->func); k.inst = UINT32_MAX;
   k.p2p = (uint8_t)d->p2p;
   k.exposed = d->exposed_ns;
+  k.has_exposed = d->exposed_ns >= 0;
   k.tid = (int32_t)cl_dg_lane(&c->lanes, d->comm, 1, d->gpu_start, d->gpu_end, &lane, &fresh); k.tid_ok = 1;
   CL_PUSH(r->colls, k);
   if (!d->p2p) r->n_enq++;

@@ -19,7 +19,7 @@ typedef struct {
   int32_t tid, nranks; uint32_t inst;   /* inst: index into cl_job.inst, UINT32_MAX if none */
   uint16_t func; uint8_t p2p, tid_ok;
   uint8_t has_tag, has_phase, has_exposed;
-  uint64_t tag; int64_t gwait, gwork, exposed;
+  uint64_t tag; int64_t gwait, gwork;
 } cl_coll;
 
 typedef struct { int peer; int64_t wait; } cl_peerwait;
