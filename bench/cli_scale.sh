@@ -8,7 +8,7 @@ NR=${1:-64}; EV=${2:-1000000}; W=${3:-/tmp/commlens-scale}
 BUILD=${BUILD:-build}
 [ -x "$BUILD/commlens" ] || make -s cli
 mkdir -p "$BUILD" "$W/traces"
-cc -O2 -I. -Itest/tools -o "$BUILD/gen_traces" bench/gen_traces.c exporters/digest.c common/digest_codec.c -lz
+cc -O2 -I. -Itest/tools -o "$BUILD/gen_traces" bench/gen_traces.c exporters/digest.c common/digest_codec.c common/grow.c -lz
 rm -f "$W"/traces/* "$W"/merged.json "$W"/merged.pftrace
 echo "generating $NR ranks x $EV events in $W/traces"
 t0=$(date +%s.%N)

@@ -11,7 +11,7 @@ NR=${1:-4096}; NC=${2:-300}; W=${3:-/tmp/commlens-digest-scale}
 BUILD=${BUILD:-build}
 [ -x "$BUILD/commlens" ] || make -s cli
 mkdir -p "$BUILD" "$W/digests"
-cc -O2 -I. -Itest/tools -o "$BUILD/gen_traces" bench/gen_traces.c exporters/digest.c common/digest_codec.c -lz
+cc -O2 -I. -Itest/tools -o "$BUILD/gen_traces" bench/gen_traces.c exporters/digest.c common/digest_codec.c common/grow.c -lz
 rm -f "$W"/digests/*
 echo "generating $NR ranks x $NC collectives as digests in $W/digests"
 t0=$(date +%s.%N)

@@ -9,7 +9,7 @@
  * its host's clock offset); the planted
  * slow channel is channel 5 of rank NRANKS/2)
  * Build: cc -O2 -I. -Itest/tools -o build/gen_traces bench/gen_traces.c exporters/digest.c
- *        common/digest_codec.c -lz */
+ *        common/digest_codec.c common/grow.c -lz */
 #include "synth_gen.h"
 #include <sys/wait.h>
 #include <unistd.h>

@@ -64,7 +64,7 @@ same() {
 # the synthetic jobs: 4 ranks of 1,500 events, written by one process (pids 1000..1003), on one
 # host (one clock), and on four hosts with planted clock offsets (the clock model's intervals)
 mkdir -p "$tmp/synthetic/synthetic-4rank" "$tmp/synthetic/synthetic-4host"
-if ! ${CC:-cc} -O2 -I. -Itest/tools -o "$tmp/gen_traces" bench/gen_traces.c -lz ||
+if ! ${CC:-cc} -O2 -I. -Itest/tools -o "$tmp/gen_traces" bench/gen_traces.c exporters/digest.c common/digest_codec.c common/grow.c -lz ||
    ! "$tmp/gen_traces" "$tmp/synthetic/synthetic-4rank" 4 1500 1 ||
    ! "$tmp/gen_traces" "$tmp/synthetic/synthetic-4host" 4 1500 1 --per-host 1; then
   echo "  FAIL cannot build or run bench/gen_traces.c"; failed=$((failed+1))
