@@ -3,6 +3,7 @@
  * collective, one lateness dump per episode and at most every LATE_GAP_NS. The signal
  * handler only sets an atomic flag. */
 #include "plugin/pipeline/flight.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "plugin/output/identity.h"
@@ -83,12 +84,14 @@ void cl_flight_feed(const cl_rec *r) {
 static void dump(const char *trigger, const char *why, uint64_t now) {
   cl_dump_req req = {trigger, ++g_dumps, why, now};
   char path[1500];
+  uint64_t t0 = cl_now();
   int n = cl_flight_dump(g_ring, g_watch, &req, path, sizeof path);
+  double ms = (double)(cl_now() - t0) / 1e6;
   cl_fring_stats s;
   cl_fring_get_stats(g_ring, &s);
-  if (n) cl_log(CL_LOG_WARN, "flight recorder: %s dump written: %s%s (%llu records of the last %.1f s; "
+  if (n) cl_log(CL_LOG_WARN, "flight recorder: %s dump written: %s%s (%llu records of the last %.1f s, in %.1f ms; "
                 "%llu evicted by age, %llu by the memory bound)", trigger, path, n > 1 ? " and the other GPUs'" : "",
-                (unsigned long long)s.kept, s.oldest_ts ? (double)(s.newest_ts - s.oldest_ts) / 1e9 : 0.0,
+                (unsigned long long)s.kept, s.oldest_ts ? (double)(s.newest_ts - s.oldest_ts) / 1e9 : 0.0, ms,
                 (unsigned long long)s.evicted_age, (unsigned long long)s.evicted_room);
 }
 
@@ -99,13 +102,15 @@ void cl_flight_tick(uint64_t now, int caught_up) {
    * pass judges "caught up" after the one before it ended, so every record committed before
    * the signal is in the dump (or, under a backlog that never clears, SIGNAL_WAIT_NS later). */
   if (g_sig_since && (caught_up || now - g_sig_since > SIGNAL_WAIT_NS)) {
+    uint64_t since = g_sig_since;
     g_sig_since = 0;
     if (g_last_signal && now - g_last_signal < SIGNAL_GAP_NS) {
       cl_log_once("flight-coalesced", CL_LOG_INFO, "flight recorder: a signal within %.0f s of the last signal dump "
                   "is coalesced into it", SIGNAL_GAP_NS / 1e9);
     } else {
       g_last_signal = now;
-      snprintf(why, sizeof why, "\"signal\":%d", g_sig);
+      snprintf(why, sizeof why, "\"signal\":%d,\"caught_up\":%s,\"waited_ms\":%llu", g_sig,
+               caught_up ? "true" : "false", (unsigned long long)((now - since) / 1000000u));
       dump("signal", why, now);
     }
   }

@@ -45,6 +45,13 @@ static void free_paths(char **p, int n) { for (int i = 0; i < n; i++) free(p[i])
 
 /* commlensFlight of a dump, borrowed from t. */
 static json_object *flight_of(tr_trace *t) { return h_json_get(t->root, "commlensFlight"); }
+/* A signal dump waits until everything recorded before the signal is read, or gives up after
+ * 10 s (a format thread starved on a loaded machine): only then may its newest records lack. */
+static int caught_up(tr_trace *t) {
+  json_object *c = h_json_get(h_json_get(flight_of(t), "why"), "caught_up");
+  if (c && !json_object_get_boolean(c)) fprintf(stderr, "  note: the dump did not wait for the backlog (loaded machine)\n");
+  return !c || json_object_get_boolean(c);
+}
 static int64_t jint(json_object *o, const char *k) {
   json_object *v = h_json_get(o, k);
   return v ? json_object_get_int64(v) : -1;
@@ -107,8 +114,8 @@ H_CHILD(signal_dump) {
   char path[1500];
   if (signal_and_load(".signal-1.trace.json", 1, &t, path, sizeof path) == 0) {
     int64_t lo, hi;
-    CHECK(coll_seqs(&t, &lo, &hi) == 20 && lo == 0 && hi == 19, "collectives 0..19 in the dump (%lld..%lld)",
-          (long long)lo, (long long)hi);
+    CHECK((coll_seqs(&t, &lo, &hi) == 20 || !caught_up(&t)) && lo == 0 && (hi == 19 || !caught_up(&t)),
+          "collectives 0..19 in the dump (%lld..%lld)", (long long)lo, (long long)hi);
     json_object *f = flight_of(&t);
     const char *trig = f ? json_object_get_string(h_json_get(f, "trigger")) : NULL;
     CHECK(trig && !strcmp(trig, "signal"), "trigger signal, got %s", trig ? trig : "(none)");
@@ -263,14 +270,16 @@ TL_TEST(report_names_ranks_not_done) {
   else fprintf(stderr, "  kept %s\n", dir);
 }
 
-/* ---- lateness: a collective 30 ms long on its GPU against COMMLENS_LATE_MS=10, once per
- * episode (the second long one right after it makes no second dump) ---- */
+/* ---- lateness: a collective 2 s long on its GPU (its timers say so) against
+ * COMMLENS_LATE_MS=1000, once per episode (the second long one right after it makes no second
+ * dump). The others' timers are read as they run, inline: far below the threshold even when a
+ * loaded machine holds a thread for tens of milliseconds ---- */
 H_CHILD(late_dump) {
   h_plugin p;
   void *ctx;
   h_open_init(&p, 5, &ctx);
-  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, NULL, (uint64_t)i, NULL);
-  h_opts slow = {.kernel_ns = 30000000};
+  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
+  h_opts slow = {.kernel_ns = 2000000000, .same_thread_proxy = 1};
   h_drive_coll(&p, ctx, &slow, 5, NULL);
   h_drive_coll(&p, ctx, &slow, 6, NULL);
   char *paths[8];
@@ -279,12 +288,12 @@ H_CHILD(late_dump) {
   tr_trace t;
   if (load_dump(paths[0], &t) == 0) {
     json_object *why = h_json_get(flight_of(&t), "why");
-    CHECK(jint(why, "seq") == 5 && jint(why, "dur_ns") >= 30000000, "seq 5 was late: %s",
+    CHECK(jint(why, "seq") == 5 && jint(why, "dur_ns") >= 2000000000, "seq 5 was late: %s",
           why ? json_object_to_json_string(why) : "(none)");
     tr_free(&t);
   }
   free_paths(paths, n);
-  h_drive_coll(&p, ctx, NULL, 7, NULL);   /* ends the episode */
+  h_drive_coll(&p, ctx, &k_inline, 7, NULL);   /* ends the episode */
   h_finalize(&p, ctx);
   h_close(&p);
   char dir[1200];
@@ -355,7 +364,8 @@ H_CHILD(bound_by_memory) {
           (long long)kept, (long long)room, (long long)put);
     int64_t lo, hi;
     int nc = coll_seqs(&t, &lo, &hi);
-    CHECK(nc > 0 && hi == 2999 && lo > 0, "the newest collectives only: %d of seq %lld..%lld", nc, (long long)lo, (long long)hi);
+    CHECK(nc > 0 && (hi == 2999 || !caught_up(&t)) && lo > 0, "the newest collectives only: %d of seq %lld..%lld", nc,
+          (long long)lo, (long long)hi);
     tr_free(&t);
   }
   h_finalize(&p, ctx);
@@ -479,7 +489,7 @@ TL_TEST(no_dump_when_nothing_triggers) {
   h_run_case("no_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=3", "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
 }
 TL_TEST(dump_on_late_collective) {
-  h_run_case("late_dump", k_base, (const char *const[]){"COMMLENS_LATE_MS=10", "COMMLENS_HANG_S=0",
+  h_run_case("late_dump", k_base, (const char *const[]){"COMMLENS_LATE_MS=1000", "COMMLENS_HANG_S=0",
                                                         "COMMLENS_EVENTS=default+kernelch", NULL}, NULL);
 }
 TL_TEST(dump_of_a_real_run) {
