@@ -103,7 +103,7 @@ static cl_part *create(cl_parts *ps, int dev) {
   p->ct = ct_new(p->rank, ps->deps.epoch_offset_ns);
   p->sum = cl_summary_new();
   /* 0: the settings were never loaded (a unit test that builds participants itself): the trace */
-  unsigned out = cl_cfg.output ? cl_cfg.output : CL_OUT_TRACE;
+  unsigned out = ps->deps.output ? ps->deps.output : cl_cfg.output ? cl_cfg.output : CL_OUT_TRACE;
   p->trace = (out & CL_OUT_TRACE) != 0;
   p->dg = out & CL_OUT_DIGEST ? cl_digest_new() : NULL;
   if (!p->ct || !p->sum || (!p->dg && (out & CL_OUT_DIGEST))) {

@@ -51,6 +51,8 @@ typedef struct {
   int forced_rank;
   int os_pid;
   int64_t epoch_offset_ns;
+  unsigned output;           /* CL_OUT_* the participants write; 0: COMMLENS_OUTPUT's (a flight
+                                dump is a trace whatever the run writes) */
 } cl_parts_deps;
 
 typedef struct cl_parts cl_parts;

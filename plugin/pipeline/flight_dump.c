@@ -243,7 +243,7 @@ int cl_flight_dump(const cl_fring *fr, cl_watch *w, const cl_dump_req *req, char
   cl_parts_deps pd = {.comm_count = cl_comm_count, .comm_lookup = cl_comm_lookup,
                       .env_rank = cl_proc.env_rank, .env_source = cl_proc.rank_source,
                       .forced_rank = cl_cfg.rank, .os_pid = (int)cl_proc.pid,
-                      .epoch_offset_ns = cl_proc.realtime_offset_ns};
+                      .epoch_offset_ns = cl_proc.realtime_offset_ns, .output = CL_OUT_TRACE};
   static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
   d->parts = cl_parts_new(&pd);
   d->asm_ = d->parts ? cl_asm_new(d->parts, NULL, &deps) : NULL;

@@ -480,6 +480,11 @@ H_CHILD(app_handler_kept) {
 static const char *const k_base[] = {"COMMLENS_CUPTI=0", "COMMLENS_RANK=3", "COMMLENS_FLIGHT_S=30", NULL};
 
 TL_TEST(dump_by_signal) { h_run_case("signal_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=0", NULL}, NULL); }
+/* the default output is the digest: a dump is a trace all the same (on a real GPU run the
+ * dumps by signal drew nothing: "no events in the window") */
+TL_TEST(dump_by_signal_when_the_run_writes_a_digest) {
+  h_run_case("signal_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=0", "COMMLENS_OUTPUT=digest", NULL}, NULL);
+}
 /* COMMLENS_HANG_S=3 and the proxy work on the driving thread: a finished collective must not
  * look hung because a loaded machine held a thread for the whole threshold */
 TL_TEST(dump_on_hang_names_channels_not_done) {
