@@ -353,8 +353,18 @@ static int cmp_suspect(const void *a, const void *b) {
  * evidence). */
 static void name_repeated_stalls(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t *elig, size_t ne,
                                  const who_stat *ws) {
+  /* stalls are counted in units (steps where known): several stalled collectives of one step
+   * are one stalled step */
   int64_t *cnt = cl_xcalloc((size_t)in->nwho + 1, sizeof *cnt);
-  for (size_t k = 0; k < v->nstall; k++) cnt[v->stall[k].who]++;
+  int32_t *key = cl_xmalloc((v->nstall + 1) * sizeof *key);
+  for (int w = 0; w < in->nwho; w++) {
+    size_t n = 0;
+    for (size_t k = 0; k < v->nstall; k++)
+      if (v->stall[k].who == w) key[n++] = v->unit_is_step ? in->inst[v->stall[k].inst].step : (int32_t)v->stall[k].inst;
+    qsort(key, n, sizeof *key, cmp_i32);
+    for (size_t k = 0; k < n; k++) cnt[w] += !k || key[k] != key[k - 1];
+  }
+  free(key);
   double *lat = cl_xmalloc((v->nstall + 1) * sizeof *lat);
   for (int w = 0; w < in->nwho; w++) {
     int named = 0;
@@ -368,7 +378,7 @@ static void name_repeated_stalls(const cl_sg_input *in, cl_sg_verdict *v, const 
       else v->stall[keep++] = v->stall[k];
     }
     v->nstall = keep;
-    s->stalls = s->last_count = (int64_t)n;
+    s->stalls = s->last_count = cnt[w];
     s->median_lateness_ns = cl_median_dbl(lat, n);
   }
   free(lat); free(cnt);
