@@ -83,7 +83,7 @@ TL_TEST(sixteen_threads_four_comms_nothing_lost) {
                        "COMMLENS_BUFFER_MB=512", "COMMLENS_RING_KB=8192", NULL};
   int rc;
   if (getenv("COMMLENS_STRESS_SECONDS") && atof(getenv("COMMLENS_STRESS_SECONDS")) > 30) {
-    pid_t pid = fork();                     /* h_spawn gives a child 60 s: long runs wait here */
+    pid_t pid = fork();                     /* h_spawn gives a child 180 s: long runs wait here */
     if (pid == 0) {
       for (int i = 0; env[i]; i++) putenv((char *)env[i]);
       char *argv[] = {"/proc/self/exe", "--child", "stress", NULL};
