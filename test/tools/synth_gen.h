@@ -190,6 +190,19 @@ static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathle
   free(o.b);
   return rc;
 }
+
+/* Writes every rank of `c` into a fresh directory $TMPDIR/<prefix>-XXXXXX (its path into dir;
+ * c->dir is not changed). 0, or -1. */
+static int synth_write_job(const synth_cfg *c, const char *prefix, char *dir, size_t n) {
+  snprintf(dir, n, "%s/%s-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", prefix);
+  if (!mkdtemp(dir)) return -1;
+  synth_cfg k = *c;
+  k.dir = dir;
+  char path[1024];
+  for (int r = 0; r < k.nranks; r++)
+    if (synth_write_rank(&k, r, path, sizeof path)) return -1;
+  return 0;
+}
 /* Rank r as a digest (the collectives, channels and steps its trace above holds, on its clock:
  * the header's realtime offset is 0 and the rows carry the trace's times), a block per 64
  * collectives as a plugin's flushes would write them. 0 on success. */

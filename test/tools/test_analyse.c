@@ -14,12 +14,7 @@
 /* Writes the job of `c` into a fresh directory, loads, matches and aligns it. 0, or -1. */
 static cl_clock_model g_cm;
 static int load_synth(synth_cfg *c, char *dir, size_t n, cl_job *job) {
-    snprintf(dir, n, "%s/commlens-analyse-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(dir)) return -1;
-  c->dir = dir;
-  char path[1024];
-  for (int r = 0; r < c->nranks; r++)
-    if (synth_write_rank(c, r, path, sizeof path)) return -1;
+  if (synth_write_job(c, "commlens-analyse", dir, n)) return -1;
   char *dirs[1] = {dir};
   if (cl_job_load(job, dirs, 1, 1) != c->nranks) return -1;
   cl_job_instances(job);

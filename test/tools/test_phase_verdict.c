@@ -21,12 +21,7 @@ typedef struct {
 /* Writes the job of `c`, loads, aligns and analyses it; the verdict's kind, named rank, evidence. */
 static int verdict_of(synth_cfg *c, verdict_seen *out) {
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/commlens-phase-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(dir)) return -1;
-  c->dir = dir;
-  char path[1024];
-  for (int r = 0; r < c->nranks; r++)
-    if (synth_write_rank(c, r, path, sizeof path)) return -1;
+  if (synth_write_job(c, "commlens-phase", dir, sizeof dir)) return -1;
   char *dirs[1] = {dir};
   cl_job job;
   cl_clock_model cm;
