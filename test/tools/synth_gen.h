@@ -193,7 +193,7 @@ static int synth_write_rank(const synth_cfg *c, int r, char *path, size_t pathle
 
 /* Writes every rank of `c` into a fresh directory $TMPDIR/<prefix>-XXXXXX (its path into dir;
  * c->dir is not changed). 0, or -1. */
-static int synth_write_job(const synth_cfg *c, const char *prefix, char *dir, size_t n) {
+static inline int synth_write_job(const synth_cfg *c, const char *prefix, char *dir, size_t n) {
   snprintf(dir, n, "%s/%s-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", prefix);
   if (!mkdtemp(dir)) return -1;
   synth_cfg k = *c;
