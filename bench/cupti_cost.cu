@@ -6,6 +6,14 @@
  *   driver    CONCURRENT_KERNEL + DRIVER API activity records (what COMMLENS_CUPTI=on uses)
  *   runtime   CONCURRENT_KERNEL + RUNTIME API activity records
  *   callback  CONCURRENT_KERNEL + a driver callback on cuLaunchKernel only (no API records)
+ *   tscb      CONCURRENT_KERNEL + a timestamp callback (clock_gettime(CLOCK_MONOTONIC)), as the
+ *             plugin registers to get records on its own clock; prints how often CUPTI called it
+ *   marker    MARKER activity only (NVTX ranges): what COMMLENS_CUPTI=sampled keeps on between
+ *             its windows
+ *   after     CONCURRENT_KERNEL + MARKER, a window of launches, then CONCURRENT_KERNEL disabled
+ *             before the timed launches: the cost between two sampling windows
+ *   detach    as after, but the window ends with cuptiFinalize (CUPTI detached until the next
+ *             window re-attaches it): what COMMLENS_CUPTI=sampled does between windows
  *   streamid  CONCURRENT_KERNEL + cuptiGetStreamIdEx before each launch (what the default,
  *             COMMLENS_CUPTI=kernels, adds at each NCCL launch); it also checks that every
  *             kernel record carries the stream id the call returned
@@ -42,6 +50,13 @@ static void CUPTIAPI buf_complete(CUcontext, uint32_t, uint8_t *b, size_t, size_
   }
   free(b);
 }
+static unsigned long long g_ts_calls;
+static uint64_t CUPTIAPI ts_cb(void) {
+  struct timespec t;
+  __atomic_add_fetch(&g_ts_calls, 1, __ATOMIC_RELAXED);
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 static void CUPTIAPI on_callback(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
 
 #define CK(x) do { CUptiResult r_ = (x); if (r_ != CUPTI_SUCCESS) { const char *s; cuptiGetResultString(r_, &s); \
@@ -54,15 +69,19 @@ int main(int argc, char **argv) {
   int n = argc > 2 ? atoi(argv[2]) : 20000, rounds = argc > 3 ? atoi(argv[3]) : 15;
   cudaFree(0);
   if (strcmp(mode, "none")) {
+    if (!strcmp(mode, "tscb")) CK(cuptiActivityRegisterTimestampCallback(ts_cb));
     CK(cuptiActivityRegisterCallbacks(buf_request, buf_complete));
-    CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    if (!strcmp(mode, "marker") || !strcmp(mode, "after") || !strcmp(mode, "detach"))
+      CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
+    if (strcmp(mode, "marker")) CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     if (!strcmp(mode, "driver")) CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
     else if (!strcmp(mode, "runtime")) CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
     else if (!strcmp(mode, "callback")) {
       CUpti_SubscriberHandle sub;
       CK(cuptiSubscribe(&sub, (CUpti_CallbackFunc)on_callback, NULL));
       CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
-    } else if (strcmp(mode, "kernel") && strcmp(mode, "streamid")) { fprintf(stderr, "unknown mode %s\n", mode); return 2; }
+    } else if (strcmp(mode, "kernel") && strcmp(mode, "streamid") && strcmp(mode, "tscb") && strcmp(mode, "marker") &&
+               strcmp(mode, "after") && strcmp(mode, "detach")) { fprintf(stderr, "unknown mode %s\n", mode); return 2; }
   }
   int *p;
   cudaMalloc(&p, 1024 * sizeof(int));
@@ -72,6 +91,11 @@ int main(int argc, char **argv) {
   if (sid_each) CK(cuptiGetStreamIdEx(NULL, (CUstream)s, 0, &g_sid));
   for (int i = 0; i < 2000; i++) tiny<<<1, 32, 0, s>>>(p);   /* warm-up */
   cudaStreamSynchronize(s);
+  if (!strcmp(mode, "after") || !strcmp(mode, "detach")) {   /* the window ends: kernel records off */
+    CK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    CK(cuptiActivityFlushAll(1));
+    if (!strcmp(mode, "detach")) CK(cuptiFinalize());   /* ... and CUPTI detached */
+  }
   std::vector<double> per;
   uint32_t sid = 0, bad = 0;
   for (int r = 0; r < rounds; r++) {
@@ -84,10 +108,13 @@ int main(int argc, char **argv) {
     per.push_back((now_ns() - t0) / n);
   }
   std::sort(per.begin(), per.end());
-  if (strcmp(mode, "none")) cuptiActivityFlushAll(1);
+  if (strcmp(mode, "none") && strcmp(mode, "detach")) cuptiActivityFlushAll(1);
   cudaError_t e = cudaGetLastError();
   printf("%-9s %8.1f ns/launch (min %.1f, max %.1f; %d x %d launches; %llu CUPTI records; %s)\n", mode,
          per[per.size() / 2], per.front(), per.back(), rounds, n, g_records, cudaGetErrorString(e));
+  if (!strcmp(mode, "tscb"))
+    printf("tscb: %llu timestamp callbacks, %.2f per launch\n", g_ts_calls,
+           (double)g_ts_calls / ((double)n * rounds + 2000));
   if (sid_each)
     printf("streamid: stream id %u; %u lookups failed or differed; %llu of %llu kernel records on another stream id\n",
            g_sid, bad, g_sid_mismatch, g_kernels);

@@ -21,8 +21,13 @@
 # (printed at the end) by bench/launch_bound_table.py.
 #
 # Environment [defaults]: ROUNDS [8]  BUDGET_S [340]  RUN_TIMEOUT [60]  PYTHON [python3]
-#   TORCH_STEPS [30] TORCH_WARMUP [10]  CUDA_STEPS [40] CUDA_WARMUP [10] KERNELS [2000] COLLS [2]
+#   TORCH_STEPS [60] TORCH_WARMUP [10] SYNC_EVERY [10] (the torch step waits for the GPU every
+#           SYNC_EVERY steps and reports blocks: a wait every step rounds steps up to the lent VMs'
+#           wake-up quantum, 6.9 ms; 1 = wait every step, as before)  CUDA_STEPS [40] CUDA_WARMUP [10] KERNELS [2000] COLLS [2]
 #   WINDOW_STEPS [60] WINDOW [20:30]  BENCHES ["torch cuda window"]
+#   TORCH_CONFIGS ["none default full torchprof"]  CUDA_CONFIGS ["none default full"]; also known:
+#           nocupti (COMMLENS_CUPTI=off), kernels (COMMLENS_CUPTI=kernels), sampled (=sampled),
+#           clockoff (the default with COMMLENS_CUPTI_CLOCK=offset)
 #   LB_BIN  a prebuilt bench/launch_bound.cu binary (else built into OUTDIR with nvcc and NCCL's
 #           headers: the pip package nvidia-nccl-cu13's, else CUDA's)
 set -u
@@ -34,10 +39,12 @@ ROUNDS=${ROUNDS:-8}
 BUDGET_S=${BUDGET_S:-340}
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 PYTHON=${PYTHON:-python3}
-TORCH_STEPS=${TORCH_STEPS:-30}; TORCH_WARMUP=${TORCH_WARMUP:-10}
+TORCH_STEPS=${TORCH_STEPS:-60}; TORCH_WARMUP=${TORCH_WARMUP:-10}; SYNC_EVERY=${SYNC_EVERY:-10}
 CUDA_STEPS=${CUDA_STEPS:-40}; CUDA_WARMUP=${CUDA_WARMUP:-10}; KERNELS=${KERNELS:-2000}; COLLS=${COLLS:-2}
 WINDOW_STEPS=${WINDOW_STEPS:-60}; WINDOW=${WINDOW:-20:30}
 BENCHES=${BENCHES:-torch cuda window}
+TORCH_CONFIGS=${TORCH_CONFIGS:-none default full torchprof}
+CUDA_CONFIGS=${CUDA_CONFIGS:-none default full}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 mkdir -p "$OUT" || exit 2
@@ -83,6 +90,10 @@ run() {
   case $cfg in
     default) env=(NCCL_PROFILER_PLUGIN="$PLUGIN" COMMLENS_DIR="$dir/traces" COMMLENS_SUMMARY=file) ;;
     full) env=(NCCL_PROFILER_PLUGIN="$PLUGIN" COMMLENS_DIR="$dir/traces" COMMLENS_SUMMARY=file COMMLENS_CUPTI=full) ;;
+    nocupti) env=(NCCL_PROFILER_PLUGIN="$PLUGIN" COMMLENS_DIR="$dir/traces" COMMLENS_SUMMARY=file COMMLENS_CUPTI=off) ;;
+    kernels) env=(NCCL_PROFILER_PLUGIN="$PLUGIN" COMMLENS_DIR="$dir/traces" COMMLENS_SUMMARY=file COMMLENS_CUPTI=kernels) ;;
+    sampled) env=(NCCL_PROFILER_PLUGIN="$PLUGIN" COMMLENS_DIR="$dir/traces" COMMLENS_SUMMARY=file COMMLENS_CUPTI=sampled) ;;
+    clockoff) env=(NCCL_PROFILER_PLUGIN="$PLUGIN" COMMLENS_DIR="$dir/traces" COMMLENS_SUMMARY=file COMMLENS_CUPTI_CLOCK=offset) ;;
   esac
   local t0=$SECONDS pids=() r rc=0 s
   for ((r = 0; r < n; r++)); do
@@ -102,14 +113,14 @@ rotate() {   # ROUND LIST...: the list rotated by ROUND
 for ((round = 1; round <= ROUNDS; round++)); do
   log "round $round of $ROUNDS ($((SECONDS - START)) s so far)"
   if [[ " $BENCHES " == *" torch "* ]]; then
-    for cfg in $(rotate "$round" none default full torchprof); do
+    for cfg in $(rotate "$round" $TORCH_CONFIGS); do
       extra=(); [ "$cfg" = torchprof ] && extra=(--profile)
       d=$OUT/runs/torch/r$round/$cfg
-      run "$d" "$cfg" 1 "$PYTHON" "$here/launch_step.py" --steps "$TORCH_STEPS" --warmup "$TORCH_WARMUP" --out "$d" "${extra[@]}"
+      run "$d" "$cfg" 1 "$PYTHON" "$here/launch_step.py" --steps "$TORCH_STEPS" --warmup "$TORCH_WARMUP" --sync-every "$SYNC_EVERY" --out "$d" "${extra[@]}"
     done
   fi
   if [[ " $BENCHES " == *" cuda "* ]] && [ -n "$LB" ]; then
-    for cfg in $(rotate "$round" none default full); do
+    for cfg in $(rotate "$round" $CUDA_CONFIGS); do
       d=$OUT/runs/cuda/r$round/$cfg
       rm -f "$d/nccl.id"; mkdir -p "$d"
       # each rank its own emulated node on GPU 0: NCCL_HOSTID per rank, sockets between them
@@ -127,11 +138,12 @@ if [[ " $BENCHES " == *" window "* ]]; then
     d=$OUT/runs/window/teardown$td
     mkdir -p "$d"
     if [ $td = 1 ]; then export TEARDOWN_CUPTI=1; else unset TEARDOWN_CUPTI; fi
+    export COMMLENS_OUTPUT=both   # the table reads the traces
     RUN_TIMEOUT=$((RUN_TIMEOUT > 120 ? RUN_TIMEOUT : 120)) \
       run "$d" default 1 "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node 2 \
         "$here/launch_step.py" --ranks-on-gpu0 --steps "$WINDOW_STEPS" --warmup 5 --window "$WINDOW" --out "$d"
   done
-  unset TEARDOWN_CUPTI
+  unset TEARDOWN_CUPTI COMMLENS_OUTPUT
 fi
 
 log "done in $((SECONDS - START)) s"

@@ -51,29 +51,37 @@ def quartiles(v):
 
 
 def bench_table(root, bench):
-    """Rows of one bench: config, ok/total, median, spread, delta vs none."""
-    runs = {}
+    """Rows of one bench: config, ok/total, median, spread, delta vs none (of the medians), and
+    the paired delta: the median over rounds of (config - none) / none within the same round,
+    with its min..max, so drift between rounds cancels."""
+    runs, by_round = {}, {}
     for d in sorted(glob.glob(os.path.join(root, "runs", bench, "r*", "*"))):
         cfg = os.path.basename(d)
+        rnd = os.path.basename(os.path.dirname(d))
         ok = status_of(d) == "0"
         res = result_lines(d, "RESULT") if ok else []
         # a step's time is the slowest rank's (ranks wait for each other at the collective)
         med = max(r["median_ms"] for r in res) if res else None
         runs.setdefault(cfg, []).append(med)
+        by_round.setdefault(rnd, {})[cfg] = med
     rows, base = [], None
-    order = ["none", "default", "full", "torchprof"]
+    order = ["none", "default", "clockoff", "kernels", "sampled", "nocupti", "full", "torchprof"]
     for cfg in sorted(runs, key=lambda c: order.index(c) if c in order else 99):
         good = [m for m in runs[cfg] if m is not None]
         if not good:
-            rows.append((cfg, "0/%d" % len(runs[cfg]), "-", "-", "-", "-"))
+            rows.append((cfg, "0/%d" % len(runs[cfg]), "-", "-", "-", "-", "-"))
             continue
         med = statistics.median(good)
         lo, hi = quartiles(good)
         if cfg == "none":
             base = med
         delta = "%+.1f%%" % (100.0 * (med - base) / base) if base and cfg != "none" else ""
+        pairs = [100.0 * (r[cfg] - r["none"]) / r["none"] for r in by_round.values()
+                 if r.get(cfg) is not None and r.get("none")]
+        paired = ("%+.1f%% (%+.1f .. %+.1f), n=%d" % (statistics.median(pairs), min(pairs), max(pairs), len(pairs))
+                  if pairs and cfg != "none" else "")
         rows.append((cfg, "%d/%d" % (len(good), len(runs[cfg])), "%.2f" % med,
-                     "%.2f .. %.2f" % (min(good), max(good)), "%.2f .. %.2f" % (lo, hi), delta))
+                     "%.2f .. %.2f" % (min(good), max(good)), "%.2f .. %.2f" % (lo, hi), delta, paired))
     return rows
 
 
@@ -107,7 +115,7 @@ def window_rows(root):
             w = win.get(rank) or next(iter(win.values()))
             s_us, e_us = w["start_ns"] / 1e3, w["end_ns"] / 1e3
             phase = lambda ts: "before" if ts < s_us else "during" if ts < e_us else "after"
-            count = {p: [0, 0, 0] for p in ("before", "during", "after")}   # collectives, CUPTI-timed, lost
+            count = {p: [0, 0, 0, 0] for p in ("before", "during", "after")}   # collectives, GPU-timed, by CUPTI, lost
             for e in evs:
                 cat, ts = e.get("cat"), e.get("ts")
                 if not isinstance(ts, (int, float)):
@@ -116,12 +124,14 @@ def window_rows(root):
                     count[phase(ts + e.get("dur", 0))][0] += 1
                 elif cat == "coll_gpu":
                     a = e.get("args", {})
+                    count[phase(ts)][1] += 1
                     if str(a.get("source", "")).startswith("cupti"):
-                        count[phase(ts)][1] += 1
-                    if "gpu_timing" in a:
                         count[phase(ts)][2] += 1
+                    if "gpu_timing" in a:
+                        count[phase(ts)][3] += 1
             k = kin.get(rank, {})
-            cells = ["%d/%d timed, %d lost" % (count[p][1], count[p][0], count[p][2]) for p in ("before", "during", "after")]
+            cells = ["%d/%d GPU-timed (%d by CUPTI), %d lost" % (count[p][1], count[p][0], count[p][2], count[p][3])
+                     for p in ("before", "during", "after")]
             rows.append((name, st, str(rank), "%s (NCCL %s)" % (k.get("kernels", "-"), k.get("nccl_kernels", "-")), *cells))
     return rows
 
@@ -146,10 +156,10 @@ def main():
         if not glob.glob(os.path.join(root, "runs", bench)):
             continue
         parts += ["## " + what, "", md_table(("config", "ok runs", "median step ms", "spread (min .. max)",
-                                              "IQR", "vs none"), bench_table(root, bench)), ""]
+                                              "IQR", "vs none", "paired vs none"), bench_table(root, bench)), ""]
     wr = window_rows(root)
     if wr:
-        parts += ["## torch.profiler window mid-job (collectives: CUPTI-timed / all, marked lost)", "",
+        parts += ["## torch.profiler window mid-job (collectives: GPU-timed / all, by CUPTI, marked lost)", "",
                   md_table(("run", "exit", "rank", "Kineto kernels", "before", "during", "after"), wr), ""]
     text = "\n".join(parts)
     with open(os.path.join(root, "launch_bound.md"), "w") as f:

@@ -9,6 +9,9 @@
 # Environment: CL_LIB (commlens plugin), NULL_LIB (bench null plugin), INSPECTOR_LIB, EXAMPLE_LIB
 #   (NCCL's inspector and example plugins; a configuration whose library is missing is skipped),
 #   ROUNDS [8], CONFIGS ["none null cl-default cl-full inspector example"], ITERS [2000],
+#   also known: null-kch (the null plugin asking the default mask and KernelCh: NCCL's own cost of
+#   kernel-channel timers), cl-nocupti (COMMLENS_CUPTI=off: commlens' events alone), cl-kch (no
+#   CUPTI, GPU spans from KernelCh), cl-sampled (COMMLENS_CUPTI=sampled where the plugin has it),
 #   RUN_TIMEOUT [60], BUDGET_S [400] (no round starts unless it is expected to end within it).
 # Output: OUTDIR/<nccl>/r<round>/<config>.log, OUTDIR/table.md (printed too). A run whose plugin
 # NCCL did not load (no "PROFILER/Plugin: Loaded" line) is INVALID and left out of the table.
@@ -25,7 +28,7 @@ mkdir -p "$OUT"
 ncls=("$@"); [ ${#ncls[@]} -eq 0 ] && ncls=(sys=)
 lib_of() {
   case $1 in
-    null) echo "${NULL_LIB:-}";; cl-*) echo "${CL_LIB:-}";;
+    null*) echo "${NULL_LIB:-}";; cl-*) echo "${CL_LIB:-}";;
     inspector) echo "${INSPECTOR_LIB:-}";; example) echo "${EXAMPLE_LIB:-}";; *) echo;;
   esac
 }
@@ -42,7 +45,11 @@ one() {  # nccl-name libdir config round
   [ "$3" != none ] && env+=(NCCL_PROFILER_PLUGIN="$lib")
   case $3 in
     null) env+=(NULLPROF_MASK=0xF0F NULLPROF_MARK="$d/$3.dir/mark");;
+    null-kch) env+=(NULLPROF_MASK=0xF4F NULLPROF_MARK="$d/$3.dir/mark");;
     cl-default) env+=(COMMLENS_DIR="$d/$3.dir");;
+    cl-nocupti) env+=(COMMLENS_DIR="$d/$3.dir" COMMLENS_CUPTI=off);;
+    cl-kch) env+=(COMMLENS_DIR="$d/$3.dir" COMMLENS_CUPTI=off COMMLENS_EVENTS=default+kernelch);;
+    cl-sampled) env+=(COMMLENS_DIR="$d/$3.dir" COMMLENS_CUPTI=sampled);;
     cl-full) env+=(COMMLENS_DIR="$d/$3.dir" COMMLENS_EVENTS=full COMMLENS_CUPTI=full);;
     inspector) env+=(NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_DUMP_DIR="$d/$3.dir");;
     example) env+=(NCCL_PROFILE_EVENT_MASK=3855 NCCL_PROFILE_DUMP_FILE="$d/$3.dir/example");;
