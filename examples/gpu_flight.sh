@@ -42,13 +42,13 @@ if ! wait_for 180 steps_ok; then
 fi
 log "every rank past step 20 after $((SECONDS - t0)) s; SIGUSR2 to each"
 for r in $(seq 0 $((NRANKS - 1))); do kill -USR2 "$(cat "$run/pid-r$r")"; done
-wait_for 60 '[ "$(count .signal-1.trace.json)" -ge "$NRANKS" ]'
-log "signal dumps: $(count .signal-1.trace.json) of $NRANKS"
+wait_for 60 '[ "$(count .signal-)" -ge "$NRANKS" ]'
+log "signal dumps: $(count .signal-) of $NRANKS"
 touch "$run/hang"
 wait_for 60 '[ -f "$run/stopped-r$HANG_RANK" ]'
 log "rank $HANG_RANK stopped calling collectives after step $(cat "$run/stopped-r$HANG_RANK" 2>/dev/null)"
-wait_for $((HANG_S + 90)) '[ "$(count .hang-1.trace.json)" -ge $((NRANKS - 1)) ]'
-log "hang dumps: $(count .hang-1.trace.json) (of the $((NRANKS - 1)) ranks left waiting) after $((SECONDS - t0)) s"
+wait_for $((HANG_S + 90)) '[ "$(count .hang-)" -ge $((NRANKS - 1)) ]'
+log "hang dumps: $(count .hang-) (of the $((NRANKS - 1)) ranks left waiting) after $((SECONDS - t0)) s"
 kill -9 -- -$job 2>/dev/null
 wait $job 2>/dev/null
 log "the job was killed (exit $?), as it could not end by itself"

@@ -525,4 +525,37 @@ TL_TEST(planted_link_at_dump_name) { h_run_case("planted_name", k_base, NULL, NU
 TL_TEST(planted_link_at_flight_dir) { h_run_case("planted_dir", k_base, NULL, NULL); }
 TL_TEST(application_signal_handler_kept) { h_run_case("app_handler_kept", k_base, NULL, NULL); }
 
+/* Dumps of a real hang (examples/gpu_flight.sh on one H200, 4 PyTorch ranks as emulated nodes,
+ * 2026-11-26): every rank dumped on SIGUSR2 while seq 20 was in flight, then rank 1 stopped
+ * calling collectives and the three others wrote hang dumps on seq 21. Each dump loads under the
+ * trace checks, and the report takes the stuck collective from the hang dumps, not from rank 1's
+ * earlier signal dump (it said "seq 20: 1 of 4 started it" before), placing rank 1 from that dump
+ * as not having reached seq 21. */
+TL_TEST(real_hang_dumps_name_the_rank_that_stopped) {
+  static const char *const files[] = {"r0-vm-990-g0.hang-2", "r0-vm-990-g0.signal-1", "r1-vm-991-g0.signal-1",
+                                      "r2-vm-992-g0.hang-2", "r2-vm-992-g0.signal-1", "r3-vm-993-g0.hang-2",
+                                      "r3-vm-993-g0.signal-1"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char path[300], err[512];
+    snprintf(path, sizeof path, "test/data/flight/h200-hang/commlens-%s.trace.json.gz", files[i]);
+    tr_trace t;
+    if (tr_load(&t, path, err, sizeof err) != 0) { CHECK(0, "dump %s: %s", path, err); continue; }
+    tr_free(&t);
+  }
+  json_object *rep = h_report_json("test/data/flight/h200-hang");
+  json_object *hang = h_json_get(rep, "hang");
+  json_object *c = hang && json_object_array_length(hang) == 1 ? json_object_array_get_idx(hang, 0) : NULL;
+  REQUIRE(c, "one stuck communicator: %s", rep ? json_object_to_json_string(rep) : "(no report)");
+  CHECK(jint(c, "seq") == 21, "stuck at seq %lld, want 21 (the hang dumps')", (long long)jint(c, "seq"));
+  json_object *ranks = h_json_get(c, "ranks");
+  static const char *const want[4] = {"not_done", "not_reached", "not_done", "not_done"};
+  for (int r = 0; r < 4 && ranks && json_object_array_length(ranks) == 4; r++) {
+    json_object *m = json_object_array_get_idx(ranks, (size_t)r);
+    const char *st = json_object_get_string(h_json_get(m, "state")), *d = json_object_get_string(h_json_get(m, "dump"));
+    CHECK(st && !strcmp(st, want[r]), "comm rank %d: %s, want %s", r, st ? st : "?", want[r]);
+    CHECK(d && !strcmp(d, r == 1 ? "signal" : "hang"), "comm rank %d placed from its %s dump", r, d ? d : "?");
+  }
+  json_object_put(rep);
+}
+
 H_MAIN("pipeline/flight")

@@ -1,6 +1,6 @@
 /* hang.h: what flight-recorder dumps (commlensFlight, trace-format.md) say about a hang, across
  * ranks. Per communicator that some dump shows a collective not finished: the stuck collective
- * is the lowest such seq, and every rank of the communicator (by its rank in it) is one of:
+ * is the lowest such seq (among hang dumps, where there are some), and every rank of the communicator (by its rank in it) is one of:
  * no dump (never reached it, or its process could not dump), never reached it (its last started
  * seq is lower), started and not done (with the channels it still waited on), or done. */
 #ifndef COMMLENS_HANG_H
@@ -16,6 +16,7 @@ typedef struct {
   int64_t last_started;       /* seq it last started on this communicator, -1 none */
   uint64_t channels_not_done; /* CL_HANG_NOT_DONE: channel bits (0 unknown) */
   int64_t age_ms;             /* how long it had waited at its dump */
+  char trigger[16];           /* what wrote its dump ("hang", "signal", "late"; "" unknown) */
 } cl_hang_member;
 
 typedef struct {
@@ -26,7 +27,10 @@ typedef struct {
   cl_hang_member *members;
 } cl_hang_comm;
 
-typedef struct { CL_VEC(cl_hang_comm) comms; int n_dumps; size_t n_members; } cl_hang;
+/* n_hang: dumps a hang wrote. When there are some, they alone say which collective is stuck:
+ * a signal or lateness dump was taken at another time (before the hang, often) and shows
+ * whatever was in flight then; its rank is still placed from it, and says so. */
+typedef struct { CL_VEC(cl_hang_comm) comms; int n_dumps, n_hang; size_t n_members; const char *cur_trigger; } cl_hang;
 
 /* Fills *h from the job's flight dumps (ranks whose info.flight is set). Communicators larger
  * than CL_HANG_MAX_RANKS, past the CL_HANG_MAX_COMMS-th, or past CL_HANG_MAX_MEMBERS members in all (memory stays

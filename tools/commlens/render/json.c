@@ -41,6 +41,7 @@ static void hang_json(const cl_hang *h, json_object *root) {
       json_object_object_add(y, "state", js(m->state == CL_HANG_DONE ? "done" : m->state == CL_HANG_NOT_DONE ? "not_done"
                                             : m->state == CL_HANG_NOT_REACHED ? "not_reached" : "no_dump"));
       json_object_object_add(y, "last_started_seq", m->rank >= 0 ? ji(m->last_started) : NULL);
+      json_object_object_add(y, "dump", m->rank >= 0 && m->trigger[0] ? js(m->trigger) : NULL);
       for (int ch = 0; ch < 64; ch++) if (m->channels_not_done >> ch & 1) json_object_array_add(chs, ji(ch));
       json_object_object_add(y, "channels_not_done", chs);
       json_object_array_add(ms, y);
