@@ -641,4 +641,24 @@ TL_TEST(real_graph_replays) {
   else fprintf(stderr, "  kept %s\n", base);
 }
 
+/* Traces written by the plugin on the GPU (issue 28; examples/gpu_verdict.sh on one H200, 4 ranks
+ * as emulated nodes over sockets, default events, COMMLENS_OUTPUT=both, 2026-11-26): rank 0 of a
+ * FSDP2 and of a DDP job. Each loads under Perfetto's import rules as the project checks them
+ * (tr_load: thread slices nest; async slices pair by id, close, nest) and fits the track budget.
+ * The plugin before the async layout gave the same jobs 53 and 21 top-level tracks. */
+TL_TEST(real_gpu_traces_fit_one_screen) {
+  static const char *const files[] = {"test/data/tracks/h200-fsdp-4rank-r0.trace.json.gz",
+                                      "test/data/tracks/h200-ddp-4rank-r0.trace.json.gz"};
+  for (int i = 0; i < 2; i++) {
+    tr_trace t;
+    char err[512];
+    if (tr_load(&t, files[i], err, sizeof err) != 0) { CHECK(0, "%s: %s", files[i], err); continue; }
+    int nasync = 0, late = 0, ntop = tr_top_tracks(&t, 0, &nasync, &late);
+    CHECK(nasync > 0 && ntop <= (int)CL_TRACK_BUDGET, "%s: %d top-level tracks (%d async), budget %u", files[i], ntop,
+          nasync, CL_TRACK_BUDGET);
+    CHECK(tr_count(&t, 'X', "coll_gpu") > 0, "%s: no coll_gpu slices", files[i]);
+    tr_free(&t);
+  }
+}
+
 H_MAIN("abi/real_runs")
