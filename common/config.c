@@ -120,9 +120,31 @@ static int p_cupti(const char *v) {
   int on;
   if (!strcasecmp(v, "kernels")) { cl_cfg.cupti = CL_CUPTI_KERNELS; return 0; }
   if (!strcasecmp(v, "full")) { cl_cfg.cupti = CL_CUPTI_FULL; return 0; }
+  if (!strcasecmp(v, "sampled")) { cl_cfg.cupti = CL_CUPTI_SAMPLED; return 0; }
   if (p_bool(v, &on)) return -1;
   cl_cfg.cupti = on ? CL_CUPTI_KERNELS : CL_CUPTI_OFF;
   return 0;
+}
+/* W:P seconds (decimals allowed, at most 3), 0 < W < P <= 3600 */
+static int p_cupti_sample(const char *v) {
+  char *e;
+  errno = 0;
+  double w = strtod(v, &e);
+  if (e == v || *e != ':' || errno) return -1;
+  const char *q = e + 1;
+  double per = strtod(q, &e);
+  if (e == q || *e || errno || !(w >= 0.05) || !(per > w) || !(per <= 3600.0)) return -1;
+  uint64_t on = (uint64_t)(w * 1e9 + 0.5), period = (uint64_t)(per * 1e9 + 0.5);
+  if (on < 50000000ull || on >= period) return -1;   /* apart by less than a nanosecond */
+  cl_cfg.sample_on_ns = on;
+  cl_cfg.sample_period_ns = period;
+  return 0;
+}
+/* callback (the default) | offset */
+static int p_cupti_clock(const char *v) {
+  if (!strcasecmp(v, "callback")) { cl_cfg.cupti_clock_offset = 0; return 0; }
+  if (!strcasecmp(v, "offset")) { cl_cfg.cupti_clock_offset = 1; return 0; }
+  return -1;
 }
 static int p_flush_ms(const char *v) {
   uint64_t m;
@@ -276,12 +298,22 @@ static const cl_var g_vars[] = {
    "communicator); B may be left out",
    "coll:A-B with whole numbers, or time:A-B with seconds (up to 9 decimals), A < B, B optional", p_window},
   {"COMMLENS_SUMMARY", "print", "per-rank summary at exit: print (stderr and file), file, off", "print, file or off", p_summary},
-  {"COMMLENS_CUPTI", "kernels",
+  {"COMMLENS_CUPTI", "sampled",
    "GPU timing from CUPTI: kernels (every collective and p2p operation GPU-timed from CUPTI's "
    "kernel records alone, matched to NCCL's launches by stream and launch order; exposed "
    "communication per collective, rank, communicator and NVTX step; on says the same), full "
     "(also a slice per compute kernel, CUDA launch calls, memcpy and memset: NCCL's kernels matched by correlation id; "
-    "costs more per launch, see README), off (NCCL's own events only)", "kernels, full, on or off", p_cupti},
+    "costs more per launch, see README), sampled (NCCL's kernels timed by their kernel-channel timers, "
+    "CUPTI's kernel records only in windows, exposure outside them estimated and marked), off (NCCL's own events only)",
+    "kernels, sampled, full, on or off", p_cupti},
+  {"COMMLENS_CUPTI_SAMPLE", "1:30",
+   "with COMMLENS_CUPTI=sampled: CUPTI records kernels for W seconds in every P (W:P), the "
+   "first window from the start; exposure of collectives outside the windows is estimated "
+   "from those inside", "W:P seconds, 0.05 <= W < P <= 3600", p_cupti_sample},
+  {"COMMLENS_CUPTI_CLOCK", "callback",
+   "how CUPTI's timestamps reach the plugin's clock: callback (CUPTI calls the plugin's clock "
+   "for its timestamps) or offset (CUPTI's own clock, shifted by an offset measured once a "
+   "second); a diagnostic: see README, what it costs", "callback or offset", p_cupti_clock},
   {"COMMLENS_CUPTI_LIB", "(search)",
    "path of libcupti to load; default: the one already loaded, then libcupti.so(.13/.12) on the "
    "library path, $CUDA_HOME/extras/CUPTI/lib64, /usr/local/cuda/{extras/CUPTI/,}lib64", NULL, p_cupti_lib},
@@ -341,7 +373,9 @@ static void set_defaults(void) {
   cl_cfg.flush_ms = 250;
   cl_cfg.exit_wait_ms = 30000;
   cl_cfg.summary = CL_SUMMARY_PRINT;
-  cl_cfg.cupti = CL_CUPTI_KERNELS;
+  cl_cfg.cupti = CL_CUPTI_SAMPLED;
+  cl_cfg.sample_on_ns = 1000000000ull;
+  cl_cfg.sample_period_ns = 30000000000ull;
   cl_cfg.rank = -1;
   cl_cfg.output = CL_OUT_DIGEST;
   cl_cfg.flight_bytes = 64ull << 20;
@@ -407,6 +441,7 @@ void cl_config_load(void) {
   }
 #endif
   if (cl_cfg.cupti) cl_cfg.mask |= CL_MASK_KERNEL_LAUNCH;
+  if (cl_cfg.cupti == CL_CUPTI_SAMPLED) cl_cfg.mask |= 1u << 6;   /* KernelCh: NCCL's GPU timers */
   fit_rings();
 }
 

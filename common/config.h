@@ -22,7 +22,9 @@ typedef enum { CL_SUMMARY_PRINT = 0, CL_SUMMARY_FILE, CL_SUMMARY_OFF } cl_summar
 /* COMMLENS_FLIGHT_SIGNAL: which signal asks for a flight dump. */
 typedef enum { CL_FLIGHT_SIGUSR2 = 0, CL_FLIGHT_SIGUSR1, CL_FLIGHT_SIGNAL_OFF } cl_flight_signal_kind;
 
-typedef enum { CL_CUPTI_OFF = 0, CL_CUPTI_KERNELS = 1, CL_CUPTI_FULL = 2 } cl_cupti_level;
+/* SAMPLED: CUPTI's kernel records only in windows (COMMLENS_CUPTI_SAMPLE), NCCL's kernels timed
+ * by its kernel-channel timers (KernelCh) everywhere; exposure outside the windows estimated. */
+typedef enum { CL_CUPTI_OFF = 0, CL_CUPTI_KERNELS = 1, CL_CUPTI_FULL = 2, CL_CUPTI_SAMPLED = 3 } cl_cupti_level;
 
 /* COMMLENS_OUTPUT: which files each rank writes (bits). */
 #define CL_OUT_TRACE  1u   /* the Chrome-trace JSON */
@@ -43,6 +45,8 @@ typedef struct {
   uint64_t win_start, win_stop;  /* collectives (count) or nanoseconds since first init */
   cl_summary_mode summary;
   int cupti;                 /* cl_cupti_level (COMMLENS_CUPTI) */
+  uint64_t sample_on_ns, sample_period_ns;   /* COMMLENS_CUPTI_SAMPLE: window length, period */
+  int cupti_clock_offset;    /* COMMLENS_CUPTI_CLOCK=offset: no timestamp callback (see cupti.c) */
   char record[1024];         /* record the ABI call stream to this file ("" = off) */
   char cupti_lib[1024];      /* libcupti to load ("" = search) */
   char job[128];             /* COMMLENS_JOB: job id when the launcher sets none */

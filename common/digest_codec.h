@@ -20,6 +20,9 @@ enum { CL_DG_HEADER = 'H', CL_DG_COLLS = 'C', CL_DG_CHANS = 'K', CL_DG_STEPS = '
 enum { CL_DG_RAW = 0, CL_DG_ZLIB = 1 };
 /* Where a collective's GPU span came from (the trace's "source"), 0: not timed. */
 enum { CL_DG_SRC_NONE = 0, CL_DG_SRC_CUPTI, CL_DG_SRC_CUPTI_GRAPH, CL_DG_SRC_KERNEL_CH, CL_DG_SRC_PROXY, CL_DG_SRC_N };
+/* A flag or'ed into the src column: the row's exposed time is estimated (COMMLENS_CUPTI=sampled,
+ * outside CUPTI's windows), not measured. */
+#define CL_DG_SRC_EST 8
 /* The source's code (CL_DG_SRC_NONE for NULL or an unknown name) and name (NULL for none). */
 int cl_dg_src_code(const char *src);
 const char *cl_dg_src_name(int code);

@@ -6,7 +6,7 @@
 # traces in manifest.json. Traces and manifests are packed into OUTDIR/verdict.tgz.
 #   examples/gpu_verdict.sh OUTDIR PLUGIN   (RUNS picks runs by name; default: all)
 #   VERDICT_FULL=1: the same runs in full mode (COMMLENS_EVENTS=full COMMLENS_CUPTI=full), each
-#   name suffixed _full.
+#   name suffixed _full. VERDICT_CUPTI=sampled: with COMMLENS_CUPTI=sampled (suffix _sampled).
 set -u
 OUT=${1:?usage: gpu_verdict.sh OUTDIR PLUGIN}
 PLUGIN=${2:?usage: gpu_verdict.sh OUTDIR PLUGIN}
@@ -19,6 +19,8 @@ log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); t
 unset COMMLENS_CUPTI COMMLENS_EVENTS COMMLENS_GZIP NVTX_INJECTION64_PATH
 sfx=
 if [ "${VERDICT_FULL:-0}" = 1 ]; then export COMMLENS_EVENTS=full COMMLENS_CUPTI=full; sfx=_full; fi
+# VERDICT_CUPTI=sampled (or another COMMLENS_CUPTI level): the same runs in that mode, suffixed _<level>
+if [ -n "${VERDICT_CUPTI:-}" ]; then export COMMLENS_CUPTI=$VERDICT_CUPTI; sfx=${sfx}_$VERDICT_CUPTI; fi
 BUDGET=${BUDGET:-480}          # seconds; a run not started by then is skipped (one device call)
 STEPS=${STEPS:-80}
 RUNS=${RUNS:-}

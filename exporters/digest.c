@@ -75,7 +75,7 @@ void cl_digest_coll(cl_digest *d, const cl_dg_coll *c) {
   if (!d) return;
   if (d->nrows >= CL_DG_MAX_ROWS || room(&d->rows, d->nrows, &d->caprows, sizeof *d->rows)) { d->lost++; return; }
   row r = {.comm = comm_id(d, c), .func = str_id(d, c->func), .algo = str_id(d, c->algo),
-           .proto = str_id(d, c->proto), .p2p = c->p2p != 0, .src = (uint8_t)c->src,
+           .proto = str_id(d, c->proto), .p2p = c->p2p != 0, .src = (uint8_t)(c->src | (c->expo_est ? CL_DG_SRC_EST : 0)),
            .tail_ch = (int16_t)(c->tail_ch >= 0 && c->tail_ch < 32767 ? c->tail_ch : -1),
            .nchannels = c->nchannels, .peer = c->peer, .seq = c->seq, .bytes = c->bytes,
            .enq_start = c->enq_start, .enq_stop = c->enq_stop, .gpu_start = c->gpu_start,

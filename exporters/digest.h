@@ -19,6 +19,7 @@ typedef struct {
   uint64_t enq_start, enq_stop;
   int src; uint64_t gpu_start, gpu_end;
   int64_t exposed_ns; int tail_ch;
+  int expo_est;   /* exposed_ns estimated (sampled mode): written as src | CL_DG_SRC_EST */
 } cl_dg_coll;
 
 typedef struct cl_digest cl_digest;

@@ -12,6 +12,7 @@ static const char *const g_names[] = {
   "COMMLENS_DIR", "COMMLENS_EVENTS", "COMMLENS_BUFFER_MB", "COMMLENS_RING_KB", "COMMLENS_GZIP",
   "COMMLENS_FLUSH_MS", "COMMLENS_EXIT_WAIT_S", "COMMLENS_WINDOW", "COMMLENS_SUMMARY", "COMMLENS_CUPTI",
   "COMMLENS_CUPTI_LIB", "COMMLENS_JOB", "COMMLENS_PROM", "COMMLENS_RANK", "COMMLENS_RECORD", "SLURM_JOB_ID",
+  "COMMLENS_CUPTI_SAMPLE", "COMMLENS_CUPTI_CLOCK",
 };
 enum { NNAMES = sizeof g_names / sizeof g_names[0] };
 
@@ -59,7 +60,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (c->window != CL_WIN_NONE && c->win_start >= c->win_stop) abort();
   if (c->window == CL_WIN_NONE && (c->win_start || c->win_stop)) abort();
   if (c->rank < -1 || c->rank > (1 << 24) || !c->mask || c->mask > 0xFFFF) abort();
-  if (c->summary > CL_SUMMARY_OFF || c->cupti < CL_CUPTI_OFF || c->cupti > CL_CUPTI_FULL) abort();
+  if (c->summary > CL_SUMMARY_OFF || c->cupti < CL_CUPTI_OFF || c->cupti > CL_CUPTI_SAMPLED) abort();
+  if (c->sample_on_ns < 50000000ull || c->sample_on_ns >= c->sample_period_ns || c->sample_period_ns > 3600000000000ull)
+    abort();
+  if (c->cupti == CL_CUPTI_SAMPLED && !(c->mask & (1u << 6))) abort();   /* KernelCh: the GPU timing outside windows */
   if (!terminated(c->dir, sizeof c->dir) || !c->dir[0] || !terminated(c->events_name, sizeof c->events_name) ||
       !terminated(c->record, sizeof c->record) || !terminated(c->cupti_lib, sizeof c->cupti_lib) ||
       !terminated(c->job, sizeof c->job) || !terminated(c->prom, sizeof c->prom))

@@ -32,6 +32,13 @@ static void fork_child(void) {
 static void process_setup(const cl_comm_desc *d) {
   static int atexit_done, atfork_done;
   cl_config_load();
+  /* sampled mode times NCCL's kernels by their kernel-channel timers, which ABI v4 brought: with
+   * an older NCCL, CUPTI's kernel records time them all the time instead */
+  if (cl_cfg.cupti == CL_CUPTI_SAMPLED && d->abi < 4) {
+    cl_cfg.cupti = CL_CUPTI_KERNELS;
+    cl_log_once("sampled-abi", CL_LOG_INFO, "NCCL drives profiler ABI v%d, whose kernel-channel events carry no GPU "
+                "timers: COMMLENS_CUPTI=sampled falls back to kernels (CUPTI times every NCCL kernel)", d->abi);
+  }
   cl_identity_settle(d->rank, d->abi);
   cl_gate_setup();
   if (!atexit_done) { atexit(on_exit_handler); atexit_done = 1; }

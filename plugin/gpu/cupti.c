@@ -74,7 +74,7 @@ static struct {
   FN(cuptiActivityGetNumDroppedRecords); FN(cuptiGetTimestamp);
   /* optional */
   FN(cuptiSubscribe_v2); FN(cuptiActivityRegisterTimestampCallback);
-  FN(cuptiSetThreadIdType); FN(cuptiGetStreamIdEx);
+  FN(cuptiSetThreadIdType); FN(cuptiGetStreamIdEx); FN(cuptiFinalize);
 } api;
 #undef FN
 /* cuptiGetStreamIdEx, set once CUPTI is loaded and bound; read by any thread (NCCL's launching threads). */
@@ -199,7 +199,7 @@ static const char *bind_symbols(void) {
   REQ(cuptiActivityFlushAll); REQ(cuptiActivityGetNextRecord);
   REQ(cuptiActivityGetNumDroppedRecords); REQ(cuptiGetTimestamp);
   OPT(cuptiGetResultString); OPT(cuptiSubscribe_v2); OPT(cuptiActivityRegisterTimestampCallback);
-  OPT(cuptiSetThreadIdType); OPT(cuptiGetStreamIdEx);
+  OPT(cuptiSetThreadIdType); OPT(cuptiGetStreamIdEx); OPT(cuptiFinalize);
 #undef REQ
 #undef OPT
   return NULL;
@@ -259,7 +259,7 @@ static int arm(void) {
   CUptiResult r;
   if (api.cuptiSetThreadIdType) api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   cl_cupti_g.ts_offset = 0;
-  if (!api.cuptiActivityRegisterTimestampCallback ||
+  if (cl_cfg.cupti_clock_offset || !api.cuptiActivityRegisterTimestampCallback ||
       api.cuptiActivityRegisterTimestampCallback(ts_monotonic) != CUPTI_SUCCESS)
     cl_cupti_g.ts_offset = measure_ts_offset();
   r = api.cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
@@ -285,6 +285,12 @@ static int arm(void) {
    * switches (cuptiActivityEnableDriverApi) produced no records at all on CUPTI 13.0 with NCCL
    * 2.28 (measured on H200), so they are not used. NCCL launches through the driver API
    * (cuLaunchKernelEx), which is what the correlation needs. */
+  if (cl_cfg.cupti == CL_CUPTI_SAMPLED) {   /* the first window opens now */
+    uint64_t now = cl_now();
+    cl_cupti_g.win_start = now;
+    cl_cupti_g.win_end = now + cl_cfg.sample_on_ns;
+    cl_cupti_g.win_next = now + cl_cfg.sample_period_ns;
+  }
   if (full) {
     if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) cl_cupti_g.kinds_on[3] = 1;
     else cl_log_once("cupti-driver", CL_LOG_INFO, "CUPTI refused driver API records: NCCL kernels "
@@ -404,10 +410,12 @@ static void leave_to_other(void) {
 static void reprobe(void) {
   uint64_t now = cl_now();
   if (now < cl_cupti_g.next_probe) return;
+  if (cl_cupti_sampling_gap()) return;   /* detached between two windows: the next one asks */
   cl_cupti_g.next_probe = now + CL_CUPTI_REPROBE_NS;
   char who[128];
   CUptiResult r = probe_slot(who, sizeof who);
   if (r == CUPTI_SUCCESS && cl_cupti_g.state == CUPTI_ACTIVE) cl_cupti_g.free_at = now;
+  if (cl_cupti_g.state == CUPTI_ACTIVE && cl_cupti_g.ts_offset) cl_cupti_g.ts_offset = measure_ts_offset();
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && cl_cupti_g.state != CUPTI_SUSPENDED) {
     int was_active = cl_cupti_g.state == CUPTI_ACTIVE;
     cl_cupti_g.state = CUPTI_SUSPENDED;
@@ -445,7 +453,82 @@ void cl_cupti_displaced(void) {
               "timing and are marked " CL_GPU_LOST_WHY);
 }
 
-int cl_cupti_recording(void) { return cl_cupti_g.state == CUPTI_ACTIVE; }
+/* Sampled mode, before touching CUPTI at a window's end: disabling our kinds or finalizing would
+ * end another tool's session too. If one took the subscriber slot since the last probe
+ * (torch.profiler starting inside our window), CUPTI is left to it (suspended), and 1. */
+static int taken_since_probe(void) {
+  char who[128];
+  if (probe_slot(who, sizeof who) != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return 0;
+  cl_cupti_g.state = CUPTI_SUSPENDED;
+  cl_cupti_g.detach_due = 0;
+  snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "suspended: CUPTI taken by %s",
+           who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
+  cl_log_once("cupti-window-busy", CL_LOG_WARN, "%s during a sampling window; commlens leaves CUPTI to it (collectives "
+              "keep NCCL's kernel-channel timing) and samples again when it lets go", cl_cupti_g.status);
+  leave_to_other();
+  return 1;
+}
+
+/* COMMLENS_CUPTI=sampled: closes the kernel-record window when its time is up, opens the next
+ * one when due (writer thread, from cl_cupti_flush). Stream ids are offered only while kernels
+ * are recorded, and withdrawn before the kind is disabled: a launch that got a stream id for the
+ * join always has its kernel record.
+ * A window ends by detaching CUPTI (cuptiFinalize, after a forced flush hands back every record):
+ * disabling the kernel kind alone leaves most of CUPTI's cost on every launch (measured on H200,
+ * bench/cupti_cost.cu: 3.07 us a launch without CUPTI, 3.83 with kernel records, 3.57 after they
+ * were disabled, 3.03 after cuptiFinalize). The next window attaches it again (arm), after
+ * asking the subscriber slot whether another tool took CUPTI meanwhile. NVTX ranges reach CUPTI
+ * only inside the windows then. Without cuptiFinalize (older CUPTI), the kind is disabled only. */
+static void sample_tick(uint64_t now) {
+  if (cl_cfg.cupti != CL_CUPTI_SAMPLED || cl_cupti_g.state != CUPTI_ACTIVE) return;
+  if (cl_cupti_g.detach_due) {   /* the window's records were parsed since: detach now */
+    cl_cupti_g.detach_due = 0;
+    if (taken_since_probe()) return;
+    if (api.cuptiFinalize && api.cuptiFinalize() == CUPTI_SUCCESS) {
+      cl_cupti_g.detached = 1;
+      pthread_mutex_lock(&cl_cupti_g.mu);   /* buffers CUPTI still held are gone with it */
+      cl_cupti_g.nalloc = cl_cupti_g.nfree + cl_cupti_g.ndone + (cl_cupti_g.cur != NULL);
+      pthread_mutex_unlock(&cl_cupti_g.mu);
+    }
+    return;
+  }
+  if (cl_cupti_g.kinds_on[0] && now >= cl_cupti_g.win_end) {
+    if (taken_since_probe()) return;
+    offer_stream_ids(0);
+    api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    disable_ours();
+    cl_cupti_g.detach_due = 1;   /* at the next tick, once the writer parsed what the flush handed over */
+    cl_cupti_g.windows++;
+  } else if (!cl_cupti_g.kinds_on[0] && now >= cl_cupti_g.win_next) {
+    cl_cupti_g.win_next = now + cl_cfg.sample_period_ns;
+    char who[128];
+    CUptiResult r = probe_slot(who, sizeof who);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {   /* another tool has CUPTI now */
+      cl_cupti_g.state = CUPTI_SUSPENDED;
+      snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "suspended: CUPTI taken by %s",
+               who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
+      cl_log_once("cupti-window-busy", CL_LOG_WARN, "%s between two sampling windows; commlens leaves CUPTI to it "
+                  "and samples again when it lets go", cl_cupti_g.status);
+      leave_to_other();
+      return;
+    }
+    if (r != CUPTI_SUCCESS || arm() != 0) {   /* arm said why, once */
+      cl_log_once("cupti-window", CL_LOG_WARN, "CUPTI refused a sampling window; collectives keep NCCL's "
+                  "kernel-channel timing, their exposure estimated from earlier windows");
+      return;
+    }
+    cl_cupti_g.detached = 0;
+    offer_stream_ids(1);
+  }
+}
+
+int cl_cupti_recording(void) {
+  return cl_cupti_g.state == CUPTI_ACTIVE && (cl_cfg.cupti != CL_CUPTI_SAMPLED || cl_cupti_g.kinds_on[0]);
+}
+
+int cl_cupti_sampling_gap(void) {
+  return cl_cupti_g.state == CUPTI_ACTIVE && cl_cfg.cupti == CL_CUPTI_SAMPLED && !cl_cupti_g.kinds_on[0];
+}
 
 uint64_t cl_cupti_taken_after(void) { return cl_cupti_g.state == CUPTI_SUSPENDED ? cl_cupti_g.free_at : 0; }
 
@@ -462,7 +545,9 @@ uint32_t cl_cupti_stream_id(uint64_t stream) {
 void cl_cupti_flush(int force) {
   if (cl_cupti_g.state != CUPTI_ACTIVE && cl_cupti_g.state != CUPTI_SUSPENDED && cl_cupti_g.state != CUPTI_DISPLACED) return;
   reprobe();
-  if (cl_cupti_g.state == CUPTI_ACTIVE) api.cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  sample_tick(cl_now());
+  if (cl_cupti_g.state == CUPTI_ACTIVE && !cl_cupti_g.detached)
+    api.cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
 /* ---- kernel names: interned copies that live until exit ---- */
@@ -632,11 +717,12 @@ void cl_cupti_get_stats(cl_cupti_stats *s) {
 
 void cl_cupti_stop(void) {
   if (cl_cupti_g.state != CUPTI_ACTIVE && cl_cupti_g.state != CUPTI_SUSPENDED && cl_cupti_g.state != CUPTI_DISPLACED) return;
-  if (cl_cupti_g.state == CUPTI_ACTIVE) {
+  if (cl_cupti_g.state == CUPTI_ACTIVE && !cl_cupti_g.detached) {   /* detached: any call would attach it again */
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     disable_ours();
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
+  cl_cupti_g.detached = cl_cupti_g.detach_due = 0;
   offer_stream_ids(0);
   cupti_state was = cl_cupti_g.state;
   cl_cupti_g.state = CUPTI_UNTRIED;   /* a later start (after a new init) may arm again */

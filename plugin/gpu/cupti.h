@@ -65,8 +65,12 @@ void cl_cupti_flush(int force);
 /* Moves up to max completed records to out; returns how many. Writer thread only. */
 size_t cl_cupti_drain(cl_gpu_activity *out, size_t max);
 void cl_cupti_get_stats(cl_cupti_stats *s);
-/* 1 while CUPTI records for us (not suspended, displaced or failed). */
+/* 1 while CUPTI records kernels for us (not suspended, displaced or failed; with
+ * COMMLENS_CUPTI=sampled, inside a window). */
 int cl_cupti_recording(void);
+/* 1 between two sampling windows (COMMLENS_CUPTI=sampled, CUPTI ours but kernels not recorded):
+ * collectives then are not "lost", their exposure is estimated. */
+int cl_cupti_sampling_gap(void);
 /* Suspended: the last time the slot was seen free while we recorded (the other tool took CUPTI,
  * and our records, after it; 0 when not known or not suspended). Writer thread only. */
 uint64_t cl_cupti_taken_after(void);

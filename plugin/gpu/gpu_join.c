@@ -103,7 +103,8 @@ struct cl_gj {
   kept_step stepkeep[NSTEPKEEP];
   uint64_t nsteps_seen;
   uint64_t next_step_id;
-  struct { uint64_t s, e; } cover[NCOVER];   /* CUPTI recorded for us in [s, e) (e 0: open) */
+  struct { uint64_t s, e; int gap; } cover[NCOVER];   /* CUPTI recorded for us in [s, e) (e 0: open);
+                                                        gap: it ended with a sampling window */
   uint32_t ncover;
 };
 
@@ -115,13 +116,27 @@ void cl_gj_start(cl_gj *g, uint64_t now) {
     g->ncover--;
   }
   g->cover[g->ncover].s = now;
+  g->cover[g->ncover].gap = 0;
   g->cover[g->ncover++].e = 0;
+}
+
+void cl_gj_stop_window(cl_gj *g, uint64_t t) {
+  if (!g->ncover || g->cover[g->ncover - 1].e) return;
+  cl_gj_stop(g, t);
+  g->cover[g->ncover - 1].gap = 1;
+}
+
+int cl_gj_covered_for(const cl_gj *g, uint64_t s, uint64_t e, uint64_t guard) {
+  for (uint32_t i = g->ncover; i-- > 0;)
+    if (s >= g->cover[i].s && (!g->cover[i].e || e < g->cover[i].e)) return s - g->cover[i].s >= guard;
+  return 0;
 }
 
 void cl_gj_stop(cl_gj *g, uint64_t t) {
   if (!g->ncover || g->cover[g->ncover - 1].e) return;
   if (t <= g->cover[g->ncover - 1].s) t = g->cover[g->ncover - 1].s + 1;
   g->cover[g->ncover - 1].e = t;
+  g->cover[g->ncover - 1].gap = 0;
   /* launches from t on get no kernel record: waiting, they would take the first kernels
    * recorded after CUPTI comes back (the join by stream order goes first with first) */
   uint32_t n = g->nwin_total < NWIN ? (uint32_t)g->nwin_total : NWIN;
@@ -139,7 +154,10 @@ int cl_gj_covered(const cl_gj *g, uint64_t t) {
 }
 
 int cl_gj_lost(const cl_gj *g, uint64_t t) {
-  return g->ncover && t >= g->cover[0].s && !cl_gj_covered(g, t);
+  if (!g->ncover || t < g->cover[0].s || cl_gj_covered(g, t)) return 0;
+  for (uint32_t i = g->ncover; i-- > 0;)   /* the coverage before t: ended by a window, not taken */
+    if (g->cover[i].s <= t) return !g->cover[i].gap;
+  return 0;
 }
 
 uint64_t cl_gj_covered_ns(const cl_gj *g, uint64_t now) {
@@ -201,7 +219,7 @@ static gj_part *dev_state(cl_gj *g, int dev) {
 
 static void on_result(void *arg, const cl_expo_result *r) {
   cl_gj *g = arg;
-  gj_part *q = dev_state(g, (int)r->span.device);
+  gj_part *q = r->span.tag & CL_GJ_TAG_ORDER_ONLY ? NULL : dev_state(g, (int)r->span.device);
   if (q) {
     cl_expo_agg_add(q->agg, r);
     if (q->p->trace) cl_draw_exposed(q->p->ct, r);

@@ -77,6 +77,9 @@ int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_
 /* Tags of the unclaimed replayed kernels handed to the exposed callback (tag & mask): the
  * callback gets their name through cl_gj_graph_name. */
 #define CL_GJ_TAG_GRAPH (1ull << 63)
+/* A span queued only to keep its place in end-time order (sampled mode, outside CUPTI's windows:
+ * its exposure is estimated by the caller): reported back, left out of the exposure totals. */
+#define CL_GJ_TAG_ORDER_ONLY (1ull << 62)
 const char *cl_gj_graph_name(uint64_t tag);
 /* Queues a collective's GPU span for exposure; `fn` reports it once compute is known. */
 void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, uint64_t s, uint64_t e);
@@ -90,7 +93,13 @@ void cl_gj_advance(cl_gj *g, uint64_t now, int final);
  * intervals do not wait for a kernel record. */
 void cl_gj_start(cl_gj *g, uint64_t now);
 void cl_gj_stop(cl_gj *g, uint64_t t);
+/* The same at the end of a sampling window (COMMLENS_CUPTI=sampled): times after it are a gap
+ * in the sampling, not lost to another tool. */
+void cl_gj_stop_window(cl_gj *g, uint64_t t);
 int cl_gj_covered(const cl_gj *g, uint64_t t);
+/* 1 if [s, e] lies in one coverage interval, at least `guard` ns after its start (kernels
+ * launched before the interval began were not recorded but may still run in its first part). */
+int cl_gj_covered_for(const cl_gj *g, uint64_t s, uint64_t e, uint64_t guard);
 /* 1 if CUPTI had recorded for us before t but did not at t: another tool took CUPTI (it holds
  * the subscriber slot or our records went to its callbacks). The one rule for "lacks GPU timing
  * because CUPTI was taken"; a run without CUPTI, or before it started, is not lost. */

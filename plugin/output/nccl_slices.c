@@ -140,7 +140,7 @@ uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e) {
 }
 
 void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
-                      int64_t exposed_ns, uint64_t bytes, const char *gpu_timing) {
+                      int64_t exposed_ns, int expo_est, uint64_t bytes, const char *gpu_timing) {
   const char *func = cl_ev_func(c);
   char fam[96];
   snprintf(fam, sizeof fam, "%s: GPU", label(d, c->comm));
@@ -161,6 +161,7 @@ void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, 
   sb_key(b, &first, "source"); sb_jstr(b, src);
   if (c->tail_ch >= 0) { sb_key(b, &first, "tail_channel"); sb_i64(b, c->tail_ch); }
   if (exposed_ns >= 0) { sb_key(b, &first, "exposed_ns"); sb_i64(b, exposed_ns); }
+  if (expo_est) { sb_key(b, &first, "exposure"); sb_jstr(b, "estimated"); }
   if (gpu_timing) { sb_key(b, &first, "gpu_timing"); sb_jstr(b, gpu_timing); }
   tag_arg(b, &first, c->user_tag);
   if (c->ph_n) {   /* v7 kernel phases: per phase, the longest any channel spent in it */

@@ -36,6 +36,7 @@ typedef struct cl_ev {
   uint64_t gs, ge;                    /* chosen GPU span while waiting for its exposure */
   const char *src;
   int awaiting;
+  int expo_est;                /* sampled mode: outside CUPTI's windows, exposure to be estimated */
   struct cl_ev *next_free;
 } cl_ev;
 
@@ -58,9 +59,10 @@ void cl_draw_api(const cl_draw *d, const cl_ev *e);
  * track (for the flow). */
 uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e);
 /* A collective's GPU span [s, e] timed by `src`, with `bytes` (nccl-tests' size); exposed_ns < 0
- * when exposure is not known; `gpu_timing` (NULL: none) says why CUPTI did not time it. */
+ * when exposure is not known, expo_est when it is estimated (args.exposure "estimated");
+ * `gpu_timing` (NULL: none) says why CUPTI did not time it. */
 void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
-                      int64_t exposed_ns, uint64_t bytes, const char *gpu_timing);
+                      int64_t exposed_ns, int expo_est, uint64_t bytes, const char *gpu_timing);
 /* A collective without CUPTI's timing (`why`: another tool took CUPTI): the counter track
  * "GPU timing <why>" steps to `nlost` (the participant's count so far) at its stop. */
 void cl_draw_gpu_lost(const cl_draw *d, const cl_ev *c, const char *why, uint64_t nlost);

@@ -25,7 +25,9 @@ _Static_assert(CL_STEP_NWAITS == CL_DG_NWAITS, "the digest keeps every proxy-ste
 
 typedef struct { uint64_t api, group, seq; } api_link;
 
-typedef struct { int loaded; cl_comm_info info; cl_comm_facts f; cl_part *part; } comm_cache;
+/* m_span, m_expo: GPU time and exposed time of the collectives measured inside CUPTI's sampling
+ * windows (COMMLENS_CUPTI=sampled), the ratio the ones outside are estimated with. */
+typedef struct { int loaded; cl_comm_info info; cl_comm_facts f; cl_part *part; uint64_t m_span, m_expo; } comm_cache;
 struct cl_asm {
   cl_parts *parts;          /* whose trace, summary and totals each event goes to */
   cl_asm_deps deps;
@@ -51,6 +53,7 @@ struct cl_asm {
   size_t cap_held;
   uint32_t pend_head, pend_tail, pend_cap;
   cl_asm_stats stats;
+  uint64_t m_span, m_expo;  /* the same over every communicator (sampled mode) */
 };
 
 
@@ -150,7 +153,7 @@ static const cl_draw *draw_for(cl_asm *a, uint32_t comm) {
 
 /* The digest's row of a finished collective (exporters/digest.h). */
 static void digest_coll(cl_asm *a, cl_part *p, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
-                        int64_t exposed_ns, uint64_t bytes) {
+                        int64_t exposed_ns, int est, uint64_t bytes) {
   comm_cache *cc = comm_of(a, c->comm);
   int coll = c->etype == CL_EV_COLL;
   cl_dg_coll r = {.comm_hash = cc && cc->info.d.hash ? cc->info.d.hash : coll ? c->p.coll.comm_hash : c->p.p2p.comm_hash,
@@ -160,13 +163,15 @@ static void digest_coll(cl_asm *a, cl_part *p, const cl_ev *c, uint64_t s, uint6
                   .nchannels = coll ? c->p.coll.nchannels : c->p.p2p.nchannels, .peer = coll ? 0 : c->p.p2p.peer,
                   .enq_start = c->start, .enq_stop = c->stop, .src = cl_dg_src_code(src),
                   .gpu_start = src ? s : c->start, .gpu_end = src ? e : c->start,
-                  .exposed_ns = exposed_ns, .tail_ch = c->tail_ch};
+                  .exposed_ns = exposed_ns, .tail_ch = c->tail_ch, .expo_est = est};
   cl_digest_coll(p->dg, &r);
 }
 
 /* A collective or p2p operation is finished with GPU span [s, e] from `src` (NULL: none);
- * exposed_ns < 0 when exposure is not known. Counts it, feeds the summary, draws it. */
-static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const char *src, int64_t exposed_ns) {
+ * exposed_ns < 0 when exposure is not known; est: it is estimated (sampled mode, outside the
+ * windows). Counts it, feeds the summary, draws it. */
+static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const char *src, int64_t exposed_ns,
+                      int est) {
   comm_cache *cc = comm_of(a, c->comm);
   int nranks = cc ? cc->info.d.nranks : -1;
   const char *func = cl_ev_func(c);
@@ -181,10 +186,20 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
     if (cl_cfg.prom[0])                    /* enqueue to GPU start: 0 when the GPU was there first */
       cl_prom_comms_add(&p->prom, cc ? cc->info.d.hash : 0, bytes, src != NULL, src ? e - s : 0,
                         src && s > c->start ? s - c->start : 0);
-    if (p->dg) digest_coll(a, p, c, s, e, src, exposed_ns, bytes);
+    if (p->dg) digest_coll(a, p, c, s, e, src, exposed_ns, est, bytes);
+    if (est) {
+      p->colls_expo_est++;
+      if (src && e > s) p->est_comm_ns += e - s;
+      if (exposed_ns > 0) p->est_expo_ns += (uint64_t)exposed_ns;
+    }
   }
+  if (est) a->stats.colls_expo_est++;
   /* CUPTI taken by another tool at its end: said on its slice and on the counter track */
-  const char *lost = a->gj && (!src || strncmp(src, "cupti", 5)) && cl_gj_lost(a->gj, c->stop) ? CL_GPU_LOST_WHY : NULL;
+  /* sampled mode: NCCL's kernel-channel timers time it whoever holds CUPTI (not lost; its
+   * exposure is estimated) */
+  int kch_timed = cl_cfg.cupti == CL_CUPTI_SAMPLED && src && !strcmp(src, "kernel_ch");
+  const char *lost = a->gj && !kch_timed && (!src || strncmp(src, "cupti", 5)) && cl_gj_lost(a->gj, c->stop)
+                     ? CL_GPU_LOST_WHY : NULL;
   if (lost) {
     a->stats.colls_gpu_lost++;
     if (p) {
@@ -197,7 +212,7 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
   a->stats.colls_timed++;
   if (p) p->colls_timed++;
   const cl_draw *d = draw_for(a, c->comm);
-  if (d) cl_draw_coll_gpu(d, c, s, e, src, exposed_ns, bytes, lost);
+  if (d) cl_draw_coll_gpu(d, c, s, e, src, exposed_ns, est, bytes, lost);
   if (p && exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
     cl_part_top_add(p, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
 }
@@ -311,6 +326,39 @@ static int cupti_expected(cl_asm *a, const cl_ev *c) {
          (c->api_group || cl_gj_graph_seen(a->gj, comm_dev(a, c->comm)));
 }
 
+/* Sampled mode: a span outside CUPTI's windows (or in a window's first quarter, at most 250 ms,
+ * where kernels launched before it opened still run unrecorded) has no measured exposure. */
+static int sampled_out(cl_asm *a, uint64_t s, uint64_t e) {
+  if (cl_cfg.cupti != CL_CUPTI_SAMPLED || !a->gj) return 0;
+  uint64_t guard = cl_cfg.sample_on_ns / 4 < 250000000ull ? cl_cfg.sample_on_ns / 4 : 250000000ull;
+  return !cl_gj_covered_for(a->gj, s, e, guard);
+}
+/* Its exposure estimated from the measured ones: its communicator's exposed share of GPU time,
+ * else every communicator's; -1 before any was measured. */
+static int64_t expo_estimate(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e) {
+  comm_cache *cc = comm_of(a, c->comm);
+  uint64_t sp = cc && cc->m_span ? cc->m_span : a->m_span, ex = cc && cc->m_span ? cc->m_expo : a->m_expo;
+  if (!sp || e <= s) return -1;
+  return (int64_t)((double)(e - s) * ((double)ex / (double)sp));
+}
+/* A measured one teaches the estimate; first it checks it (the estimate it would have had
+ * against what was measured: the error the report shows beside estimated exposure). */
+static void expo_learn(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, int64_t exposed) {
+  if (cl_cfg.cupti != CL_CUPTI_SAMPLED || exposed < 0 || e <= s) return;
+  int64_t guess = expo_estimate(a, c, s, e);
+  if (guess >= 0) {
+    a->stats.est_check_n++;
+    a->stats.est_check_pred_ns += (uint64_t)guess;
+    a->stats.est_check_meas_ns += (uint64_t)exposed;
+    cl_part *p = part_of(a, c->comm);
+    if (p) { p->est_check_n++; p->est_check_pred_ns += (uint64_t)guess; p->est_check_meas_ns += (uint64_t)exposed; }
+  }
+  comm_cache *cc = comm_of(a, c->comm);
+  if (cc) { cc->m_span += e - s; cc->m_expo += (uint64_t)exposed; }
+  a->m_span += e - s;
+  a->m_expo += (uint64_t)exposed;
+}
+
 /* The collective is done: choose its GPU span (CUPTI kernel, else KernelCh, else proxy ops).
  * With CUPTI the span waits for its exposure (kept in the table, `awaiting`); returns 1 when
  * the event can be freed now. */
@@ -319,13 +367,17 @@ static int finish_coll(cl_asm *a, cl_ev *c) {
   uint32_t dev = 0;
   const char *src = cupti_span(a, c, &s, &e, &dev);
   if (!src) { src = child_span(c, &s, &e); dev = comm_dev(a, c->comm); }
+  /* outside the windows: queued like the measured ones (then estimated, in end-time order after
+   * them, from what the windows before it taught) */
+  c->expo_est = src && a->gj && sampled_out(a, s, e) &&
+                (!cl_gj_lost(a->gj, c->stop) || !strcmp(src, "kernel_ch"));
   if (src && a->gj) {
     comm_cache *cc = comm_of(a, c->comm);
     c->gs = s; c->ge = e; c->src = src; c->awaiting = 1;
-    cl_gj_expose(a->gj, c->id, dev, cc ? cc->info.d.hash : 0, s, e);
+    cl_gj_expose(a->gj, c->id | (c->expo_est ? CL_GJ_TAG_ORDER_ONLY : 0), dev, cc ? cc->info.d.hash : 0, s, e);
     return 0;
   }
-  coll_done(a, c, s, e, src, -1);
+  coll_done(a, c, s, e, src, -1, 0);
   return 1;
 }
 
@@ -338,9 +390,15 @@ static void on_exposed(void *arg, const cl_expo_result *r) {
       cl_part_top_add(p, cl_gj_graph_name(tag), 0, 0, r->exposed_ns, r->span.end_ns - r->span.start_ns);
     return;
   }
-  cl_ev *c = lookup(a, tag);
+  cl_ev *c = lookup(a, tag & ~CL_GJ_TAG_ORDER_ONLY);
   if (!c || !c->awaiting) return;
-  coll_done(a, c, c->gs, c->ge, c->src, r->incomplete ? -1 : (int64_t)r->exposed_ns);
+  if (c->expo_est) {
+    coll_done(a, c, c->gs, c->ge, c->src, expo_estimate(a, c, c->gs, c->ge), 1);
+  } else {
+    int64_t x = r->incomplete ? -1 : (int64_t)r->exposed_ns;
+    expo_learn(a, c, c->gs, c->ge, x);
+    coll_done(a, c, c->gs, c->ge, c->src, x, 0);
+  }
   remove_ev(a, c);
 }
 
@@ -442,6 +500,7 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   e->user_tag = e->etype == CL_EV_COLL ? e->p.coll.user_tag : e->etype == CL_EV_P2P ? e->p.p2p.user_tag : 0;
   e->enq_tid = 0;
   e->enq_ts = 0;
+  e->expo_est = 0;
   *slot_of(a, e->id) = e;
   a->n++;
  
@@ -703,6 +762,12 @@ void cl_asm_exposure_json(cl_asm *a, cl_part *p, cl_sb *b) {
   cl_gj_join_check(a->gj, &agree, &differ, &repaired);
   sb_printf(b, "\"stream_join\":{\"agree_with_correlation\":%llu,\"differ\":%llu,\"repaired\":%llu},",
             (unsigned long long)agree, (unsigned long long)differ, (unsigned long long)repaired);
+  if (cl_cfg.cupti == CL_CUPTI_SAMPLED)   /* outside CUPTI's windows: estimated, and how well it did inside */
+    sb_printf(b, "\"estimated\":{\"collectives\":%llu,\"comm_ns\":%llu,\"exposed_ns\":%llu,\"check_n\":%llu,"
+              "\"check_estimated_ns\":%llu,\"check_measured_ns\":%llu,\"windows_s\":%.3f,\"period_s\":%.3f},",
+              (unsigned long long)p->colls_expo_est, (unsigned long long)p->est_comm_ns, (unsigned long long)p->est_expo_ns,
+              (unsigned long long)p->est_check_n, (unsigned long long)p->est_check_pred_ns,
+              (unsigned long long)p->est_check_meas_ns, (double)cl_cfg.sample_on_ns / 1e9, (double)cl_cfg.sample_period_ns / 1e9);
   sb_puts(b, "\"comms\":[");
   cl_expo_comm_totals ct[CL_EXPO_MAX_COMMS + 1];
   size_t nct = cl_gj_comms(a->gj, p, ct, sizeof ct / sizeof ct[0]);

@@ -66,6 +66,7 @@ static void track_cupti(cl_format_deps *d, uint64_t now) {
   uint64_t taken = rec ? 0 : cl_cupti_taken_after();
   if (taken && taken < last_ok) last_ok = taken;
   if (rec) cl_gj_start(d->gj, now);
+  else if (cl_cupti_sampling_gap()) cl_gj_stop_window(d->gj, now);
   else cl_gj_stop(d->gj, last_ok);
   d->cupti_rec = rec;
 }

@@ -85,7 +85,8 @@ static void stats_text(cl_sb *tail, int as_tail, const cl_format_deps *run, cl_p
   sb_printf(&cupti, "{\"active\":%s,\"records\":%llu,\"dropped\":%llu,\"resumed\":%llu,\"mode\":\"%s\",\"status\":",
             cupti_on && cs.active ? "true" : "false", (unsigned long long)cs.records, (unsigned long long)cs.dropped,
             (unsigned long long)cs.resumed,
-            cl_cfg.cupti == CL_CUPTI_OFF ? "off" : cl_cfg.cupti == CL_CUPTI_FULL ? "full" : "kernels");
+            cl_cfg.cupti == CL_CUPTI_OFF ? "off" : cl_cfg.cupti == CL_CUPTI_FULL ? "full"
+            : cl_cfg.cupti == CL_CUPTI_SAMPLED ? "sampled" : "kernels");
   sb_jstr(&cupti, cupti_on ? (cs.active ? "recording" : cs.status)
                            : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=off)"));
   sb_puts(&cupti, "}");

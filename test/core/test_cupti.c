@@ -139,7 +139,7 @@ TL_TEST(kernel_activity_refused) {
 
 /* The default (COMMLENS_CUPTI=kernels): kernel records and NVTX ranges only, no launch, memcpy
  * or memset records; NCCL's launching threads get CUPTI's id of a stream (+1; 0 when unknown). */
-TL_TEST(default_enables_kernel_records_only) {
+TL_TEST(default_samples_kernel_records_only) {
   reset();
   REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
   REQUIRE(dlopen(g_fake, RTLD_NOW), "fake not loadable");   /* counters readable before start */
@@ -148,7 +148,7 @@ TL_TEST(default_enables_kernel_records_only) {
   int before[64];
   memcpy(before, en, sizeof before);
   setenv("COMMLENS_CUPTI_LIB", g_fake, 1); unsetenv("COMMLENS_CUPTI"); cl_config_load();
-  REQUIRE(cl_cfg.cupti == CL_CUPTI_KERNELS, "default level %d", cl_cfg.cupti);
+  REQUIRE(cl_cfg.cupti == CL_CUPTI_SAMPLED, "default level %d", cl_cfg.cupti);   /* its first window opens at start */
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
   CHECK(en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] > before[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] &&
         en[CUPTI_ACTIVITY_KIND_MARKER] > before[CUPTI_ACTIVITY_KIND_MARKER], "kernel and marker kinds not enabled");
@@ -171,6 +171,51 @@ TL_TEST(default_enables_kernel_records_only) {
         cl_cupti_launch_records(), cl_cupti_stream_id(0x1230));
   cl_cupti_stop();
   unsetenv("COMMLENS_CUPTI");
+}
+
+/* COMMLENS_CUPTI=sampled: KernelCh is asked of NCCL; kernel records are on in the first window
+ * (stream ids offered), off after it (the stream ids withdrawn, a sampling gap, not a loss),
+ * and on again at the next period. A malformed window setting falls back to the default. */
+TL_TEST(sampled_windows_open_and_close) {
+  reset();
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
+  REQUIRE(dlopen(g_fake, RTLD_NOW), "fake not loadable");
+  int *en = fake_int("fake_enabled"), *dis = fake_int("fake_disabled");
+  REQUIRE(en && dis, "fake not loaded");
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1);
+  setenv("COMMLENS_CUPTI", "sampled", 1);
+  setenv("COMMLENS_CUPTI_SAMPLE", "3:2", 1);
+  cl_config_load();
+  CHECK(cl_cfg.sample_on_ns == 1000000000ull && cl_cfg.sample_period_ns == 30000000000ull,
+        "a window longer than its period was taken: %llu / %llu", (unsigned long long)cl_cfg.sample_on_ns,
+        (unsigned long long)cl_cfg.sample_period_ns);
+  setenv("COMMLENS_CUPTI_SAMPLE", "0.05:0.3", 1);
+  cl_config_load();
+  REQUIRE(cl_cfg.cupti == CL_CUPTI_SAMPLED && (cl_cfg.mask & (1u << 6)), "sampled: level %d, mask 0x%x",
+          cl_cfg.cupti, cl_cfg.mask);
+  int e0 = en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL], d0 = dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];
+  REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
+  CHECK(cl_cupti_recording() && !cl_cupti_sampling_gap() && cl_cupti_stream_id(0x1230) == 0x124,
+        "first window: recording %d, gap %d, stream id %u", cl_cupti_recording(), cl_cupti_sampling_gap(),
+        cl_cupti_stream_id(0x1230));
+  uint64_t t0 = cl_now();
+  while (cl_cupti_recording() && cl_now() - t0 < 5000000000ull) { cl_cupti_flush(0); usleep(5000); }
+  int *fin = fake_int("fake_finalized"), f0 = fin ? *fin : 0;
+  for (int i = 0; i < 3; i++) { cl_cupti_flush(0); usleep(2000); }   /* the tick after: detached */
+  CHECK(fin && *fin == f0 + 1 && cl_cupti_g.detached, "CUPTI not detached between windows (finalized %d)",
+        fin ? *fin - f0 : -1);
+  CHECK(!cl_cupti_recording() && cl_cupti_sampling_gap() && cl_cupti_stream_id(0x1230) == 0 &&
+        dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == d0 + 1,
+        "after the window: recording %d, gap %d, stream id %u, kernel kind disabled %d times",
+        cl_cupti_recording(), cl_cupti_sampling_gap(), cl_cupti_stream_id(0x1230),
+        dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] - d0);
+  while (!cl_cupti_recording() && cl_now() - t0 < 10000000000ull) { cl_cupti_flush(0); usleep(5000); }
+  CHECK(cl_cupti_recording() && !cl_cupti_g.detached && en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == e0 + 2 &&
+        cl_cupti_stream_id(0x1230) == 0x124,
+        "next window: recording %d, kernel kind enabled %d times (want 2)", cl_cupti_recording(),
+        en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] - e0);
+  cl_cupti_stop();
+  unsetenv("COMMLENS_CUPTI"); unsetenv("COMMLENS_CUPTI_SAMPLE");
 }
 
 /* NVTX ranges need the injection variable at the job's start; the plugin never sets it (see

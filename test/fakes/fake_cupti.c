@@ -23,7 +23,7 @@
 #define FAKE_API __attribute__((visibility("default")))
 #define HOLD_MAX_MS 120000   /* a held flush never outlives this, whatever the test does */
 
-FAKE_API int fake_registered, fake_enabled[64], fake_disabled[64], fake_flushes, fake_subscribed;
+FAKE_API int fake_registered, fake_enabled[64], fake_disabled[64], fake_flushes, fake_subscribed, fake_finalized;
 static CUpti_BuffersCallbackRequestFunc rq;
 static CUpti_BuffersCallbackCompleteFunc dn;
 static CUpti_TimestampCallbackFunc tsf;
@@ -115,6 +115,14 @@ FAKE_API void commlens_fake_cupti_other_tool(int what) {
     atomic_store(&g_kernels_on, 0);
     atomic_store(&g_other_slot, 0);
   }
+}
+/* Our own finalize (COMMLENS_CUPTI=sampled detaches CUPTI between windows): the callbacks and
+ * kinds go, as with the other client's. */
+FAKE_API CUptiResult cuptiFinalize(void) {
+  fake_finalized++;
+  rq = NULL; dn = NULL; tsf = NULL;
+  atomic_store(&g_kernels_on, 0);
+  return CUPTI_SUCCESS;
 }
 FAKE_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
 FAKE_API CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }

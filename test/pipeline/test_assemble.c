@@ -699,4 +699,61 @@ TL_TEST(collective_while_cupti_taken_is_marked_lost) {
   fx_close(&f);
 }
 
+/* COMMLENS_CUPTI=sampled: CUPTI records kernels in a window (here [0, 1 s)); a collective inside
+ * it, past the window's first quarter, is timed by its kernel and its exposure measured (a
+ * compute kernel covers half of it); one after the window is timed by NCCL's own events, not
+ * marked lost, and its exposure estimated from the measured one's share (half), marked
+ * "estimated" on its slice and counted. */
+TL_TEST(sampled_mode_estimates_exposure_outside_the_windows) {
+  fixture f;
+  uint32_t comm = fx_open_default(&f, 0x5a5a5a5a5a5a5a5aull);
+  cl_cfg.cupti = CL_CUPTI_SAMPLED;
+  cl_cfg.sample_on_ns = 1000000000ull;
+  uint64_t in = 400000000ull, out = 1500000000ull;
+  one_launch(&f, comm, 0, in, 0);
+  cl_gpu_activity k = {.kind = CL_GPU_KERNEL, .start_ns = in + 5000, .end_ns = in + 9000, .correlation = 50,
+                       .stream = 7, .name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+  cl_gj_activity(f.gj, &k);
+  cl_gpu_activity comp = {.kind = CL_GPU_KERNEL, .start_ns = in + 3000, .end_ns = in + 7000, .correlation = 49,
+                          .stream = 9, .name = "computeKernel"};
+  cl_gj_activity(f.gj, &comp);
+  cl_gj_stop_window(f.gj, 1000000000ull);   /* the window closes */
+  settle_cupti(&f);
+  one_launch(&f, comm, 1, out, 1);          /* outside: its span from its proxy op, 650 ns */
+  cl_asm_tick(f.a, 3 * 2000000000ull, 0);   /* it waits behind the measured ones ... */
+  cl_gj_advance(f.gj, 4 * 2000000000ull, 1);  /* ... and is estimated in their order */
+  cl_asm_tick(f.a, 4 * 2000000000ull, 1);
+  cl_asm_stats st;
+  cl_asm_get_stats(f.a, &st);
+  CHECK(st.colls_done == 2 && st.colls_gpu_lost == 0 && st.colls_expo_est == 1,
+        "done %llu, lost %llu, estimated %llu (want 2, 0, 1)", (unsigned long long)st.colls_done,
+        (unsigned long long)st.colls_gpu_lost, (unsigned long long)st.colls_expo_est);
+  cl_gj_counts n;   /* the measured totals hold the measured one only: the estimate is said apart */
+  cl_gj_totals(f.gj, cl_parts_of_dev(f.ps, -1), &n);
+  CHECK(n.t.spans == 1 && n.t.comm_ns == 4000 && n.t.exposed_ns == 2000, "totals: %llu span(s), comm %llu, exposed %llu "
+        "(want 1, 4000, 2000)", (unsigned long long)n.t.spans, (unsigned long long)n.t.comm_ns,
+        (unsigned long long)n.t.exposed_ns);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body");
+  int seen = 0;
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    json_object *e = json_object_array_get_idx(arr, i), *v, *a, *x;
+    if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "coll_gpu")) continue;
+    REQUIRE(json_object_object_get_ex(e, "args", &a) && json_object_object_get_ex(a, "exposed_ns", &x), "exposed_ns");
+    const char *src = slice_arg(e, "source"), *how = slice_arg(e, "exposure"), *why = slice_arg(e, "gpu_timing");
+    int64_t ex = json_object_get_int64(x);
+    if (!strcmp(src, "cupti"))
+      CHECK(ex == 2000 && !how, "in the window: exposed %lld ns (want 2000, measured), exposure %s", (long long)ex,
+            how ? how : "(measured)");
+    else
+      CHECK(!strcmp(src, "proxy") && ex == 325 && how && !strcmp(how, "estimated") && !why,
+            "outside: source %s, exposed %lld ns (want proxy, 325 estimated), exposure %s, gpu_timing %s", src,
+            (long long)ex, how ? how : "(measured)", why ? why : "(none)");
+    seen++;
+  }
+  CHECK(seen == 2, "%d collectives timed, want 2", seen);
+  json_object_put(arr);
+  fx_close(&f);
+}
+
 TL_MAIN("pipeline/assemble")

@@ -179,6 +179,10 @@ void cl_analysis_free(cl_analysis *an) {
 /* The plugin's own total first: operations that share a kernel (a Send and a Recv of one
  * launch) carry the same exposed time each, so the per-operation sum counts it twice. */
 const char *cl_rank_exposed(const cl_rank *r, double *out) {
+  if (r->info.has_st_exposed && r->info.st_est_colls > 0) {   /* sampled: measured in windows + estimated */
+    *out = (double)r->info.st_exposed_ns + (double)r->info.st_est_exposed_ns;
+    return "plugin totals, part estimated (sampled)";
+  }
   if (r->info.has_st_exposed) { *out = (double)r->info.st_exposed_ns; return "plugin totals"; }
   if (r->has_exposed_args) { *out = (double)r->exposed_args; return "exposed_ns"; }
   if (r->has_exposed_evs) { *out = (double)r->exposed_evs; return "exposed events"; }

@@ -86,7 +86,8 @@ static int colls_block(const uint8_t *raw, size_t len, int64_t off, const cl_dg_
   /* check every index before delivering anything: a block is whole or not at all */
   for (size_t i = 0; i < n; i++) {
     if (col[C_COMM * n + i] >= nc || col[C_FUNC * n + i] >= st.n || col[C_ALGO * n + i] >= st.n ||
-        col[C_PROTO * n + i] >= st.n || col[C_P2P * n + i] > 1 || col[C_SRC * n + i] >= CL_DG_SRC_N) goto out;
+        col[C_PROTO * n + i] >= st.n || col[C_P2P * n + i] > 1 || col[C_SRC * n + i] > (CL_DG_SRC_EST | 7) ||
+        (col[C_SRC * n + i] & 7) >= CL_DG_SRC_N) goto out;
   }
   int64_t seq = 0, enq = 0;
   for (size_t i = 0; i < n; i++) {
@@ -98,7 +99,7 @@ static int colls_block(const uint8_t *raw, size_t len, int64_t off, const cl_dg_
                    .p2p = (int)V(C_P2P), .func = st.s[V(C_FUNC)], .algo = st.s[V(C_ALGO)], .proto = st.s[V(C_PROTO)],
                    .seq = seq < 0 ? -1 : clamp(seq), .bytes = u2i(V(C_BYTES)),
                    .nchannels = i32(cl_dg_unzz(V(C_NCH))), .peer = i32(cl_dg_unzz(V(C_PEER))),
-                   .src = (int)V(C_SRC), .exposed_ns = V(C_EXPO) ? u2i(V(C_EXPO) - 1) : -1,
+                   .src = (int)(V(C_SRC) & 7), .expo_est = (V(C_SRC) & CL_DG_SRC_EST) != 0, .exposed_ns = V(C_EXPO) ? u2i(V(C_EXPO) - 1) : -1,
                    .tail_ch = V(C_TAIL) && V(C_TAIL) <= 65536 ? (int)V(C_TAIL) - 1 : -1};
     r.enq_start = add_t(clamp(enq), off);
     r.enq_end = add_t(r.enq_start, clamp(cl_dg_unzz(V(C_ENQ_DUR))));

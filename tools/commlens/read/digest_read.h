@@ -16,6 +16,7 @@ typedef struct {
   int64_t seq, bytes; int32_t nchannels, peer;
   int64_t enq_start, enq_end, gpu_start, gpu_end, exposed_ns;
   int src, tail_ch;
+  int expo_est;   /* exposed_ns is estimated (the src column's CL_DG_SRC_EST flag) */
 } cl_dg_row;
 /* A (comm, channel) aggregate of one block (the reader sums them). */
 /* peer -1: KernelCh durations (n, sum_dur, max_dur, max_seq); else proxy-step waits with that

@@ -98,7 +98,9 @@ static void on_row(const cl_dg_row *r, void *arg) {
   char extra[96] = "";
   int k = 0;
   if (r->tail_ch >= 0) k = snprintf(extra, sizeof extra, ",\"tail_channel\":%d", r->tail_ch);
-  if (r->exposed_ns >= 0) snprintf(extra + k, sizeof extra - (size_t)k, ",\"exposed_ns\":%" PRId64, r->exposed_ns);
+  if (r->exposed_ns >= 0)
+    k += snprintf(extra + k, sizeof extra - (size_t)k, ",\"exposed_ns\":%" PRId64, r->exposed_ns);
+  if (r->expo_est && k < (int)sizeof extra) snprintf(extra + k, sizeof extra - (size_t)k, ",\"exposure\":\"estimated\"");
   snprintf(ev, sizeof ev, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"name\":%s,\"cat\":\"coll_gpu\",\"ts\":%s,\"dur\":%s,"
            "\"args\":{%s%s,\"bytes\":%" PRId64 ",\"source\":\"%s\"%s}}",
            c->rank, lane(c, r->comm, r->comm_name, 1, r->gpu_start, r->gpu_end), fname, ts, dur, common, ops, r->bytes,

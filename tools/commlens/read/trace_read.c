@@ -606,6 +606,18 @@ void cl_info_stats(cl_info *in, const char *s, size_t n) {
       json_object_object_get_ex(x, "exposed_ns", &xe) && json_object_is_type(xe, json_type_int)) {
     in->st_exposed_ns = json_object_get_int64(xe);
     in->has_st_exposed = in->st_exposed_ns >= 0;
+    json_object *es;
+    if (json_object_object_get_ex(x, "estimated", &es) && json_object_is_type(es, json_type_object)) {
+      in->st_est_colls = get_i64(es, "collectives", -1);
+      in->st_est_comm_ns = get_i64(es, "comm_ns", 0);
+      in->st_est_exposed_ns = get_i64(es, "exposed_ns", 0);
+      in->st_est_check_n = get_i64(es, "check_n", 0);
+      in->st_est_check_pred_ns = get_i64(es, "check_estimated_ns", 0);
+      in->st_est_check_meas_ns = get_i64(es, "check_measured_ns", 0);
+      if (in->st_est_colls < 0 || in->st_est_comm_ns < 0 || in->st_est_exposed_ns < 0 || in->st_est_check_n < 0 ||
+          in->st_est_check_pred_ns < 0 || in->st_est_check_meas_ns < 0)
+        in->st_est_colls = -1;   /* nothing read from disk is trusted: a negative total is no total */
+    }
   }
   json_object_put(o);
 }
@@ -644,6 +656,7 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
   info->cuda_dev = -1;
   info->rank = -1; info->format = -1;
   info->st_colls = info->st_colls_gpu_lost = -1;   /* not said until a tail says so */
+  info->st_est_colls = -1;
   cl_reader r;
   if (reader_open(&r, path, info) != 0) { info->bad = 1; return -1; }
   int state = ST_OPEN, key = K_OTHER;

@@ -55,6 +55,10 @@ typedef struct {
   int64_t st_colls, st_colls_gpu_lost;  /* collectives; ... CUPTI did not time: another tool had it (-1: not said) */
   int has_st_exposed;               /* the plugin's exposure totals (commlensStats.exposure) */
   int64_t st_exposed_ns;            /* ... exposed communication: a union, each interval once */
+  /* COMMLENS_CUPTI=sampled (exposure.estimated): collectives whose exposure was estimated
+   * outside CUPTI's windows, their GPU and exposed time, and the estimate checked in the
+   * windows (n, what it said, what was measured); st_est_colls -1: not said */
+  int64_t st_est_colls, st_est_comm_ns, st_est_exposed_ns, st_est_check_n, st_est_check_pred_ns, st_est_check_meas_ns;
   /* scan outcome */
   int64_t n_events, bytes_events;   /* complete events delivered, their raw bytes */
   int saw_events, events_closed, truncated, bad;   /* bad: damage seen (the first: msg) */

@@ -201,6 +201,28 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     if (in->st_colls_gpu_lost > 0) { lost += in->st_colls_gpu_lost; nlost++; }
     if (in->st_colls > 0) colls += in->st_colls;
   }
+  int64_t est = 0, est_x = 0, ck_n = 0, ck_p = 0, ck_m = 0; int nest = 0;
+  for (int i = 0; i < job->n; i++) {
+    cl_info *in = &job->r[i]->info;
+    if (in->st_est_colls <= 0) continue;
+    est += in->st_est_colls; est_x += in->st_est_exposed_ns; nest++;
+    ck_n += in->st_est_check_n; ck_p += in->st_est_check_pred_ns; ck_m += in->st_est_check_meas_ns;
+  }
+  if (est) {   /* COMMLENS_CUPTI=sampled: say which exposure is estimated, and how well it did */
+    fprintf(o, "  Exposure sampled (COMMLENS_CUPTI=sampled): %lld of %lld collectives on %d rank(s) ran outside CUPTI's "
+            "windows; ", (long long)est, (long long)colls, nest);
+    if (ck_n)
+      fprintf(o, "their exposed time (%.3f ms) is estimated from the collectives measured inside them. ", (double)est_x / 1e6);
+    else
+      fprintf(o, "their exposure is not known (no window measured a collective to estimate it from: CUPTI busy with "
+              "another tool, or the job shorter than a window's first quarter). ");
+    if (ck_n && ck_m > 0)
+      fprintf(o, "Checked in the windows: over %lld measured collectives the estimate said %.3f ms where %.3f ms "
+              "was measured (%+.1f%%)\n", (long long)ck_n, (double)ck_p / 1e6, (double)ck_m / 1e6,
+              100.0 * ((double)ck_p - (double)ck_m) / (double)ck_m);
+    else
+      fputc('\n', o);
+  }
   if (lost)   /* the plugin's own count (commlensStats.collectives_gpu_lost), the one rule */
     fprintf(o, "  %lld of %lld collectives lack GPU timing from CUPTI on %d rank(s): lost (CUPTI taken by another "
             "tool, e.g. torch.profiler; set TEARDOWN_CUPTI=1 so it lets go after its window)\n",
