@@ -25,7 +25,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define MASK_DEFAULT 0x0F0F   /* common/config.h: CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH (CUPTI on) */
+/* The events NCCL sends the default: CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH, and KernelCh
+ * (0x40) for COMMLENS_CUPTI=sampled, the default since issue 29; --cupti kernels prices the
+ * previous default (0x0F0F, CUPTI's kernel records all the time). */
+static int MASK_DEFAULT = 0x0F4F;
+static const char *g_cupti = "sampled";
 #define MAX_RUNS 32
 
 /* ---------------------------------------------------------------------------------------- */
@@ -349,8 +353,15 @@ static run_result run_child(const char *lib, const char *stream, int with_cupti,
     dup2(null, 1); dup2(null, 2);
     setenv("COMMLENS_DIR", dir, 1);
     setenv("COMMLENS_OUTPUT", g_output, 1);   /* the replay driver would ask for the trace */
-    if (with_cupti) setenv("COMMLENS_CUPTI_LIB", g_fake_cupti, 1);
-    else setenv("COMMLENS_CUPTI", "off", 1);
+    if (with_cupti) {
+      setenv("COMMLENS_CUPTI_LIB", g_fake_cupti, 1);
+      setenv("COMMLENS_CUPTI", g_cupti, 1);
+      /* sampled: a first window of 50 ms, then none for the rest of the replay, so the steady
+       * state outside the windows is what is priced (KernelCh spans, estimated exposure) */
+      setenv("COMMLENS_CUPTI_SAMPLE", "0.05:3600", 1);
+    } else {
+      setenv("COMMLENS_CUPTI", "off", 1);
+    }
     const char *cupti = with_cupti ? g_fake_cupti : "";
     if (cg_out) {
       char of[4300];
@@ -546,6 +557,7 @@ static int usage(void) {
           "usage: bench-replay-cost [--runs N] [--callgrind] [--update-baseline] [--baseline FILE]\n"
           "                         [--lib PLUGIN.so] [--null NULL.so] [--fake-cupti LIBCUPTI.so] [--data DIR]\n"
           "                         [--output digest|trace|both]   (COMMLENS_OUTPUT priced; default digest)\n"
+          "                         [--cupti sampled|kernels]      (COMMLENS_CUPTI priced; default sampled)\n"
           "                         [RECORDING ...]   (a name under --data, or a .rec.gz path; ABI v5/v6)\n"
           "       bench-replay-cost --make-stream REC.rec.gz OUT.rec.gz COPIES ABI   (the stream it replays)\n"
           "       bench-replay-cost --split CALLGRIND.OUT   (its launch-side and writer-side instructions)\n"
@@ -577,6 +589,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind")) callgrind = 1;
     else if (!strcmp(argv[i], "--output") && i + 1 < argc) g_output = argv[++i];
+    else if (!strcmp(argv[i], "--cupti") && i + 1 < argc) g_cupti = argv[++i];
     else if (!strcmp(argv[i], "--update-baseline")) callgrind = update = 1;
     else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) baseline = argv[++i];
     else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
@@ -604,14 +617,18 @@ int main(int argc, char **argv) {
   char tmpl[] = "/tmp/commlens-bench-XXXXXX";
   if (!mkdtemp(tmpl)) { perror("mkdtemp"); return 2; }
   g_tmp = tmpl;
-  setenv("NULLPROF_MASK", "0x0F0F", 1);
+  if (strcmp(g_cupti, "sampled") && strcmp(g_cupti, "kernels")) { fprintf(stderr, "--cupti: sampled or kernels\n"); return 2; }
+  if (!strcmp(g_cupti, "kernels")) MASK_DEFAULT = 0x0F0F;
+  char nmask[16];
+  snprintf(nmask, sizeof nmask, "0x%04X", MASK_DEFAULT);
+  setenv("NULLPROF_MASK", nmask, 1);
   g_pair_ns = read_cost();
 
-  printf("commlens CPU replay benchmark: default mode (COMMLENS_CUPTI=kernels, mask 0x%04x, COMMLENS_OUTPUT=%s), recorded\n"
+  printf("commlens CPU replay benchmark: default mode (COMMLENS_CUPTI=%s, mask 0x%04x, COMMLENS_OUTPUT=%s), recorded\n"
          "NCCL 2.28.3 streams replayed as fast as possible, a kernel record per NCCL launch from the\n"
          "stand-in libcupti; medians of %d runs; slopes between two stream lengths (per-run costs\n"
          "cancel). launch = inside NCCL's calls (clock reads of %.0f ns per call removed);\n"
-         "writer = the plugin's own threads and its exit path (CPU time).\n\n", MASK_DEFAULT, g_output, runs, g_pair_ns);
+         "writer = the plugin's own threads and its exit path (CPU time).\n\n", g_cupti, MASK_DEFAULT, g_output, runs, g_pair_ns);
 
   /* 1a: per collective, per recording, ABI v5 and v6, commlens and the null plugin */
   if (!nrecs) { recs[0] = "nccl2.28.3-h200x2-nvlink-r0"; recs[1] = "nccl2.28.3-h200x2-socket-r0"; }

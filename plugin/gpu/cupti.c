@@ -495,8 +495,11 @@ static void sample_tick(uint64_t now) {
   if (cl_cupti_g.kinds_on[0] && now >= cl_cupti_g.win_end) {
     if (taken_since_probe()) return;
     offer_stream_ids(0);
-    api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    /* kinds off first, then the forced flush: no record can ask for a buffer after it, so CUPTI
+     * holds none of ours when it is finalized (a buffer it held then would be lost: 2 MiB a
+     * window) */
     disable_ours();
+    api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     cl_cupti_g.detach_due = 1;   /* at the next tick, once the writer parsed what the flush handed over */
     cl_cupti_g.windows++;
   } else if (!cl_cupti_g.kinds_on[0] && now >= cl_cupti_g.win_next) {

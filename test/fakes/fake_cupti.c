@@ -116,14 +116,6 @@ FAKE_API void commlens_fake_cupti_other_tool(int what) {
     atomic_store(&g_other_slot, 0);
   }
 }
-/* Our own finalize (COMMLENS_CUPTI=sampled detaches CUPTI between windows): the callbacks and
- * kinds go, as with the other client's. */
-FAKE_API CUptiResult cuptiFinalize(void) {
-  fake_finalized++;
-  rq = NULL; dn = NULL; tsf = NULL;
-  atomic_store(&g_kernels_on, 0);
-  return CUPTI_SUCCESS;
-}
 FAKE_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
 FAKE_API CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
 /* A stream's id: its handle's value / 16 (tests pick handles to get the ids they want). */
@@ -168,6 +160,19 @@ static void script_complete(void) {   /* g_smu held */
   if (g_sbuf) dn(0, 0, g_sbuf, g_ssize, g_sused);
   g_sbuf = NULL;
   g_sused = 0;
+}
+
+/* Our own finalize (COMMLENS_CUPTI=sampled detaches CUPTI between windows): the callbacks, the
+ * kinds and the buffer being filled all go, as they do for the other client's. */
+FAKE_API CUptiResult cuptiFinalize(void) {
+  fake_finalized++;
+  pthread_mutex_lock(&g_smu);   /* a buffer being filled goes with CUPTI, never to a callback */
+  g_sbuf = NULL;
+  g_sused = 0;
+  rq = NULL; dn = NULL; tsf = NULL;
+  pthread_mutex_unlock(&g_smu);
+  atomic_store(&g_kernels_on, 0);
+  return CUPTI_SUCCESS;
 }
 
 FAKE_API void commlens_fake_cupti_script(void) { atomic_store(&g_script, 1); }
