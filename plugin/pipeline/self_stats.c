@@ -121,6 +121,12 @@ void cl_stats_gpu_line(const cl_format_deps *run, cl_part *p, const cl_run_stats
            (unsigned long long)(cl_gj_by_stream(run->gj) ? c.by_stream : c.nccl_kernels - c.by_name), comm, ex,
            comm > 0 ? 100.0 * (1.0 - ex / comm) : 0.0);
   size_t used = strlen(out);
+  if (p->colls_expo_est && used < n) {   /* sampled: the figures above are the windows' */
+    snprintf(out + used, n - used, " in CUPTI's sampling windows; %llu more outside them (NCCL's kernel-channel "
+             "timers): communication %.3f ms, exposed %.3f ms estimated", (unsigned long long)p->colls_expo_est,
+             (double)p->est_comm_ns / 1e6, (double)p->est_expo_ns / 1e6);
+    used = strlen(out);
+  }
   if (s->colls_gpu_lost && used < n)   /* exposure above counts only what CUPTI timed */
     snprintf(out + used, n - used, "; %llu of %llu collectives lack GPU timing from CUPTI: %s",
              (unsigned long long)s->colls_gpu_lost, (unsigned long long)s->colls_done, CL_GPU_LOST_WHY);

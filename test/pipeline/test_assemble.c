@@ -23,6 +23,8 @@
 #include "plugin/gpu/gpu_slices.h"
 #include "plugin/output/tracks.h"
 #include "plugin/pipeline/assemble.h"
+#include "plugin/pipeline/format.h"
+#include "plugin/pipeline/self_stats.h"
 #include "common/utf8.h"
 #include <json-c/json.h>
 #include <sys/wait.h>
@@ -733,6 +735,16 @@ TL_TEST(sampled_mode_estimates_exposure_outside_the_windows) {
   CHECK(n.t.spans == 1 && n.t.comm_ns == 4000 && n.t.exposed_ns == 2000, "totals: %llu span(s), comm %llu, exposed %llu "
         "(want 1, 4000, 2000)", (unsigned long long)n.t.spans, (unsigned long long)n.t.comm_ns,
         (unsigned long long)n.t.exposed_ns);
+  cl_format_deps run;   /* the summary's GPU line says which figures are the windows' */
+  memset(&run, 0, sizeof run);
+  run.gj = f.gj;
+  cl_run_stats rs;
+  memset(&rs, 0, sizeof rs);
+  rs.colls_done = rs.colls_timed = 2;
+  char line[1024];
+  cl_stats_gpu_line(&run, cl_parts_of_dev(f.ps, -1), &rs, line, sizeof line);
+  CHECK(strstr(line, "in CUPTI's sampling windows; 1 more outside them") && strstr(line, "ms estimated"),
+        "summary line: %s", line);
   json_object *arr = body_json(&f);
   REQUIRE(arr, "body");
   int seen = 0;
