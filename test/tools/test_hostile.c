@@ -6,7 +6,9 @@
 #include "harness.h"
 #include "synth_gen.h"
 #include <json-c/json.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -466,6 +468,44 @@ TL_TEST(hostile_strings_are_shown_never_obeyed) {
     free(b);
   }
   rm_rf(d); free(d);
+}
+
+/* An output that is a pipe or a character device is written through, never replaced: renaming
+ * the temporary onto `-o /dev/null` replaced the device node with a regular file when run as
+ * root (found on the build VM: /dev/null had become a file). Checked with a FIFO (a reader takes
+ * the merged JSON through it) and a directory (refused, left as it was). */
+TL_TEST(merge_into_a_pipe_writes_through_it) {
+  char *d = job_dir(2, 3), fifo[700], got[700], a[2000], *out, *err;
+  snprintf(fifo, sizeof fifo, "%s/pipe", d);
+  snprintf(got, sizeof got, "%s/got.json", d);
+  REQUIRE(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+  pid_t rd = fork();
+  if (rd == 0) {   /* the reader: the FIFO's contents into a file */
+    int in = open(fifo, O_RDONLY), o = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    char buf[65536];
+    ssize_t k;
+    while (in >= 0 && o >= 0 && (k = read(in, buf, sizeof buf)) > 0)
+      if (write(o, buf, (size_t)k) != k) _exit(1);
+    _exit(in >= 0 && o >= 0 ? 0 : 1);
+  }
+  snprintf(a, sizeof a, "merge %s -o %s", d, fifo);
+  int rc = run_cli(a, &out, &err);
+  struct stat sb;
+  int kept = lstat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode);
+  if (!kept) kill(rd, SIGKILL);   /* replaced: nothing will ever open the old FIFO to write */
+  int st = 0;
+  waitpid(rd, &st, 0);
+  CHECK(kept, "the FIFO was replaced by a file (rc %d)", rc);
+  CHECK(rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "merge into a FIFO: rc %d, reader %d: %s", rc, st, err);
+  json_object *j = json_object_from_file(got);
+  CHECK(j && json_object_object_get_ex(j, "traceEvents", NULL), "what came through the FIFO is not the merged trace");
+  if (j) json_object_put(j);
+  free(out); free(err);
+  snprintf(a, sizeof a, "merge %s -o %s", d, d);   /* a directory: refused, kept */
+  rc = run_cli(a, &out, &err);
+  CHECK(rc != 0 && contains(err, "a directory, not replaced") && lstat(d, &sb) == 0 && S_ISDIR(sb.st_mode),
+        "merge -o DIR: rc %d: %s", rc, err);
+  free(out); free(err); rm_rf(d); free(d);
 }
 
 TL_MAIN("tools/hostile")

@@ -129,7 +129,29 @@ const char *cl_fmt_time(char *buf, size_t n, double ns) {
 
 int cl_out_open(cl_outfile *o, const char *path, const char *what) {
   size_t n = strlen(path) + 16;
-  o->path = xstrndup(path, strlen(path)); o->tmp = cl_xmalloc(n); o->fd = -1;
+  struct stat st;
+  o->fd = -1;
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+    /* a pipe or a character device (-o /dev/stdout, /dev/null, a FIFO) is written as it is:
+     * renaming a temporary onto it would replace it (as root, /dev/null itself); any other
+     * kind is not replaced at all */
+    if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+      fprintf(stderr, "commlens: %s: cannot write %s: %s, not replaced\n", what, path,
+              S_ISDIR(st.st_mode) ? "a directory" : "not a regular file, pipe or character device");
+      o->path = o->tmp = NULL;
+      return -1;
+    }
+    o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (o->fd < 0) {
+      fprintf(stderr, "commlens: %s: cannot write %s: %s\n", what, path, strerror(errno));
+      o->path = o->tmp = NULL;
+      return -1;
+    }
+    o->path = xstrndup(path, strlen(path));
+    o->tmp = NULL;                 /* written in place: nothing to rename */
+    return o->fd;
+  }
+  o->path = xstrndup(path, strlen(path)); o->tmp = cl_xmalloc(n);
   mode_t um = umask(0);          /* reports are meant to be shared: 0666 less the user's umask */
   umask(um);
   o->fd = cl_file_create_temp(o->tmp, n, path, 0666 & ~um);
@@ -141,6 +163,10 @@ int cl_out_open(cl_outfile *o, const char *path, const char *what) {
 
 int cl_out_finish(cl_outfile *o, int ok, const char *what) {
   int rc = -1;
+  if (o->path && !o->tmp) {        /* a pipe or device, written in place */
+    free(o->path); o->path = NULL; o->fd = -1;
+    return ok ? 0 : -1;
+  }
   if (ok) {
     if (rename(o->tmp, o->path) == 0) rc = 0;
     else fprintf(stderr, "commlens: %s: cannot write %s: %s\n", what, o->path, strerror(errno));

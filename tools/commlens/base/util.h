@@ -33,7 +33,9 @@ int cl_parse_ranks(const char *s, unsigned char **out);
 
 /* Every file the CLI writes goes through these: a new temporary beside the target made by the
  * plugin's and CLI's one rule (common/newfile.h: exclusive, a random name, never a planted
- * file or link), then renamed onto the target once complete. */
+ * file or link), then renamed onto the target once complete. A target that is a pipe or a
+ * character device (-o /dev/stdout) is written in place (tmp NULL), never replaced; a
+ * directory or other special file is refused. */
 typedef struct { char *path, *tmp; int fd; } cl_outfile;
 /* Opens the temporary for `path` (mode 0666 less the umask); returns its fd, or -1 after
  * saying "commlens: WHAT: cannot write PATH: why" on stderr. */
