@@ -93,7 +93,11 @@ static int load_dump(const char *path, tr_trace *t) {
 /* Asks for a dump by SIGUSR2 and loads the one it makes (suffix: its name's end). 0 with *t
  * loaded (tr_free it) and its path in path, or -1 after a failed CHECK. */
 static int signal_and_load(const char *suffix, int want_files, tr_trace *t, char *path, size_t pn) {
+  int said = h_log_count(-1, "signal dump written");
   if (kill(getpid(), SIGUSR2) != 0) { CHECK(0, "kill: %s", strerror(errno)); return -1; }
+  /* the message comes after the rename: before it, a taken name may show as the empty file
+   * the dump made exclusively to rename over (planted_name) */
+  for (int i = 0; i < 600 && h_log_count(-1, "signal dump written") == said; i++) nap_ms(100);
   char *paths[8];
   int n = wait_dumps(suffix, want_files, paths, 8), rc = -1;
   CHECK(n == want_files, "%d file(s) ending %s in %s/flight, found %d; log: %s", want_files, suffix,
