@@ -249,6 +249,31 @@ int cl_rings_idle(void) {
   return 1;
 }
 
+void cl_rings_mark_now(cl_rings_mark *m) {
+  m->n = cl_rings_count();
+  for (int i = 0; i < m->n; i++) {
+    cl_ring *r = &cl_rings[i];
+    /* serial before head: a ring changing hands shows serial 0 first (cl_ring_claim) */
+    uint32_t s = atomic_load(&r->serial);
+    int live = atomic_load_explicit(&r->state, memory_order_acquire) != CL_RING_FREE;
+    m->serial[i] = live ? s : 0;
+    m->head[i] = live && s ? atomic_load_explicit(&r->head, memory_order_acquire) : 0;
+  }
+}
+
+uint64_t cl_rings_behind(const cl_rings_mark *m) {
+  uint64_t behind = 0;
+  for (int i = 0; i < m->n; i++) {
+    cl_ring *r = &cl_rings[i];
+    if (!m->serial[i] || atomic_load(&r->serial) != m->serial[i]) continue;   /* read empty, then reused */
+    if (atomic_load_explicit(&r->state, memory_order_acquire) == CL_RING_FREE) continue;
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (atomic_load(&r->serial) != m->serial[i]) continue;   /* changed hands while looked at */
+    if (tail < m->head[i]) behind += m->head[i] - tail;
+  }
+  return behind;
+}
+
 void cl_rings_totals(cl_ring_totals *t) {
   memset(t, 0, sizeof *t);
   int n = cl_rings_count();

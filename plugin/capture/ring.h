@@ -78,6 +78,19 @@ uint64_t cl_rings_drain(cl_ring_sink fn, void *arg);
 /* 1 when every ring was read to its head when looked at (any thread): records committed before
  * the call are in staging or past it once the drain's copy is seen taken. */
 int cl_rings_idle(void);
+/* How far each ring had been committed at one moment, to learn later whether everything
+ * committed before it has been consumed (the flight recorder's signal dump waits for that).
+ * A mark names each ring by its serial: a ring that has since been retired or handed to
+ * another thread was read empty before that, so it holds nothing from before the mark. */
+typedef struct {
+  int n;
+  uint32_t serial[CL_MAX_RINGS];
+  uint64_t head[CL_MAX_RINGS];
+} cl_rings_mark;
+void cl_rings_mark_now(cl_rings_mark *m);
+/* Slots committed before the mark that the drain has not consumed yet (0: each of them was
+ * handed to the drain's sink, whose copy happened before its ring's tail moved). Any thread. */
+uint64_t cl_rings_behind(const cl_rings_mark *m);
 /* Counters of every ring together (relaxed reads; any thread). */
 typedef struct { uint64_t dropped, dropped_children, unclaimed, calls, sampled_ns, nsampled, hist[CL_SAMPLE_BUCKETS]; } cl_ring_totals;
 /* The median timed call from t->hist (the middle of its bucket), 0 if none. */

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "plugin/capture/ring.h"
 #include "plugin/output/identity.h"
 #include "plugin/pipeline/flight_dump.h"
 #include <signal.h>
@@ -25,6 +26,21 @@ static int g_sig;                           /* the signal installed (0: none) */
 static int g_dumps;
 static uint64_t g_last_signal, g_last_late, g_last_hang_check, g_hang_id;
 static uint64_t g_sig_since;   /* a signal taken, its dump waiting for the records before it */
+/* What the signal's dump waits for: each ring's head when the signal was taken, then staging's
+ * count of slots handed in once the rings were read past those heads. Records the plugin lost
+ * (a full ring, a thread without one, an unreadable spill) never come: they are counted from
+ * the previous signal dump on, and a dump that lacks any says so. */
+static cl_rings_mark g_mark;
+static uint64_t g_stage_target;
+static int g_stage_target_set;
+static uint64_t g_lost_at_mark, g_lost_base, g_stage_lost_base;
+
+static uint64_t events_lost(void) {
+  cl_ring_totals t;
+  cl_rings_totals(&t);
+  return t.dropped + t.dropped_children + t.unclaimed;
+}
+static uint64_t stage_lost(const cl_stage *st) { return st ? cl_stage_dropped(st) : 0; }
 
 /* async-signal-safe: a lock-free atomic store, nothing else */
 static void on_signal(int sig) { (void)sig; atomic_store(&g_sig_asked, 1); }
@@ -64,6 +80,7 @@ void cl_flight_setup(void) {
     return;
   }
   install_signal();
+  g_lost_base = events_lost();
   cl_log(CL_LOG_INFO, "flight recorder: the last %d s (at most %llu MiB) kept; dumps into %s/flight on %s%s%s%s%s",
          cl_cfg.flight_s, (unsigned long long)(cl_cfg.flight_bytes >> 20), cl_cfg.dir,
          g_sig == SIGUSR1 ? "SIGUSR1, " : g_sig == SIGUSR2 ? "SIGUSR2, " : "",
@@ -95,26 +112,69 @@ static void dump(const char *trigger, const char *why, uint64_t now) {
                 (unsigned long long)s.evicted_age, (unsigned long long)s.evicted_room);
 }
 
-void cl_flight_tick(uint64_t now, int caught_up) {
+/* Slots of the signal's records not yet read into the window: still in a ring, or in staging
+ * (memory, spill file, or a chunk the drain is writing). Both 0: every record committed before
+ * the signal has been fed. Counting, not "staging looked empty": a chunk in the drain's hands
+ * while it is written to the spill file is in neither the queue nor the fill buffer. */
+static void signal_unread(const cl_stage *stage, uint64_t *ring_slots, uint64_t *staged_slots) {
+  *ring_slots = cl_rings_behind(&g_mark);
+  *staged_slots = 0;
+  if (!stage) return;
+  uint64_t in, out;
+  cl_stage_counts(stage, &in, &out);
+  if (!*ring_slots && !g_stage_target_set) {   /* read after the tails: includes every copy before them */
+    g_stage_target = in;
+    g_stage_target_set = 1;
+  }
+  uint64_t want = g_stage_target_set ? g_stage_target : in;
+  *staged_slots = want > out ? want - out : 0;
+}
+
+static void signal_dump(uint64_t now, const cl_stage *stage, uint64_t ring_slots, uint64_t staged_slots) {
+  uint64_t lost = g_lost_at_mark - g_lost_base, slost = stage_lost(stage) - g_stage_lost_base;
+  int caught_up = !ring_slots && !staged_slots && !lost && !slost;
+  char why[512];
+  snprintf(why, sizeof why, "\"signal\":%d,\"caught_up\":%s,\"waited_ms\":%llu,\"missing\":{\"unread_ring_slots\":%llu,"
+           "\"unread_staged_slots\":%llu,\"lost_events\":%llu,\"lost_staged_slots\":%llu}", g_sig,
+           caught_up ? "true" : "false", (unsigned long long)((now - g_sig_since) / 1000000u),
+           (unsigned long long)ring_slots, (unsigned long long)staged_slots, (unsigned long long)lost,
+           (unsigned long long)slost);
+  g_last_signal = now;
+  g_lost_base = g_lost_at_mark;
+  g_stage_lost_base += slost;
+  if (!caught_up)   /* before the dump's own message, which a reader may wait for */
+    cl_log(CL_LOG_WARN, "flight recorder: signal dump %d lacks records from before the signal: %llu events lost "
+           "(full ring or no ring), %llu staged slots lost, %llu slots not read within %.0f s",
+           g_dumps + 1, (unsigned long long)lost, (unsigned long long)slost,
+           (unsigned long long)(ring_slots + staged_slots), SIGNAL_WAIT_NS / 1e9);
+  dump("signal", why, now);
+}
+
+void cl_flight_tick(uint64_t now, int caught_up, const cl_stage *stage) {
   if (!g_ring) return;
   char why[512];
-  /* A signal is taken on one pass and dumped on a later one that found everything read: each
-   * pass judges "caught up" after the one before it ended, so every record committed before
-   * the signal is in the dump (or, under a backlog that never clears, SIGNAL_WAIT_NS later). */
-  if (g_sig_since && (caught_up || now - g_sig_since > SIGNAL_WAIT_NS)) {
-    uint64_t since = g_sig_since;
-    g_sig_since = 0;
-    if (g_last_signal && now - g_last_signal < SIGNAL_GAP_NS) {
-      cl_log_once("flight-coalesced", CL_LOG_INFO, "flight recorder: a signal within %.0f s of the last signal dump "
-                  "is coalesced into it", SIGNAL_GAP_NS / 1e9);
-    } else {
-      g_last_signal = now;
-      snprintf(why, sizeof why, "\"signal\":%d,\"caught_up\":%s,\"waited_ms\":%llu", g_sig,
-               caught_up ? "true" : "false", (unsigned long long)((now - since) / 1000000u));
-      dump("signal", why, now);
+  /* A signal is dumped once every record committed before it has been fed to the window
+   * (signal_unread), or SIGNAL_WAIT_NS later under a backlog that does not clear, saying
+   * what was still missing. Only the signal's records are waited for: on a busy job the
+   * rings are never all empty at once. */
+  if (g_sig_since) {
+    uint64_t ring_slots, staged_slots;
+    signal_unread(stage, &ring_slots, &staged_slots);
+    if ((!ring_slots && !staged_slots) || now - g_sig_since > SIGNAL_WAIT_NS) {
+      if (g_last_signal && now - g_last_signal < SIGNAL_GAP_NS)
+        cl_log_once("flight-coalesced", CL_LOG_INFO, "flight recorder: a signal within %.0f s of the last signal dump "
+                    "is coalesced into it", SIGNAL_GAP_NS / 1e9);
+      else
+        signal_dump(now, stage, ring_slots, staged_slots);
+      g_sig_since = 0;
     }
   }
-  if (atomic_exchange(&g_sig_asked, 0) && !g_sig_since) g_sig_since = now ? now : 1;
+  if (atomic_exchange(&g_sig_asked, 0) && !g_sig_since) {
+    g_sig_since = now ? now : 1;
+    cl_rings_mark_now(&g_mark);
+    g_stage_target_set = 0;
+    g_lost_at_mark = events_lost();
+  }
   cl_watch_late late;
   if (cl_cfg.late_ms && cl_watch_take_late(g_watch, &late) && (!g_last_late || now - g_last_late >= LATE_GAP_NS)) {
     g_last_late = now;
@@ -147,4 +207,6 @@ void cl_flight_after_fork_child(void) {
   atomic_store(&g_sig_asked, 0);
   g_dumps = 0;
   g_last_signal = g_last_late = g_last_hang_check = g_hang_id = g_sig_since = 0;
+  g_stage_target_set = 0;
+  g_lost_at_mark = g_lost_base = g_stage_lost_base = 0;
 }

@@ -41,6 +41,14 @@ static uint64_t format_some(const cl_format_deps *d, uint64_t budget_ns, _Atomic
   return done;
 }
 
+/* Nothing in staging, counting a chunk the drain is writing to the spill file: take finds
+ * nothing then, yet its records are on their way. */
+static int stage_empty(const cl_stage *st) {
+  uint64_t in = 0, out = 0;
+  if (st) cl_stage_counts(st, &in, &out);
+  return in == out;
+}
+
 /* Takes CUPTI's completed records (forced: also the buffers still being filled). */
 static void drain_cupti(cl_format_deps *d, int force) {
   if (!d->gj) return;
@@ -92,7 +100,7 @@ static void *format_main(void *arg) {
      * gave up on us and the trace ends at its last complete flush. */
     if (atomic_load(&g_stop)) break;
     cl_asm_tick(d->asm_, now, 0);
-    cl_flight_tick(now, rings_idle && got == 0);
+    cl_flight_tick(now, rings_idle && got == 0 && stage_empty(d->stage), d->stage);
     cl_window_tick(now - cl_proc.start_ns);
     if (now - last_flush >= (uint64_t)cl_cfg.flush_ms * 1000000ull) { d->flush(0); last_flush = now; }
     if (got) { last_busy = now; continue; }

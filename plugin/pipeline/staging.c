@@ -31,6 +31,7 @@ struct cl_stage {
   uint8_t *wbuf;                           /* a chunk's encoding, to write (drain's) */
   int rbuf_for;                            /* queue index rbuf holds, -1 none */
   uint64_t mem_chunks, mem_budget_chunks, backlog, spilled, dropped;
+  uint64_t appended, taken;                /* slots ever handed in / consumed (cl_stage_counts) */
   uint64_t file_end;
   int fd, spilling;
   int writing;                             /* the drain writes a chunk, lock released */
@@ -169,6 +170,7 @@ static void seal(cl_stage *s, int may_unlock) {
 size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t n) {
   pthread_mutex_lock(&s->mu);
   size_t dropped0 = s->dropped;
+  s->appended += n;
   while (n) {
     if (!s->fill) {
       s->fill = get_buf(s);
@@ -265,6 +267,7 @@ static void consume(cl_stage *s, size_t n) {
   chunk *c = &s->q[s->head % s->cap];
   c->read += (uint32_t)n;
   s->backlog -= n;
+  s->taken += n;
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -291,4 +294,10 @@ static uint64_t locked_read(const cl_stage *s, const uint64_t *v) {
   return x;
 }
 uint64_t cl_stage_spilled(const cl_stage *s) { return locked_read(s, &s->spilled); }
+void cl_stage_counts(const cl_stage *s, uint64_t *in, uint64_t *out) {
+  pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+  *in = s->appended;
+  *out = s->taken + s->dropped;
+  pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+}
 uint64_t cl_stage_dropped(const cl_stage *s) { return locked_read(s, &s->dropped); }

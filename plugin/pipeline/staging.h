@@ -22,6 +22,10 @@ size_t cl_stage_append(cl_stage *s, const cl_rec *recs, size_t nslots);
  * consumes them. Returns how many were handed over (0: staging is empty). */
 typedef void (*cl_stage_sink)(void *arg, const cl_rec *rec);
 size_t cl_stage_take(cl_stage *s, size_t max, cl_stage_sink fn, void *arg);
+/* Slots ever handed to append (*in) and ever taken out or lost (*out); the difference is what
+ * staging still holds: in memory, in the file, or in the drain's hands while it writes a chunk
+ * (then take finds nothing, yet those records are still on their way). Any thread. */
+void cl_stage_counts(const cl_stage *s, uint64_t *in, uint64_t *out);
 uint64_t cl_stage_spilled(const cl_stage *s);   /* slots that went through the file */
 uint64_t cl_stage_dropped(const cl_stage *s);   /* slots lost (spill failed) */
 /* The spill file's descriptor (-1: none yet) and the bytes written to it so far: for tests

@@ -1,7 +1,8 @@
 /* test_flight.c: the flight recorder (COMMLENS_FLIGHT_S) driven through ncclProfiler_v5 as
  * NCCL drives it: a dump by SIGUSR2, a dump on a collective started and never finished (which
- * channels were not done), the memory and age bounds with their eviction counts, nothing
- * written when nothing triggers, and dumps that never write through a planted link. Every
+ * channels were not done), the memory and age bounds with their eviction counts, a signal
+ * dump that says which records from before the signal it lacks, nothing written when nothing
+ * triggers, and dumps that never write through a planted link. Every
  * dump must load under the trace checks (tr_load: nesting) and be read by `commlens report`.
  * Each case runs in a fresh process (the plugin reads its settings once). */
 #include "harness.h"
@@ -9,6 +10,7 @@
 #include "tools/replay/replay.h"
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -46,10 +48,12 @@ static void free_paths(char **p, int n) { for (int i = 0; i < n; i++) free(p[i])
 /* commlensFlight of a dump, borrowed from t. */
 static json_object *flight_of(tr_trace *t) { return h_json_get(t->root, "commlensFlight"); }
 /* A signal dump waits until everything recorded before the signal is read, or gives up after
- * 10 s (a format thread starved on a loaded machine): only then may its newest records lack. */
+ * 10 s (a format thread starved on a loaded machine); records the plugin lost never come. Only
+ * then may its newest records lack, and it says so (caught_up false, "missing"). */
 static int caught_up(tr_trace *t) {
-  json_object *c = h_json_get(h_json_get(flight_of(t), "why"), "caught_up");
-  if (c && !json_object_get_boolean(c)) fprintf(stderr, "  note: the dump did not wait for the backlog (loaded machine)\n");
+  json_object *why = h_json_get(flight_of(t), "why"), *c = h_json_get(why, "caught_up");
+  if (c && !json_object_get_boolean(c))
+    fprintf(stderr, "  note: the dump lacks records from before the signal: %s\n", json_object_to_json_string(why));
   return !c || json_object_get_boolean(c);
 }
 static int64_t jint(json_object *o, const char *k) {
@@ -89,7 +93,11 @@ static int load_dump(const char *path, tr_trace *t) {
 /* Asks for a dump by SIGUSR2 and loads the one it makes (suffix: its name's end). 0 with *t
  * loaded (tr_free it) and its path in path, or -1 after a failed CHECK. */
 static int signal_and_load(const char *suffix, int want_files, tr_trace *t, char *path, size_t pn) {
+  int said = h_log_count(-1, "signal dump written");
   if (kill(getpid(), SIGUSR2) != 0) { CHECK(0, "kill: %s", strerror(errno)); return -1; }
+  /* the message comes after the rename: before it, a taken name may show as the empty file
+   * the dump made exclusively to rename over (planted_name) */
+  for (int i = 0; i < 600 && h_log_count(-1, "signal dump written") == said; i++) nap_ms(100);
   char *paths[8];
   int n = wait_dumps(suffix, want_files, paths, 8), rc = -1;
   CHECK(n == want_files, "%d file(s) ending %s in %s/flight, found %d; log: %s", want_files, suffix,
@@ -355,20 +363,7 @@ H_CHILD(bound_by_memory) {
   for (int i = 0; i < 3000; i++) h_drive_coll(&p, ctx, &o, (uint64_t)i, NULL);
   tr_trace t;
   char path[1500];
-  /* on a loaded machine a dump may come before the backlog reached the window (caught_up
-   * false, or the last collectives still on their way): ask again, past the 2 s in which
-   * signals join a dump, until one holds the run's end (a condition, bounded by 6 asks) */
-  int got = -1;
-  for (int k = 1; k <= 6; k++) {
-    char suffix[64];
-    snprintf(suffix, sizeof suffix, ".signal-%d.trace.json", k);
-    if ((got = signal_and_load(suffix, 1, &t, path, sizeof path)) != 0) break;
-    int64_t lo, hi;
-    if (k == 6 || (coll_seqs(&t, &lo, &hi) > 0 && hi == 2999 && caught_up(&t))) break;
-    tr_free(&t);
-    got = -1;
-    nap_ms(2500);
-  }
+  int got = signal_and_load(".signal-1.trace.json", 1, &t, path, sizeof path);
   if (got == 0) {
     json_object *f = flight_of(&t);
     int64_t kept = jint(f, "records"), put = jint(f, "records_put"), room = jint(f, "evicted_room");
@@ -380,8 +375,57 @@ H_CHILD(bound_by_memory) {
     int nc = coll_seqs(&t, &lo, &hi);
     CHECK(nc > 0 && (hi == 2999 || !caught_up(&t)) && lo > 0, "the newest collectives only: %d of seq %lld..%lld", nc,
           (long long)lo, (long long)hi);
+    CHECK(jint(h_json_get(h_json_get(f, "why"), "missing"), "lost_events") == 0, "nothing lost: %s",
+          json_object_to_json_string(h_json_get(f, "why")));
     tr_free(&t);
   }
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+/* ---- records lost before the signal: a dump that lacks them says so ----
+ * COMMLENS_BUFFER_MB=1 holds a handful of rings: of LOST_THREADS threads that each drive one
+ * collective (and stay alive, so no ring is recycled), some get none and their events are lost
+ * (counted). Nothing is in flight, so "read everything" alone would say caught up (it did:
+ * a loaded machine's full ring lost the eviction test's last thousand collectives that way). */
+#define LOST_THREADS 16
+typedef struct { h_plugin *p; void *ctx; int seq; pthread_barrier_t *done; } lost_arg;
+static void *lost_thread(void *v) {
+  lost_arg *a = v;
+  h_drive_coll(a->p, a->ctx, &k_inline, (uint64_t)a->seq, NULL);
+  pthread_barrier_wait(a->done);   /* driven */
+  pthread_barrier_wait(a->done);   /* the dump is read: the ring may go */
+  return NULL;
+}
+H_CHILD(lost_records) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  pthread_barrier_t done;
+  pthread_barrier_init(&done, NULL, LOST_THREADS + 1);
+  pthread_t th[LOST_THREADS];
+  lost_arg args[LOST_THREADS];
+  for (int i = 0; i < LOST_THREADS; i++) {
+    args[i] = (lost_arg){&p, ctx, i, &done};
+    REQUIRE(pthread_create(&th[i], NULL, lost_thread, &args[i]) == 0, "thread %d", i);
+  }
+  pthread_barrier_wait(&done);
+  CHECK(h_log_count(-1, "event buffer budget exhausted") == 1, "some threads got no ring: %s", h_log_text());
+  tr_trace t;
+  char path[1500];
+  if (signal_and_load(".signal-1.trace.json", 1, &t, path, sizeof path) == 0) {
+    json_object *why = h_json_get(flight_of(&t), "why"), *miss = h_json_get(why, "missing");
+    int64_t lo, hi;
+    int nc = coll_seqs(&t, &lo, &hi);
+    CHECK(nc > 0 && nc < LOST_THREADS, "the collectives of the threads with a ring: %d", nc);
+    CHECK(!caught_up(&t) && jint(miss, "lost_events") >= LOST_THREADS - nc, "the dump says what it lacks: %s",
+          why ? json_object_to_json_string(why) : "(none)");
+    tr_free(&t);
+  }
+  CHECK(h_log_count(-1, "lacks records from before the signal") == 1, "said in the log: %s", h_log_text());
+  pthread_barrier_wait(&done);
+  for (int i = 0; i < LOST_THREADS; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&done);
   h_finalize(&p, ctx);
   h_close(&p);
 }
@@ -515,8 +559,14 @@ TL_TEST(dump_of_a_real_run) {
   h_run_case("real_run_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=0",
              "H_REC=test/data/real/nccl2.28.3-h200x2-socket-r0.rec.gz", NULL}, NULL);
 }
+/* a 4 MiB ring holds the whole run (about 3 MiB) even if the drain never ran meanwhile: with
+ * the default 2 MiB a loaded machine lost the run's last thousand collectives at the full ring */
 TL_TEST(eviction_by_memory) {
-  h_run_case("bound_by_memory", k_base, (const char *const[]){"COMMLENS_FLIGHT_MB=1", "COMMLENS_FLIGHT_S=3600", NULL}, NULL);
+  h_run_case("bound_by_memory", k_base, (const char *const[]){"COMMLENS_FLIGHT_MB=1", "COMMLENS_FLIGHT_S=3600",
+                                                              "COMMLENS_RING_KB=4096", NULL}, NULL);
+}
+TL_TEST(signal_dump_says_what_it_lacks) {
+  h_run_case("lost_records", k_base, (const char *const[]){"COMMLENS_BUFFER_MB=1", "COMMLENS_HANG_S=0", NULL}, NULL);
 }
 TL_TEST(eviction_by_age) {
   h_run_case("bound_by_age", k_base, (const char *const[]){"COMMLENS_FLIGHT_S=1", NULL}, NULL);

@@ -121,10 +121,20 @@ TL_TEST(staging_keeps_order_through_the_spill_file) {
   REQUIRE(pthread_create(&t, NULL, drain_like, &f) == 0, "drain");
   /* take nothing until the file is in use (38 MB go in, 2 MB fit): then take while it fills */
   while (!cl_stage_spilled(st) && !atomic_load(&f.done)) sched_yield();
-  while (!atomic_load(&f.done) || cl_stage_take(st, 4096, take_one, &seen))
+  /* the counts (what "caught up" is judged by): taken is all that came out, never more than
+   * went in, whatever the drain is doing (writing a chunk, lock released, included) */
+  uint64_t in, out, bad_counts = 0;
+  while (!atomic_load(&f.done) || cl_stage_take(st, 4096, take_one, &seen)) {
     cl_stage_take(st, 4096, take_one, &seen);
+    cl_stage_counts(st, &in, &out);
+    bad_counts += out != seen.slots || out > in;
+  }
   pthread_join(t, NULL);
   while (cl_stage_take(st, 4096, take_one, &seen)) {}
+  cl_stage_counts(st, &in, &out);
+  CHECK(bad_counts == 0 && in == out && out == seen.slots && in == 3 * f.pairs,
+        "counts: in %llu, out %llu, taken %llu slots, %llu inconsistent", (unsigned long long)in,
+        (unsigned long long)out, (unsigned long long)seen.slots, (unsigned long long)bad_counts);
   CHECK(seen.bad == 0 && seen.next == f.pairs && seen.n == 2 * f.pairs, "%llu starts in order of %zu, %llu bad",
         (unsigned long long)seen.next, f.pairs, (unsigned long long)seen.bad);
   CHECK(cl_stage_spilled(st) > 0, "the file was used");
@@ -144,6 +154,10 @@ TL_TEST(staging_without_a_spill_file_drops_and_counts) {
   CHECK(lost > 0 && lost == cl_stage_dropped(st), "lost %zu, counted %llu", lost, (unsigned long long)cl_stage_dropped(st));
   CHECK(seen.slots + lost == n && seen.slots >= (2u << 20) / CL_SLOT_BYTES, "%llu slots taken + %zu lost of %zu",
         (unsigned long long)seen.slots, lost, n);
+  uint64_t in, out;
+  cl_stage_counts(st, &in, &out);
+  CHECK(in == n && out == n, "lost slots count as out: in %llu, out %llu of %zu", (unsigned long long)in,
+        (unsigned long long)out, n);
   cl_stage_free(st);
 }
 
