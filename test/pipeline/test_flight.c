@@ -363,7 +363,21 @@ H_CHILD(bound_by_memory) {
   for (int i = 0; i < 3000; i++) h_drive_coll(&p, ctx, &o, (uint64_t)i, NULL);
   tr_trace t;
   char path[1500];
-  int got = signal_and_load(".signal-1.trace.json", 1, &t, path, sizeof path);
+  /* The dump waits at most 10 s for the backlog before the signal. Two busy loops beside a CI
+   * run starved the plugin's threads longer than that: the dump then says so (caught_up false,
+   * what it lacks) and holds what had been fed, too little to evict anything. That honest
+   * answer is asked again, after the gap between signal dumps; one that claims to be caught up
+   * is checked as it is. */
+  int got = -1;
+  for (int k = 1; k <= 6; k++) {
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, ".signal-%d.trace.json", k);
+    got = signal_and_load(suffix, 1, &t, path, sizeof path);
+    if (got != 0 || caught_up(&t) || k == 6) break;
+    tr_free(&t);
+    got = -1;
+    nap_ms(2500);   /* signals closer than 2 s to the last dump are coalesced into it */
+  }
   if (got == 0) {
     json_object *f = flight_of(&t);
     int64_t kept = jint(f, "records"), put = jint(f, "records_put"), room = jint(f, "evicted_room");
