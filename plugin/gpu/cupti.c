@@ -287,7 +287,6 @@ static int arm(void) {
    * (cuLaunchKernelEx), which is what the correlation needs. */
   if (cl_cfg.cupti == CL_CUPTI_SAMPLED) {   /* the first window opens now */
     uint64_t now = cl_now();
-    cl_cupti_g.win_start = now;
     cl_cupti_g.win_end = now + cl_cfg.sample_on_ns;
     cl_cupti_g.win_next = now + cl_cfg.sample_period_ns;
   }
@@ -404,6 +403,17 @@ static void leave_to_other(void) {
   pthread_mutex_unlock(&cl_cupti_g.mu);
 }
 
+/* Another tool holds the subscriber slot (probe_slot named it in `who`): suspended, saying who;
+ * what we had on is that tool's now. */
+static void suspend_for(const char *who) {
+  int was_active = cl_cupti_g.state == CUPTI_ACTIVE;
+  cl_cupti_g.state = CUPTI_SUSPENDED;
+  cl_cupti_g.detach_due = 0;
+  snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "suspended: CUPTI taken by %s",
+           who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
+  if (was_active) leave_to_other();
+}
+
 /* About once a second (one subscribe and unsubscribe): another tool may take the subscriber
  * slot while we run (Nsight, torch.profiler) and give it back; after our records stopped
  * coming (displaced), a free slot is how we learn the other client is gone. */
@@ -417,14 +427,10 @@ static void reprobe(void) {
   if (r == CUPTI_SUCCESS && cl_cupti_g.state == CUPTI_ACTIVE) cl_cupti_g.free_at = now;
   if (cl_cupti_g.state == CUPTI_ACTIVE && cl_cupti_g.ts_offset) cl_cupti_g.ts_offset = measure_ts_offset();
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && cl_cupti_g.state != CUPTI_SUSPENDED) {
-    int was_active = cl_cupti_g.state == CUPTI_ACTIVE;
-    cl_cupti_g.state = CUPTI_SUSPENDED;
-    snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "suspended: CUPTI taken by %s",
-             who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
+    suspend_for(who);
     cl_log(CL_LOG_WARN, "%s; commlens leaves CUPTI to it and its GPU kernel data pauses until it "
            "lets go (torch.profiler: with TEARDOWN_CUPTI=1 at the end of its window, else at exit); "
            "collectives keep NCCL's own timing", cl_cupti_g.status);
-    if (was_active) leave_to_other();
   } else if (r == CUPTI_SUCCESS && cl_cupti_g.state == CUPTI_SUSPENDED) {
     if (resume() == 0) cl_cupti_g.retry_ns = 0;   /* it let go as it should: no backoff */
   } else if (r == CUPTI_SUCCESS && cl_cupti_g.state == CUPTI_DISPLACED && now >= cl_cupti_g.retry_at) {
@@ -453,20 +459,18 @@ void cl_cupti_displaced(void) {
               "timing and are marked " CL_GPU_LOST_WHY);
 }
 
-/* Sampled mode, before touching CUPTI at a window's end: disabling our kinds or finalizing would
- * end another tool's session too. If one took the subscriber slot since the last probe
- * (torch.profiler starting inside our window), CUPTI is left to it (suspended), and 1. */
-static int taken_since_probe(void) {
+/* Sampled mode, before touching CUPTI at a window's edge (`when`): arming, disabling our kinds or
+ * finalizing would end another tool's session too. Probes the subscriber slot; if a tool took it
+ * since the last probe (torch.profiler starting inside our window or between two), CUPTI is left
+ * to it (suspended) and the probe's result says so. */
+static CUptiResult probe_at_window(const char *when) {
   char who[128];
-  if (probe_slot(who, sizeof who) != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return 0;
-  cl_cupti_g.state = CUPTI_SUSPENDED;
-  cl_cupti_g.detach_due = 0;
-  snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "suspended: CUPTI taken by %s",
-           who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
-  cl_log_once("cupti-window-busy", CL_LOG_WARN, "%s during a sampling window; commlens leaves CUPTI to it (collectives "
-              "keep NCCL's kernel-channel timing) and samples again when it lets go", cl_cupti_g.status);
-  leave_to_other();
-  return 1;
+  CUptiResult r = probe_slot(who, sizeof who);
+  if (r != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return r;
+  suspend_for(who);
+  cl_log_once("cupti-window-busy", CL_LOG_WARN, "%s %s; commlens leaves CUPTI to it (collectives keep NCCL's "
+              "kernel-channel timing) and samples again when it lets go", cl_cupti_g.status, when);
+  return r;
 }
 
 /* COMMLENS_CUPTI=sampled: closes the kernel-record window when its time is up, opens the next
@@ -483,7 +487,7 @@ static void sample_tick(uint64_t now) {
   if (cl_cfg.cupti != CL_CUPTI_SAMPLED || cl_cupti_g.state != CUPTI_ACTIVE) return;
   if (cl_cupti_g.detach_due) {   /* the window's records were parsed since: detach now */
     cl_cupti_g.detach_due = 0;
-    if (taken_since_probe()) return;
+    if (probe_at_window("at the end of a sampling window") == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return;
     if (api.cuptiFinalize && api.cuptiFinalize() == CUPTI_SUCCESS) {
       cl_cupti_g.detached = 1;
       pthread_mutex_lock(&cl_cupti_g.mu);   /* buffers CUPTI still held are gone with it */
@@ -493,7 +497,7 @@ static void sample_tick(uint64_t now) {
     return;
   }
   if (cl_cupti_g.kinds_on[0] && now >= cl_cupti_g.win_end) {
-    if (taken_since_probe()) return;
+    if (probe_at_window("during a sampling window") == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return;
     offer_stream_ids(0);
     /* kinds off first, then the forced flush: no record can ask for a buffer after it, so CUPTI
      * holds none of ours when it is finalized (a buffer it held then would be lost: 2 MiB a
@@ -501,20 +505,10 @@ static void sample_tick(uint64_t now) {
     disable_ours();
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     cl_cupti_g.detach_due = 1;   /* at the next tick, once the writer parsed what the flush handed over */
-    cl_cupti_g.windows++;
   } else if (!cl_cupti_g.kinds_on[0] && now >= cl_cupti_g.win_next) {
-    cl_cupti_g.win_next = now + cl_cfg.sample_period_ns;
-    char who[128];
-    CUptiResult r = probe_slot(who, sizeof who);
-    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {   /* another tool has CUPTI now */
-      cl_cupti_g.state = CUPTI_SUSPENDED;
-      snprintf(cl_cupti_g.status, sizeof cl_cupti_g.status, "suspended: CUPTI taken by %s",
-               who[0] ? who : "another tool (torch.profiler, Nsight, a sanitizer)");
-      cl_log_once("cupti-window-busy", CL_LOG_WARN, "%s between two sampling windows; commlens leaves CUPTI to it "
-                  "and samples again when it lets go", cl_cupti_g.status);
-      leave_to_other();
-      return;
-    }
+    cl_cupti_g.win_next = now + cl_cfg.sample_period_ns;   /* arm sets it again; this one holds if it fails */
+    CUptiResult r = probe_at_window("between two sampling windows");
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return;
     if (r != CUPTI_SUCCESS || arm() != 0) {   /* arm said why, once */
       cl_log_once("cupti-window", CL_LOG_WARN, "CUPTI refused a sampling window; collectives keep NCCL's "
                   "kernel-channel timing, their exposure estimated from earlier windows");

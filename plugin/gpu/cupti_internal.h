@@ -48,8 +48,8 @@ typedef struct {
   uint64_t free_at;                   /* ACTIVE: the last probe that found the slot free (a taker
                                          came after it); SUSPENDED: that time, kept */
   uint32_t version;
-  /* COMMLENS_CUPTI=sampled: kernel records on in [win_start, win_end), next window at win_next */
-  uint64_t win_start, win_end, win_next, windows;
+  /* COMMLENS_CUPTI=sampled: kernel records on until win_end, the next window at win_next */
+  uint64_t win_end, win_next;
   int detached;                       /* CUPTI finalized by us between two windows */
   int detach_due;                     /* a window closed: finalize at the next tick */
   char status[160];

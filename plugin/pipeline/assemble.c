@@ -347,9 +347,6 @@ static void expo_learn(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, int64_
   if (cl_cfg.cupti != CL_CUPTI_SAMPLED || exposed < 0 || e <= s) return;
   int64_t guess = expo_estimate(a, c, s, e);
   if (guess >= 0) {
-    a->stats.est_check_n++;
-    a->stats.est_check_pred_ns += (uint64_t)guess;
-    a->stats.est_check_meas_ns += (uint64_t)exposed;
     cl_part *p = part_of(a, c->comm);
     if (p) { p->est_check_n++; p->est_check_pred_ns += (uint64_t)guess; p->est_check_meas_ns += (uint64_t)exposed; }
   }

@@ -24,7 +24,6 @@ typedef struct {
   uint64_t colls_gpu_lost;   /* finished while another tool held CUPTI (cl_gj_lost) */
   uint64_t phases_lost;      /* v7 kernel phases with no KernelCh to nest under, or unusable */
   uint64_t colls_expo_est;   /* exposure estimated: outside CUPTI's sampling windows */
-  uint64_t est_check_n, est_check_pred_ns, est_check_meas_ns;   /* the estimate against measured ones */
 } cl_asm_stats;
 
 /* What the assembler needs to know from outside: a communicator's facts by serial (0 on

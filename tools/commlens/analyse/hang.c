@@ -41,28 +41,29 @@ static cl_hang_comm *comm_get(cl_hang *h, uint64_t comm, int nranks) {
   return &h->comms.a[h->comms.n - 1];
 }
 
-/* Calls fn for every communicator object of one dump. */
-typedef void (*comm_fn)(cl_hang *h, const cl_rank *r, json_object *c);
+/* Calls fn for every communicator object of every dump, with what wrote that dump ("hang",
+ * "signal", "late"; "" when it does not say). */
+typedef void (*comm_fn)(cl_hang *h, const cl_rank *r, json_object *c, const char *trigger);
 static void each_comm(const cl_job *job, cl_hang *h, comm_fn fn) {
   for (int i = 0; i < job->n; i++) {
     const cl_rank *r = job->r[i];
     if (!r->info.flight) continue;
     json_object *root = json_tokener_parse(r->info.flight), *comms, *tg;
-    h->cur_trigger = root && json_object_object_get_ex(root, "trigger", &tg) && json_object_is_type(tg, json_type_string)
-                     ? json_object_get_string(tg) : "";
+    const char *trigger = root && json_object_object_get_ex(root, "trigger", &tg) &&
+                          json_object_is_type(tg, json_type_string) ? json_object_get_string(tg) : "";
     if (root && json_object_object_get_ex(root, "comms", &comms) && json_object_is_type(comms, json_type_array))
       for (size_t k = 0; k < json_object_array_length(comms) && k < CL_HANG_MAX_COMMS; k++) {
         json_object *c = json_object_array_get_idx(comms, k);
-        if (json_object_is_type(c, json_type_object)) fn(h, r, c);
+        if (json_object_is_type(c, json_type_object)) fn(h, r, c, trigger);
       }
     json_object_put(root);
-    h->cur_trigger = NULL;
   }
 }
 
-static void count_hang(cl_hang *h, const cl_rank *r, json_object *c) {
+static int is_hang(const char *trigger) { return !strcmp(trigger, "hang"); }
+static void note_hang(cl_hang *h, const cl_rank *r, json_object *c, const char *trigger) {
   (void)r; (void)c;
-  if (h->cur_trigger && !strcmp(h->cur_trigger, "hang")) h->n_hang++;
+  if (is_hang(trigger)) h->any_hang = 1;
 }
 
 static json_object *not_done_list(json_object *c) {
@@ -71,9 +72,9 @@ static json_object *not_done_list(json_object *c) {
 }
 
 /* Pass 1: each communicator's stuck collective, the lowest seq any dump shows not done. */
-static void find_stuck(cl_hang *h, const cl_rank *r, json_object *c) {
+static void find_stuck(cl_hang *h, const cl_rank *r, json_object *c, const char *trigger) {
   (void)r;
-  if (h->n_hang && (!h->cur_trigger || strcmp(h->cur_trigger, "hang"))) return;
+  if (h->any_hang && !is_hang(trigger)) return;
   json_object *nd = not_done_list(c);
   char hex[32];
   get_str(c, "comm", hex, sizeof hex);
@@ -88,7 +89,7 @@ static void find_stuck(cl_hang *h, const cl_rank *r, json_object *c) {
 }
 
 /* Pass 2: where each dumped rank stood on that collective. */
-static void place_rank(cl_hang *h, const cl_rank *r, json_object *c) {
+static void place_rank(cl_hang *h, const cl_rank *r, json_object *c, const char *trigger) {
   char hex[32];
   get_str(c, "comm", hex, sizeof hex);
   uint64_t comm = parse_hex(hex);
@@ -99,7 +100,7 @@ static void place_rank(cl_hang *h, const cl_rank *r, json_object *c) {
   cl_hang_member *m = &hc->members[cr];
   m->rank = r->rank;
   m->last_started = get_int(c, "last_started_seq", -1);
-  snprintf(m->trigger, sizeof m->trigger, "%s", h->cur_trigger ? h->cur_trigger : "");
+  snprintf(m->trigger, sizeof m->trigger, "%s", trigger);
   m->state = m->last_started < hc->seq ? CL_HANG_NOT_REACHED : CL_HANG_DONE;
   json_object *nd = not_done_list(c);
   for (size_t i = 0; nd && i < json_object_array_length(nd); i++) {
@@ -115,7 +116,7 @@ void cl_hang_analyse(const cl_job *job, cl_hang *h) {
   memset(h, 0, sizeof *h);
   for (int i = 0; i < job->n; i++) h->n_dumps += job->r[i]->info.flight != NULL;
   if (!h->n_dumps) return;
-  each_comm(job, h, count_hang);
+  each_comm(job, h, note_hang);
   each_comm(job, h, find_stuck);
   each_comm(job, h, place_rank);
 }

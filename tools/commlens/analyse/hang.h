@@ -27,10 +27,10 @@ typedef struct {
   cl_hang_member *members;
 } cl_hang_comm;
 
-/* n_hang: dumps a hang wrote. When there are some, they alone say which collective is stuck:
- * a signal or lateness dump was taken at another time (before the hang, often) and shows
+/* any_hang: some dump was written by a hang. Then the hang dumps alone say which collective is
+ * stuck: a signal or lateness dump was taken at another time (before the hang, often) and shows
  * whatever was in flight then; its rank is still placed from it, and says so. */
-typedef struct { CL_VEC(cl_hang_comm) comms; int n_dumps, n_hang; size_t n_members; const char *cur_trigger; } cl_hang;
+typedef struct { CL_VEC(cl_hang_comm) comms; int n_dumps, any_hang; size_t n_members; } cl_hang;
 
 /* Fills *h from the job's flight dumps (ranks whose info.flight is set). Communicators larger
  * than CL_HANG_MAX_RANKS, past the CL_HANG_MAX_COMMS-th, or past CL_HANG_MAX_MEMBERS members in all (memory stays

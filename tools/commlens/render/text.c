@@ -36,7 +36,7 @@ static void hang_text(const cl_hang *h, FILE *o) {
         if (!m->channels_not_done) fprintf(o, " unknown");
         for (int ch = 0; ch < 64; ch++) if (m->channels_not_done >> ch & 1) fprintf(o, " %d", ch);
       }
-      if (h->n_hang && m->rank >= 0 && strcmp(m->trigger, "hang"))   /* placed from a dump of another time */
+      if (h->any_hang && m->rank >= 0 && strcmp(m->trigger, "hang"))   /* placed from a dump of another time */
         fprintf(o, " (from its %s dump, not a hang dump: where it stood when that was written)",
                 m->trigger[0] ? m->trigger : "other");
       fputc('\n', o);
