@@ -141,7 +141,14 @@ int cl_out_open(cl_outfile *o, const char *path, const char *what) {
       o->path = o->tmp = NULL;
       return -1;
     }
-    o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    /* no link followed, and still a pipe or device once open (swapped in between: refused) */
+    o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat fst;
+    if (o->fd >= 0 && (fstat(o->fd, &fst) != 0 || (!S_ISCHR(fst.st_mode) && !S_ISFIFO(fst.st_mode)))) {
+      close(o->fd);
+      o->fd = -1;
+      errno = EEXIST;
+    }
     if (o->fd < 0) {
       fprintf(stderr, "commlens: %s: cannot write %s: %s\n", what, path, strerror(errno));
       o->path = o->tmp = NULL;
