@@ -50,8 +50,9 @@ static int64_t big_gap(const cl_st_coll *c, size_t n) {
 }
 
 /* Tokens: equal (func, bytes) get equal small ids, told apart by whether a step-sized gap
- * comes before them (a job whose every collective is alike still has its steps in time). */
-static uint32_t *tokens(const cl_st_coll *c, size_t n) {
+ * comes before them (a job whose every collective is alike still has its steps in time):
+ * then tok = 2 * id + gap, and *gaps is set. */
+static uint32_t *tokens(const cl_st_coll *c, size_t n, int *gaps) {
   uint32_t *ord = cl_xmalloc((n + 1) * sizeof *ord), *tok = cl_xmalloc((n + 1) * sizeof *tok);
   for (size_t i = 0; i < n; i++) ord[i] = (uint32_t)i;
   g_c = c;
@@ -63,6 +64,7 @@ static uint32_t *tokens(const cl_st_coll *c, size_t n) {
   }
   free(ord);
   int64_t thr = big_gap(c, n);
+  *gaps = thr != 0;
   if (thr)
     for (size_t i = 0; i < n; i++) tok[i] = 2 * tok[i] + (i && c[i].t - c[i - 1].t >= thr);
   return tok;
@@ -170,19 +172,10 @@ static void walk(const cl_st_coll *c, const uint32_t *tok, size_t n, size_t i0, 
   }
 }
 
-void cl_steps_detect(const cl_st_coll *c, size_t n, cl_steps *o) {
-  memset(o, 0, sizeof *o);
-  o->step_of = cl_xmalloc((n + 1) * sizeof *o->step_of);
-  for (size_t i = 0; i < n; i++) o->step_of[i] = -1;
-  if (n < 6) return;
-  uint32_t *tok = tokens(c, n);
-  /* score periods on the sequence past its first quarter (past the start-up) */
-  size_t from = n / 4, to = n;
-  if (to - from > CL_ST_WINDOW) to = from + CL_ST_WINDOW;
-  size_t pmax = (n - from) / 3;
-  if (pmax > CL_ST_MAX_PERIOD) pmax = CL_ST_MAX_PERIOD;
-  /* each period's score: the median over CL_ST_CHUNKS stretches, so that a different phase in
-   * one of them (an evaluation pass) does not decide */
+/* The shortest period of tok that scores within CL_ST_NEAR_BEST of the best (each period scored
+ * on [from, to) as the median over CL_ST_CHUNKS stretches, so that a different phase in one of
+ * them, an evaluation pass, does not decide); 0 if none predicts CL_ST_MIN_SCORE. */
+static size_t best_period(const uint32_t *tok, size_t n, size_t from, size_t to, size_t pmax, double *score_out) {
   double *sc = cl_xmalloc((pmax + 2) * sizeof *sc), best = 0, part[CL_ST_CHUNKS];
   size_t len = (to - from + CL_ST_CHUNKS - 1) / CL_ST_CHUNKS;
   for (size_t p = 1; p <= pmax; p++) {
@@ -194,7 +187,45 @@ void cl_steps_detect(const cl_st_coll *c, size_t n, cl_steps *o) {
   size_t p = 0;
   for (size_t q = 1; q <= pmax && !p; q++) if (sc[q] >= best - CL_ST_NEAR_BEST) p = q;
   free(sc);
-  if (!p || best < CL_ST_MIN_SCORE) { free(tok); return; }
+  *score_out = best;
+  return best < CL_ST_MIN_SCORE ? 0 : p;
+}
+
+/* Whether the step-sized gaps on [from, to) mark the steps of period p: CL_ST_MIN_SCORE of them
+ * recur p collectives later, and one place in the period has one in CL_ST_MIN_SCORE of the
+ * periods. Gaps that do not are the machine's hiccups (a preempted thread, a loaded node), not
+ * step boundaries: a period "found" in them is chance. */
+static int gaps_mark_steps(const uint32_t *tok, size_t n, size_t from, size_t to, size_t p) {
+  size_t marked = 0, kept = 0, *at = cl_xmalloc(p * sizeof *at), most = 0;
+  memset(at, 0, p * sizeof *at);
+  for (size_t i = from; i < to; i++) {
+    if (!(tok[i] & 1)) continue;
+    if (++at[(i - from) % p] > most) most = at[(i - from) % p];
+    if (i + p < n) { marked++; kept += tok[i + p] & 1; }
+  }
+  free(at);
+  return (double)kept >= CL_ST_MIN_SCORE * (double)marked && (double)most >= CL_ST_MIN_SCORE * (double)((to - from) / p);
+}
+
+void cl_steps_detect(const cl_st_coll *c, size_t n, cl_steps *o) {
+  memset(o, 0, sizeof *o);
+  o->step_of = cl_xmalloc((n + 1) * sizeof *o->step_of);
+  for (size_t i = 0; i < n; i++) o->step_of[i] = -1;
+  if (n < 6) return;
+  int gaps;
+  uint32_t *tok = tokens(c, n, &gaps);
+  /* score periods on the sequence past its first quarter (past the start-up) */
+  size_t from = n / 4, to = n;
+  if (to - from > CL_ST_WINDOW) to = from + CL_ST_WINDOW;
+  size_t pmax = (n - from) / 3;
+  if (pmax > CL_ST_MAX_PERIOD) pmax = CL_ST_MAX_PERIOD;
+  double best;
+  size_t p = best_period(tok, n, from, to, pmax, &best);
+  if (gaps && (!p || !gaps_mark_steps(tok, n, from, to, p))) {   /* the gaps are not the steps */
+    for (size_t i = 0; i < n; i++) tok[i] >>= 1;
+    p = best_period(tok, n, from, to, pmax, &best);
+  }
+  if (!p) { free(tok); return; }
   size_t s = 0;
   while (s < n && !period_at(tok, n, s, p)) s++;
   if (s >= n) { free(tok); return; }
