@@ -3,7 +3,10 @@
 // is --kernels tiny kernels on the compute stream (what an optimizer without foreach launches)
 // and --colls small all_reduces on a second stream, then a wait for both, as a training loop
 // waits for its loss. Prints one line "RESULT {json}" with every timed step's milliseconds; the
-// driver takes medians. Never touches the profiler: the environment picks it (NCCL_PROFILER_PLUGIN).
+// driver takes medians, and when each began ("t_ms": CLOCK_MONOTONIC ms since just before the
+// communicator was made; the plugin starts its first CUPTI sampling window between 0 and
+// "init_ms"). --seconds S times steps for S seconds instead of --steps. Never touches the
+// profiler: the environment picks it (NCCL_PROFILER_PLUGIN).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -77,6 +80,7 @@ int main(int argc, char **argv) {
   long kernels = arg(argc, argv, "--kernels", 2000), colls = arg(argc, argv, "--colls", 2);
   long steps = arg(argc, argv, "--steps", 40), warmup = arg(argc, argv, "--warmup", 10);
   long count = arg(argc, argv, "--count", 1024);   // floats per all_reduce (4 KiB)
+  long seconds = arg(argc, argv, "--seconds", 0);  // time steps for this long instead of --steps
   const char *id_file = sarg(argc, argv, "--id-file");
   if (nranks > 1 && !id_file) { fprintf(stderr, "launch_bound: --id-file is needed with --nranks > 1\n"); return 2; }
   if (rank >= nranks || steps < 1) { fprintf(stderr, "launch_bound: bad --rank/--nranks/--steps\n"); return 2; }
@@ -94,14 +98,19 @@ int main(int argc, char **argv) {
   if (nranks > 1) share_id(&id, rank, id_file, 120);
   else NK(ncclGetUniqueId(&id));
   ncclComm_t nc;
+  double t_init = now_ms();
   NK(ncclCommInitRank(&nc, nranks, id, rank));   // one rank too: NCCL loads the profiler either way
+  double init_ms = now_ms() - t_init;
   cudaEvent_t done;
   CK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
 
-  std::vector<double> ms;
-  double t_all = now_ms();
+  std::vector<double> ms, t_ms;
+  double t_all = now_ms(), t_stop = 0;
+  if (seconds) steps = 1L << 40;
   for (long s = 0; s < warmup + steps; s++) {
     double t0 = now_ms();
+    if (s == warmup && seconds) t_stop = t0 + seconds * 1e3;
+    if (seconds && s >= warmup && t0 >= t_stop) break;
     for (long c = 0; c < colls; c++) {
       // the collective waits for the compute so far, as a gradient bucket does
       CK(cudaEventRecord(done, compute));
@@ -113,14 +122,17 @@ int main(int argc, char **argv) {
     CK(cudaGetLastError());
     CK(cudaStreamSynchronize(comm));
     CK(cudaStreamSynchronize(compute));
-    if (s >= warmup) ms.push_back(now_ms() - t0);
+    if (s >= warmup) { ms.push_back(now_ms() - t0); t_ms.push_back(t0 - t_init); }
   }
   double total = now_ms() - t_all;
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   printf("RESULT {\"rank\":%d,\"nranks\":%d,\"kernels_per_step\":%ld,\"colls_per_step\":%ld,\"median_ms\":%.4f,"
-         "\"total_ms\":%.1f,\"step_ms\":[", rank, nranks, kernels, colls, sorted[sorted.size() / 2], total);
+         "\"total_ms\":%.1f,\"init_ms\":%.3f,\"step_ms\":[", rank, nranks, kernels, colls, sorted[sorted.size() / 2], total,
+         init_ms);
   for (size_t i = 0; i < ms.size(); i++) printf("%s%.4f", i ? "," : "", ms[i]);
+  printf("],\"t_ms\":[");
+  for (size_t i = 0; i < t_ms.size(); i++) printf("%s%.3f", i ? "," : "", t_ms[i]);
   printf("]}\n");
   fflush(stdout);
   NK(ncclCommFinalize(nc));

@@ -11,7 +11,11 @@ one small all_reduce per step. Modes:
   --window A:B       torch.profiler over steps A..B-1 only, mid-job; prints KINETO {...} (its
                      kernel count) and WINDOW {...} (its bounds, wall clock ns) for the driver
                      to split commlens's collectives into before / during / after.
-Prints one line "RESULT {json}" per rank with each timed step's milliseconds.
+  --seconds S        time steps for S seconds instead of --steps (bench/sampled_cost.sh: a whole
+                     number of commlens's CUPTI sampling periods in one process).
+Prints one line "RESULT {json}" per rank with each timed step's (or block's) milliseconds, and
+when each began ("t_ms": CLOCK_MONOTONIC ms since just before the process group was made; the
+plugin starts its first sampling window between 0 and "init_ms").
 """
 import argparse
 import json
@@ -26,6 +30,7 @@ import torch.distributed as dist
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=30, help="timed steps")
+    ap.add_argument("--seconds", type=float, default=0, help="time steps for this long instead of --steps")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--d", type=int, default=256)
@@ -65,9 +70,11 @@ def main():
         os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
     dev = torch.device("cuda", local)
     torch.cuda.set_device(dev)
+    t_init = time.monotonic_ns()
     dist.init_process_group("nccl", device_id=dev)   # the plugin loads with this communicator
     rank, world = dist.get_rank(), dist.get_world_size()
     dist.all_reduce(torch.zeros(1, device=dev))      # the communicator made now, whatever the version
+    init_ms = (time.monotonic_ns() - t_init) / 1e6
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(args.d, 4, 4 * args.d, dropout=0.0, batch_first=True)
     model = torch.nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False).to(dev)
@@ -90,11 +97,18 @@ def main():
         step()
     torch.cuda.synchronize()
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-    ms, prof, bounds = [], None, {}
+    ms, t_ms, prof, bounds = [], [], None, {}
+    if args.seconds > 0:
+        if win:
+            sys.exit("launch_step: --seconds and --window do not go together")
+        args.steps = 1 << 40
+        t_stop = time.monotonic_ns() + int(args.seconds * 1e9)
     if args.profile:
         prof = torch.profiler.profile(activities=acts)
         prof.__enter__()
     for i in range(args.steps):
+        if args.seconds > 0 and i % max(1, args.sync_every) == 0 and time.monotonic_ns() >= t_stop:
+            break
         if win and i == win[0]:
             bounds["start_ns"] = time.time_ns()
             prof = torch.profiler.profile(activities=acts)
@@ -104,11 +118,13 @@ def main():
             if i % k:
                 continue
             n = min(k, args.steps - i)
+            t_ms.append(round((time.monotonic_ns() - t_init) / 1e6, 3))
             t0 = time.perf_counter()
             for j in range(n):
                 step(wait=j == n - 1)
             ms.append((time.perf_counter() - t0) * 1e3 / n)
             continue
+        t_ms.append(round((time.monotonic_ns() - t_init) / 1e6, 3))
         t0 = time.perf_counter()
         step()
         ms.append((time.perf_counter() - t0) * 1e3)
@@ -126,7 +142,9 @@ def main():
               flush=True)
     s = sorted(ms)
     print("RESULT " + json.dumps({"rank": rank, "nranks": world, "median_ms": s[len(s) // 2],
-                                  "end_ns": time.time_ns(), "step_ms": [round(v, 4) for v in ms]}), flush=True)
+                                  "end_ns": time.time_ns(), "step_ms": [round(v, 4) for v in ms],
+                                  "sync_every": max(1, args.sync_every), "init_ms": round(init_ms, 3),
+                                  "t_ms": t_ms}), flush=True)
     dist.destroy_process_group()
 
 
