@@ -87,10 +87,21 @@ static ct_family *family(cl_ct *ct, uint64_t key) {
 
 static int64_t ct_viewer_ns(const cl_ct *ct, uint64_t t);
 uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end) {
+  return ct_lane_bounded(ct, key, name, sort, start, end, 0, 1);
+}
+
+int ct_lane_made(cl_ct *ct, uint64_t key) {
+  ct_family *f = family(ct, key);
+  return f && f->cap && !f->async;
+}
+
+uint32_t ct_lane_bounded(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end,
+                         uint32_t max_lanes, int may_make) {
   if (end < start) end = start;               /* drawn as an instant (ct_slice_begin) */
   ct_family *f = family(ct, key);
   if (!f) return 0;
   if (!f->cap) {
+    if (!may_make) return 0;
     f->key = key;
     f->cap = 4;
     f->last_end = calloc(f->cap, sizeof *f->last_end);
@@ -106,6 +117,7 @@ uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t s
   int64_t vstart = ct_viewer_ns(ct, start);
   uint32_t k;
   for (k = 0; k < f->nlanes && (f->last_end[k] > start || f->last_vend[k] > vstart); k++) {}
+  if (k == f->nlanes && max_lanes && k >= max_lanes) return 0;
   if (k == f->nlanes) {
     if (f->nlanes == f->cap) {
       uint32_t nc = f->cap * 2;
@@ -133,6 +145,7 @@ uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t s
 
 /* Top-level tracks so far: thread tracks (lanes included) and async track names. */
 static uint32_t ct_tracks(const cl_ct *ct) { return ct->next_tid - 1 + ct->nasync; }
+uint32_t ct_track_count(const cl_ct *ct) { return ct_tracks(ct); }
 uint64_t ct_async_id(cl_ct *ct) { return ++ct->next_async_id; }
 
 /* The async track `key`: made on first use with `name` (or taken from the fold track). */

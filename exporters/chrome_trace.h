@@ -20,6 +20,14 @@ void ct_process_meta(cl_ct *ct, const char *name, int sort_index);
  * `start`, so slices placed through it never overlap partially; names new lanes
  * "<name> lane k". `sort` orders families in the viewer. */
 uint32_t ct_lane(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end);
+/* As ct_lane, bounded: at most `max_lanes` lanes (0: any number), and a family not made yet is
+ * made only when `may_make`. 0 when the slice gets no lane there (the caller places it on
+ * another family). ct_lane_made: whether family `key` has its thread track. */
+uint32_t ct_lane_bounded(cl_ct *ct, uint64_t key, const char *name, int sort, uint64_t start, uint64_t end,
+                         uint32_t max_lanes, int may_make);
+int ct_lane_made(cl_ct *ct, uint64_t key);
+/* Top-level tracks of this rank so far: thread tracks (lanes included) and async track names. */
+uint32_t ct_track_count(const cl_ct *ct);
 
 /* Opens a complete slice; the caller appends args with sb_key/sb_* on ct_body() using the
  * returned `first` flag, then calls ct_slice_end. Times are monotonic ns. A slice never runs

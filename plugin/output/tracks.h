@@ -34,8 +34,16 @@ typedef enum {
  * past it, detail not yet drawn goes to one shared track, CL_TRACK_FOLD_NAME. */
 #define CL_TRACK_BUDGET 20u
 #define CL_TRACK_FOLD_NAME "more detail (past the track budget)"
+/* Of the budget, the detail leaves CL_TRACK_RESERVE for what comes later and cannot fold into
+ * an async track (another communicator's enqueue and GPU tracks, exposure, steps), and a
+ * communicator's own enqueue and GPU tracks leave CL_TRACK_SHARED for the shared ones (the
+ * overlaps and the further communicators of each kind: cl_track_lane). */
+#define CL_TRACK_RESERVE 4u
+#define CL_TRACK_SHARED 4u
 
 /* The lane (tid) of the family's track (a, b) free for [start, end]; `name` names a new track.
+ * A communicator's ENQUEUE and COMM_GPU tracks have one lane each; overlaps and communicators
+ * past the budget go to shared tracks of their kind (tracks.c).
  * Keys: the family in the top 8 bits, `a` (32 bits) below it, `b` (24 bits, the rest masked
  * off) at the bottom, so distinct (family, a, b) never share a track. */
 uint32_t cl_track_lane(cl_ct *ct, cl_track_family f, uint32_t a, uint32_t b, const char *name,

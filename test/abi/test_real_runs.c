@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#define OVERLAP_SLACK 2   /* extra lanes of the shared overlap tracks (see (f)) */
 #define DATA "test/data/real"
 #define PREFIX "nccl2.28.3-h200x2-"
 #define MAXC 512                 /* collectives per recording (96 here) */
@@ -236,17 +237,19 @@ static void check_rank(const char *mode, int rank, const rec_facts *f, const tr_
   CHECK(nstep == f->nproxy_step && !step_no_states, "%s r%d: %ld proxy_step slices (%ld without state args), %d recorded",
         mode, rank, nstep, step_no_states, f->nproxy_step);
   /* (f) a rank reads on one screen: overlapping proxy ops, steps and channel kernels share one
-   * async track per (communicator, channel, kind), and the detail stops at the budget
-   * (tracks.h): an async track of its own is made only while the rank has room, so the tracks
-   * past it are thread tracks made later (API per thread; enqueue and GPU per communicator,
-   * with a lane per overlap: they carry the flows, and are never folded; how many depends on
-   * the replay's pacing). On main (a thread track per lane) socket had 36 and 32, twonode 34
-   * and 32, nvlink 58 and 60, multicomm 168 and 165 (docs/decisions.md, "Track budget"). */
+   * async track per (communicator, channel, kind), and the detail stops below the budget
+   * (tracks.h), leaving room for what comes later; each communicator has one enqueue and one
+   * GPU track (they carry the flows), their overlaps and the communicators past the budget go
+   * to shared tracks of each kind. Only the shared overlap track's extra lanes (how many
+   * collectives of all communicators overlap at once: the replay's pacing) may go past it, by
+   * OVERLAP_SLACK. On main before the budget (a thread track per lane) socket had 36 and 32,
+   * twonode 34 and 32, nvlink 58 and 60, multicomm 168 and 165; with the budget on the detail
+   * alone, multicomm had 29 (docs/decisions.md, "Track budget"). */
   int nasync = 0, late = 0, ntop = tr_top_tracks(t, rank, &nasync, &late);
   fprintf(stderr, "  note: %s r%d: %d top-level tracks, %d of them async, %d thread tracks made after the last "
           "async one\n", mode, rank, ntop, nasync, late);
-  CHECK(nasync > 0 && ntop <= (int)CL_TRACK_BUDGET + late, "%s r%d: %d top-level tracks, budget %u + %d made late", mode,
-        rank, ntop, CL_TRACK_BUDGET, late);
+  CHECK(nasync > 0 && ntop <= (int)CL_TRACK_BUDGET + OVERLAP_SLACK, "%s r%d: %d top-level tracks (%d made after the last async one), budget %u", mode,
+        rank, ntop, late, CL_TRACK_BUDGET);
   /* (e) lossless and complete (well-formed, nesting tracks: tr_load checked them) */
   CHECK(tr_stats_i64(t, "dropped", &v) == 0 && v == 0, "%s r%d: dropped %lld", mode, rank, (long long)v);
   json_object *fin = NULL;
@@ -361,7 +364,7 @@ static void check_cli(const char *mode, const char *dir, const rec_facts *f, con
         mode, pids[0], pids[1], other);
   for (int r = 0; r < 2; r++) {          /* the merge keeps each rank's tracks */
     int nasync = 0, late = 0, ntop = tr_top_tracks(&m, r, &nasync, &late);
-    CHECK(nasync > 0 && ntop <= (int)CL_TRACK_BUDGET + late, "%s: merged rank %d has %d top-level tracks (%d async, %d late)",
+    CHECK(nasync > 0 && ntop <= (int)CL_TRACK_BUDGET + OVERLAP_SLACK, "%s: merged rank %d has %d top-level tracks (%d async, %d late)",
           mode, r, ntop, nasync, late);
   }
   size_t all_async = tr_count(&m, 'X', "proxy_op") + tr_count(&m, 'X', "kernel_ch");

@@ -270,6 +270,66 @@ TL_TEST(collective_timed_by_kernel_channels) {
   fx_close(&f);
 }
 
+/* The track budget whatever the job (tracks.h): 12 communicators, each with its channels'
+ * detail drawn first and then a Send and a Recv of one group overlapping on its enqueue and GPU
+ * tracks, several communicators' collectives overlapping in time. The rank stays within the
+ * budget, every slice is kept on a track where it nests, the first communicators keep their
+ * own enqueue and GPU tracks, overlaps share one track per kind, and the communicators past the
+ * budget share one per kind. The shared overlap track has as many lanes as collectives of all
+ * communicators overlap at once (here: two communicators at a time). */
+TL_TEST(many_communicators_fit_the_track_budget) {
+  cl_ct *ct = ct_new(0, 0);
+  REQUIRE(ct, "ct_new");
+  enum { NCOMM = 12, NCH = 6 };
+  char name[96], buf[112];
+  int slices = 0;
+  for (uint32_t c = 1; c <= NCOMM; c++) {
+    uint64_t t0 = 1000000 + (uint64_t)c * 3000;            /* two communicators at once */
+    for (uint32_t ch = 0; ch < NCH; ch++) {
+      snprintf(name, sizeof name, "comm %u: ch %u GPU", c, ch);
+      cl_track_async(ct, CL_TRACK_CHANNEL_GPU, c, ch, name, buf, sizeof buf);
+      uint64_t id = ct_async_id(ct);
+      ct_async_begin(ct, id, buf, "kernel_ch", t0, 500);
+      ct_slice_end(ct);
+      ct_async_end(ct, id, "kernel_ch", t0 + 500);
+    }
+    for (int k = 0; k < 2; k++) {                            /* a Send and a Recv, one group */
+      cl_track_family fam[2] = {CL_TRACK_ENQUEUE, CL_TRACK_COMM_GPU};
+      for (int g = 0; g < 2; g++) {
+        snprintf(name, sizeof name, "comm %u: %s", c, g ? "GPU" : "enqueue");
+        uint64_t s = t0 + (uint64_t)k * 10 + (uint64_t)g * 100, e = s + 5000;
+        uint32_t tid = cl_track_lane(ct, fam[g], c, 0, name, s, e);
+        CHECK(tid != 0, "comm %u: no track for its %s", c, g ? "GPU span" : "enqueue");
+        ct_slice_begin(ct, tid, k ? "Recv" : "Send", g ? "coll_gpu" : "coll", s, e - s);
+        ct_slice_end(ct);
+        slices++;
+      }
+    }
+  }
+  fixture f = {.ct = ct};
+  json_object *arr = body_json(&f);                           /* every slice nests on its track */
+  REQUIRE(arr, "body");
+  int x = 0, own = 0, over = 0, fold = 0;
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    json_object *e = json_object_array_get_idx(arr, i), *v;
+    if (json_object_object_get_ex(e, "cat", &v) && !strncmp(json_object_get_string(v), "coll", 4)) x++;
+    if (!json_object_object_get_ex(e, "name", &v) || strcmp(json_object_get_string(v), "thread_name")) continue;
+    const char *n = json_object_get_string(json_object_object_get(json_object_object_get(e, "args"), "name"));
+    own += !strncmp(n, "comm ", 5);
+    over += strstr(n, "overlapping collectives") != NULL;
+    fold += strstr(n, "more communicators") != NULL;
+  }
+  CHECK(x == slices, "%d of %d enqueue and GPU slices drawn", x, slices);
+  /* within the budget but for the overlap tracks' lanes past the first of each kind: at most 3
+   * slices of a kind overlap at once here (a communicator's pair and the one before it) */
+  CHECK(ct_track_count(ct) <= CL_TRACK_BUDGET + (uint32_t)(over - 2), "%u top-level tracks, budget %u + %d overlap lanes",
+        ct_track_count(ct), CL_TRACK_BUDGET, over - 2);
+  CHECK(own >= 2 && own % 2 == 0 && over >= 2 && over <= 6 && fold == 2,
+        "%d own enqueue/GPU tracks (pairs), %d shared overlap tracks, %d shared tracks past the budget", own, over, fold);
+  json_object_put(arr);
+  ct_free(ct);
+}
+
 /* The track check every test runs on every trace it loads (tr_load) and body (body_json) works
  * in exact ns: at today's epoch a double holds microseconds only to 0.25 us, which both hides
  * partial overlaps of 1 ns and makes touching or nested slices look partially overlapping. */
