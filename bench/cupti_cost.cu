@@ -17,9 +17,15 @@
  *   streamid  CONCURRENT_KERNEL + cuptiGetStreamIdEx before each launch (what the default,
  *             COMMLENS_CUPTI=kernels, adds at each NCCL launch); it also checks that every
  *             kernel record carries the stream id the call returned
+ *   cycle     what one sampling window costs beyond its launches: K distinct kernel functions
+ *             (argument 2, up to 512; a training step launches hundreds) launched round-robin,
+ *             then CYCLES times: attach (callbacks, CONCURRENT_KERNEL), one pass over the K
+ *             kernels, steady launches, the window's end (disable, forced flush, cuptiFinalize),
+ *             one pass again, steady launches. Prints each phase's ns per launch and the
+ *             attach and end calls' ms, medians over the cycles, and the window's extra time.
  * Prints "mode ns_per_launch" as the median of ROUNDS batches. Part of issue "always-on": which
  * mechanism can give every collective a GPU span for ~1 us.
- *   nvcc -O2 -o cupti_cost bench/cupti_cost.cu -I$CUDA/include -L$CUDA/lib64 -lcupti -lcuda
+ *   nvcc -O2 -std=c++17 -o cupti_cost bench/cupti_cost.cu -I$CUDA/include -L$CUDA/lib64 -lcupti -lcuda
  *   ./cupti_cost MODE [LAUNCHES_PER_BATCH] [ROUNDS] */
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -29,9 +35,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <utility>
 #include <vector>
 
 __global__ void tiny(int *p) { if (threadIdx.x == 0 && p) p[blockIdx.x] += 1; }
+
+/* cycle mode: 512 distinct kernel functions */
+template <int N> __global__ void kfn(int *p) { if (threadIdx.x == 0 && p) p[N % 1024] += N; }
+typedef void (*kptr)(int *);
+enum { KMAX = 512 };
+template <int... I> static void fill_kernels(kptr *t, std::integer_sequence<int, I...>) { ((t[I] = kfn<I>), ...); }
 
 static unsigned long long g_records, g_kernels, g_sid_mismatch;
 static uint32_t g_sid = ~0u;   /* the stream id cuptiGetStreamIdEx gave (streamid mode) */
@@ -64,8 +77,58 @@ static void CUPTIAPI on_callback(void *, CUpti_CallbackDomain, CUpti_CallbackId,
 
 static double now_ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
 
+static void CUPTIAPI buf_request(uint8_t **b, size_t *size, size_t *max);
+static void CUPTIAPI buf_complete(CUcontext, uint32_t, uint8_t *b, size_t, size_t valid);
+static double now_ns(void);
+static double med(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
+
+/* ns per launch of `n` launches round-robin over the first k kernels (from kernel `from`) */
+static double launches(kptr *t, int k, int n, cudaStream_t s, int *p) {
+  double t0 = now_ns();
+  for (int i = 0; i < n; i++) t[i % k]<<<1, 32, 0, s>>>(p);
+  cudaStreamSynchronize(s);
+  return (now_ns() - t0) / n;
+}
+
+static int cycle_mode(int k, int cycles) {
+  static kptr t[KMAX];
+  fill_kernels(t, std::make_integer_sequence<int, KMAX>{});
+  if (k < 1 || k > KMAX) { fprintf(stderr, "cycle: 1..%d kernels\n", KMAX); return 2; }
+  int *p;
+  cudaMalloc(&p, 1024 * sizeof(int));
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  const int steady = 20000;
+  for (int r = 0; r < 10; r++) launches(t, k, k, s, p);          /* every module loaded */
+  std::vector<double> base, att_call, att_first, in_win, end_call, det_first, after;
+  for (int r = 0; r < 5; r++) base.push_back(launches(t, k, steady, s, p));
+  for (int c = 0; c < cycles; c++) {
+    double t0 = now_ns();
+    CK(cuptiActivityRegisterCallbacks(buf_request, buf_complete));
+    CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    att_call.push_back((now_ns() - t0) / 1e6);
+    att_first.push_back(launches(t, k, k, s, p));
+    in_win.push_back(launches(t, k, steady, s, p));
+    t0 = now_ns();
+    CK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    CK(cuptiActivityFlushAll(1));
+    CK(cuptiFinalize());
+    end_call.push_back((now_ns() - t0) / 1e6);
+    det_first.push_back(launches(t, k, k, s, p));
+    after.push_back(launches(t, k, steady, s, p));
+  }
+  double b = med(base);
+  double extra_ms = med(att_call) + med(end_call) + k * (med(att_first) - b) / 1e6 + k * (med(det_first) - b) / 1e6;
+  printf("cycle %d kernels: base %.1f ns/launch; attach %.2f ms, first pass %.1f ns/launch, in window %.1f ns/launch; "
+         "end %.2f ms, first pass after %.1f ns/launch, after %.1f ns/launch; a window costs %.2f ms beyond its "
+         "launches' %.1f ns each (%d cycles, %llu records)\n", k, b, med(att_call), med(att_first), med(in_win),
+         med(end_call), med(det_first), med(after), extra_ms, med(in_win) - b, cycles, g_records);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "none";
+  if (!strcmp(mode, "cycle")) { cudaFree(0); return cycle_mode(argc > 2 ? atoi(argv[2]) : 256, argc > 3 ? atoi(argv[3]) : 5); }
   int n = argc > 2 ? atoi(argv[2]) : 20000, rounds = argc > 3 ? atoi(argv[3]) : 15;
   cudaFree(0);
   if (strcmp(mode, "none")) {

@@ -37,6 +37,10 @@ def parse_args():
     ap.add_argument("--late", action="append", default=[])
     ap.add_argument("--stall", action="append", default=[])
     ap.add_argument("--gpu-slow", action="append", default=[])
+    ap.add_argument("--groups", action="store_true",
+                    help="two more communicators, as jobs with tensor or pipeline groups have: a "
+                         "metrics group of every rank (the loss all_reduced each step) and groups "
+                         "of rank pairs (a small all_reduce each step)")
     ap.add_argument("--out", default=".")
     return ap.parse_args()
 
@@ -92,6 +96,12 @@ def main():
     gen = torch.Generator(device=device).manual_seed(1234 + rank)
     x = torch.randn(args.batch, args.hidden, device=device, generator=gen)
     y = torch.randn(args.batch, args.hidden, device=device, generator=gen)
+    metrics = pair = None
+    if args.groups:   # every rank calls new_group for every group, as torch requires
+        metrics = dist.new_group(list(range(world)))
+        pairs = [dist.new_group([r, r + 1]) for r in range(0, world - 1, 2)]
+        pair = pairs[rank // 2] if rank // 2 < len(pairs) else None
+        side = torch.zeros(256, device=device)
     heavy = None
     if any(int(s.split(":")[0]) == rank for s in args.gpu_slow):
         heavy = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16, generator=gen)
@@ -109,6 +119,10 @@ def main():
             heavy = torch.mm(heavy, heavy).mul_(1.0 / 90.5)   # keeps its scale
         loss.backward()
         opt.step()
+        if metrics is not None:
+            dist.all_reduce(loss.detach(), group=metrics)
+            if pair is not None:
+                dist.all_reduce(side, group=pair)
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
         steps.append({"step": step, "start_ns": t0, "end_ns": time.time_ns(), "sleep_ms": sleep_ms,

@@ -648,11 +648,15 @@ TL_TEST(real_graph_replays) {
  * as emulated nodes over sockets, default events, COMMLENS_OUTPUT=both, 2026-11-26): rank 0 of a
  * FSDP2 and of a DDP job. Each loads under Perfetto's import rules as the project checks them
  * (tr_load: thread slices nest; async slices pair by id, close, nest) and fits the track budget.
- * The plugin before the async layout gave the same jobs 53 and 21 top-level tracks. */
+ * The plugin before the async layout gave the same jobs 53 and 21 top-level tracks. The "3comm"
+ * pair: the same jobs with two more communicators (examples/verdict/train.py --groups: a metrics
+ * group and rank pairs), 18 tracks each; the plugin before the shared overlap tracks gave 23. */
 TL_TEST(real_gpu_traces_fit_one_screen) {
   static const char *const files[] = {"test/data/tracks/h200-fsdp-4rank-r0.trace.json.gz",
-                                      "test/data/tracks/h200-ddp-4rank-r0.trace.json.gz"};
-  for (int i = 0; i < 2; i++) {
+                                      "test/data/tracks/h200-ddp-4rank-r0.trace.json.gz",
+                                      "test/data/tracks/h200-fsdp-4rank-3comm-r0.trace.json.gz",
+                                      "test/data/tracks/h200-ddp-4rank-3comm-r0.trace.json.gz"};
+  for (int i = 0; i < 4; i++) {
     tr_trace t;
     char err[512];
     if (tr_load(&t, files[i], err, sizeof err) != 0) { CHECK(0, "%s: %s", files[i], err); continue; }
