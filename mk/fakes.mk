@@ -10,8 +10,13 @@ FAKE_CUPTI := $(BUILD)/libcommlens-fakecupti.so
 $(FAKE_CUPTI): test/fakes/fake_cupti.c
 	$(Q)mkdir -p $(BUILD)
 	$(Q)$(CC) $(CFLAGS) -shared -o $@ $<
+# A stand-in libnccl (soname libnccl.so.2) that only tells its version: the v7 layout gate.
+FAKE_NCCL := $(BUILD)/libcommlens-fakenccl.so
+$(FAKE_NCCL): test/fakes/fake_nccl.c
+	$(Q)mkdir -p $(BUILD)
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $<
 replay: $(FAKE_CUDA)
 bench: $(FAKE_CUDA) $(FAKE_CUPTI)
-test: $(FAKE_CUDA) $(FAKE_CUPTI)
-test-bins: $(FAKE_CUDA) $(FAKE_CUPTI)
+test: $(FAKE_CUDA) $(FAKE_CUPTI) $(FAKE_NCCL)
+test-bins: $(FAKE_CUDA) $(FAKE_CUPTI) $(FAKE_NCCL)
 demo: $(FAKE_CUDA)

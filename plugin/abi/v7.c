@@ -6,8 +6,26 @@
 
 #define v7_ABI 7
 
+/* NVIDIA's NCCL has this v7 from 2.31 on. Earlier NCCLs that look up ncclProfiler_v7 are
+ * pre-releases or forks with other layouts under the same name (docs/nccl-profiler-abi.md: a
+ * userTag event type, device FIFO members in the function table): read as ours, their
+ * descriptors would give garbage, or strings read at garbage addresses. Such an NCCL gets an
+ * init that fails, which NCCL takes as "continue without a profiler". An NCCL whose version
+ * cannot be read (linked in statically) is taken to be NVIDIA's. */
+#define V7_FIRST_NCCL 23100
+
 static clabi_result v7_init(void **ctx, uint64_t commId, int *mask, const char *commName,
                             int nNodes, int nranks, int rank, clabi_logger logfn) {
+  int v = cl_shim_nccl_version();
+  if (v > 0 && v < V7_FIRST_NCCL) {
+    cl_log_set_logger((cl_logger_fn)logfn);
+    cl_log_once("v7-layout", CL_LOG_WARN, "NCCL %d.%d.%d asks for profiler ABI v7, which NVIDIA's NCCL has from "
+                "2.31 on; a v7 in an earlier NCCL is a pre-release or fork layout commlens does not know, so "
+                "profiling is off for this NCCL rather than its events misread", v / 10000, v / 100 % 100, v % 100);
+    if (ctx) *ctx = NULL;
+    if (mask) *mask = 0;
+    return CLABI_INTERNAL_ERROR;
+  }
   return cl_v5_init(v7_ABI, ctx, commId, mask, commName, nNodes, nranks, rank, logfn);
 }
 
@@ -55,6 +73,8 @@ static clabi_result v7_start(void *ctx, void **h, clabi_descr_v7 *d) {
 
 CL_SHIM_COMMON(v7, clabi_state_args_v4, *(const uint64_t *)a)
 
-CL_EXPORT const clabi_profiler_v7 ncclProfiler_v7 = {
-  "commlens", v7_init, v7_start, v7_stop, v7_state, v7_finalize,
+/* Spare NULL members after the table: a fork's v7 with more functions (createDeviceFifo, ...)
+ * reads NULLs there, not the next symbol's bytes, before its init fails (above). */
+CL_EXPORT const struct { clabi_profiler_v7 t; void *spare[8]; } ncclProfiler_v7 = {
+  {"commlens", v7_init, v7_start, v7_stop, v7_state, v7_finalize}, {0},
 };

@@ -7,6 +7,7 @@
 #include "harness.h"
 #include "trace_read.h"
 #include <ctype.h>
+#include <dlfcn.h>
 #include <sys/timex.h>
 #include <unistd.h>
 
@@ -364,6 +365,55 @@ TL_TEST(v4_gpu_clock_far_off) {
   run_version(4, "drive_version");
   g_extra_env[0] = NULL;
 }
+/* ---- v7 is NVIDIA's from NCCL 2.31 on: an earlier NCCL asking for it gets a failed init ---- */
+/* The child loads the stand-in libnccl.so.2 (version from COMMLENS_FAKE_NCCL_VERSION) with the
+ * scope H_NCCL_SCOPE says (global: an application linked with NCCL; local: PyTorch's extension
+ * modules), then inits v7 and drives one collective. H_WANT=refused|accepted. */
+H_CHILD(v7_gate) {
+  char fake[600];
+  h_fake_path(NULL, "libcommlens-fakenccl.so", fake, sizeof fake);
+  int global = !strcmp(getenv("H_NCCL_SCOPE") ? getenv("H_NCCL_SCOPE") : "", "global");
+  REQUIRE(dlopen(fake, RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL)), "load %s: %s", fake, dlerror());
+  int refused = !strcmp(getenv("H_WANT") ? getenv("H_WANT") : "", "refused");
+  h_plugin p;
+  REQUIRE(h_open(&p, NULL, 7) == 0, "load v7");
+  void *ctx = NULL;
+  int mask = 0x7FFF;
+  h_comm_info info = {0xabcdef12345ull, "gate", 1, 2, 0};
+  int rc = h_init_ex(&p, &ctx, &mask, &info);
+  if (refused) {
+    CHECK(rc != 0 && ctx == NULL && mask == 0, "v7 init from an NCCL before 2.31: rc %d, ctx %p, mask %#x", rc, ctx, mask);
+    CHECK(h_log_count(-1, "asks for profiler ABI v7") == 1, "one message saying why (%d)",
+          h_log_count(-1, "asks for profiler ABI v7"));
+  } else {
+    CHECK(rc == 0 && ctx != NULL && mask != 0, "v7 init from NCCL 2.31: rc %d, ctx %p, mask %#x", rc, ctx, mask);
+    CHECK(h_log_count(-1, "asks for profiler ABI v7") == 0, "no refusal message");
+    h_counts c;
+    memset(&c, 0, sizeof c);
+    h_opts o = {.nchannels = 2, .user_tag = 7, .sync_wait_ns = 4000, .kernel_ns = 20000};
+    h_drive_coll(&p, ctx, &o, 0, &c);
+    CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
+    h_finalize(&p, ctx);
+  }
+  h_close(&p);
+}
+static void run_gate(const char *version, const char *scope, const char *want) {
+  char v[64], sc[64], w[64];
+  snprintf(v, sizeof v, "COMMLENS_FAKE_NCCL_VERSION=%s", version);
+  snprintf(sc, sizeof sc, "H_NCCL_SCOPE=%s", scope);
+  snprintf(w, sizeof w, "H_WANT=%s", want);
+  const char *extra[] = {v, sc, w, NULL};
+  h_run_case("v7_gate", NULL, extra, NULL);
+}
+TL_TEST(v7_refused_by_nccl_before_2_31) {
+  run_gate("22907", "global", "refused");   /* NVIDIA/nccl PR #2045: another v7 on 2.29.7 */
+  run_gate("23007", "local", "refused");    /* a fork's v7 (device FIFO) on 2.30.7, NCCL loaded RTLD_LOCAL */
+}
+TL_TEST(v7_accepted_from_nccl_2_31) {
+  run_gate("23102", "local", "accepted");
+  run_gate("23200", "global", "accepted");
+}
+
 TL_TEST(v4_multi_comm_threads) { run_version(4, "drive_multi"); }
 TL_TEST(v5_multi_comm_threads) { run_version(5, "drive_multi"); }
 TL_TEST(v7_multi_comm_threads) { run_version(7, "drive_multi"); }
