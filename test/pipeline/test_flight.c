@@ -622,4 +622,41 @@ TL_TEST(real_hang_dumps_name_the_rank_that_stopped) {
   json_object_put(rep);
 }
 
+/* The same dumps with every signal dump renamed to a kind that sorts first ("abort-1"): a rank's
+ * file is chosen by what its name says it is (a hang dump before a signal dump before any other,
+ * then the newest), not by name order, so the report still reads the hang dumps (by name order
+ * it took the others and called seq 20 stuck). */
+static int copy_file(const char *from, const char *to) {
+  FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wbx") : NULL;
+  char buf[65536];
+  size_t n;
+  int ok = a && b;
+  while (ok && (n = fread(buf, 1, sizeof buf, a)) > 0) ok = fwrite(buf, 1, n, b) == n;
+  if (a) fclose(a);
+  if (b && fclose(b)) ok = 0;
+  return ok ? 0 : -1;
+}
+TL_TEST(a_ranks_dump_is_chosen_by_kind_not_name_order) {
+  static const char *const files[][2] = {
+    {"r0-vm-990-g0.hang-2", "r0-vm-990-g0.hang-2"}, {"r0-vm-990-g0.signal-1", "r0-vm-990-g0.abort-1"},
+    {"r1-vm-991-g0.signal-1", "r1-vm-991-g0.abort-1"}, {"r2-vm-992-g0.hang-2", "r2-vm-992-g0.hang-2"},
+    {"r2-vm-992-g0.signal-1", "r2-vm-992-g0.abort-1"}, {"r3-vm-993-g0.hang-2", "r3-vm-993-g0.hang-2"},
+    {"r3-vm-993-g0.signal-1", "r3-vm-993-g0.abort-1"}};
+  char dir[256];
+  h_fresh_dir(dir, sizeof dir);
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char from[300], to[600];
+    snprintf(from, sizeof from, "test/data/flight/h200-hang/commlens-%s.trace.json.gz", files[i][0]);
+    snprintf(to, sizeof to, "%s/commlens-%s.trace.json.gz", dir, files[i][1]);
+    REQUIRE(copy_file(from, to) == 0, "copy %s to %s", from, to);
+  }
+  json_object *rep = h_report_json(dir);
+  json_object *hang = h_json_get(rep, "hang");
+  json_object *c = hang && json_object_array_length(hang) == 1 ? json_object_array_get_idx(hang, 0) : NULL;
+  REQUIRE(c, "one stuck communicator: %s", rep ? json_object_to_json_string(rep) : "(no report)");
+  CHECK(jint(c, "seq") == 21, "stuck at seq %lld, want 21 (the hang dumps')", (long long)jint(c, "seq"));
+  json_object_put(rep);
+  if (!tl_cur_failed) h_rm_rf(dir);
+}
+
 H_MAIN("pipeline/flight")

@@ -6,6 +6,7 @@
 #include "tools/commlens/read/progress.h"
 #include "tools/commlens/read/digest_read.h"
 #include "tools/commlens/read/digest_trace.h"
+#include <ctype.h>
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -392,9 +393,34 @@ static int is_digest_name(const char *n) {
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* A flight-recorder dump's place among one rank's files, from its name (plugin/pipeline/
+ * flight_dump.c names it <base>.<trigger>-<number>.trace.json[.gz]): the kind first (a hang
+ * dump, then one the job asked for by signal, then any other), then the newest (the highest
+ * number). 0 when the name is no dump's; the name only orders, nothing else trusts it. */
+static int dump_order(const char *path, long *number) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  const char *end = strstr(b, ".trace.json");
+  if (!end) return 0;
+  const char *dash = end;
+  while (dash > b && isdigit((unsigned char)dash[-1])) dash--;
+  if (dash == end || dash <= b || dash[-1] != '-') return 0;
+  const char *kind = dash - 1;
+  while (kind > b && kind[-1] != '.') kind--;
+  if (kind == b) return 0;
+  size_t kl = (size_t)(dash - 1 - kind);
+  *number = strtol(dash, NULL, 10);
+  if (kl == 4 && !strncmp(kind, "hang", 4)) return 1;
+  if (kl == 6 && !strncmp(kind, "signal", 6)) return 2;
+  return 3;
+}
 static int cmp_rank(const void *a, const void *b) {
   const cl_rank *x = *(cl_rank *const *)a, *y = *(cl_rank *const *)b;
   if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  long nx = 0, ny = 0;
+  int ox = dump_order(x->path, &nx), oy = dump_order(y->path, &ny);
+  if (ox && oy && ox != oy) return ox < oy ? -1 : 1;
+  if (ox && oy && nx != ny) return nx > ny ? -1 : 1;
   return strcmp(x->path, y->path);
 }
 
