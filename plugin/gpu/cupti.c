@@ -628,14 +628,19 @@ static int convert(const CUpti_Activity *rec, cl_gpu_activity *o) {
   }
   case CUPTI_ACTIVITY_KIND_MEMCPY: {
     const CUpti_ActivityMemcpy6 *m = (const void *)rec;
+    if (!m->start && !m->end) return 0;
     o->kind = CL_GPU_MEMCPY;
     GPU_WORK_FIELDS(o, m);
+    o->copy_kind = m->copyKind;
+    o->bytes = m->bytes;
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMSET: {
     const CUpti_ActivityMemset4 *m = (const void *)rec;
+    if (!m->start && !m->end) return 0;
     o->kind = CL_GPU_MEMSET;
     GPU_WORK_FIELDS(o, m);
+    o->bytes = m->bytes;
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_DRIVER: {

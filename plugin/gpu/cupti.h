@@ -26,6 +26,8 @@ typedef struct {
   uint64_t graph_node;        /* KERNEL, MEMCPY, MEMSET: graph node id (0: not from a graph) */
   const char *name;           /* KERNEL: demangled-or-raw name, interned, lives until exit */
   uint8_t name_class;         /* KERNEL: cl_gpu_name_class of `name` (0: not told) */
+  uint8_t copy_kind;          /* MEMCPY: CUPTI's CUpti_ActivityMemcpyKind (10: peer to peer) */
+  uint64_t bytes;             /* MEMCPY, MEMSET: bytes copied or set */
 } cl_gpu_activity;
 
 /* Whether a kernel's name is NCCL's, told once per distinct name when the bridge interns it

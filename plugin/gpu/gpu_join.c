@@ -626,7 +626,12 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
     if (p && p->trace) cl_draw_cuda_launch(p->ct, a, w != NULL);
     return;
   }
-  if (a->kind != CL_GPU_KERNEL) return;      /* memcpy/memset: not compute (exposure.h) */
+  if (a->kind == CL_GPU_MEMCPY || a->kind == CL_GPU_MEMSET) {   /* not compute (exposure.h): drawn in full */
+    cl_part *p = g->draw_compute ? cl_parts_of_dev(g->parts, (int)a->device) : NULL;
+    if (p && p->trace) cl_draw_gpu_copy(p->ct, a);
+    return;
+  }
+  if (a->kind != CL_GPU_KERNEL) return;
   if (a->end_ns > g->last_kernel_end) g->last_kernel_end = a->end_ns;
   if (use_kernel(g, a, 0)) return;
   if (g->nhold == NHOLD) { use_kernel(g, a, 1); return; }

@@ -20,6 +20,34 @@ void cl_draw_gpu_kernel(cl_ct *ct, const cl_gpu_activity *k, int nccl) {
   ct_slice_end(ct);
 }
 
+/* CUPTI's copy kinds by number (CUpti_ActivityMemcpyKind), as the slice names them. */
+static const char *copy_kind_name(unsigned k) {
+  static const char *const names[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA",
+                                      "DtoD", "HtoH", "PtoP"};
+  return k < sizeof names / sizeof *names ? names[k] : "unknown";
+}
+
+void cl_draw_gpu_copy(cl_ct *ct, const cl_gpu_activity *c) {
+  char fam[64], name[32];
+  snprintf(fam, sizeof fam, "GPU %u stream %u", c->device, c->stream);
+  if (c->kind == CL_GPU_MEMCPY) snprintf(name, sizeof name, "memcpy %s", copy_kind_name(c->copy_kind));
+  else snprintf(name, sizeof name, "memset");
+  uint64_t end = c->end_ns < c->start_ns ? c->start_ns : c->end_ns;
+  uint32_t tid = cl_track_lane(ct, CL_TRACK_GPU_STREAM, c->stream, c->device, fam, c->start_ns, end);
+  int first = ct_slice_begin(ct, tid, name, c->kind == CL_GPU_MEMCPY ? "gpu_memcpy" : "gpu_memset", c->start_ns,
+                             end - c->start_ns);
+  cl_sb *b = ct_body(ct);
+  sb_key(b, &first, "bytes"); sb_u64(b, c->bytes);
+  sb_key(b, &first, "correlation"); sb_u64(b, c->correlation);
+  sb_key(b, &first, "device"); sb_u64(b, c->device);
+  sb_key(b, &first, "stream"); sb_u64(b, c->stream);
+  if (c->graph_node) {
+    sb_key(b, &first, "graph_id"); sb_u64(b, c->graph_id);
+    sb_key(b, &first, "graph_node"); sb_u64(b, c->graph_node);
+  }
+  ct_slice_end(ct);
+}
+
 void cl_draw_cuda_launch(cl_ct *ct, const cl_gpu_activity *l, int nccl) {
   char fam[64];
   snprintf(fam, sizeof fam, "CUDA launches (tid %u)", l->thread);

@@ -10,6 +10,9 @@
 /* A kernel on its stream's track; `nccl`: NCCL's (named so on the track and in args). */
 void cl_draw_gpu_kernel(cl_ct *ct, const cl_gpu_activity *k, int nccl);
 /* A CUDA launch call under the thread that made it; `nccl`: one of NCCL's launches. */
+/* A memcpy or memset record (COMMLENS_CUPTI=full) on its stream's track: copy-engine
+ * collectives' copies (NCCL 2.28+), and the application's. */
+void cl_draw_gpu_copy(cl_ct *ct, const cl_gpu_activity *c);
 void cl_draw_cuda_launch(cl_ct *ct, const cl_gpu_activity *l, int nccl);
 /* The exposed pieces of one collective's span on its device's exposure track. */
 void cl_draw_exposed(cl_ct *ct, const cl_expo_result *r);

@@ -674,4 +674,38 @@ TL_TEST(exposure_without_compute_slices_equals_the_per_slice_computation) {
   for (int full = 0; full < 2; full++) done(g[full], ps[full]);
 }
 
+/* Full mode draws CUPTI's memcpy and memset records on their stream's track (the copies of a
+ * copy-engine collective: NCCL 2.30's AllGather on 2 H200s showed two peer-to-peer copies per
+ * collective), named by copy kind with their bytes; the default draws none. Neither is compute
+ * (exposure counts none of them). Before, every memcpy record was dropped, in full mode too. */
+TL_TEST(full_mode_draws_copies_on_their_stream) {
+  const uint64_t T = 10 * SEC;
+  for (int full = 0; full < 2; full++) {
+    cl_parts *ps;
+    cl_gj *g = stream_join(&ps, T);
+    REQUIRE(g, "alloc");
+    cl_gj_draw_compute(g, full);
+    cl_gpu_activity m = act(CL_GPU_MEMCPY, T + 1000, T + 9000, 11, NULL);
+    m.copy_kind = 10; m.bytes = 2097152; m.stream = 13;
+    cl_gpu_activity z = act(CL_GPU_MEMSET, T + 9500, T + 9800, 12, NULL);
+    z.bytes = 4096; z.stream = 13;
+    cl_gj_activity(g, &m);
+    cl_gj_activity(g, &z);
+    cl_gj_advance(g, T + 3 * SEC, 1);
+    const char *body = ct_body(cl_parts_of_dev(ps, -1)->ct)->p;
+    body = body ? body : "";
+    int copy = strstr(body, "\"cat\":\"gpu_memcpy\",\"name\":\"memcpy PtoP\"") != NULL,
+        set = strstr(body, "\"cat\":\"gpu_memset\"") != NULL, bytes = strstr(body, "\"bytes\":2097152") != NULL,
+        track = strstr(body, "GPU 0 stream 13") != NULL;
+    if (full) CHECK(copy && set && bytes && track, "full: memcpy %d memset %d bytes %d track %d: %.600s", copy, set, bytes,
+                    track, body);
+    else CHECK(!copy && !set, "default: a copy drawn: %.600s", body);
+    cl_gj_counts n;
+    cl_gj_totals(g, cl_parts_at(ps, 0), &n);
+    CHECK(n.compute_kernels == 0, "%s: %llu compute kernels counted", full ? "full" : "default",
+          (unsigned long long)n.compute_kernels);
+    done(g, ps);
+  }
+}
+
 TL_MAIN("core/gpu_join")
