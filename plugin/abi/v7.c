@@ -7,8 +7,8 @@
 #define v7_ABI 7
 
 /* NVIDIA's NCCL has this v7 from 2.31 on. Earlier NCCLs that look up ncclProfiler_v7 are
- * pre-releases or forks with other layouts under the same name (docs/nccl-profiler-abi.md: a
- * userTag event type, device FIFO members in the function table): read as ours, their
+ * pre-releases or forks with other layouts under the same name (docs/decisions.md: a userTag
+ * event type, device FIFO members in the function table): read as ours, their
  * descriptors would give garbage, or strings read at garbage addresses. Such an NCCL gets an
  * init that fails, which NCCL takes as "continue without a profiler". An NCCL whose version
  * cannot be read (linked in statically) is taken to be NVIDIA's. */
