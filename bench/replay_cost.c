@@ -28,7 +28,7 @@
 /* The events NCCL sends the default: CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH, and KernelCh
  * (0x40) for COMMLENS_CUPTI=sampled, the default since issue 29; --cupti kernels prices the
  * previous default (0x0F0F, CUPTI's kernel records all the time). */
-static int MASK_DEFAULT = 0x0F4F;
+static int MASK_DEFAULT = 0x5F4F;
 static const char *g_cupti = "sampled";
 #define MAX_RUNS 32
 

@@ -278,7 +278,7 @@ static const cl_var g_vars[] = {
   {"COMMLENS_DIR", "./commlens-<job id> (./commlens-trace without one)",
    "directory for traces and summaries; created if missing", NULL, p_dir},
   {"COMMLENS_EVENTS", "default",
-   "event set: default (API, group, collective, p2p, proxy-op events; kernel launches too "
+   "event set: default (API, group, collective, p2p, proxy-op and copy-engine collective events; kernel launches too "
    "unless COMMLENS_CUPTI=off), full (everything), a "
    "mask number, or names joined by '+' (default+kernelch, proxystep, net, ...)",
    "default, full, a mask 1..0xffff, or event names joined by '+'", p_events},

@@ -5,7 +5,8 @@
 #define COMMLENS_CONFIG_H
 #include <stdint.h>
 
-#define CL_MASK_DEFAULT 0x070Fu  /* Group Coll P2p ProxyOp + GroupApi CollApi P2pApi */
+#define CL_MASK_DEFAULT 0x570Fu  /* Group Coll P2p ProxyOp + GroupApi CollApi P2pApi + CeColl CeBatch
+                                    (copy-engine collectives, ABI v6+: none fire for kernel ones) */
 #define CL_MASK_KERNEL_LAUNCH 0x0800u  /* added whenever CUPTI is on: the kernel join needs it */
 #define CL_MASK_FULL    0xFFFFu  /* every event NCCL 2.23 .. 2.30 and v7 (KernelPhase) can emit */
 

@@ -19,7 +19,8 @@ enum { CL_DG_HEADER = 'H', CL_DG_COLLS = 'C', CL_DG_CHANS = 'K', CL_DG_STEPS = '
 /* Payload codecs. */
 enum { CL_DG_RAW = 0, CL_DG_ZLIB = 1 };
 /* Where a collective's GPU span came from (the trace's "source"), 0: not timed. */
-enum { CL_DG_SRC_NONE = 0, CL_DG_SRC_CUPTI, CL_DG_SRC_CUPTI_GRAPH, CL_DG_SRC_KERNEL_CH, CL_DG_SRC_PROXY, CL_DG_SRC_N };
+enum { CL_DG_SRC_NONE = 0, CL_DG_SRC_CUPTI, CL_DG_SRC_CUPTI_GRAPH, CL_DG_SRC_KERNEL_CH, CL_DG_SRC_PROXY,
+       CL_DG_SRC_CUPTI_CE, CL_DG_SRC_N };
 /* A flag or'ed into the src column: the row's exposed time is estimated (COMMLENS_CUPTI=sampled,
  * outside CUPTI's windows), not measured. */
 #define CL_DG_SRC_EST 8

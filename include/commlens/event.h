@@ -53,9 +53,10 @@ typedef struct { uint64_t ptimer; uint8_t channel; } cl_kernel_ch;
 typedef struct { uint64_t ptimer; uint8_t channel, phase; } cl_kernel_phase;
 /* NetPlugin: id = NCCL's plugin id (type | version); the IB or socket descriptor is copied. */
 typedef struct { int64_t id; uint8_t data_len; uint8_t data[40]; } cl_net_plugin;
+/* stream_id as in cl_kernel_launch */
 typedef struct { uint64_t seq; cl_str func, datatype, sync_strategy; uint64_t count, stream;
                  int32_t root; uint32_t batch_size, num_batches, ce_seq; uint8_t intra_batch_sync;
-                 uint64_t user_tag; } cl_ce_coll;
+                 uint32_t stream_id; uint64_t user_tag; } cl_ce_coll;
 typedef struct { int32_t nranks; uint8_t is_complete; } cl_ce_sync;
 typedef struct { uint64_t total_bytes; int32_t num_ops; uint8_t use_intra_sync; } cl_ce_batch;
 

@@ -134,7 +134,8 @@ static inline void *cl_v6_start_ce(void *ctx, const void *dv, int abi, uint64_t 
                              .count = d->ceColl.count, .stream = (uint64_t)(uintptr_t)d->ceColl.stream,
                              .root = d->ceColl.root, .batch_size = d->ceColl.batchSize,
                              .num_batches = d->ceColl.numBatches, .ce_seq = d->ceColl.ceSeqNum,
-                             .intra_batch_sync = cl_flag(&d->ceColl.intraBatchSync), .user_tag = tag};
+                             .intra_batch_sync = cl_flag(&d->ceColl.intraBatchSync), .user_tag = tag,
+                             .stream_id = cl_cupti_stream_id((uint64_t)(uintptr_t)d->ceColl.stream)};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v6, ceColl.func), d->ceColl.func, cl_str_len(d->ceColl.func)};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v6, ceColl.datatype), d->ceColl.datatype, cl_str_len(d->ceColl.datatype)};
     refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v6, ceColl.syncStrategy), d->ceColl.syncStrategy, cl_str_len(d->ceColl.syncStrategy)};

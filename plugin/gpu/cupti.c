@@ -269,7 +269,9 @@ static int arm(void) {
     return -1;
   }
   int full = cl_cfg.cupti == CL_CUPTI_FULL;
-  for (int i = 0; i < (full ? 3 : 1); i++) {   /* memcpy and memset: full only */
+  /* kernels, memcpy (copy-engine collectives' copies: a record per copy the application or NCCL
+   * makes, not per kernel launch), and with full memset too */
+  for (int i = 0; i < (full ? 3 : 2); i++) {
     r = api.cuptiActivityEnable(k_kinds[i]);
     if (r == CUPTI_SUCCESS) { cl_cupti_g.kinds_on[i] = 1; continue; }
     if (i == 0) {   /* without kernels there is nothing worth keeping */

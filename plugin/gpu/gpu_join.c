@@ -60,6 +60,19 @@ typedef struct {
 typedef struct { uint32_t corr; uint8_t cls; uint64_t group; uint32_t comm; } corr_ent; /* cls: 1 nccl 2 other */
 typedef struct { uint64_t group; uint32_t comm, dev; uint64_t s, e, seq; } span_ent;
 typedef struct { uint64_t s, e; const char *name; uint32_t dev; uint8_t claimed; } gk_ent;
+/* A memcpy record, kept for the copy-engine collective that enqueued it (cl_gj_ce_span), and a
+ * copy-engine collective waiting for its copies. */
+typedef struct { uint64_t s, e, bytes; uint32_t dev, stream; uint8_t claimed; } cp_ent;
+typedef struct { uint64_t id, after, s, e; uint32_t dev, stream, got; uint8_t done; } ce_req;
+typedef struct { uint32_t dev, stream, per; } ce_learn;   /* copies a collective makes on a stream */
+#define NCELEARN 64
+#define NCOPY 4096                     /* recent memcpy records (a CE collective has a few per peer) */
+#define NCEREQ 1024                    /* recent copy-engine collectives */
+#define CE_STALE_NS 2000000000ull     /* a collective with no copy this long after its enqueue had its
+                                          copies go unrecorded (CUPTI was off): it waits for none */
+#define CE_QUIET_NS 300000000ull      /* no copy of a collective comes this long after its last one */
+#define CE_SLACK_NS 2000               /* a copy may read as starting this much before its enqueue
+                                          (the GPU's timestamps mapped to the host clock) */
 
 /* What the join keeps per participant (one GPU's trace): its exposure totals, windows and
  * steps, and its kernel counts. */
@@ -106,6 +119,12 @@ struct cl_gj {
   struct { uint64_t s, e; int gap; } cover[NCOVER];   /* CUPTI recorded for us in [s, e) (e 0: open);
                                                         gap: it ended with a sampling window */
   uint32_t ncover;
+  cp_ent copy[NCOPY];                    /* recent memcpy records, a ring */
+  uint64_t ncopy;
+  ce_req ce[NCEREQ];                     /* recent copy-engine collectives, a ring */
+  uint64_t nce;
+  ce_learn learn[NCELEARN];
+  uint64_t now;                          /* the host time of the last cl_gj_advance */
 };
 
 void cl_gj_start(cl_gj *g, uint64_t now) {
@@ -612,6 +631,83 @@ static void on_mark(cl_gj *g, const cl_gpu_activity *a) {
   g->marks[slot].name = NULL;
 }
 
+/* A copy-engine collective's copies, assigned as CUPTI hands them over. A stream runs its work in
+ * order, so the copies of one collective all come before those of the next; a copy can only be
+ * a collective's that was enqueued before it began. How many memcpy records one collective
+ * makes is not NCCL's op count (NCCL 2.30's AllGather on 2 H200s: CeBatch says 2 ops, CUPTI
+ * recorded 1 copy per collective on each GPU), so it is learned per stream: when a copy begins
+ * after the next collective was enqueued and the current one already has copies, the current
+ * one is complete, and what it got is the stream's count from then on. */
+static uint32_t *ce_per(cl_gj *g, uint32_t dev, uint32_t stream) {
+  uint32_t k = (dev * 31u + stream) % NCELEARN;
+  for (uint32_t i = 0; i < NCELEARN; i++) {
+    ce_learn *l = &g->learn[(k + i) % NCELEARN];
+    if (l->stream == stream && l->dev == dev) return &l->per;
+    if (!l->stream) { l->dev = dev; l->stream = stream; l->per = 0; return &l->per; }
+  }
+  ce_learn *l = &g->learn[k];            /* full: the slot is reused */
+  l->dev = dev; l->stream = stream; l->per = 0;
+  return &l->per;
+}
+static void ce_assign(ce_req *r, cp_ent *c) {
+  c->claimed = 1;
+  if (!r->got || c->s < r->s) r->s = c->s;
+  if (c->e > r->e) r->e = c->e;
+  r->got++;
+}
+static void ce_place(cl_gj *g, cp_ent *c) {
+  ce_req *r = NULL, *r2 = NULL;
+  for (uint64_t i = g->nce > NCEREQ ? g->nce - NCEREQ : 0; i < g->nce && !r2; i++) {
+    ce_req *x = &g->ce[i % NCEREQ];
+    if (!x->id || x->done || x->dev != c->dev || x->stream != c->stream + 1) continue;
+    if (x->after > c->s + CE_SLACK_NS) break;   /* enqueued after the copy began: nor the ones after it */
+    if (!x->got && c->s > x->after + CE_STALE_NS) { x->done = 1; continue; }   /* its copies were not recorded */
+    if (!r) r = x; else r2 = x;
+  }
+  if (!r) return;                               /* its collective is not read yet */
+  uint32_t *per = ce_per(g, c->dev, c->stream);
+  if (r->got && r2 && (!*per || r->got >= *per)) {   /* the next one's first copy */
+    if (!*per) *per = r->got;
+    r->done = 1;
+    r = r2;
+  }
+  ce_assign(r, c);
+  if (*per && r->got >= *per) r->done = 1;
+}
+static int cmp_copy_start(const void *a, const void *b) {
+  const cp_ent *x = *(cp_ent *const *)a, *y = *(cp_ent *const *)b;
+  return (x->s > y->s) - (x->s < y->s);
+}
+
+void cl_gj_ce_enqueue(cl_gj *g, uint64_t id, uint32_t dev, uint32_t stream, uint64_t after) {
+  if (!id || !stream) return;
+  g->ce[g->nce++ % NCEREQ] = (ce_req){.id = id, .after = after, .dev = dev, .stream = stream};
+  /* copies of its stream recorded before it (or an earlier one) was read, in start order */
+  cp_ent *list[256];
+  size_t n = 0;
+  for (uint64_t i = g->ncopy > NCOPY ? g->ncopy - NCOPY : 0; i < g->ncopy && n < 256; i++) {
+    cp_ent *c = &g->copy[i % NCOPY];
+    if (!c->claimed && c->dev == dev && c->stream + 1 == stream) list[n++] = c;
+  }
+  qsort(list, n, sizeof *list, cmp_copy_start);
+  for (size_t i = 0; i < n; i++) ce_place(g, list[i]);
+}
+
+int cl_gj_ce_span(cl_gj *g, uint64_t id, int settle, uint64_t *s, uint64_t *e) {
+  for (uint64_t i = g->nce > NCEREQ ? g->nce - NCEREQ : 0; i < g->nce; i++) {
+    ce_req *r = &g->ce[i % NCEREQ];
+    if (r->id != id) continue;
+    if (settle) r->done = 1;                    /* asked for the last time: it takes no more copies */
+    /* the last collective of its stream so far: complete once CUPTI has handed over what ran
+     * well after its last copy (its buffers are flushed every 100 ms) */
+    if (r->got && g->now > r->e + CE_QUIET_NS) r->done = 1;
+    if (!r->done || !r->got) return 0;
+    *s = r->s; *e = r->e;
+    return 1;
+  }
+  return 0;
+}
+
 void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
   if (a->kind == CL_GPU_MARK_START || a->kind == CL_GPU_MARK_END) { on_mark(g, a); return; }
   if (a->kind == CL_GPU_LAUNCH) {
@@ -625,6 +721,11 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
     cl_part *p = w ? cl_parts_of_comm(g->parts, w->comm) : cl_parts_of_dev(g->parts, -1);
     if (p && p->trace) cl_draw_cuda_launch(p->ct, a, w != NULL);
     return;
+  }
+  if (a->kind == CL_GPU_MEMCPY) {   /* kept for the copy-engine collectives */
+    cp_ent *c = &g->copy[g->ncopy++ % NCOPY];
+    *c = (cp_ent){a->start_ns, a->end_ns < a->start_ns ? a->start_ns : a->end_ns, a->bytes, a->device, a->stream, 0};
+    ce_place(g, c);
   }
   if (a->kind == CL_GPU_MEMCPY || a->kind == CL_GPU_MEMSET) {   /* not compute (exposure.h): drawn in full */
     cl_part *p = g->draw_compute ? cl_parts_of_dev(g->parts, (int)a->device) : NULL;
@@ -657,6 +758,7 @@ void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, u
 }
 
 void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
+  if (now > g->now) g->now = now;
   uint32_t k = 0;
   for (uint32_t i = 0; i < g->nhold; i++) {   /* launch records arrive with the kernels, mostly */
     int force = final || now - g->hold_since[i] > HOLD_NS;

@@ -37,6 +37,10 @@ typedef struct cl_ev {
   const char *src;
   int awaiting;
   int expo_est;                /* sampled mode: outside CUPTI's windows, exposure to be estimated */
+  /* a copy-engine collective (its CeColl read as a Coll: algo "CE", proto its sync strategy):
+   * the stream its copies run on (CUPTI id plus one, 0 unknown) */
+  uint8_t ce;
+  uint32_t ce_stream;
   struct cl_ev *next_free;
 } cl_ev;
 

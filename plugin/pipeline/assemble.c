@@ -307,8 +307,13 @@ static const char *child_span(const cl_ev *c, uint64_t *s, uint64_t *e) {
 
 /* The collective's kernel from CUPTI: its launch group's kernel ("cupti"), or, for a CUDA-graph
  * replay, the replayed NCCL kernel its own span overlaps ("cupti_graph"). NULL if none yet. */
-static const char *cupti_span(cl_asm *a, cl_ev *c, uint64_t *s, uint64_t *e, uint32_t *dev) {
+static const char *cupti_span(cl_asm *a, cl_ev *c, int settle, uint64_t *s, uint64_t *e, uint32_t *dev) {
   if (!a->gj) return NULL;
+  if (c->ce) {                   /* its copies ("cupti_ce"); settle: the last time it asks */
+    if (!cl_gj_ce_span(a->gj, c->id, settle, s, e)) return NULL;
+    *dev = comm_dev(a, c->comm);
+    return "cupti_ce";
+  }
   if (cl_gj_span(a->gj, c->api_group, c->comm, s, e, dev)) return "cupti";
   uint32_t d = comm_dev(a, c->comm);
   uint64_t cs, ce;
@@ -322,6 +327,7 @@ static const char *cupti_span(cl_asm *a, cl_ev *c, uint64_t *s, uint64_t *e, uin
 /* Whether a collective should wait for a CUPTI kernel record: CUPTI covered its time and it
  * has a launch group, or CUDA-graph replays run on its device. */
 static int cupti_expected(cl_asm *a, const cl_ev *c) {
+  if (c->ce) return a->gj && c->ce_stream && cl_gj_covered(a->gj, c->start) && cl_gj_covered(a->gj, c->stop);
   return a->gj && cl_gj_covered(a->gj, c->stop) &&
          (c->api_group || cl_gj_graph_seen(a->gj, comm_dev(a, c->comm)));
 }
@@ -362,7 +368,7 @@ static void expo_learn(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, int64_
 static int finish_coll(cl_asm *a, cl_ev *c) {
   uint64_t s = 0, e = 0;
   uint32_t dev = 0;
-  const char *src = cupti_span(a, c, &s, &e, &dev);
+  const char *src = cupti_span(a, c, 1, &s, &e, &dev);
   if (!src) { src = child_span(c, &s, &e); dev = comm_dev(a, c->comm); }
   /* outside the windows: queued like the measured ones (then estimated, in end-time order after
    * them, from what the windows before it taught) */
@@ -412,7 +418,7 @@ static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
     uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
     uint64_t s, e;
     uint32_t dev;
-    int cupti_pending = cupti_expected(a, c) && !cupti_span(a, c, &s, &e, &dev);
+    int cupti_pending = cupti_expected(a, c) && !cupti_span(a, c, 0, &s, &e, &dev);
     if (cupti_pending) { if (now - c->stop < CL_ASM_CUPTI_WAIT_NS) return; }
     else if (exp && c->kch_done < exp) {
       /* KernelCh starts when the GPU reaches the work, which can be long after the enqueue
@@ -465,6 +471,20 @@ static int is_child_type(unsigned t) {
 
 /* A child whose parent has not been seen yet (the parent's thread was drained later) keeps
  * the parent's id and is linked again at its stop; it just does not hold the parent open. */
+/* A copy-engine collective (NCCL 2.28+, events from ABI v6) is a collective like the others:
+ * enqueued, GPU-timed (its copies, from CUPTI's memcpy records, stand in for the kernel), in
+ * exposure, the digest and the report, matched across ranks by its seq. Its CeColl is read as a
+ * Coll (algo "CE", proto its sync strategy, no channels); the stream its copies run on is kept.
+ * Its CeSync and CeBatch children stay detail (the copy engine track). */
+static void ce_as_coll(cl_ev *e) {
+  cl_ce_coll ce = e->p.ce_coll;
+  e->etype = CL_EV_COLL;
+  e->p.coll = (cl_coll){.seq = ce.seq, .func = ce.func, .datatype = ce.datatype, .algo = "CE",
+                        .proto = ce.sync_strategy, .count = ce.count, .root = ce.root, .user_tag = ce.user_tag};
+  e->ce = 1;
+  e->ce_stream = ce.stream_id;
+}
+
 static void feed_start(cl_asm *a, const cl_start_rec *r) {
   const cl_rec *h = &r->hdr;
   cl_ev *parent = NULL;
@@ -489,6 +509,8 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   size_t plen = (size_t)(h->nslots - 1) * CL_SLOT_BYTES;
   if (plen > sizeof e->p) plen = sizeof e->p;
   memcpy(&e->p, &r->p, plen);
+  e->ce = 0; e->ce_stream = 0;
+  if (e->etype == CL_EV_CE_COLL) ce_as_coll(e);
   e->open_children = e->kch_done = e->nchild = 0;
   e->gmin = e->gmax = e->pmin = e->pmax = e->last_child = e->bytes = 0;
   e->tail_ch = -1;
@@ -583,6 +605,8 @@ static void feed_stop(cl_asm *a, cl_ev *e, uint64_t ts) {
     break;
   case CL_EV_GROUP: if (d) cl_draw_enqueue(d, e); break;
   case CL_EV_COLL: case CL_EV_P2P:
+    if (e->ce && a->gj && cl_gj_covered(a->gj, e->start))   /* its copies are recorded */
+      cl_gj_ce_enqueue(a->gj, e->id, comm_dev(a, e->comm), e->ce_stream, e->start);
     e->enq_tid = d ? cl_draw_enqueue(d, e) : 0;
     e->enq_ts = e->start;
     if (a->pend_tail - a->pend_head == a->pend_cap) {      /* grow the FIFO */

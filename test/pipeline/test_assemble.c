@@ -27,6 +27,7 @@
 #include "plugin/pipeline/self_stats.h"
 #include "common/utf8.h"
 #include <json-c/json.h>
+#include <math.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -626,6 +627,105 @@ TL_TEST(collective_timed_from_its_kernel_by_stream_order) {
     seen++;
   }
   CHECK(seen == 2, "%d collectives timed on the GPU, want 2", seen);
+  json_object_put(arr);
+  fx_close(&f);
+}
+
+/* Copy-engine collectives (NCCL 2.30's AllGather on 2 H200s with CTAPolicy ZERO: per collective a
+ * CeColl, a CeSync, a CeBatch, a CeSync) are collectives: drawn on the enqueue track (algo "CE"),
+ * GPU-timed from their copies' memcpy records on their stream ("cupti_ce"), in exposure. Here a
+ * collective makes 2 copies. The first one's copies run before the next is enqueued (the stream
+ * teaches that a collective makes 2); then three are enqueued ahead of the GPU, so later
+ * collectives were enqueued before earlier ones' copies began: each still gets its own two, in
+ * stream order. One on another stream gets that stream's copies; one whose copies never came is
+ * counted, not timed. Before, a CE collective was detail only: no coll slice, never timed. */
+TL_TEST(copy_engine_collectives_are_timed_from_their_copies) {
+  fixture f;
+  uint32_t comm = fx_open_default(&f, 0x0ce0ce0ce0ce0ce0ull);
+  cl_cfg.cupti = CL_CUPTI_KERNELS;             /* CUPTI records throughout: every exposure measured */
+  const uint32_t sid[6] = {4, 4, 4, 4, 9, 4};    /* CUPTI stream ids plus one */
+  const uint64_t enq[6] = {1000000, 1010000, 1020000, 1030000, 1040000, 1050000};
+  for (uint64_t i = 0; i < 6; i++) {
+    uint64_t b = enq[i];
+    uint64_t ce = ev_id(1, 10 * i + 1), sy = ev_id(1, 10 * i + 2), ba = ev_id(1, 10 * i + 3), sy2 = ev_id(1, 10 * i + 4);
+    cl_payload p;
+    memset(&p, 0, sizeof p);
+    p.ce_coll = (cl_ce_coll){.seq = i, .func = "AllGather", .datatype = "ncclInt8", .sync_strategy = "UC",
+                             .count = 1048576, .stream = 0x1000 + sid[i], .stream_id = sid[i]};
+    t_start(&f, ce, CL_EV_CE_COLL, comm, 0, b, &p, 0);
+    memset(&p, 0, sizeof p);
+    p.ce_sync = (cl_ce_sync){.nranks = 2};
+    t_start(&f, sy, CL_EV_CE_SYNC, comm, ce, b + 100, &p, 0);
+    t_stop(&f, sy, b + 500);
+    memset(&p, 0, sizeof p);
+    p.ce_batch = (cl_ce_batch){.total_bytes = 2097152, .num_ops = 2};
+    t_start(&f, ba, CL_EV_CE_BATCH, comm, ce, b + 600, &p, 0);
+    t_stop(&f, ba, b + 900);
+    memset(&p, 0, sizeof p);
+    p.ce_sync = (cl_ce_sync){.nranks = 2, .is_complete = 1};
+    t_start(&f, sy2, CL_EV_CE_SYNC, comm, ce, b + 1000, &p, 0);
+    t_stop(&f, sy2, b + 1400);
+    t_stop(&f, ce, b + 1500);
+  }
+  /* stream 3: collective 0's two copies at once; collectives 1..3's from 1.04 ms on, 5 + k us
+   * each, back to back; stream 8: collective 4's two; collective 5's never come */
+  uint32_t corr = 100;
+  for (uint64_t c = 0; c < 2; c++) {
+    cl_gpu_activity m = {.kind = CL_GPU_MEMCPY, .start_ns = 1002000 + 2000 * c, .end_ns = 1004000 + 2000 * c,
+                         .stream = 3, .bytes = 1048576, .copy_kind = 8, .correlation = corr++};
+    cl_gj_activity(f.gj, &m);
+  }
+  uint64_t t = 1040000;
+  for (uint64_t k = 1; k <= 3; k++)
+    for (int c = 0; c < 2; c++) {
+      cl_gpu_activity m = {.kind = CL_GPU_MEMCPY, .start_ns = t, .end_ns = t + (5 + k) * 1000, .stream = 3,
+                           .bytes = 1048576, .copy_kind = 8, .correlation = corr++};
+      cl_gj_activity(f.gj, &m);
+      t += (5 + k) * 1000;
+    }
+  for (uint64_t c = 0; c < 2; c++) {
+    cl_gpu_activity m = {.kind = CL_GPU_MEMCPY, .start_ns = 1045000 + 1000 * c, .end_ns = 1045500 + 1000 * c,
+                         .stream = 8, .bytes = 1048576, .copy_kind = 10, .correlation = corr++};
+    cl_gj_activity(f.gj, &m);
+  }
+  /* compute: a GEMM hides the first 5 us of collective 1's copies; a later kernel */
+  cl_gpu_activity k1 = {.kind = CL_GPU_KERNEL, .start_ns = 1040000, .end_ns = 1045000, .stream = 5, .correlation = 7,
+                        .name = "gemm"};
+  cl_gpu_activity k2 = {.kind = CL_GPU_KERNEL, .start_ns = 3000000, .end_ns = 3001000, .stream = 5, .correlation = 8,
+                        .name = "gemm"};
+  cl_gj_activity(f.gj, &k1);
+  cl_gj_activity(f.gj, &k2);
+  settle_cupti(&f);
+  cl_asm_tick(f.a, 10000000000ull, 1);
+  cl_gj_advance(f.gj, 10000000000ull, 1);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body");
+  int enq_n = 0, timed = 0;
+  const double want_us[5] = {4, 12, 14, 16, 1.5};
+  const int64_t hidden[5] = {0, 5000, 0, 0, 0};
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    json_object *e = json_object_array_get_idx(arr, i), *v, *dur;
+    if (!json_object_object_get_ex(e, "cat", &v)) continue;
+    const char *cat = json_object_get_string(v);
+    if (!strcmp(cat, "coll") && slice_arg(e, "algo") && !strcmp(slice_arg(e, "algo"), "CE")) enq_n++;
+    if (strcmp(cat, "coll_gpu")) continue;
+    int64_t seq = atoll(slice_arg(e, "seq") ? slice_arg(e, "seq") : "-1");
+    REQUIRE(json_object_object_get_ex(e, "dur", &dur), "dur");
+    REQUIRE(seq >= 0 && seq < 5, "collective %lld GPU-timed (its copies never came)", (long long)seq);
+    int64_t exposed = slice_arg(e, "exposed_ns") ? atoll(slice_arg(e, "exposed_ns")) : -1;
+    CHECK(slice_arg(e, "source") && !strcmp(slice_arg(e, "source"), "cupti_ce") &&
+          fabs(json_object_get_double(dur) - want_us[seq]) < 0.0005 &&
+          exposed == (int64_t)(want_us[seq] * 1000) - hidden[seq],
+          "seq %lld: source %s, %.3f us exposed %lld ns (want cupti_ce, %.1f us, %lld ns)", (long long)seq,
+          slice_arg(e, "source"), json_object_get_double(dur), (long long)exposed, want_us[seq],
+          (long long)((int64_t)(want_us[seq] * 1000) - hidden[seq]));
+    timed++;
+  }
+  CHECK(enq_n == 6 && timed == 5, "%d CE collectives on the enqueue track (want 6), %d GPU-timed (want 5)", enq_n, timed);
+  cl_asm_stats st;
+  cl_asm_get_stats(f.a, &st);
+  CHECK(st.colls_done == 6 && st.colls_timed == 5, "stats: %llu done, %llu timed", (unsigned long long)st.colls_done,
+        (unsigned long long)st.colls_timed);
   json_object_put(arr);
   fx_close(&f);
 }

@@ -139,6 +139,7 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
   out->arrival = cl_xmalloc((job->mem.n + 1) * sizeof *out->arrival);
   const char **hosts = cl_xmalloc(((size_t)job->n + 1) * sizeof *hosts);
   for (int i = 0; i < job->n; i++) hosts[i] = job->r[i]->info.host ? job->r[i]->info.host : "";
+  size_t n_mem = 0, n_ce = 0;   /* members, and those that arrive by their enqueue (copy engine) */
   for (size_t k = 0; k < ni; k++) {
     const cl_inst *in = &job->inst.a[k];
     /* the first step found from the pattern is start-up too: first use of buffers, connections
@@ -149,7 +150,10 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
       const cl_member *mb = &job->mem.a[in->first + j];
       const cl_coll *c = &job->r[mb->rank_idx]->colls.a[mb->coll_idx];
       int ri = (int)mb->rank_idx;
-      int64_t t = ev == CL_SG_ENQUEUE ? c->enq : c->start;
+      /* a copy-engine collective's GPU span starts after the peers' sync: its enqueue arrives */
+      int by_enq = ev != CL_SG_ENQUEUE && c->ce && c->enq != CL_NO_TIME;
+      int64_t t = ev == CL_SG_ENQUEUE || by_enq ? c->enq : c->start;
+      n_mem++; n_ce += by_enq;
       double est, lo, hi;
       int64_t err = cl_cm_offset(m, ri, t, &est, &lo, &hi) ? (int64_t)ceil((hi - lo) / 2) : INT64_MAX / 4;
       out->arrival[in->first + j] = cl_cm_align(m, ri, t);
@@ -164,6 +168,7 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
     if (!cl_cm_func_is_causal(cl_func_name(in->func))) { si[k].count = 0; out->n_not_causal++; }
     else if (impossible(&sa[in->first], in->count)) { si[k].count = 0; out->n_impossible++; }
   }
+  if (!by_wait && n_mem && n_ce == n_mem) ev = CL_SG_ENQUEUE;   /* copy-engine collectives only */
   cl_sg_input sin = { job->n, hosts, NULL, ni, si, sa, by_wait ? CL_SG_GPU_WAIT : ev, 0, 0,
                       by_wait ? cl_phase_job_ns(job) : 0 };
   cl_sg_analyse(&sin, &out->v);

@@ -220,6 +220,7 @@ static void on_event(const cl_ev *ev, void *arg) {
     k.has_tag = (uint8_t)ev->has_tag; k.tag = ev->user_tag;
     k.has_phase = (uint8_t)ev->has_phase; k.gwait = ev->sync_wait_ns; k.gwork = ev->compute_ns > 0 ? ev->compute_ns : 0;
     k.has_exposed = (uint8_t)(ev->has_exposed && ev->exposed_ns >= 0);
+    k.ce = (uint8_t)ev->ce;
     CL_PUSH(r->colls, k);
     if (ev->has_exposed) { add_sat(&r->exposed_args, ev->exposed_ns); r->has_exposed_args = 1; }
     if (ev->has_comm && (!c->comm_seen || c->last_comm != ev->comm)) {

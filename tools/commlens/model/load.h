@@ -19,6 +19,8 @@ typedef struct {
   int32_t tid, nranks; uint32_t inst;   /* inst: index into cl_job.inst, UINT32_MAX if none */
   uint16_t func; uint8_t p2p, tid_ok;
   uint8_t has_tag, has_phase, has_exposed;
+  uint8_t ce;                           /* a copy-engine collective: its span is its copies, after the
+                                           peers' sync, so its start is no arrival (its enqueue is) */
   uint64_t tag; int64_t gwait, gwork;
 } cl_coll;
 

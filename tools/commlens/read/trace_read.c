@@ -251,6 +251,7 @@ static const char *parse_args(const char *p, const char *e, cl_ev *ev, int *bad)
     case 6:
       if (KEY("nranks")) { r = js_int(p, e, &v, bad); ev->nranks = (int)v; ev->has_nranks = r != NULL; break; }
       if (KEY("device")) { r = js_int(p, e, &v, bad); ev->device = (int)v; ev->has_device = r != NULL; break; }
+      if (KEY("source") && *p == '"') { r = js_str(p, e); ev->ce = r && r - p == 10 && !memcmp(p + 1, "cupti_ce", 8); break; }
       break;
     case 7:
       if (KEY("channel")) { r = js_int(p, e, &v, bad); ev->channel = (int)v; ev->has_channel = r != NULL; break; }

@@ -34,6 +34,7 @@ typedef struct {
   /* v7 (coll_gpu): the application's tag, the kernel phases' split (has_phase: sync_wait_ns seen) */
   int has_tag, has_phase;
   uint64_t user_tag; int64_t sync_wait_ns, compute_ns;
+  int ce;                           /* coll_gpu: "source" "cupti_ce" (a copy-engine collective's copies) */
 } cl_ev;
 
 /* What the header and stats objects said; strings owned by the struct (cl_info_free). */
