@@ -68,6 +68,7 @@ typedef struct { uint32_t dev, stream, per; } ce_learn;   /* copies a collective
 #define NCELEARN 64
 #define NCOPY 4096                     /* recent memcpy records (a CE collective has a few per peer) */
 #define NCEREQ 1024                    /* recent copy-engine collectives */
+#define CE_SCAN 512                    /* recent copies a newly read collective looks through */
 #define CE_STALE_NS 2000000000ull     /* a collective with no copy this long after its enqueue had its
                                           copies go unrecorded (CUPTI was off): it waits for none */
 #define CE_QUIET_NS 300000000ull      /* no copy of a collective comes this long after its last one */
@@ -685,7 +686,10 @@ void cl_gj_ce_enqueue(cl_gj *g, uint64_t id, uint32_t dev, uint32_t stream, uint
   /* copies of its stream recorded before it (or an earlier one) was read, in start order */
   cp_ent *list[256];
   size_t n = 0;
-  for (uint64_t i = g->ncopy > NCOPY ? g->ncopy - NCOPY : 0; i < g->ncopy && n < 256; i++) {
+  /* the recent ones only: a copy recorded before its collective was read is at most a CUPTI
+   * flush old (100 ms), and the scan stays bounded per collective */
+  uint64_t from = g->ncopy > CE_SCAN ? g->ncopy - CE_SCAN : 0;
+  for (uint64_t i = from; i < g->ncopy && n < 256; i++) {
     cp_ent *c = &g->copy[i % NCOPY];
     if (!c->claimed && c->dev == dev && c->stream + 1 == stream) list[n++] = c;
   }

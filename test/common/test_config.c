@@ -99,8 +99,8 @@ TL_TEST(good_values_are_taken_exactly) {
   load_with("COMMLENS_EVENTS", "0x70f");   /* the default GPU timing (sampled) adds KernelLaunch and KernelCh */
   CHECK(g_nlog == 0 && cl_cfg.mask == (0x70fu | CL_MASK_KERNEL_LAUNCH | 0x40u), "mask %#x", cl_cfg.mask);
   load_with("COMMLENS_CUPTI", "kernels");
-  CHECK(g_nlog == 0 && cl_cfg.cupti == CL_CUPTI_KERNELS && cl_cfg.mask == (0x70fu | CL_MASK_KERNEL_LAUNCH),
-        "kernels: level %d mask %#x", cl_cfg.cupti, cl_cfg.mask);
+  CHECK(g_nlog == 0 && cl_cfg.cupti == CL_CUPTI_KERNELS && cl_cfg.mask == (CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH) &&
+        CL_MASK_DEFAULT == 0x570Fu, "kernels: level %d mask %#x", cl_cfg.cupti, cl_cfg.mask);
   load_with("COMMLENS_CUPTI_SAMPLE", "0.05:3600");
   CHECK(g_nlog == 0 && cl_cfg.sample_on_ns == 50000000ull && cl_cfg.sample_period_ns == 3600000000000ull,
         "sample %llu:%llu", (unsigned long long)cl_cfg.sample_on_ns, (unsigned long long)cl_cfg.sample_period_ns);
