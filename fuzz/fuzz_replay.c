@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <zlib.h>
 
-enum { MAXREC = 16, WINDOW = 400, MAXTHR = 4 };
+enum { MAXREC = 32, WINDOW = 400, MAXTHR = 4 };
 
 typedef struct { char **line; size_t n; char head[128]; } rec_t;   /* a recording: header, call lines */
 static rec_t g_rec[MAXREC];

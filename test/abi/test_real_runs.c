@@ -530,12 +530,12 @@ static void one_process_two_gpus(const char *name) {
       cx[ncx].rank = atoi(tok[10]);
       cx[ncx].dev = atoi(tok[11]);
       cx[ncx++].ncoll = 0;
-    } else if (n >= 8 && !strcmp(tok[0], "S") && atoi(tok[4]) == 5) {
+    } else if (n >= 8 && !strcmp(tok[0], "S") && atoi(tok[4]) >= 5) {
       unsigned char d[16] = {0};
       unhex(tok[7], d, sizeof d);
-      uint64_t ctx = strtoull(tok[5], NULL, 16);
-      for (int i = 0; i < ncx; i++)
-        if (cx[i].ctx == ctx && u64_at(d, 0) == CLABI_EV_COLL) cx[i].ncoll++;
+      uint64_t ctx = strtoull(tok[5], NULL, 16), type = u64_at(d, 0);
+      for (int i = 0; i < ncx; i++)   /* a copy-engine collective (v6+) is a collective too */
+        if (cx[i].ctx == ctx && (type == CLABI_EV_COLL || type == CLABI_EV_CE_COLL)) cx[i].ncoll++;
     }
   }
   gzclose(gz);
@@ -589,6 +589,8 @@ static void one_process_two_gpus(const char *name) {
 TL_TEST(real_one_process_two_gpus_one_thread) { one_process_two_gpus("nccl2.28.3-h100x2-oneproc-nccltests-g2"); }
 TL_TEST(real_one_process_two_gpus_thread_each) { one_process_two_gpus("nccl2.28.3-h100x2-oneproc-nccltests-t2"); }
 TL_TEST(real_one_process_two_gpus_jax) { one_process_two_gpus("nccl2.28.3-h100x2-oneproc-jax-psum-delay"); }
+/* NCCL 2.30.7's copy-engine AllGathers (ABI v6 CeColl/CeBatch): each a collective on its GPU's trace */
+TL_TEST(real_one_process_copy_engine) { one_process_two_gpus("nccl2.30.7-h200x2-oneproc-ce-allgather"); }
 
 /* CUDA graphs (clex --graph 1 over sockets: 4 sizes of AllReduce and Send/Recv, each step
  * captured once, replayed 1 + 5 times): NCCL fires the API events and KernelLaunch once, at
