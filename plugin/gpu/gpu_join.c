@@ -67,10 +67,12 @@ typedef struct { uint64_t id, after, s, e; uint32_t dev, stream, got; uint8_t do
 typedef struct { uint32_t dev, stream, per; } ce_learn;   /* copies a collective makes on a stream */
 #define NCELEARN 64
 #define NCOPY 4096                     /* recent memcpy records (a CE collective has a few per peer) */
-#define NCEREQ 1024                    /* recent copy-engine collectives */
+#define NCEREQ 8192                    /* recent copy-engine collectives: ~40,000 a second at
+                                          CUPTI's 100 ms flushes (seen: 19,000 a second, 1 MiB
+                                          AllGathers on 2 H200s) */
 #define CE_SCAN 512                    /* recent copies a newly read collective looks through */
-#define CE_STALE_NS 2000000000ull     /* a collective with no copy this long after its enqueue had its
-                                          copies go unrecorded (CUPTI was off): it waits for none */
+#define CE_STALE_NS 2000000000ull     /* a collective enqueued this long before a copy began has all
+                                          its copies, or they went unrecorded (CUPTI was off) */
 #define CE_QUIET_NS 300000000ull      /* no copy of a collective comes this long after its last one */
 #define CE_SLACK_NS 2000               /* a copy may read as starting this much before its enqueue
                                           (the GPU's timestamps mapped to the host clock) */
@@ -122,8 +124,8 @@ struct cl_gj {
   uint32_t ncover;
   cp_ent copy[NCOPY];                    /* recent memcpy records, a ring */
   uint64_t ncopy;
-  ce_req ce[NCEREQ];                     /* recent copy-engine collectives, a ring */
-  uint64_t nce;
+  ce_req *ce;                            /* recent copy-engine collectives, a ring of NCEREQ */
+  uint64_t nce, ce_head;                 /* added; the oldest that may still take copies */
   ce_learn learn[NCELEARN];
   uint64_t now;                          /* the host time of the last cl_gj_advance */
 };
@@ -287,6 +289,7 @@ void cl_gj_free(cl_gj *g) {
   cl_expo_free(g->expo);
   for (int i = 0; i < CL_MAX_PARTS; i++) cl_expo_agg_free(g->part[i].agg);
   free(g->hold);
+  free(g->ce);
   for (int i = 0; g->sq && i < NSQ; i++) { free(g->sq[i].k); free(g->sq[i].w); }
   free(g->sq);
   free(g);
@@ -658,11 +661,17 @@ static void ce_assign(ce_req *r, cp_ent *c) {
 }
 static void ce_place(cl_gj *g, cp_ent *c) {
   ce_req *r = NULL, *r2 = NULL;
-  for (uint64_t i = g->nce > NCEREQ ? g->nce - NCEREQ : 0; i < g->nce && !r2; i++) {
+  if (!g->ce) return;
+  if (g->ce_head + NCEREQ < g->nce) g->ce_head = g->nce - NCEREQ;    /* overwritten: gone */
+  while (g->ce_head < g->nce && g->ce[g->ce_head % NCEREQ].done) g->ce_head++;
+  for (uint64_t i = g->ce_head; i < g->nce && !r2; i++) {
     ce_req *x = &g->ce[i % NCEREQ];
-    if (!x->id || x->done || x->dev != c->dev || x->stream != c->stream + 1) continue;
+    if (!x->id || x->done) continue;
+    /* enqueued this long before a copy of any stream began: it has all its copies, or its copies
+     * were not recorded (CUPTI was off then); either way it takes no more */
+    if (c->s > x->after + CE_STALE_NS) { x->done = 1; continue; }
+    if (x->dev != c->dev || x->stream != c->stream + 1) continue;
     if (x->after > c->s + CE_SLACK_NS) break;   /* enqueued after the copy began: nor the ones after it */
-    if (!x->got && c->s > x->after + CE_STALE_NS) { x->done = 1; continue; }   /* its copies were not recorded */
     if (!r) r = x; else r2 = x;
   }
   if (!r) return;                               /* its collective is not read yet */
@@ -680,9 +689,11 @@ static int cmp_copy_start(const void *a, const void *b) {
   return (x->s > y->s) - (x->s < y->s);
 }
 
-void cl_gj_ce_enqueue(cl_gj *g, uint64_t id, uint32_t dev, uint32_t stream, uint64_t after) {
-  if (!id || !stream) return;
-  g->ce[g->nce++ % NCEREQ] = (ce_req){.id = id, .after = after, .dev = dev, .stream = stream};
+uint64_t cl_gj_ce_enqueue(cl_gj *g, uint64_t id, uint32_t dev, uint32_t stream, uint64_t after) {
+  if (!id || !stream) return 0;
+  if (!g->ce && !(g->ce = calloc(NCEREQ, sizeof *g->ce))) return 0;   /* made for the first one */
+  uint64_t ticket = ++g->nce;
+  g->ce[(ticket - 1) % NCEREQ] = (ce_req){.id = id, .after = after, .dev = dev, .stream = stream};
   /* copies of its stream recorded before it (or an earlier one) was read, in start order */
   cp_ent *list[256];
   size_t n = 0;
@@ -695,21 +706,20 @@ void cl_gj_ce_enqueue(cl_gj *g, uint64_t id, uint32_t dev, uint32_t stream, uint
   }
   qsort(list, n, sizeof *list, cmp_copy_start);
   for (size_t i = 0; i < n; i++) ce_place(g, list[i]);
+  return ticket;
 }
 
-int cl_gj_ce_span(cl_gj *g, uint64_t id, int settle, uint64_t *s, uint64_t *e) {
-  for (uint64_t i = g->nce > NCEREQ ? g->nce - NCEREQ : 0; i < g->nce; i++) {
-    ce_req *r = &g->ce[i % NCEREQ];
-    if (r->id != id) continue;
-    if (settle) r->done = 1;                    /* asked for the last time: it takes no more copies */
-    /* the last collective of its stream so far: complete once CUPTI has handed over what ran
-     * well after its last copy (its buffers are flushed every 100 ms) */
-    if (r->got && g->now > r->e + CE_QUIET_NS) r->done = 1;
-    if (!r->done || !r->got) return 0;
-    *s = r->s; *e = r->e;
-    return 1;
-  }
-  return 0;
+int cl_gj_ce_span(cl_gj *g, uint64_t ticket, uint64_t id, int settle, uint64_t *s, uint64_t *e) {
+  if (!g->ce || !ticket || ticket > g->nce || ticket + NCEREQ <= g->nce) return 0;   /* none, or overwritten */
+  ce_req *r = &g->ce[(ticket - 1) % NCEREQ];
+  if (r->id != id) return 0;
+  if (settle) r->done = 1;                    /* asked for the last time: it takes no more copies */
+  /* the last collective of its stream so far: complete once CUPTI has handed over what ran
+   * well after its last copy (its buffers are flushed every 100 ms) */
+  if (r->got && g->now > r->e + CE_QUIET_NS) r->done = 1;
+  if (!r->done || !r->got) return 0;
+  *s = r->s; *e = r->e;
+  return 1;
 }
 
 void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {

@@ -40,14 +40,15 @@ typedef void (*cl_gj_exposed_fn)(void *arg, const cl_expo_result *r);
 
 /* Copy-engine collectives (NCCL 2.28+; their events from ABI v6): collective `id` was enqueued
  * at `after` on the stream whose CUPTI id plus one is `stream` (cl_cupti_stream_id) of device
- * `dev`. Its copies are CUPTI's memcpy records on that stream, assigned in stream order as they
+ * `dev`; cl_gj_ce_enqueue returns its ticket (0: not kept), which cl_gj_ce_span takes with the
+ * id. Its copies are CUPTI's memcpy records on that stream, assigned in stream order as they
  * come (gpu_join.c says how a collective's end is told apart from the next one's start).
  * cl_gj_ce_span: its GPU span, the first copy's start to the last one's end, once it is complete
  * (0 until then); with `settle` (the last time it is asked) whatever copies it has, and it
  * takes no more. The stream's waits for its peers (stream memory operations, which CUPTI does
  * not record) are not in the span. */
-void cl_gj_ce_enqueue(cl_gj *g, uint64_t id, uint32_t dev, uint32_t stream, uint64_t after);
-int cl_gj_ce_span(cl_gj *g, uint64_t id, int settle, uint64_t *s, uint64_t *e);
+uint64_t cl_gj_ce_enqueue(cl_gj *g, uint64_t id, uint32_t dev, uint32_t stream, uint64_t after);
+int cl_gj_ce_span(cl_gj *g, uint64_t ticket, uint64_t id, int settle, uint64_t *s, uint64_t *e);
 
 /* Draws each GPU's kernels, launches, exposure and steps into that GPU's participant of
  * `parts` (borrowed) and keeps their totals per participant. */

@@ -41,6 +41,7 @@ typedef struct cl_ev {
    * the stream its copies run on (CUPTI id plus one, 0 unknown) */
   uint8_t ce;
   uint32_t ce_stream;
+  uint64_t ce_ticket;                 /* its place in the GPU join's copy-engine ring (0: none) */
   struct cl_ev *next_free;
 } cl_ev;
 

@@ -310,7 +310,7 @@ static const char *child_span(const cl_ev *c, uint64_t *s, uint64_t *e) {
 static const char *cupti_span(cl_asm *a, cl_ev *c, int settle, uint64_t *s, uint64_t *e, uint32_t *dev) {
   if (!a->gj) return NULL;
   if (c->ce) {                   /* its copies ("cupti_ce"); settle: the last time it asks */
-    if (!cl_gj_ce_span(a->gj, c->id, settle, s, e)) return NULL;
+    if (!cl_gj_ce_span(a->gj, c->ce_ticket, c->id, settle, s, e)) return NULL;
     *dev = comm_dev(a, c->comm);
     return "cupti_ce";
   }
@@ -327,7 +327,7 @@ static const char *cupti_span(cl_asm *a, cl_ev *c, int settle, uint64_t *s, uint
 /* Whether a collective should wait for a CUPTI kernel record: CUPTI covered its time and it
  * has a launch group, or CUDA-graph replays run on its device. */
 static int cupti_expected(cl_asm *a, const cl_ev *c) {
-  if (c->ce) return a->gj && c->ce_stream && cl_gj_covered(a->gj, c->start) && cl_gj_covered(a->gj, c->stop);
+  if (c->ce) return a->gj && c->ce_ticket;
   return a->gj && cl_gj_covered(a->gj, c->stop) &&
          (c->api_group || cl_gj_graph_seen(a->gj, comm_dev(a, c->comm)));
 }
@@ -509,7 +509,7 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   size_t plen = (size_t)(h->nslots - 1) * CL_SLOT_BYTES;
   if (plen > sizeof e->p) plen = sizeof e->p;
   memcpy(&e->p, &r->p, plen);
-  e->ce = 0; e->ce_stream = 0;
+  e->ce = 0; e->ce_stream = 0; e->ce_ticket = 0;
   if (e->etype == CL_EV_CE_COLL) ce_as_coll(e);
   e->open_children = e->kch_done = e->nchild = 0;
   e->gmin = e->gmax = e->pmin = e->pmax = e->last_child = e->bytes = 0;
@@ -606,7 +606,7 @@ static void feed_stop(cl_asm *a, cl_ev *e, uint64_t ts) {
   case CL_EV_GROUP: if (d) cl_draw_enqueue(d, e); break;
   case CL_EV_COLL: case CL_EV_P2P:
     if (e->ce && a->gj && cl_gj_covered(a->gj, e->start))   /* its copies are recorded */
-      cl_gj_ce_enqueue(a->gj, e->id, comm_dev(a, e->comm), e->ce_stream, e->start);
+      e->ce_ticket = cl_gj_ce_enqueue(a->gj, e->id, comm_dev(a, e->comm), e->ce_stream, e->start);
     e->enq_tid = d ? cl_draw_enqueue(d, e) : 0;
     e->enq_ts = e->start;
     if (a->pend_tail - a->pend_head == a->pend_cap) {      /* grow the FIFO */
