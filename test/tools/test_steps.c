@@ -157,8 +157,8 @@ TL_TEST(per_step_culprit_and_costliest_steps) {
 TL_TEST(hiccups_between_equal_collectives_are_not_steps) {
   /* one AllReduce every 5 ms, as a loaded machine paces it: a few gaps stretched by 15-55 ms at
    * places that do not repeat. Each collective is a step; a period read into the hiccups would
-   * cut the job into a handful of "steps" (seen: 3 or 4 steps of 7-14 collectives in 6% of such
-   * sequences before the gaps had to recur to count). */
+   * cut the job into a handful of "steps" (in 20,000 simulated sequences: 2 to 35 "steps" in 25%
+   * of them before the gaps had to recur to count, 0.12% after, all three hiccups evenly spaced). */
   uint64_t x = 88172645463325252ull;
   int wrong = 0, tried = 0;
   for (int run = 0; run < 300; run++) {
