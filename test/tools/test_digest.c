@@ -17,16 +17,20 @@ static const char *const g_runs[] = {"nvlink", "socket", "twonode", "multicomm",
 /* Replays both ranks of recording `run` into dir (COMMLENS_OUTPUT=`output`); 0 or -1. */
 static int replay_as(const char *run, const char *dir, const char *output) {
   const char *lib = h_lib_path(), *slash = strrchr(lib, '/');
-  char cmd[4096], tool[1024], rec[2][512];
+  char cmd[6144], tool[1024], rec[2][512];
   snprintf(tool, sizeof tool, "%.*s%scommlens-replay", slash ? (int)(slash - lib) : 0, lib, slash ? "/" : "");
   for (int r = 0; r < 2; r++)
     snprintf(rec[r], sizeof rec[r], DATA "/nccl2.28.3-%s%s-r%d.rec.gz", strncmp(run, "h200x1", 6) ? "h200x2-" : "", run, r);
+  /* COMMLENS_EXIT_WAIT_S: a loaded CI machine may starve the plugin's nice-19 writer for long;
+   * the 30 s bound a job's exit needs would end these traces early (the files were missing once,
+   * both replays exiting 0, under two CI runs and a busy loop). What the plugin said goes to
+   * replay-rN.log beside the files. */
   snprintf(cmd, sizeof cmd,
-           "export COMMLENS_DIR='%s' COMMLENS_OUTPUT=%s COMMLENS_CUPTI=0 COMMLENS_SUMMARY=off COMMLENS_GZIP=0; "
-           "unset COMMLENS_RECORD COMMLENS_WINDOW; "
-           "RANK=0 '%s' --virtual-clock '%s' '%s' >/dev/null 2>&1 & a=$!; "
-           "RANK=1 '%s' --virtual-clock '%s' '%s' >/dev/null 2>&1; b=$?; wait $a && [ $b = 0 ]",
-           dir, output, tool, rec[0], lib, tool, rec[1], lib);
+           "mkdir -p '%s' && export COMMLENS_DIR='%s' COMMLENS_OUTPUT=%s COMMLENS_CUPTI=0 COMMLENS_SUMMARY=off "
+           "COMMLENS_GZIP=0 COMMLENS_EXIT_WAIT_S=600; unset COMMLENS_RECORD COMMLENS_WINDOW; "
+           "RANK=0 '%s' --virtual-clock '%s' '%s' >'%s/replay-r0.log' 2>&1 & a=$!; "
+           "RANK=1 '%s' --virtual-clock '%s' '%s' >'%s/replay-r1.log' 2>&1; b=$?; wait $a && [ $b = 0 ]",
+           dir, dir, output, tool, rec[0], lib, dir, tool, rec[1], lib, dir);
   int rc = system(cmd);
   CHECK(rc == 0, "%s: replay failed (%d): %s", run, rc, cmd);
   return rc == 0 ? 0 : -1;
