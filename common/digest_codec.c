@@ -104,7 +104,9 @@ static size_t next_sync(const uint8_t *d, size_t len, size_t from) {
 int cl_dg_block_read(const uint8_t *d, size_t len, size_t at, cl_dg_block_view *blk, size_t *next) {
   memset(blk, 0, sizeof *blk);
   if (at >= len) { *next = len; return 0; }
-  if (len - at < CL_DG_BLOCK_HEAD) { *next = len; return cl_dg_le32(d + at) == CL_DG_SYNC || len - at < 4 ? -1 : -2; }
+  /* fewer bytes than a block head: a torn tail (-1) when it is too short to tell or starts like
+   * a block, else damage; the length is tested before a word is read */
+  if (len - at < CL_DG_BLOCK_HEAD) { *next = len; return len - at < 4 || cl_dg_le32(d + at) == CL_DG_SYNC ? -1 : -2; }
   const uint8_t *h = d + at;
   *next = next_sync(d, len, at + 1);
   if (cl_dg_le32(h) != CL_DG_SYNC) { *next = next_sync(d, len, at); return -2; }
