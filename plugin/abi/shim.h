@@ -64,12 +64,12 @@ static inline void cl_shim_net(int64_t id, const void *data, cl_payload *p) {
   if (n) memcpy(p->net.data, data, n);
 }
 
-/* Common tail of every version's init: our context and mask, the logger, one log line. */
 /* The version of the NCCL loaded in this process, as ncclGetVersion gives it (2.31.2: 23102);
  * 0 when it cannot be found (an NCCL linked in statically with its symbols hidden). Never
  * loads NCCL: it looks in the global scope, then for a libnccl.so.2 already loaded. */
 int cl_shim_nccl_version(void);
 
+/* Common tail of every version's init: our context and mask, the logger, one log line. */
 static inline clabi_result cl_shim_init(void **ctx, int *mask, cl_comm_desc *d) {
   if (!ctx || !mask) return CLABI_SUCCESS;
   atomic_store_explicit(&cl_self_pid, getpid(), memory_order_relaxed);

@@ -62,7 +62,7 @@ typedef struct { uint64_t group; uint32_t comm, dev; uint64_t s, e, seq; } span_
 typedef struct { uint64_t s, e; const char *name; uint32_t dev; uint8_t claimed; } gk_ent;
 /* A memcpy record, kept for the copy-engine collective that enqueued it (cl_gj_ce_span), and a
  * copy-engine collective waiting for its copies. */
-typedef struct { uint64_t s, e, bytes; uint32_t dev, stream; uint8_t claimed; } cp_ent;
+typedef struct { uint64_t s, e; uint32_t dev, stream; uint8_t claimed; } cp_ent;
 typedef struct { uint64_t id, after, s, e; uint32_t dev, stream, got; uint8_t done; } ce_req;
 typedef struct { uint32_t dev, stream, per; } ce_learn;   /* copies a collective makes on a stream */
 #define NCELEARN 64
@@ -666,7 +666,7 @@ static void ce_place(cl_gj *g, cp_ent *c) {
   while (g->ce_head < g->nce && g->ce[g->ce_head % NCEREQ].done) g->ce_head++;
   for (uint64_t i = g->ce_head; i < g->nce && !r2; i++) {
     ce_req *x = &g->ce[i % NCEREQ];
-    if (!x->id || x->done) continue;
+    if (x->done) continue;
     /* enqueued this long before a copy of any stream began: it has all its copies, or its copies
      * were not recorded (CUPTI was off then); either way it takes no more */
     if (c->s > x->after + CE_STALE_NS) { x->done = 1; continue; }
@@ -738,7 +738,7 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
   }
   if (a->kind == CL_GPU_MEMCPY) {   /* kept for the copy-engine collectives */
     cp_ent *c = &g->copy[g->ncopy++ % NCOPY];
-    *c = (cp_ent){a->start_ns, a->end_ns < a->start_ns ? a->start_ns : a->end_ns, a->bytes, a->device, a->stream, 0};
+    *c = (cp_ent){a->start_ns, a->end_ns < a->start_ns ? a->start_ns : a->end_ns, a->device, a->stream, 0};
     ce_place(g, c);
   }
   if (a->kind == CL_GPU_MEMCPY || a->kind == CL_GPU_MEMSET) {   /* not compute (exposure.h): drawn in full */

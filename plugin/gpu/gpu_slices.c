@@ -3,20 +3,28 @@
 #include "plugin/output/tracks.h"
 #include <stdio.h>
 
+/* The args kernel, memcpy and memset slices share: where the record ran, and its CUDA graph node
+ * (graph replays only). */
+static void where_args(cl_sb *b, int *first, const cl_gpu_activity *a) {
+  sb_key(b, first, "correlation"); sb_u64(b, a->correlation);
+  sb_key(b, first, "device"); sb_u64(b, a->device);
+  sb_key(b, first, "stream"); sb_u64(b, a->stream);
+}
+static void graph_args(cl_sb *b, int *first, const cl_gpu_activity *a) {
+  if (!a->graph_node) return;
+  sb_key(b, first, "graph_id"); sb_u64(b, a->graph_id);
+  sb_key(b, first, "graph_node"); sb_u64(b, a->graph_node);
+}
+
 void cl_draw_gpu_kernel(cl_ct *ct, const cl_gpu_activity *k, int nccl) {
   char fam[64];
   snprintf(fam, sizeof fam, "GPU %u stream %u%s", k->device, k->stream, nccl ? " (NCCL)" : "");
   uint32_t tid = cl_track_lane(ct, CL_TRACK_GPU_STREAM, k->stream, k->device, fam, k->start_ns, k->end_ns);
   int first = ct_slice_begin(ct, tid, k->name ? k->name : "kernel", "gpu_kernel", k->start_ns, k->end_ns - k->start_ns);
   cl_sb *b = ct_body(ct);
-  sb_key(b, &first, "correlation"); sb_u64(b, k->correlation);
-  sb_key(b, &first, "device"); sb_u64(b, k->device);
-  sb_key(b, &first, "stream"); sb_u64(b, k->stream);
+  where_args(b, &first, k);
   sb_key(b, &first, "nccl"); sb_puts(b, nccl ? "true" : "false");
-  if (k->graph_node) {
-    sb_key(b, &first, "graph_id"); sb_u64(b, k->graph_id);
-    sb_key(b, &first, "graph_node"); sb_u64(b, k->graph_node);
-  }
+  graph_args(b, &first, k);
   ct_slice_end(ct);
 }
 
@@ -38,13 +46,8 @@ void cl_draw_gpu_copy(cl_ct *ct, const cl_gpu_activity *c) {
                              end - c->start_ns);
   cl_sb *b = ct_body(ct);
   sb_key(b, &first, "bytes"); sb_u64(b, c->bytes);
-  sb_key(b, &first, "correlation"); sb_u64(b, c->correlation);
-  sb_key(b, &first, "device"); sb_u64(b, c->device);
-  sb_key(b, &first, "stream"); sb_u64(b, c->stream);
-  if (c->graph_node) {
-    sb_key(b, &first, "graph_id"); sb_u64(b, c->graph_id);
-    sb_key(b, &first, "graph_node"); sb_u64(b, c->graph_node);
-  }
+  where_args(b, &first, c);
+  graph_args(b, &first, c);
   ct_slice_end(ct);
 }
 

@@ -469,8 +469,6 @@ static int is_child_type(unsigned t) {
          t == CL_EV_KERNEL_PHASE;
 }
 
-/* A child whose parent has not been seen yet (the parent's thread was drained later) keeps
- * the parent's id and is linked again at its stop; it just does not hold the parent open. */
 /* A copy-engine collective (NCCL 2.28+, events from ABI v6) is a collective like the others:
  * enqueued, GPU-timed (its copies, from CUPTI's memcpy records, stand in for the kernel), in
  * exposure, the digest and the report, matched across ranks by its seq. Its CeColl is read as a
@@ -485,6 +483,8 @@ static void ce_as_coll(cl_ev *e) {
   e->ce_stream = ce.stream_id;
 }
 
+/* A child whose parent has not been seen yet (the parent's thread was drained later) keeps
+ * the parent's id and is linked again at its stop; it just does not hold the parent open. */
 static void feed_start(cl_asm *a, const cl_start_rec *r) {
   const cl_rec *h = &r->hdr;
   cl_ev *parent = NULL;

@@ -196,8 +196,7 @@ static size_t best_period(const uint32_t *tok, size_t n, size_t from, size_t to,
  * periods. Gaps that do not are the machine's hiccups (a preempted thread, a loaded node), not
  * step boundaries: a period "found" in them is chance. */
 static int gaps_mark_steps(const uint32_t *tok, size_t n, size_t from, size_t to, size_t p) {
-  size_t marked = 0, kept = 0, *at = cl_xmalloc(p * sizeof *at), most = 0;
-  memset(at, 0, p * sizeof *at);
+  size_t marked = 0, kept = 0, *at = cl_xcalloc(p, sizeof *at), most = 0;
   for (size_t i = from; i < to; i++) {
     if (!(tok[i] & 1)) continue;
     if (++at[(i - from) % p] > most) most = at[(i - from) % p];
