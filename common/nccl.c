@@ -10,7 +10,9 @@ int cl_datatype_size(const char *dt) {
     {"ncclFloat16", 2}, {"ncclHalf", 2}, {"ncclBfloat16", 2}, {"ncclInt32", 4}, {"ncclUint32", 4},
     {"ncclInt", 4}, {"ncclFloat32", 4}, {"ncclFloat", 4}, {"ncclInt64", 8}, {"ncclUint64", 8},
     {"ncclFloat64", 8}, {"ncclDouble", 8}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) if (!strcmp(dt, t[i].n)) return t[i].sz;
+  if (strncmp(dt, "nccl", 4)) return 1;
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)   /* every name asked for, once per collective */
+    if (dt[4] == t[i].n[4] && !strcmp(dt + 5, t[i].n + 5)) return t[i].sz;
   return 1;   /* includes NCCL's "Unknown" for ncclUint8 */
 }
 

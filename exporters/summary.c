@@ -9,25 +9,29 @@
 #include <strings.h>
 
 typedef struct { char func[24]; int bucket, nranks; uint64_t n, n_timed, bytes, bytes_timed, gpu_ns, min_ns, max_ns; } row;
-struct cl_summary { row *rows; int n; size_t cap; };
+struct cl_summary { row *rows; int n; size_t cap; int last; /* the row added to last: a job repeats its calls */ };
 
 cl_summary *cl_summary_new(void) { return calloc(1, sizeof(cl_summary)); }
 void cl_summary_free(cl_summary *s) { if (s) { free(s->rows); free(s); } }
 
-static int bucket_of(uint64_t bytes) { int b = 0; while (bytes >>= 1) b++; return b; }
+static int bucket_of(uint64_t bytes) { return bytes ? 63 - __builtin_clzll(bytes) : 0; }
+static int row_is(const row *r, const char *func, int bk, int nranks) {
+  return r->bucket == bk && r->nranks == nranks && !strncmp(r->func, func, sizeof r->func - 1);
+}
 
 void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks, uint64_t gpu_ns) {
   if (!s) return;
   int bk = bucket_of(bytes);
-  row *r = NULL;
+  if (!func) func = "?";
+  row *r = s->last < s->n && row_is(&s->rows[s->last], func, bk, nranks) ? &s->rows[s->last] : NULL;
   for (int i = 0; i < s->n && !r; i++)
-    if (s->rows[i].bucket == bk && s->rows[i].nranks == nranks && !strncmp(s->rows[i].func, func ? func : "?", sizeof r->func - 1))
-      r = &s->rows[i];
+    if (row_is(&s->rows[i], func, bk, nranks)) { r = &s->rows[i]; s->last = i; }
   if (!r) {
     if (cl_grow(&s->rows, &s->cap, (size_t)s->n + 1, sizeof *s->rows, 32, 0) != 0) return;
+    s->last = s->n;
     r = &s->rows[s->n++];
     memset(r, 0, sizeof *r);
-    snprintf(r->func, sizeof r->func, "%s", func ? func : "?");
+    snprintf(r->func, sizeof r->func, "%s", func);
     r->bucket = bk;
     r->nranks = nranks;
     r->min_ns = UINT64_MAX;

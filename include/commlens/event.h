@@ -82,6 +82,10 @@ enum {
   CL_F_FOREIGN = 1 << 0,   /* context or pid belongs to another process (PXN): parent is opaque */
   CL_F_NO_COMM = 1 << 1,   /* context was NULL or unknown */
 };
+/* flag of a STOP record: it also carries the event's KernelChStop state, which NCCL records
+ * just before stopping a KernelCh (the hot path folds the pair into one record): arg = the
+ * state's argument (the channel's stop timer), aux = ns from the state to the stop. */
+enum { CL_F_STOP_KCH_STATE = 1 << 2 };
 
 typedef struct {
   uint8_t kind;      /* cl_rec_kind */

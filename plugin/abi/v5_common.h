@@ -32,6 +32,8 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
   unsigned flags = 0, size, et;
   cl_ref refs[4];
   int nrefs = 0;
+  /* the recorder's string references; their lengths are read only when it records */
+  const int rec = CL_RECORDING();
   uint32_t serial = cl_shim_comm(ctx, &flags);
   p.rank = rank;
   p._pad = 0;
@@ -52,9 +54,9 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
     p.coll_api.root = coll ? d->collApi.root : -1;
     p.coll_api.graph_captured = cl_flag(coll ? &d->collApi.graphCaptured : &d->p2pApi.graphCaptured);
     p.coll_api.user_tag = tag;
-    refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.func) : offsetof(clabi_descr_v5, p2pApi.func),
+    if (rec) refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.func) : offsetof(clabi_descr_v5, p2pApi.func),
                              p.coll_api.func, cl_str_len(p.coll_api.func)};
-    refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.datatype) : offsetof(clabi_descr_v5, p2pApi.datatype),
+    if (rec) refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.datatype) : offsetof(clabi_descr_v5, p2pApi.datatype),
                              p.coll_api.datatype, cl_str_len(p.coll_api.datatype)};
     break;
   }
@@ -74,18 +76,18 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
                        .algo = d->coll.algo, .proto = d->coll.proto, .count = d->coll.count,
                        .parent_group = (uint64_t)(uintptr_t)d->coll.parentGroup, .root = d->coll.root,
                        .nchannels = d->coll.nChannels, .nwarps = d->coll.nWarps, .user_tag = tag};
-    refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.func), d->coll.func, cl_str_len(d->coll.func)};
-    refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.datatype), d->coll.datatype, cl_str_len(d->coll.datatype)};
-    refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.algo), d->coll.algo, cl_str_len(d->coll.algo)};
-    refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.proto), d->coll.proto, cl_str_len(d->coll.proto)};
+    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.func), d->coll.func, cl_str_len(d->coll.func)};
+    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.datatype), d->coll.datatype, cl_str_len(d->coll.datatype)};
+    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.algo), d->coll.algo, cl_str_len(d->coll.algo)};
+    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.proto), d->coll.proto, cl_str_len(d->coll.proto)};
     break;
   case CLABI_EV_P2P:
     et = CL_EV_P2P; size = CL_PSIZE(p2p);
     p.p2p = (cl_p2p){.func = d->p2p.func, .datatype = d->p2p.datatype, .count = d->p2p.count,
                      .parent_group = (uint64_t)(uintptr_t)d->p2p.parentGroup, .peer = d->p2p.peer,
                      .nchannels = d->p2p.nChannels, .user_tag = tag};
-    refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, p2p.func), d->p2p.func, cl_str_len(d->p2p.func)};
-    refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, p2p.datatype), d->p2p.datatype, cl_str_len(d->p2p.datatype)};
+    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, p2p.func), d->p2p.func, cl_str_len(d->p2p.func)};
+    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, p2p.datatype), d->p2p.datatype, cl_str_len(d->p2p.datatype)};
     break;
   case CLABI_EV_PROXY_OP:
     et = CL_EV_PROXY_OP; size = CL_PSIZE(proxy_op);
@@ -106,13 +108,13 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
   case CLABI_EV_NET_PLUGIN:
     et = CL_EV_NET_PLUGIN; size = CL_PSIZE(net);
     cl_shim_net(d->netPlugin.id, d->netPlugin.data, &p);
-    if (p.net.data_len) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, netPlugin.data), d->netPlugin.data, p.net.data_len};
+    if (rec && p.net.data_len) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, netPlugin.data), d->netPlugin.data, p.net.data_len};
     break;
   default:
     return NULL;   /* v6/v7 handle their own types before calling us; anything else is unknown */
   }
   void *h = cl_event_start(serial, et, flags, (uint64_t)(uintptr_t)parentObj, &p, size);
-  if (CL_RECORDING()) cl_recorder_start(abi, ctx, dv, cl_v5_descr_len(abi), refs, nrefs, h);
+  if (rec) cl_recorder_start(abi, ctx, dv, cl_v5_descr_len(abi), refs, nrefs, h);
   return h;
 }
 

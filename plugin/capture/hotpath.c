@@ -1,7 +1,8 @@
 /* hotpath.c: startEvent / stopEvent / recordEventState after the ABI shim.
  * The rule for this file: no malloc, no lock, no system call other than the vDSO clock read,
  * and never a dereference of a pointer NCCL gives us (handles are ids, not addresses).
- * Each call writes one fixed-size record into the calling thread's ring and returns; a full
+ * Each call writes one fixed-size record into the calling thread's ring and returns (but for a
+ * KernelChStop state, which waits for its stop: cl_event_stop); a full
  * ring (or none) drops the record and counts it, and hands out the id marked CL_ID_DROPPED:
  * the event's children are then dropped at their start and counted too. */
 #include "plugin/capture/hotpath.h"
@@ -37,6 +38,29 @@ static inline void sample_cost(cl_ring *r, uint64_t t0) {
   }
 }
 
+static inline void put_small_at(cl_ring *r, uint64_t id, unsigned kind, unsigned flags, uint32_t aux,
+                                uint64_t ts, uint64_t arg) {
+  uint64_t pos;
+  cl_rec *rec = cl_ring_reserve(r, 1, &pos);
+  if (rec) {
+    rec->kind = (uint8_t)kind;
+    rec->nslots = 1;
+    rec->etype = 0;
+    rec->flags = (uint8_t)flags;
+    rec->aux = aux;
+    rec->id = id;
+    rec->ts = ts;
+    rec->arg = arg;
+    cl_ring_commit(r, pos, 1);
+  }
+}
+
+/* The KernelChStop state waiting in the ring, written out as the STATE record it is. */
+static inline void kst_flush(cl_ring *r) {
+  put_small_at(r, r->kst_id, CL_REC_STATE, 0, CL_ST_KERNEL_CH_STOP, r->kst_ts, r->kst_arg);
+  r->kst_id = 0;
+}
+
 void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint64_t parent,
                      const cl_payload *p, unsigned payload_bytes) {
   if (__builtin_expect(!atomic_load_explicit(&cl_enabled, memory_order_relaxed), 0)) return NULL;
@@ -52,6 +76,7 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
     return (void *)(uintptr_t)CL_ID_DROPPED;
   }
   uint64_t t0 = cl_now();
+  if (__builtin_expect(r->kst_id != 0, 0)) kst_flush(r);   /* records keep their thread's order */
   uint64_t id = r->id_base | ++r->seq;
   unsigned bytes = (unsigned)offsetof(cl_payload, group_api) + payload_bytes;
   unsigned n = 1 + (bytes + CL_SLOT_BYTES - 1) / CL_SLOT_BYTES;
@@ -73,32 +98,36 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
   return (void *)(uintptr_t)(rec ? id : id | CL_ID_DROPPED);
 }
 
-static inline void put_small(void *handle, unsigned kind, uint32_t aux, uint64_t arg) {
+/* NCCL records KernelChStop on a KernelCh and stops it at once, on one thread: the state waits
+ * in the thread's ring and rides in the stop's record (CL_F_STOP_KCH_STATE), one record where
+ * there were two. Anything else on the thread writes it out first, as its own record. */
+void cl_event_stop(void *handle) {
+  if (!handle || ((uintptr_t)handle & CL_ID_DROPPED) || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
   cl_ring *r = ring_self();
   if (!r) return;
-  uint64_t t0 = cl_now();
-  uint64_t pos;
-  cl_rec *rec = cl_ring_reserve(r, 1, &pos);
-  if (rec) {
-    rec->kind = (uint8_t)kind;
-    rec->nslots = 1;
-    rec->etype = 0;
-    rec->flags = 0;
-    rec->aux = aux;
-    rec->id = (uint64_t)(uintptr_t)handle;
-    rec->ts = t0;
-    rec->arg = arg;
-    cl_ring_commit(r, pos, 1);
+  uint64_t t0 = cl_now(), id = (uint64_t)(uintptr_t)handle;
+  if (r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX) {
+    put_small_at(r, id, CL_REC_STOP, CL_F_STOP_KCH_STATE, (uint32_t)(t0 - r->kst_ts), t0, r->kst_arg);
+    r->kst_id = 0;
+  } else {
+    if (r->kst_id) kst_flush(r);
+    put_small_at(r, id, CL_REC_STOP, 0, 0, t0, 0);
   }
   sample_cost(r, t0);
 }
 
-void cl_event_stop(void *handle) {
-  if (!handle || ((uintptr_t)handle & CL_ID_DROPPED) || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
-  put_small(handle, CL_REC_STOP, 0, 0);
-}
-
 void cl_event_state(void *handle, int state, uint64_t arg) {
   if (!handle || ((uintptr_t)handle & CL_ID_DROPPED) || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
-  put_small(handle, CL_REC_STATE, (uint32_t)state, arg);
+  cl_ring *r = ring_self();
+  if (!r) return;
+  uint64_t t0 = cl_now();
+  if (r->kst_id) kst_flush(r);
+  if (state == CL_ST_KERNEL_CH_STOP) {
+    r->kst_id = (uint64_t)(uintptr_t)handle;
+    r->kst_ts = t0;
+    r->kst_arg = arg;
+  } else {
+    put_small_at(r, (uint64_t)(uintptr_t)handle, CL_REC_STATE, 0, (uint32_t)state, t0, arg);
+  }
+  sample_cost(r, t0);
 }

@@ -102,6 +102,10 @@ cl_ring *cl_ring_move(cl_ring *r) {
   cl_ring *nx = atomic_load_explicit(&r->next, memory_order_acquire);
   nx->id_base = r->id_base;
   nx->seq = r->seq;
+  nx->kst_id = r->kst_id;                       /* a folded state goes on with its thread */
+  nx->kst_ts = r->kst_ts;
+  nx->kst_arg = r->kst_arg;
+  r->kst_id = 0;
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   cl_rec *m = &r->slots[head & (r->cap - 1)];   /* the slot cl_ring_reserve always keeps free */
   m->kind = CL_REC_MOVED;

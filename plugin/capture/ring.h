@@ -49,6 +49,8 @@ typedef struct cl_ring {
   _Atomic uint64_t calls;               /* hot-path calls, for the overhead figure */
   _Atomic uint64_t sampled_ns, nsampled;/* timed calls (1 in CL_SAMPLE_EVERY) */
   struct cl_ring *_Atomic next;         /* a larger ring the drain prepared: move at next event */
+  uint64_t kst_id, kst_ts, kst_arg;     /* a KernelChStop state waiting for its stop (hotpath.c);
+                                           kst_id 0: none */
   /* consumer's cache line */
   _Alignas(64) _Atomic uint64_t tail;
   /* set at claim, read by both */

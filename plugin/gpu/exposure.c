@@ -167,6 +167,7 @@ uint64_t cl_expo_reported_upto(const cl_expo *e) {
 }
 
 void cl_expo_finish(cl_expo *e) { report_ready(e, 0, 1); }
+size_t cl_expo_pending(const cl_expo *e) { return e->npend; }
 
 void cl_expo_get_stats(const cl_expo *e, cl_expo_stats *out) { *out = e->st; }
 

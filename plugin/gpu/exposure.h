@@ -74,6 +74,8 @@ void cl_expo_advance(cl_expo *e, uint64_t watermark);
 uint64_t cl_expo_reported_upto(const cl_expo *e);
 /* Reports every pending span, whatever its end (process exit, after the last drain). */
 void cl_expo_finish(cl_expo *e);
+/* Spans queued and not reported yet. */
+size_t cl_expo_pending(const cl_expo *e);
 void cl_expo_get_stats(const cl_expo *e, cl_expo_stats *out);
 
 /* ---- aggregation ---- */

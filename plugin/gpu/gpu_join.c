@@ -771,6 +771,8 @@ void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, u
   }
 }
 
+int cl_gj_expo_idle(const cl_gj *g) { return cl_expo_pending(g->expo) == 0; }
+
 void cl_gj_advance(cl_gj *g, uint64_t now, int final) {
   if (now > g->now) g->now = now;
   uint32_t k = 0;

@@ -95,6 +95,8 @@ int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_
 const char *cl_gj_graph_name(uint64_t tag);
 /* Queues a collective's GPU span for exposure; `fn` reports it once compute is known. */
 void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, uint64_t s, uint64_t e);
+/* Nothing queued for exposure: a span queued only for its order would be reported at once. */
+int cl_gj_expo_idle(const cl_gj *g);
 /* Makes every join by stream order that can be made now, settled or not (the end of the run:
  * the assembler's last pass needs the spans). */
 void cl_gj_join_all(cl_gj *g);

@@ -51,6 +51,7 @@ struct cl_asm {
   size_t ntids;
   uint32_t nheld;
   size_t cap_held;
+  uint64_t held_on[2];      /* the clocks (a->off index) some held event waits for, a bit each */
   uint32_t pend_head, pend_tail, pend_cap;
   cl_asm_stats stats;
   uint64_t m_span, m_expo;  /* the same over every communicator (sampled mode) */
@@ -97,8 +98,9 @@ static cl_ev *alloc_ev(cl_asm *a) {
   return malloc(sizeof(cl_ev));
 }
 
-/* The communicator with serial `serial` (a cached copy of the registry's facts), or NULL. */
-static comm_cache *comm_of(cl_asm *a, uint32_t serial) {
+/* The communicator with serial `serial` (a cached copy of the registry's facts), or NULL.
+ * Every finished event asks several times: the cached case is the inline test. */
+static comm_cache *comm_load(cl_asm *a, uint32_t serial) {
   if (!serial) return NULL;
   if (cl_grow(&a->comms, &a->ncomms, serial, sizeof *a->comms, 16, 0) != 0) return NULL;
   comm_cache *c = &a->comms[serial - 1];
@@ -115,6 +117,13 @@ static comm_cache *comm_of(cl_asm *a, uint32_t serial) {
     f->nranks = c->info.d.nranks;
   }
   return c;
+}
+static inline comm_cache *comm_of(cl_asm *a, uint32_t serial) {
+  if (serial - 1u < a->ncomms) {       /* serial 0 wraps past ncomms */
+    comm_cache *c = &a->comms[serial - 1];
+    if (c->loaded && c->info.d.hash) return c;
+  }
+  return comm_load(a, serial);
 }
 static const cl_comm_facts *draw_comm(void *arg, uint32_t serial) {
   comm_cache *c = comm_of(arg, serial);
@@ -374,6 +383,11 @@ static int finish_coll(cl_asm *a, cl_ev *c) {
    * them, from what the windows before it taught) */
   c->expo_est = src && a->gj && sampled_out(a, s, e) &&
                 (!cl_gj_lost(a->gj, c->stop) || !strcmp(src, "kernel_ch"));
+  if (src && a->gj && c->expo_est && cl_gj_expo_idle(a->gj)) {
+    /* nothing measured waits ahead of it: estimated now, as its report would have been */
+    coll_done(a, c, s, e, src, expo_estimate(a, c, s, e), 1);
+    return 1;
+  }
   if (src && a->gj) {
     comm_cache *cc = comm_of(a, c->comm);
     c->gs = s; c->ge = e; c->src = src; c->awaiting = 1;
@@ -557,6 +571,8 @@ static void finish_child(cl_asm *a, cl_ev *e, cl_ev *parent) {
       if (parent && !e->registered) { parent->open_children++; e->registered = 1; }
       if (cl_grow(&a->held, &a->cap_held, (size_t)a->nheld + 1, sizeof *a->held, 256, 0) == 0) {
         a->held[a->nheld++] = e;
+        unsigned k = (unsigned)(o - a->off);
+        a->held_on[k / 64] |= 1ull << (k % 64);
         return;
       }
     }
@@ -652,6 +668,11 @@ static void adopt_orphans(cl_asm *a, cl_ev *parent, uint64_t now, int final) {
   a->norph = k;
 }
 
+static void add_state(cl_ev *e, uint32_t st, uint64_t ts, uint64_t arg) {
+  if (e->nst < sizeof e->st / sizeof e->st[0]) e->st[e->nst++] = (cl_ev_state){(uint8_t)st, ts, arg};
+  else e->st[e->nst - 1] = (cl_ev_state){(uint8_t)st, ts, arg};
+}
+
 void cl_asm_feed(cl_asm *a, const cl_rec *r) {
   a->stats.records++;
   if (r->kind == CL_REC_START) { feed_start(a, (const cl_start_rec *)r); return; }
@@ -661,19 +682,35 @@ void cl_asm_feed(cl_asm *a, const cl_rec *r) {
     return;
   }
   if (r->kind == CL_REC_STOP) {
+    if (r->flags & CL_F_STOP_KCH_STATE) add_state(e, CL_ST_KERNEL_CH_STOP, r->ts - r->aux, r->arg);
     feed_stop(a, e, r->ts);
   } else if (r->kind == CL_REC_STATE) {
-    if (e->nst < sizeof e->st / sizeof e->st[0]) e->st[e->nst++] = (cl_ev_state){(uint8_t)r->aux, r->ts, r->arg};
-    else e->st[e->nst - 1] = (cl_ev_state){(uint8_t)r->aux, r->ts, r->arg};
+    add_state(e, r->aux, r->ts, r->arg);
   }
 }
 
-/* Draws held KernelCh events whose device is calibrated (all of them when final). */
+/* Draws held KernelCh events whose device is calibrated (all of them when final). Each tick
+ * asks first whether any clock they wait for is ready: until one is, nothing is walked (a job
+ * holds thousands in its first 100 ms, and a clock may never calibrate). */
 static void release_held(cl_asm *a, uint64_t now, int final) {
+  if (!a->nheld) return;
+  if (!final) {
+    int any = 0;
+    for (unsigned k = 0; k < MAX_DEV && !any; k++)
+      any = (a->held_on[k / 64] >> (k % 64) & 1) && cl_gpu_clock_ready(&a->off[k]);
+    if (!any) return;
+  }
   uint32_t k = 0;
+  a->held_on[0] = a->held_on[1] = 0;
   for (uint32_t i = 0; i < a->nheld; i++) {
     cl_ev *e = a->held[i];
-    if (!final && !cl_gpu_clock_ready(clock_of(a, e->comm))) { a->held[k++] = e; continue; }
+    cl_gpu_clock *o = clock_of(a, e->comm);
+    if (!final && !cl_gpu_clock_ready(o)) {
+      unsigned d = (unsigned)(o - a->off);
+      a->held_on[d / 64] |= 1ull << (d % 64);
+      a->held[k++] = e;
+      continue;
+    }
     cl_ev *parent = e->parent ? lookup(a, e->parent) : NULL;
     kch_done(a, e, parent);
     if (parent) {

@@ -184,14 +184,15 @@ void cl_watch_feed(cl_watch *w, const cl_rec *r) {
       start_kid(w, (const cl_start_rec *)r);
     return;
   }
-  if (r->kind == CL_REC_STATE && r->aux == CL_ST_KERNEL_CH_STOP) {
+  int kch_state = r->kind == CL_REC_STATE ? r->aux == CL_ST_KERNEL_CH_STOP
+                  : r->kind == CL_REC_STOP && (r->flags & CL_F_STOP_KCH_STATE);
+  if (kch_state) {                     /* the channel's stop timer: how far its GPU got */
     w_kid *k = kid_slot(w, r->id);
-    if (!k->id) return;
-    w_coll *p = coll_slot(w, k->parent);
-    if (!p->c.id) return;
-    if (!r->arg || r->arg < k->pt_start) p->pt_bad = 1;
-    else if (r->arg > p->pt_max) p->pt_max = r->arg;
-    return;
+    w_coll *p = k->id ? coll_slot(w, k->parent) : NULL;
+    if (p && p->c.id) {
+      if (!r->arg || r->arg < k->pt_start) p->pt_bad = 1;
+      else if (r->arg > p->pt_max) p->pt_max = r->arg;
+    }
   }
   if (r->kind != CL_REC_STOP) return;
   w_kid *k = kid_slot(w, r->id);

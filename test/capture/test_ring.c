@@ -1,13 +1,16 @@
-/* test_ring.c: the ring pool's owner identity. Threads come and go (each claims a ring, records,
- * exits; the drain recycles their rings for newcomers) while another thread maps serials to OS
- * thread ids, as the format thread does for CUPTI's launch records. A serial must never map to
- * another thread's id. Under ThreadSanitizer (make test's tsan variant) this also catches an
- * unsynchronised handover (the owner's id was once written while being read). */
+/* test_ring.c: the ring pool's owner identity, and what the hot path writes into a ring.
+ * Threads come and go (each claims a ring, records, exits; the drain recycles their rings for
+ * newcomers) while another thread maps serials to OS thread ids, as the format thread does for
+ * CUPTI's launch records. A serial must never map to another thread's id. Under
+ * ThreadSanitizer (make test's tsan variant) this also catches an unsynchronised handover (the
+ * owner's id was once written while being read). */
 #include "tl.h"
 #include "common/config.h"
 #include "common/grow.h"
 #include "common/log.h"
 #include "common/clock.h"
+#include "plugin/capture/gate.h"
+#include "plugin/capture/hotpath.h"
 #include "plugin/capture/ring.h"
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -213,3 +216,58 @@ TL_TEST(sample_buckets_hold_their_durations) {
 }
 
 TL_MAIN("capture/ring")
+
+/* ---- the hot path's KernelChStop fold (plugin/capture/hotpath.c) ---- */
+typedef struct { cl_rec r[64]; int n; uint32_t serial; } rec_list;
+/* This thread's records (serial set), or every record (0): earlier tests' threads may still be
+ * handing theirs over. */
+static void collect(void *arg, const cl_rec *recs, size_t n) {
+  rec_list *l = arg;
+  for (size_t i = 0; i < n; i += recs[i].nslots ? recs[i].nslots : 1)
+    if (l->n < 64 && (!l->serial || CL_ID_SERIAL(recs[i].id) == l->serial)) l->r[l->n++] = recs[i];
+}
+static int rec_is(const cl_rec *r, unsigned kind, void *h, unsigned flags) {
+  return r->kind == kind && r->id == (uint64_t)(uintptr_t)h && r->flags == flags;
+}
+
+TL_TEST(kernel_ch_stop_state_rides_in_its_stop) {
+  cl_config_load();
+  atomic_store(&cl_enabled, 1);
+  atomic_store(&cl_capturing, 1);
+  rec_list l = {.n = 0};
+  cl_rings_drain(collect, &l);                       /* what earlier tests left */
+  l.n = 0;
+  cl_payload kp = {.kernel_ch = {.ptimer = 1000, .channel = 3}}, sp = {.proxy_step = {.step = 1}};
+  /* NCCL's order: the state, then the stop, on the KernelCh's thread: one record for both */
+  void *a = cl_event_start(1, CL_EV_KERNEL_CH, 0, 0, &kp, sizeof kp.kernel_ch);
+  cl_event_state(a, CL_ST_KERNEL_CH_STOP, 5000);
+  cl_event_stop(a);
+  /* other states are records of their own */
+  void *b = cl_event_start(1, CL_EV_PROXY_STEP, 0, 0, &sp, sizeof sp.proxy_step);
+  cl_event_state(b, CL_ST_STEP_SEND_WAIT, 4096);
+  cl_event_stop(b);
+  /* anything else on the thread before the stop writes the waiting state out first, in order */
+  void *c = cl_event_start(1, CL_EV_KERNEL_CH, 0, 0, &kp, sizeof kp.kernel_ch);
+  cl_event_state(c, CL_ST_KERNEL_CH_STOP, 7000);
+  void *d = cl_event_start(1, CL_EV_KERNEL_CH, 0, 0, &kp, sizeof kp.kernel_ch);
+  cl_event_stop(c);
+  cl_event_stop(d);
+  l.serial = CL_ID_SERIAL((uint64_t)(uintptr_t)a);
+  cl_rings_drain(collect, &l);
+  if (l.n != 10)
+    for (int i = 0; i < l.n; i++)
+      fprintf(stderr, "  record %d: kind %u etype %u flags %u id %llx aux %u arg %llu\n", i, l.r[i].kind, l.r[i].etype,
+              l.r[i].flags, (unsigned long long)l.r[i].id, l.r[i].aux, (unsigned long long)l.r[i].arg);
+  REQUIRE(l.n == 10, "%d records, want 10", l.n);
+  CHECK(rec_is(&l.r[0], CL_REC_START, a, 0), "a's start");
+  CHECK(rec_is(&l.r[1], CL_REC_STOP, a, CL_F_STOP_KCH_STATE) && l.r[1].arg == 5000 &&
+        l.r[1].aux <= l.r[1].ts - l.r[0].ts, "a's stop carries its state (arg %llu, aux %u)",
+        (unsigned long long)l.r[1].arg, l.r[1].aux);
+  CHECK(rec_is(&l.r[2], CL_REC_START, b, 0) && rec_is(&l.r[3], CL_REC_STATE, b, 0) && l.r[3].aux == CL_ST_STEP_SEND_WAIT &&
+        l.r[3].arg == 4096 && rec_is(&l.r[4], CL_REC_STOP, b, 0), "b: start, state, stop");
+  CHECK(rec_is(&l.r[5], CL_REC_START, c, 0) && rec_is(&l.r[6], CL_REC_STATE, c, 0) && l.r[6].aux == CL_ST_KERNEL_CH_STOP &&
+        l.r[6].arg == 7000 && l.r[6].ts <= l.r[7].ts, "c's state written out before d's start");
+  CHECK(rec_is(&l.r[7], CL_REC_START, d, 0) && rec_is(&l.r[8], CL_REC_STOP, c, 0) && rec_is(&l.r[9], CL_REC_STOP, d, 0),
+        "then d's start, c's stop, d's stop");
+  atomic_store(&cl_enabled, 0);
+}
