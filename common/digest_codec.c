@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #ifndef COMMLENS_NO_ZLIB
+#include <pthread.h>
 #include <zlib.h>
 #endif
 
@@ -26,11 +27,11 @@ void cl_dg_put(cl_dg_buf *b, const void *s, size_t n) {
   b->len += n;
 }
 void cl_dg_varint(cl_dg_buf *b, uint64_t v) {
-  uint8_t t[10];
-  size_t n = 0;
-  while (v >= 0x80) { t[n++] = (uint8_t)(v | 0x80); v >>= 7; }
-  t[n++] = (uint8_t)v;
-  cl_dg_put(b, t, n);
+  if (b->cap - b->len < 10 && reserve(b, 10)) return;   /* a varint is at most 10 bytes */
+  uint8_t *p = b->p + b->len;
+  while (v >= 0x80) { *p++ = (uint8_t)(v | 0x80); v >>= 7; }
+  *p++ = (uint8_t)v;
+  b->len = (size_t)(p - b->p);
 }
 
 uint64_t cl_dg_get_varint(cl_dg_in *in) {
@@ -70,9 +71,35 @@ static uint32_t crc(const uint8_t *p, size_t n) {
 #endif
 }
 
+#ifndef COMMLENS_NO_ZLIB
+/* One deflate stream kept for every block: a fresh one per block (compress2) costs more to set
+ * up than a flush's rows cost to compress. A second thread at the same moment (a flight dump
+ * beside the writer) compresses with a stream of its own. 0 on success. Level 1: digest rows are
+ * columns of small deltas, which the fastest level compresses as well as level 6 (bench/). */
+#define CL_DG_ZLEVEL 1
+#define CL_DG_ZMEM 5   /* a hash of 2^12 entries: every block resets it, and blocks are small */
+static pthread_mutex_t g_zmu = PTHREAD_MUTEX_INITIALIZER;
+static z_stream g_z;
+static int g_zready;
+static int zip(uint8_t *dst, uLongf *dn, const uint8_t *src, size_t n) {
+  if (pthread_mutex_trylock(&g_zmu) != 0) return compress2(dst, dn, src, (uLong)n, CL_DG_ZLEVEL) == Z_OK ? 0 : -1;
+  int rc = -1;
+  if (!g_zready) g_zready = deflateInit2(&g_z, CL_DG_ZLEVEL, Z_DEFLATED, 15, CL_DG_ZMEM, Z_DEFAULT_STRATEGY) == Z_OK;
+  if (g_zready && deflateReset(&g_z) == Z_OK) {
+    g_z.next_in = (Bytef *)src;
+    g_z.avail_in = (uInt)n;
+    g_z.next_out = dst;
+    g_z.avail_out = (uInt)*dn;
+    if (deflate(&g_z, Z_FINISH) == Z_STREAM_END) { *dn = (uLongf)g_z.total_out; rc = 0; }
+  }
+  pthread_mutex_unlock(&g_zmu);
+  return rc;
+}
+#endif
+
 static void put32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24); }
 
-int cl_dg_block(cl_dg_buf *out, int type, const uint8_t *raw, size_t n) {
+static int block(cl_dg_buf *out, int type, const uint8_t *raw, size_t n, int deflate_it) {
   if (n > CL_DG_MAX_RAW) return -1;
   size_t at = out->len;
   if (reserve(out, CL_DG_BLOCK_HEAD + n + 64)) return -1;
@@ -80,10 +107,14 @@ int cl_dg_block(cl_dg_buf *out, int type, const uint8_t *raw, size_t n) {
   int codec = CL_DG_RAW;
   size_t stored = n;
 #ifndef COMMLENS_NO_ZLIB
-  uLongf dn = (uLongf)compressBound((uLong)n);
-  if (reserve(out, CL_DG_BLOCK_HEAD + dn)) return -1;
-  h = out->p + at;
-  if (compress2(h + CL_DG_BLOCK_HEAD, &dn, raw, (uLong)n, 6) == Z_OK && dn < n) { codec = CL_DG_ZLIB; stored = dn; }
+  if (deflate_it) {
+    uLongf dn = (uLongf)compressBound((uLong)n);
+    if (reserve(out, CL_DG_BLOCK_HEAD + dn)) return -1;
+    h = out->p + at;
+    if (zip(h + CL_DG_BLOCK_HEAD, &dn, raw, n) == 0 && dn < n) { codec = CL_DG_ZLIB; stored = dn; }
+  }
+#else
+  (void)deflate_it;
 #endif
   if (codec == CL_DG_RAW) memcpy(h + CL_DG_BLOCK_HEAD, raw, n);
   put32(h, CL_DG_SYNC);
@@ -95,6 +126,8 @@ int cl_dg_block(cl_dg_buf *out, int type, const uint8_t *raw, size_t n) {
   out->len = at + CL_DG_BLOCK_HEAD + stored;
   return 0;
 }
+int cl_dg_block(cl_dg_buf *out, int type, const uint8_t *raw, size_t n) { return block(out, type, raw, n, 1); }
+int cl_dg_block_stored(cl_dg_buf *out, int type, const uint8_t *raw, size_t n) { return block(out, type, raw, n, 0); }
 
 static size_t next_sync(const uint8_t *d, size_t len, size_t from) {
   for (size_t i = from; i + 4 <= len; i++) if (cl_dg_le32(d + i) == CL_DG_SYNC) return i;

@@ -8,14 +8,19 @@
 
 #define CL_DG_MAGIC "CLDIGEST"         /* 8 bytes, then a u32le format version */
 #define CL_DG_MAGIC_LEN 8
-#define CL_DG_VERSION 1u
+#define CL_DG_VERSION 2u               /* 2: collectives in `R` blocks; 1 (readable): `C` blocks */
+#define CL_DG_VERSION_MIN 1u
 #define CL_DG_FILE_HEAD 12u            /* magic + version */
 #define CL_DG_SYNC 0x4b4c4744u         /* "DGLK" little-endian: starts every block */
 #define CL_DG_BLOCK_HEAD 20u           /* u32 sync, u32 crc, type, codec, 2 reserved, u32 stored, u32 raw */
 #define CL_DG_MAX_RAW (64u << 20)      /* no block inflates past this (a reader's bound) */
+#define CL_DG_BLOCK_ROWS (1u << 18)    /* rows (collectives, steps) a block holds at most */
 
 /* Block types (one byte). */
-enum { CL_DG_HEADER = 'H', CL_DG_COLLS = 'C', CL_DG_CHANS = 'K', CL_DG_STEPS = 'W', CL_DG_STATS = 'T' };
+enum { CL_DG_HEADER = 'H', CL_DG_COLLS = 'C', CL_DG_CHANS = 'K', CL_DG_STEPS = 'W', CL_DG_STATS = 'T',
+       CL_DG_COLLS_RUNS = 'R' };   /* R: the collectives of C, each column raw or in runs */
+/* An R block's column: its mode, then its values (raw) or (count, value) runs. */
+enum { CL_DG_COL_RAW = 0, CL_DG_COL_RUNS = 1 };
 /* Payload codecs. */
 enum { CL_DG_RAW = 0, CL_DG_ZLIB = 1 };
 /* Where a collective's GPU span came from (the trace's "source"), 0: not timed. */
@@ -39,6 +44,9 @@ static inline int64_t cl_dg_unzz(uint64_t v) { return (int64_t)(v >> 1) ^ -(int6
 /* Appends one framed block of `type` holding raw[0..n) to out, deflated when zlib is built in
  * and it helps. 0, or -1 when out of memory (out unchanged in length). */
 int cl_dg_block(cl_dg_buf *out, int type, const uint8_t *raw, size_t n);
+/* The same, never deflated (the collectives' R blocks: their runs leave zlib a quarter to take
+ * at 150-200 instructions a byte, most of what a collective cost the writer). */
+int cl_dg_block_stored(cl_dg_buf *out, int type, const uint8_t *raw, size_t n);
 
 /* A bounded reader over [p, e): a failed read sets bad and returns 0. */
 typedef struct { const uint8_t *p, *e; int bad; } cl_dg_in;

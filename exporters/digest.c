@@ -4,6 +4,7 @@
  * block decodes alone (a damaged one costs only its rows). */
 #include "exporters/digest.h"
 #include "common/grow.h"
+#include "common/hash.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,11 +23,19 @@ typedef struct { uint64_t id, start, end; } step_ent;
 #define MAX_STRS 4096
 #define MAX_CHANS 65536
 
+/* Every finished collective and channel asks for its strings and its channel entry: a string
+ * remembers the address it was last asked by (NCCL's names are static; a hit is still checked
+ * against the text), and channel entries are found through a hash of their key. */
+#define STR_MEMO 64
+typedef struct { const char *at; uint32_t id; } str_memo;
+
 struct cl_digest {
   row *rows; size_t nrows, caprows;
   char **strs; size_t nstrs, capstrs;
+  str_memo memo[STR_MEMO];
   comm_ent *comms; size_t ncomms, capcomms;
   chan_ent *chans; size_t nchans, capchans;
+  uint32_t *chix; size_t chcap;            /* index + 1 into chans by key hash; 0: empty */
   step_ent *steps; size_t nsteps, capsteps;
   uint64_t lost, taken;
 };
@@ -36,11 +45,13 @@ cl_digest *cl_digest_new(void) { return calloc(1, sizeof(cl_digest)); }
 static void forget(cl_digest *d) {
   for (size_t i = 0; i < d->nstrs; i++) free(d->strs[i]);
   d->nrows = d->nstrs = d->ncomms = d->nchans = d->nsteps = 0;
+  memset(d->memo, 0, sizeof d->memo);
+  if (d->chix) memset(d->chix, 0, d->chcap * sizeof *d->chix);
 }
 void cl_digest_free(cl_digest *d) {
   if (!d) return;
   forget(d);
-  free(d->rows); free(d->strs); free(d->comms); free(d->chans); free(d->steps);
+  free(d->rows); free(d->strs); free(d->comms); free(d->chans); free(d->chix); free(d->steps);
   free(d);
 }
 
@@ -50,15 +61,18 @@ static int room(void *arr, size_t n, size_t *cap, size_t elem) { return cl_grow(
 /* The block's index of string s ("" for NULL), added when new; UINT32_MAX when out of room. */
 static uint32_t str_id(cl_digest *d, const char *s) {
   if (!s) s = "";
+  str_memo *m = &d->memo[cl_hash_slot((uint64_t)(uintptr_t)s, STR_MEMO)];
+  if (m->at == s && m->id < d->nstrs && !strcmp(d->strs[m->id], s)) return m->id;
   size_t n = strnlen(s, MAX_STR);
   for (size_t i = d->nstrs; i-- > 0;)
-    if (!strncmp(d->strs[i], s, n) && d->strs[i][n] == 0) return (uint32_t)i;
+    if (!strncmp(d->strs[i], s, n) && d->strs[i][n] == 0) { *m = (str_memo){s, (uint32_t)i}; return (uint32_t)i; }
   if (d->nstrs >= MAX_STRS || room(&d->strs, d->nstrs, &d->capstrs, sizeof *d->strs)) return UINT32_MAX;
   char *c = malloc(n + 1);
   if (!c) return UINT32_MAX;
   memcpy(c, s, n);
   c[n] = 0;
   d->strs[d->nstrs] = c;
+  *m = (str_memo){s, (uint32_t)d->nstrs};   /* a cut string never passes the check: found by its text */
   return (uint32_t)d->nstrs++;
 }
 
@@ -84,14 +98,46 @@ void cl_digest_coll(cl_digest *d, const cl_dg_coll *c) {
   d->rows[d->nrows++] = r;
 }
 
-static chan_ent *chan_of(cl_digest *d, uint64_t comm, int channel, int peer) {
-  for (size_t i = d->nchans; i-- > 0;) {
-    chan_ent *c = &d->chans[i];
-    if (c->comm == comm && c->channel == channel && c->peer == peer) return c;
+static uint64_t chan_key(uint64_t comm, int channel, int peer) {
+  return comm ^ ((uint64_t)(uint32_t)channel << 32 | (uint32_t)peer) * 0x9E3779B97F4A7C15ull;
+}
+/* The slot of (comm, channel, peer) in chix: its entry's, else the empty one it would take. */
+static uint32_t *chan_slot(cl_digest *d, uint64_t comm, int channel, int peer) {
+  uint32_t i = cl_hash_slot(chan_key(comm, channel, peer), d->chcap);
+  for (;; i = (i + 1) & (uint32_t)(d->chcap - 1)) {
+    uint32_t k = d->chix[i];
+    if (!k) return &d->chix[i];
+    const chan_ent *c = &d->chans[k - 1];
+    if (c->comm == comm && c->channel == channel && c->peer == peer) return &d->chix[i];
   }
-  if (d->nchans >= MAX_CHANS || room(&d->chans, d->nchans, &d->capchans, sizeof *d->chans)) { d->lost++; return NULL; }
-  chan_ent *c = &d->chans[d->nchans++];
+}
+/* Keeps chix at most half full: doubled and refilled from chans. -1 when out of memory. */
+static int chix_room(cl_digest *d) {
+  if (2 * (d->nchans + 1) <= d->chcap) return 0;
+  size_t ncap = d->chcap ? 2 * d->chcap : 256;
+  uint32_t *nx = calloc(ncap, sizeof *nx);
+  if (!nx) return -1;
+  free(d->chix);
+  d->chix = nx;
+  d->chcap = ncap;
+  for (size_t k = 0; k < d->nchans; k++) {
+    const chan_ent *c = &d->chans[k];
+    *chan_slot(d, c->comm, c->channel, c->peer) = (uint32_t)k + 1;
+  }
+  return 0;
+}
+static chan_ent *chan_of(cl_digest *d, uint64_t comm, int channel, int peer) {
+  if (d->chcap) {
+    uint32_t k = *chan_slot(d, comm, channel, peer);
+    if (k) return &d->chans[k - 1];
+  }
+  if (d->nchans >= MAX_CHANS || chix_room(d) || room(&d->chans, d->nchans, &d->capchans, sizeof *d->chans)) {
+    d->lost++;
+    return NULL;
+  }
+  chan_ent *c = &d->chans[d->nchans];
   *c = (chan_ent){.comm = comm, .channel = channel, .peer = peer, .max_seq = -1};
+  *chan_slot(d, comm, channel, peer) = (uint32_t)++d->nchans;
   return c;
 }
 
@@ -128,12 +174,47 @@ static void strings(cl_dg_buf *b, const cl_digest *d) {
   }
 }
 
-/* A column of times as zigzag deltas from the previous row's (the first from 0). */
-#define DELTA_COL(b, d, expr) do { uint64_t prev_ = 0; \
-    for (size_t i_ = 0; i_ < (d)->nrows; i_++) { const row *r = &(d)->rows[i_]; uint64_t v_ = (expr); \
-      cl_dg_varint(b, cl_dg_zz((int64_t)(v_ - prev_))); prev_ = v_; } } while (0)
-#define COL(b, d, expr) do { for (size_t i_ = 0; i_ < (d)->nrows; i_++) { const row *r = &(d)->rows[i_]; \
-      cl_dg_varint(b, (expr)); } } while (0)
+/* A column: in runs of equal values when that halves what is written (most columns repeat
+ * from row to row: communicator, function, algorithm, size, source, even the seq delta), else
+ * value by value. Fewer bytes for zlib to compress is most of what the digest's flush costs. */
+static void put_col(cl_dg_buf *b, const uint64_t *v, size_t n) {
+  size_t runs = 0;
+  for (size_t i = 0; i < n; i++) runs += !i || v[i] != v[i - 1];
+  if (2 * runs > n) {
+    cl_dg_varint(b, CL_DG_COL_RAW);
+    for (size_t i = 0; i < n; i++) cl_dg_varint(b, v[i]);
+    return;
+  }
+  cl_dg_varint(b, CL_DG_COL_RUNS);
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && v[j] == v[i]; j++) {}
+    cl_dg_varint(b, j - i);
+    cl_dg_varint(b, v[i]);
+  }
+}
+
+/* Column k of row r (docs/digest.md, block R); prev: the previous row's, for the deltas. */
+static uint64_t col_of(int k, const row *r, const row *prev) {
+  switch (k) {
+  case 0: return r->p2p;
+  case 1: return r->comm;
+  case 2: return r->func;
+  case 3: return r->algo;
+  case 4: return r->proto;
+  case 5: return cl_dg_zz((int64_t)(r->seq - (prev ? prev->seq : 0)));
+  case 6: return r->bytes;
+  case 7: return cl_dg_zz(r->nchannels);
+  case 8: return cl_dg_zz(r->peer);
+  case 9: return cl_dg_zz((int64_t)(r->enq_start - (prev ? prev->enq_start : 0)));
+  case 10: return cl_dg_zz((int64_t)(r->enq_stop - r->enq_start));
+  case 11: return r->src;
+  case 12: return cl_dg_zz((int64_t)(r->gpu_start - r->enq_start));
+  case 13: return cl_dg_zz((int64_t)(r->gpu_end - r->gpu_start));
+  case 14: return r->exposed_ns < 0 ? 0 : (uint64_t)r->exposed_ns + 1;
+  default: return (uint64_t)(r->tail_ch + 1);
+  }
+}
+#define NCOLS 16
 
 static void colls_block(cl_dg_buf *b, const cl_digest *d) {
   cl_dg_varint(b, d->nrows);
@@ -144,22 +225,13 @@ static void colls_block(cl_dg_buf *b, const cl_digest *d) {
     cl_dg_varint(b, c->hash); cl_dg_varint(b, c->name);
     cl_dg_varint(b, cl_dg_zz(c->rank)); cl_dg_varint(b, cl_dg_zz(c->nranks));
   }
-  COL(b, d, r->p2p);
-  COL(b, d, r->comm);
-  COL(b, d, r->func);
-  COL(b, d, r->algo);
-  COL(b, d, r->proto);
-  DELTA_COL(b, d, r->seq);
-  COL(b, d, r->bytes);
-  COL(b, d, cl_dg_zz(r->nchannels));
-  COL(b, d, cl_dg_zz(r->peer));
-  DELTA_COL(b, d, r->enq_start);
-  COL(b, d, cl_dg_zz((int64_t)(r->enq_stop - r->enq_start)));
-  COL(b, d, r->src);
-  COL(b, d, cl_dg_zz((int64_t)(r->gpu_start - r->enq_start)));
-  COL(b, d, cl_dg_zz((int64_t)(r->gpu_end - r->gpu_start)));
-  COL(b, d, r->exposed_ns < 0 ? 0 : (uint64_t)r->exposed_ns + 1);
-  COL(b, d, (uint64_t)(r->tail_ch + 1));
+  uint64_t *v = malloc((d->nrows ? d->nrows : 1) * sizeof *v);
+  if (!v) { b->oom = 1; return; }
+  for (int k = 0; k < NCOLS; k++) {
+    for (size_t i = 0; i < d->nrows; i++) v[i] = col_of(k, &d->rows[i], i ? &d->rows[i - 1] : NULL);
+    put_col(b, v, d->nrows);
+  }
+  free(v);
 }
 
 static void chans_block(cl_dg_buf *b, const cl_digest *d) {
@@ -186,13 +258,14 @@ int cl_digest_take(cl_digest *d, cl_dg_buf *out) {
   cl_dg_buf raw = {0};
   int rc = 0;
   void (*enc[3])(cl_dg_buf *, const cl_digest *) = {colls_block, chans_block, steps_block};
-  const int type[3] = {CL_DG_COLLS, CL_DG_CHANS, CL_DG_STEPS};
+  const int type[3] = {CL_DG_COLLS_RUNS, CL_DG_CHANS, CL_DG_STEPS};
   const size_t n[3] = {d->nrows, d->nchans, d->nsteps};
   for (int k = 0; k < 3; k++) {
     if (!n[k]) continue;
     raw.len = 0;
     enc[k](&raw, d);
-    if (raw.oom || cl_dg_block(out, type[k], raw.p, raw.len) != 0) { d->lost += n[k]; rc = -1; }
+    int bad = raw.oom || (type[k] == CL_DG_COLLS_RUNS ? cl_dg_block_stored : cl_dg_block)(out, type[k], raw.p, raw.len) != 0;
+    if (bad) { d->lost += n[k]; rc = -1; }
     else d->taken += n[k];
   }
   free(raw.p);

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 /* Rows held at most between two flushes; past it a row is counted lost (cl_digest_lost). */
-#define CL_DG_MAX_ROWS (1u << 18)
+#define CL_DG_MAX_ROWS CL_DG_BLOCK_ROWS
 
 /* One finished collective or p2p operation (times: monotonic ns). Strings are borrowed for
  * the call; exposed_ns < 0 and tail_ch < 0 when not known; src: CL_DG_SRC_*. */

@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cl_dg_buf f = {0};
   const char *hdr = "{\"format\":1,\"rank\":1,\"host\":\"h\",\"job\":\"j\",\"clock\":{\"realtime_offset_ns\":1700000000000000000}}";
   cl_digest_file_head(&f, hdr, strlen(hdr));
-  static const int types[] = {CL_DG_COLLS, CL_DG_CHANS, CL_DG_STEPS, CL_DG_STATS, CL_DG_HEADER, 'Z'};
+  static const int types[] = {CL_DG_COLLS, CL_DG_COLLS_RUNS, CL_DG_CHANS, CL_DG_STEPS, CL_DG_STATS, CL_DG_HEADER, 'Z'};
   for (size_t at = 0; at + 3 <= size;) {
     int type = types[data[at] % (sizeof types / sizeof types[0])];
     size_t n = (size_t)data[at + 1] | (size_t)data[at + 2] << 8;

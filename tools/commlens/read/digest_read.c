@@ -60,11 +60,31 @@ enum { C_P2P, C_COMM, C_FUNC, C_ALGO, C_PROTO, C_SEQ, C_BYTES, C_NCH, C_PEER, C_
 
 static int32_t i32(int64_t v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }
 
-/* A collectives block; -1 when it is damaged (its rows are not delivered). */
-static int colls_block(const uint8_t *raw, size_t len, int64_t off, const cl_dg_sink *sink, void *arg, cl_info *info) {
+/* Column c of an R block into col (n values): raw, or in runs that fill it exactly. */
+static void read_col(cl_dg_in *in, uint64_t *col, size_t n) {
+  uint64_t mode = cl_dg_get_varint(in);
+  if (mode == CL_DG_COL_RAW) {
+    for (size_t i = 0; i < n && !in->bad; i++) col[i] = cl_dg_get_varint(in);
+  } else if (mode == CL_DG_COL_RUNS) {
+    for (size_t i = 0; i < n && !in->bad;) {
+      size_t k = cl_dg_get_max(in, n - i);
+      uint64_t v = cl_dg_get_varint(in);
+      if (!k) in->bad = 1;
+      for (; k; k--) col[i++] = v;
+    }
+  } else {
+    in->bad = 1;
+  }
+}
+
+/* A collectives block (C, or R: columns in runs); -1 when it is damaged (its rows are not
+ * delivered). */
+static int colls_block(const uint8_t *raw, size_t len, int64_t off, const cl_dg_sink *sink, void *arg, cl_info *info,
+                       int runs) {
   cl_dg_in in = {raw, raw + len, 0};
-  size_t n = cl_dg_get_max(&in, len);   /* every row takes at least C_N bytes */
-  if (in.bad || n * C_N > len) return -1;
+  /* a C row takes at least C_N bytes; R rows can take less, up to the writer's bound */
+  size_t n = cl_dg_get_max(&in, runs ? CL_DG_BLOCK_ROWS : len);
+  if (in.bad || (!runs && n * C_N > len)) return -1;
   str_tab st = {0};
   comm_t *cm = NULL;
   uint64_t *col = NULL;
@@ -80,8 +100,10 @@ static int colls_block(const uint8_t *raw, size_t len, int64_t off, const cl_dg_
     if (in.bad || !st.n) goto out;
   }
   if (!(col = malloc((n ? n : 1) * C_N * sizeof *col))) goto out;
-  for (int c = 0; c < C_N; c++)
-    for (size_t i = 0; i < n; i++) col[(size_t)c * n + i] = cl_dg_get_varint(&in);
+  for (int c = 0; c < C_N; c++) {
+    if (runs) read_col(&in, col + (size_t)c * n, n);
+    else for (size_t i = 0; i < n; i++) col[(size_t)c * n + i] = cl_dg_get_varint(&in);
+  }
   if (in.bad || in.p != in.e) goto out;
   /* check every index before delivering anything: a block is whole or not at all */
   for (size_t i = 0; i < n; i++) {
@@ -174,9 +196,10 @@ int cl_digest_scan_mem(const uint8_t *d, size_t len, const cl_dg_sink *sink, voi
     snprintf(info->msg, sizeof info->msg, "not a commlens digest (no %s magic)", CL_DG_MAGIC);
     return -1;
   }
-  if (cl_dg_le32(d + CL_DG_MAGIC_LEN) != CL_DG_VERSION) {
-    snprintf(info->msg, sizeof info->msg, "digest version %u is not supported (this commlens reads version %u)",
-             cl_dg_le32(d + CL_DG_MAGIC_LEN), CL_DG_VERSION);
+  uint32_t ver = cl_dg_le32(d + CL_DG_MAGIC_LEN);
+  if (ver < CL_DG_VERSION_MIN || ver > CL_DG_VERSION) {
+    snprintf(info->msg, sizeof info->msg, "digest version %u is not supported (this commlens reads versions %u to %u)",
+             ver, CL_DG_VERSION_MIN, CL_DG_VERSION);
     return -1;
   }
   int64_t off = 0;
@@ -205,7 +228,8 @@ int cl_digest_scan_mem(const uint8_t *d, size_t len, const cl_dg_sink *sink, voi
     info->saw_events = 1;
     int bad = 0;
     switch (b.type) {
-    case CL_DG_COLLS: bad = colls_block(b.raw, b.n, off, sink, arg, info); break;
+    case CL_DG_COLLS: bad = colls_block(b.raw, b.n, off, sink, arg, info, 0); break;
+    case CL_DG_COLLS_RUNS: bad = colls_block(b.raw, b.n, off, sink, arg, info, 1); break;
     case CL_DG_CHANS: bad = chans_block(b.raw, b.n, sink, arg, info); break;
     case CL_DG_STEPS: bad = steps_block(b.raw, b.n, off, sink, arg, info); break;
     case CL_DG_STATS:
