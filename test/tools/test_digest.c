@@ -5,6 +5,7 @@
  * it can when damaged: a torn last block costs that block, a corrupt block only its rows. */
 #include "harness.h"
 #include "exporters/digest.h"
+#include "common/digest_codec.h"
 #include "tools/commlens/read/digest_read.h"
 #include "synth_gen.h"
 #include <stdlib.h>
@@ -213,6 +214,48 @@ TL_TEST(a_damaged_digest_keeps_its_whole_blocks) {
   CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &rows, &info, 0) == -1 && strstr(info.msg, "header"), "header: %s", info.msg);
   cl_info_free(&info);
   free(f.p);
+}
+
+/* Format 1 (C blocks, every column raw) still reads: a digest the plugin wrote before format 2.
+ * And an R block is whole or damage: runs that fill the column exactly, else the block is
+ * skipped and counted, never read past. */
+static void r_block(cl_dg_buf *f, uint64_t run_of_rows) {
+  cl_dg_buf b = {0};
+  cl_dg_varint(&b, 3);                                   /* rows */
+  const char *strs[] = {"", "AllReduce", "c"};
+  cl_dg_varint(&b, 3);
+  for (int i = 0; i < 3; i++) { cl_dg_varint(&b, strlen(strs[i])); cl_dg_put(&b, strs[i], strlen(strs[i])); }
+  cl_dg_varint(&b, 1);                                   /* one communicator: hash, name, rank, nranks */
+  cl_dg_varint(&b, 0xabc); cl_dg_varint(&b, 2); cl_dg_varint(&b, cl_dg_zz(0)); cl_dg_varint(&b, cl_dg_zz(2));
+  for (int col = 0; col < 16; col++) {
+    if (col == 2) { cl_dg_varint(&b, CL_DG_COL_RUNS); cl_dg_varint(&b, run_of_rows); cl_dg_varint(&b, 1); continue; }
+    cl_dg_varint(&b, CL_DG_COL_RAW);                    /* func above: "AllReduce" in one run */
+    for (int i = 0; i < 3; i++) cl_dg_varint(&b, col == 9 ? cl_dg_zz(1000) : col == 11 ? CL_DG_SRC_KERNEL_CH : 0);
+  }
+  cl_dg_block(f, CL_DG_COLLS_RUNS, b.p, b.len);
+  free(b.p);
+}
+
+TL_TEST(format_1_reads_and_runs_must_fill_their_column) {
+  long rows = 0;
+  cl_dg_sink sink = {.coll = count_row};
+  cl_info info;
+  memset(&info, 0, sizeof info);
+  CHECK(cl_digest_scan("fuzz/corpus/digest/real0.digest", &sink, &rows, &info, 0) == 0 && !info.bad && rows > 10,
+        "a format-1 digest: %ld rows, bad %d (%s)", rows, info.bad, info.msg);
+  cl_info_free(&info);
+  const char *hdr = "{\"format\":1,\"rank\":1,\"host\":\"h\",\"job\":\"j\",\"clock\":{\"realtime_offset_ns\":0}}";
+  for (uint64_t run = 2; run <= 4; run++) {               /* 3 fills the column; 2 and 4 do not */
+    cl_dg_buf f = {0};
+    REQUIRE(cl_digest_file_head(&f, hdr, strlen(hdr)) == 0, "head");
+    r_block(&f, run);
+    rows = 0;
+    memset(&info, 0, sizeof info);
+    CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &rows, &info, 0) == 0 && rows == (run == 3 ? 3 : 0) &&
+          info.bad == (run != 3), "a run of %llu for 3 rows: %ld rows, bad %d", (unsigned long long)run, rows, info.bad);
+    cl_info_free(&info);
+    free(f.p);
+  }
 }
 
 /* A synthetic 64-rank job on 8 hosts (test/tools/synth_gen.h) with a planted straggler (rank
