@@ -14,12 +14,22 @@ static void to_stage(void *arg, const cl_rec *recs, size_t nslots) { cl_stage_ap
 
 static uint64_t drain_pass(cl_stage *st) { return st ? cl_rings_drain(to_stage, st) : 0; }
 
+/* A pass that moves this many records means more are coming fast: the next pass starts at once,
+ * and the pause after a smaller one is short again. Fewer, and the pause doubles up to
+ * DRAIN_MAX_US: a job whose collectives trickle in (a few per millisecond) was drained every
+ * 20 to 40 us, a wake-up each time, for a record or two (bench/replay_cost.c, evenly paced
+ * streams: most of the writer's instructions per collective). The rings hold milliseconds of
+ * records at any rate a thread can make, and grow when found a quarter full (ring.h). */
+#define DRAIN_BATCH 256
+#define DRAIN_MAX_US 2000
+
 static void *drain_main(void *arg) {
   (void)arg;
   int idle_us = 50;
   while (!atomic_load(&g_stop)) {
-    if (drain_pass(g_st)) { idle_us = 20; continue; }
-    idle_us = idle_us < 2000 ? idle_us * 2 : 2000;
+    uint64_t got = drain_pass(g_st);
+    if (got >= DRAIN_BATCH) { idle_us = 20; continue; }
+    idle_us = idle_us < DRAIN_MAX_US ? idle_us * 2 : DRAIN_MAX_US;
     struct timespec ts = {0, idle_us * 1000L};
     nanosleep(&ts, NULL);
   }
