@@ -31,6 +31,7 @@
 static int MASK_DEFAULT = 0x5F4F;
 static const char *g_cupti = "sampled";
 #define MAX_RUNS 32
+#define SPAN_S 8.0   /* callgrind runs: every stream's calls spread evenly over this many seconds */
 
 /* ---------------------------------------------------------------------------------------- */
 /* The stream: a recording filtered to `mask`, its body repeated `copies` times (collective
@@ -256,13 +257,13 @@ static void child_report(void) {
   char line[512];
   int l = snprintf(line, sizeof line,
                    "RESULT calls %ld plugin_ns %lld preempted %ld threads_cpu_ns %lld total_cpu_ns %lld main_pre_ns %lld "
-                   "main_final_ns %lld pushed %ld push_fail %ld bad %ld\n",
+                   "main_final_ns %lld pushed %ld push_fail %ld bad %ld max_late_ns %lld\n",
                    g_timed, g_launch_ns, g_preempted, g_st.threads_cpu_ns, total,
-                   g_main_pre, thread_cpu(), g_pushed, g_push_fail, g_st.bad_rc);
+                   g_main_pre, thread_cpu(), g_pushed, g_push_fail, g_st.bad_rc, g_st.max_late_ns);
   if (write(3, line, (size_t)l) != l) { /* the parent sees no result */ }
 }
 
-static int child_main(const char *lib, const char *stream, const char *cupti, int compute) {
+static int child_main(const char *lib, const char *stream, const char *cupti, int compute, double span_s) {
   atexit(child_report);
   g_compute = compute;
   void *fc = cupti && *cupti ? dlopen(cupti, RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -273,7 +274,8 @@ static int child_main(const char *lib, const char *stream, const char *cupti, in
     script();
   }
   rp_set_call_hook(on_call);
-  if (rp_replay(stream, lib, &g_st) != 0) { fprintf(stderr, "replay: %s\n", g_st.err); return 2; }
+  if (span_s > 0) rp_set_uniform_span((uint64_t)(span_s * 1e9));   /* paced: evenly over span_s seconds */
+  if (rp_replay_paced(stream, lib, span_s > 0 ? 1.0 : 0, &g_st) != 0) { fprintf(stderr, "replay: %s\n", g_st.err); return 2; }
   g_main_pre = thread_cpu();
   return 0;   /* exit(): the plugin's exit handler finishes the trace, then child_report */
 }
@@ -333,15 +335,24 @@ static double du_bytes(const char *dir) {
   return sum;
 }
 
-/* One child: `valgrind` (NULL: none) runs it under callgrind into `cg_out`. */
+/* The CUPTI window the children get (sampled mode): a first one of 50 ms, then none for the
+ * rest of the replay, so the steady state outside the windows is what is priced; a compute
+ * kernel's records are taken inside windows only, so they are priced in a window as long as
+ * the run (g_window). */
+static const char *g_sample = "0.05:3600";
+static const char *const g_window = "600:3600";
+
+/* One child: `valgrind` (NULL: none) runs it under callgrind into `cg_out`; span_s > 0 paces the
+ * replay, its calls spread evenly over span_s seconds; 0 replays as fast as possible. */
 static run_result run_child(const char *lib, const char *stream, int with_cupti, int compute,
-                            const char *cg_out) {
+                            const char *cg_out, double span_s) {
   run_result r;
   memset(&r, 0, sizeof r);
-  char dir[4200], comp[16];
+  char dir[4200], comp[16], sp[32];
   snprintf(dir, sizeof dir, "%s/out", g_tmp);
   mkdir(dir, 0700);
   snprintf(comp, sizeof comp, "%d", compute);
+  snprintf(sp, sizeof sp, "%g", span_s);
   int pfd[2];
   if (pipe(pfd) != 0) return r;
   pid_t pid = fork();
@@ -356,9 +367,7 @@ static run_result run_child(const char *lib, const char *stream, int with_cupti,
     if (with_cupti) {
       setenv("COMMLENS_CUPTI_LIB", g_fake_cupti, 1);
       setenv("COMMLENS_CUPTI", g_cupti, 1);
-      /* sampled: a first window of 50 ms, then none for the rest of the replay, so the steady
-       * state outside the windows is what is priced (KernelCh spans, estimated exposure) */
-      setenv("COMMLENS_CUPTI_SAMPLE", "0.05:3600", 1);
+      setenv("COMMLENS_CUPTI_SAMPLE", g_sample, 1);
     } else {
       setenv("COMMLENS_CUPTI", "off", 1);
     }
@@ -366,10 +375,14 @@ static run_result run_child(const char *lib, const char *stream, int with_cupti,
     if (cg_out) {
       char of[4300];
       snprintf(of, sizeof of, "--callgrind-out-file=%s", cg_out);
+      /* no fastbins: the replay frees ~100 small chunks per collective, and the first large
+       * malloc of a plugin thread would coalesce them all (glibc's malloc_consolidate), a cost
+       * of the replay's counted as the plugin's */
+      setenv("GLIBC_TUNABLES", "glibc.malloc.mxfast=0", 1);
       execlp("valgrind", "valgrind", "--tool=callgrind", of, "--dump-instr=no", g_self, "--child", lib,
-             stream, cupti, comp, (char *)NULL);
+             stream, cupti, comp, sp, (char *)NULL);
     } else {
-      execl(g_self, g_self, "--child", lib, stream, cupti, comp, (char *)NULL);
+      execl(g_self, g_self, "--child", lib, stream, cupti, comp, sp, (char *)NULL);
     }
     _exit(127);
   }
@@ -434,7 +447,7 @@ static unit_cost slope(const char *lib, const char *s1, const char *s2, int cupt
   int n = 0;
   run_result last = {0};
   for (int i = 0; i < runs; i++) {
-    run_result a = run_child(lib, s1, cupti, c1, NULL), z = run_child(lib, s2, cupti, c2, NULL);
+    run_result a = run_child(lib, s1, cupti, c1, NULL, 0), z = run_child(lib, s2, cupti, c2, NULL, 0);
     if (!a.ok || !z.ok) continue;
     last = z;
     if (a.push_fail || z.push_fail) fprintf(stderr, "  (%ld kernel records refused)\n", a.push_fail + z.push_fail);
@@ -491,14 +504,18 @@ static ir_split callgrind_split(const char *cg_out) {
   return s;
 }
 
-/* The smaller count of two runs, per side: the writer's threads also do work paced by the clock
- * (polls, flushes: more of it the longer a run takes under valgrind), which only ever adds. */
-static ir_split cg_run(const char *lib, const char *stream, int compute, const char *tag) {
+/* The smallest count of three runs, per side. The replays are paced, their calls spread evenly over
+ * `span_s` seconds: the writer's threads also do work paced by the clock (polls, flushes with
+ * their fixed costs, exposure's lag, the GPU clock's calibration), and an unpaced replay under
+ * valgrind lasts as long as valgrind takes, so that work, and which collectives meet it,
+ * changed from run to run. Two streams spread over the same span do the same timed work, every
+ * flush with rows in both: their difference is what the extra collectives cost. */
+static ir_split cg_run(const char *lib, const char *stream, int compute, const char *tag, double span_s) {
   ir_split best = {0, 0};
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 3; k++) {
     char out[4200];
     snprintf(out, sizeof out, "%s/callgrind.%s.%d", g_tmp, tag, k);
-    run_result r = run_child(lib, stream, 1, compute, out);
+    run_result r = run_child(lib, stream, 1, compute, out, span_s);
     if (!r.ok) continue;
     ir_split s = callgrind_split(out);
     unlink(out);
@@ -566,7 +583,8 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 6 && !strcmp(argv[1], "--child")) return child_main(argv[2], argv[3], argv[4], atoi(argv[5]));
+  if ((argc == 6 || argc == 7) && !strcmp(argv[1], "--child"))
+    return child_main(argv[2], argv[3], argv[4], atoi(argv[5]), argc == 7 ? atof(argv[6]) : 0);
   if (argc == 3 && !strcmp(argv[1], "--split")) {   /* a callgrind file's launch and writer counts */
     ir_split sp = callgrind_split(argv[2]);
     printf("launch %.0f writer %.0f\n", sp.launch, sp.writer);
@@ -661,7 +679,9 @@ int main(int argc, char **argv) {
   rec_path(src, sizeof src, data, recs[0]);
   snprintf(s1, sizeof s1, "%s/c.rec.gz", g_tmp);
   if (make_stream(src, s1, KC, MASK_DEFAULT, 5, &cc)) return 1;
+  g_sample = g_window;
   unit_cost ck = slope(lib, s1, s1, 1, 0, C, 0, (double)C * (double)cc.launches, runs);
+  g_sample = "0.05:3600";
   printf("\nper compute-kernel record (%s x%d, %d compute kernels per NCCL launch, %ld launches):\n"
          "  writer %.0f ns, trace %.0f bytes (launch-side plugin time per compute kernel: %.1f ns; "
          "GPU-timed %ld of %ld collectives)\n", recs[0], KC, C, cc.launches, ck.writer, ck.bytes, ck.launch,
@@ -669,19 +689,22 @@ int main(int argc, char **argv) {
 
   int regressions = 0;
   if (callgrind) {
-    printf("\ninstructions (valgrind --tool=callgrind, inclusive; slopes as above):\n");
+    printf("\ninstructions (valgrind --tool=callgrind, inclusive; slopes as above, but each stream's calls spread\n"
+           "evenly over %g s, so both do the same clock-paced work, flushes included):\n", SPAN_S);
     stream_counts c1, c2;
     rec_path(src, sizeof src, data, recs[0]);
     snprintf(s1, sizeof s1, "%s/a.rec.gz", g_tmp);
     snprintf(s2, sizeof s2, "%s/b.rec.gz", g_tmp);
     if (make_stream(src, s1, K1, MASK_DEFAULT, 5, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, 5, &c2)) return 1;
     double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
-    ir_split a = cg_run(lib, s1, 0, "k1"), z = cg_run(lib, s2, 0, "k2");
+    ir_split a = cg_run(lib, s1, 0, "k1", SPAN_S), z = cg_run(lib, s2, 0, "k2", SPAN_S);
     double il = (z.launch - a.launch) / (u2 - u1), iw = (z.writer - a.writer) / (u2 - u1);
-    ir_split cn = cg_run(lib, s2, C, "cn");
-    double ic = (cn.writer - z.writer) / ((double)C * (double)c2.launches);
+    g_sample = g_window;        /* compute kernels: recorded inside a window (all of the run) */
+    ir_split zw = cg_run(lib, s2, 0, "kw", SPAN_S), cn = cg_run(lib, s2, C, "cn", SPAN_S);
+    g_sample = "0.05:3600";
+    double ic = (cn.writer - zw.writer) / ((double)C * (double)c2.launches);
     if (make_stream(src, s1, K1, MASK_DEFAULT, 6, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, 6, &c2)) return 1;
-    ir_split a6 = cg_run(lib, s1, 0, "k1v6"), z6 = cg_run(lib, s2, 0, "k2v6");
+    ir_split a6 = cg_run(lib, s1, 0, "k1v6", SPAN_S), z6 = cg_run(lib, s2, 0, "k2v6", SPAN_S);
     double il6 = (z6.launch - a6.launch) / (u2 - u1), iw6 = (z6.writer - a6.writer) / (u2 - u1);
     printf("  per collective (%s): launch %.0f, writer %.0f (ABI v6: launch %.0f, writer %.0f)\n"
            "  per compute-kernel record: writer %.0f\n", recs[0], il, iw, il6, iw6, ic);

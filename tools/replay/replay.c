@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -233,11 +234,17 @@ void rp_set_call_hook(rp_call_hook fn) { g_call_hook = fn; }
  * --virtual-clock replaces the one the plugin sees): pacing runs on real time. */
 static void real_now(struct timespec *ts) { syscall(SYS_clock_gettime, CLOCK_MONOTONIC, ts); }
 
-/* Sleeps until the call's recorded time (scaled) has passed since the replay started. A call
- * already due runs at once (no system call): recorded calls come microseconds apart. */
+static _Atomic uint64_t g_uniform_ns;   /* rp_set_uniform_span */
+void rp_set_uniform_span(uint64_t ns) { atomic_store(&g_uniform_ns, ns); }
+
+/* Sleeps until the call's recorded time (scaled), or its place in an even spread, has passed
+ * since the replay started. A call already due runs at once (no system call): recorded calls
+ * come microseconds apart. */
 static void pace(rp_run *r, const rp_call *c) {
   if (r->speed <= 0) return;
-  uint64_t due_ns = (uint64_t)((double)c->t / r->speed);
+  uint64_t span = atomic_load_explicit(&g_uniform_ns, memory_order_relaxed);
+  uint64_t due_ns = span ? (uint64_t)((double)(c - r->calls) * ((double)span / (double)r->ncalls))
+                         : (uint64_t)((double)c->t / r->speed);
   struct timespec due = r->t0, now;
   due.tv_sec += (time_t)(due_ns / 1000000000u);
   due.tv_nsec += (long)(due_ns % 1000000000u);

@@ -44,4 +44,8 @@ typedef struct { char kind; int abi; uint64_t type; const unsigned char *descr;
                  long long ns; /* the time the call took, as added to plugin_ns or lifecycle_ns */ } rp_call_view;
 typedef void (*rp_call_hook)(const rp_call_view *c);
 void rp_set_call_hook(rp_call_hook fn);
+/* Paced replays (speed > 0) only: ns > 0 spreads the calls evenly over ns instead of at their
+ * recorded times (bench/replay_cost.c: streams of different lengths over one span of time,
+ * every flush interval holding collectives); 0, the default: recorded times. */
+void rp_set_uniform_span(uint64_t ns);
 #endif
