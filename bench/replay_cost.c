@@ -5,8 +5,10 @@
  * summary) fall out of a slope between two lengths. The stand-in libcupti (test/fakes/fake_cupti.c,
  * scripted) hands the plugin a kernel record for every NCCL launch and, on request, compute-kernel
  * records beside each: the GPU join, exposure and the trace writer do their whole default work.
- * Each measurement is a fresh process. Timings are medians; `--callgrind` adds instruction counts
- * (valgrind), compared with bench/replay_cost.baseline: 10% more is flagged as a regression.
+ * Each measurement is a fresh process. Timings are medians of replays as fast as possible;
+ * `--callgrind` adds instruction counts (valgrind) of replays whose calls are spread evenly over
+ * SPAN_S seconds (cg_run says why), compared with bench/replay_cost.baseline: 10% more is flagged
+ * as a regression. The writer's CPU per second of such a spread replay is printed beside them.
  * It asserts nothing else; the numbers are for docs/decisions.md and the README. */
 #include "commlens/nccl_profiler_abi.h"
 #include "tools/replay/replay.h"
@@ -670,6 +672,25 @@ int main(int argc, char **argv) {
       if (abi == 5)
         printf("%-30s      (%.1f events, %.1f calls per collective)\n", "",
                (double)(c2.events - c1.events) / (u2 - u1), (double)(c2.calls - c1.calls) / (u2 - u1));
+    }
+  }
+
+  /* 1a': the writer's CPU per second of a job: the first recording's two streams, each spread
+   * evenly over SPAN_S seconds (what the threads' waking and clock-paced work cost, beside the
+   * per-collective work: at these rates, most of it) */
+  {
+    stream_counts c1, c2;
+    rec_path(src, sizeof src, data, recs[0]);
+    snprintf(s1, sizeof s1, "%s/a.rec.gz", g_tmp);
+    snprintf(s2, sizeof s2, "%s/b.rec.gz", g_tmp);
+    if (make_stream(src, s1, K1, MASK_DEFAULT, 5, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, 5, &c2)) return 1;
+    printf("\nwriter CPU over %g s, the calls spread evenly (%s, ABI v5):\n", SPAN_S, recs[0]);
+    for (int k = 0; k < 2; k++) {
+      const stream_counts *c = k ? &c2 : &c1;
+      run_result r = run_child(lib, k ? s2 : s1, 1, 0, NULL, SPAN_S);
+      if (r.ok)
+        printf("  %5.0f collectives a second: %6.1f ms of CPU a second, %.2f%% of a core\n",
+               (double)(c->colls + c->p2ps) / SPAN_S, r.writer_ns / SPAN_S / 1e6, r.writer_ns / SPAN_S / 1e7);
     }
   }
 
