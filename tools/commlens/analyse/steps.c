@@ -23,8 +23,9 @@ static int cmp_i64(const void *a, const void *b) {
 /* The gap before a collective that sets a step's boundary apart: the two classes of gaps
  * (in log time: the microseconds between one step's buckets, the forward pass, optimizer and
  * data loading between steps) split where their between-class variance is largest (Otsu),
- * kept when the classes' medians differ CL_ST_GAP_JUMP times or more and each holds at least
- * 1/CL_ST_GAP_MIN_SHARE of the gaps. 0: no such split (or times unknown). */
+ * kept when the classes' medians differ CL_ST_GAP_JUMP times or more, each holds at least
+ * 1/CL_ST_GAP_MIN_SHARE of the gaps and the long ones are at most half. 0: no such split (or
+ * times unknown). */
 static int64_t big_gap(const cl_st_coll *c, size_t n) {
   int64_t *g = cl_xmalloc((n + 1) * sizeof *g);
   size_t ng = 0;
@@ -43,8 +44,12 @@ static int64_t big_gap(const cl_st_coll *c, size_t n) {
     double bv = (double)k * (double)(ng - k) * (m1 - m0) * (m1 - m0);
     if (bv > best) { best = bv; split = k; }
   }
+  /* the long gaps set steps apart only while they are the fewer: when most gaps are long, the
+   * short ones are a late thread catching up (a stall, then its collectives back to back), not
+   * collectives of one step */
   int64_t thr = 0;
-  if (split && (double)g[split + (ng - split) / 2] >= CL_ST_GAP_JUMP * (double)g[split / 2]) thr = g[split];
+  if (split && ng - split <= split && (double)g[split + (ng - split) / 2] >= CL_ST_GAP_JUMP * (double)g[split / 2])
+    thr = g[split];
   free(lg); free(g);
   return thr;
 }
