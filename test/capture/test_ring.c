@@ -230,6 +230,14 @@ static int rec_is(const cl_rec *r, unsigned kind, void *h, unsigned flags) {
   return r->kind == kind && r->id == (uint64_t)(uintptr_t)h && r->flags == flags;
 }
 
+static void *state_then_exit(void *arg) {
+  cl_payload kp = {.kernel_ch = {.ptimer = 1000, .channel = 1}};
+  void *h = cl_event_start(1, CL_EV_KERNEL_CH, 0, 0, &kp, sizeof kp.kernel_ch);
+  cl_event_state(h, CL_ST_KERNEL_CH_STOP, 9000);
+  *(void **)arg = h;
+  return NULL;
+}
+
 TL_TEST(kernel_ch_stop_state_rides_in_its_stop) {
   cl_config_load();
   atomic_store(&cl_enabled, 1);
@@ -269,5 +277,14 @@ TL_TEST(kernel_ch_stop_state_rides_in_its_stop) {
         l.r[6].arg == 7000 && l.r[6].ts <= l.r[7].ts, "c's state written out before d's start");
   CHECK(rec_is(&l.r[7], CL_REC_START, d, 0) && rec_is(&l.r[8], CL_REC_STOP, c, 0) && rec_is(&l.r[9], CL_REC_STOP, d, 0),
         "then d's start, c's stop, d's stop");
+  /* a thread that ends between the state and the stop leaves the state as its own record */
+  pthread_t t;
+  void *e = NULL;
+  REQUIRE(pthread_create(&t, NULL, state_then_exit, &e) == 0, "thread");
+  pthread_join(t, NULL);
+  rec_list m = {.n = 0, .serial = CL_ID_SERIAL((uint64_t)(uintptr_t)e)};
+  cl_rings_drain(collect, &m);
+  CHECK(m.n == 2 && rec_is(&m.r[0], CL_REC_START, e, 0) && rec_is(&m.r[1], CL_REC_STATE, e, 0) &&
+        m.r[1].aux == CL_ST_KERNEL_CH_STOP && m.r[1].arg == 9000, "an ended thread's waiting state: %d records", m.n);
   atomic_store(&cl_enabled, 0);
 }
