@@ -38,29 +38,6 @@ static inline void sample_cost(cl_ring *r, uint64_t t0) {
   }
 }
 
-static inline void put_small_at(cl_ring *r, uint64_t id, unsigned kind, unsigned flags, uint32_t aux,
-                                uint64_t ts, uint64_t arg) {
-  uint64_t pos;
-  cl_rec *rec = cl_ring_reserve(r, 1, &pos);
-  if (rec) {
-    rec->kind = (uint8_t)kind;
-    rec->nslots = 1;
-    rec->etype = 0;
-    rec->flags = (uint8_t)flags;
-    rec->aux = aux;
-    rec->id = id;
-    rec->ts = ts;
-    rec->arg = arg;
-    cl_ring_commit(r, pos, 1);
-  }
-}
-
-/* The KernelChStop state waiting in the ring, written out as the STATE record it is. */
-static inline void kst_flush(cl_ring *r) {
-  put_small_at(r, r->kst_id, CL_REC_STATE, 0, CL_ST_KERNEL_CH_STOP, r->kst_ts, r->kst_arg);
-  r->kst_id = 0;
-}
-
 void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint64_t parent,
                      const cl_payload *p, unsigned payload_bytes) {
   if (__builtin_expect(!atomic_load_explicit(&cl_enabled, memory_order_relaxed), 0)) return NULL;
@@ -76,7 +53,7 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
     return (void *)(uintptr_t)CL_ID_DROPPED;
   }
   uint64_t t0 = cl_now();
-  if (__builtin_expect(r->kst_id != 0, 0)) kst_flush(r);   /* records keep their thread's order */
+  if (__builtin_expect(r->kst_id != 0, 0)) cl_ring_kst_flush(r);   /* records keep their thread's order */
   uint64_t id = r->id_base | ++r->seq;
   unsigned bytes = (unsigned)offsetof(cl_payload, group_api) + payload_bytes;
   unsigned n = 1 + (bytes + CL_SLOT_BYTES - 1) / CL_SLOT_BYTES;
@@ -107,11 +84,11 @@ void cl_event_stop(void *handle) {
   if (!r) return;
   uint64_t t0 = cl_now(), id = (uint64_t)(uintptr_t)handle;
   if (r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX) {
-    put_small_at(r, id, CL_REC_STOP, CL_F_STOP_KCH_STATE, (uint32_t)(t0 - r->kst_ts), t0, r->kst_arg);
+    cl_ring_put1(r, id, CL_REC_STOP, CL_F_STOP_KCH_STATE, (uint32_t)(t0 - r->kst_ts), t0, r->kst_arg);
     r->kst_id = 0;
   } else {
-    if (r->kst_id) kst_flush(r);
-    put_small_at(r, id, CL_REC_STOP, 0, 0, t0, 0);
+    if (r->kst_id) cl_ring_kst_flush(r);
+    cl_ring_put1(r, id, CL_REC_STOP, 0, 0, t0, 0);
   }
   sample_cost(r, t0);
 }
@@ -121,13 +98,13 @@ void cl_event_state(void *handle, int state, uint64_t arg) {
   cl_ring *r = ring_self();
   if (!r) return;
   uint64_t t0 = cl_now();
-  if (r->kst_id) kst_flush(r);
+  if (r->kst_id) cl_ring_kst_flush(r);
   if (state == CL_ST_KERNEL_CH_STOP) {
     r->kst_id = (uint64_t)(uintptr_t)handle;
     r->kst_ts = t0;
     r->kst_arg = arg;
   } else {
-    put_small_at(r, (uint64_t)(uintptr_t)handle, CL_REC_STATE, 0, (uint32_t)state, t0, arg);
+    cl_ring_put1(r, (uint64_t)(uintptr_t)handle, CL_REC_STATE, 0, (uint32_t)state, t0, arg);
   }
   sample_cost(r, t0);
 }

@@ -25,16 +25,7 @@ static uint32_t g_next_serial = 1;
 static void ring_thread_exit(void *p) {
   cl_ring *r = p;
   if (!r) return;
-  if (r->kst_id) {   /* a KernelChStop state whose stop never came on this thread: its own record */
-    uint64_t pos;
-    cl_rec *rec = cl_ring_reserve(r, 1, &pos);
-    if (rec) {
-      *rec = (cl_rec){.kind = CL_REC_STATE, .nslots = 1, .aux = CL_ST_KERNEL_CH_STOP, .id = r->kst_id,
-                      .ts = r->kst_ts, .arg = r->kst_arg};
-      cl_ring_commit(r, pos, 1);
-    }
-    r->kst_id = 0;
-  }
+  if (r->kst_id) cl_ring_kst_flush(r);   /* a KernelChStop state whose stop never came on this thread */
   atomic_store_explicit(&r->state, CL_RING_DEAD, memory_order_release);
 }
 static void make_key(void) { pthread_key_create(&g_ring_key, ring_thread_exit); }

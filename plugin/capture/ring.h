@@ -135,4 +135,19 @@ static inline cl_rec *cl_ring_reserve(cl_ring *r, unsigned n, uint64_t *pos_out)
 static inline void cl_ring_commit(cl_ring *r, uint64_t pos, unsigned n) {
   atomic_store_explicit(&r->head, pos + n, memory_order_release);
 }
+/* Producer: one single-slot record (STOP or STATE), or a counted drop when the ring is full. */
+static inline void cl_ring_put1(cl_ring *r, uint64_t id, unsigned kind, unsigned flags, uint32_t aux,
+                                uint64_t ts, uint64_t arg) {
+  uint64_t pos;
+  cl_rec *rec = cl_ring_reserve(r, 1, &pos);
+  if (!rec) return;
+  *rec = (cl_rec){.kind = (uint8_t)kind, .nslots = 1, .flags = (uint8_t)flags, .aux = aux, .id = id, .ts = ts, .arg = arg};
+  cl_ring_commit(r, pos, 1);
+}
+/* Producer: the KernelChStop state waiting for its stop (kst_id), written out as the STATE
+ * record it is (hotpath.c; the thread's exit). */
+static inline void cl_ring_kst_flush(cl_ring *r) {
+  cl_ring_put1(r, r->kst_id, CL_REC_STATE, 0, CL_ST_KERNEL_CH_STOP, r->kst_ts, r->kst_arg);
+  r->kst_id = 0;
+}
 #endif

@@ -60,9 +60,10 @@ enum { C_P2P, C_COMM, C_FUNC, C_ALGO, C_PROTO, C_SEQ, C_BYTES, C_NCH, C_PEER, C_
 
 static int32_t i32(int64_t v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }
 
-/* Column c of an R block into col (n values): raw, or in runs that fill it exactly. */
-static void read_col(cl_dg_in *in, uint64_t *col, size_t n) {
-  uint64_t mode = cl_dg_get_varint(in);
+/* One column into col (n values): a C block's, raw; an R block's (runs), by its mode: raw, or in
+ * runs that fill it exactly. */
+static void read_col(cl_dg_in *in, uint64_t *col, size_t n, int runs) {
+  uint64_t mode = runs ? cl_dg_get_varint(in) : CL_DG_COL_RAW;
   if (mode == CL_DG_COL_RAW) {
     for (size_t i = 0; i < n && !in->bad; i++) col[i] = cl_dg_get_varint(in);
   } else if (mode == CL_DG_COL_RUNS) {
@@ -100,10 +101,7 @@ static int colls_block(const uint8_t *raw, size_t len, int64_t off, const cl_dg_
     if (in.bad || !st.n) goto out;
   }
   if (!(col = malloc((n ? n : 1) * C_N * sizeof *col))) goto out;
-  for (int c = 0; c < C_N; c++) {
-    if (runs) read_col(&in, col + (size_t)c * n, n);
-    else for (size_t i = 0; i < n; i++) col[(size_t)c * n + i] = cl_dg_get_varint(&in);
-  }
+  for (int c = 0; c < C_N; c++) read_col(&in, col + (size_t)c * n, n, runs);
   if (in.bad || in.p != in.e) goto out;
   /* check every index before delivering anything: a block is whole or not at all */
   for (size_t i = 0; i < n; i++) {
