@@ -259,9 +259,9 @@ static void child_report(void) {
   char line[512];
   int l = snprintf(line, sizeof line,
                    "RESULT calls %ld plugin_ns %lld preempted %ld threads_cpu_ns %lld total_cpu_ns %lld main_pre_ns %lld "
-                   "main_final_ns %lld pushed %ld push_fail %ld bad %ld max_late_ns %lld\n",
+                   "main_final_ns %lld pushed %ld push_fail %ld bad %ld\n",
                    g_timed, g_launch_ns, g_preempted, g_st.threads_cpu_ns, total,
-                   g_main_pre, thread_cpu(), g_pushed, g_push_fail, g_st.bad_rc, g_st.max_late_ns);
+                   g_main_pre, thread_cpu(), g_pushed, g_push_fail, g_st.bad_rc);
   if (write(3, line, (size_t)l) != l) { /* the parent sees no result */ }
 }
 
@@ -340,9 +340,10 @@ static double du_bytes(const char *dir) {
 /* The CUPTI window the children get (sampled mode): a first one of 50 ms, then none for the
  * rest of the replay, so the steady state outside the windows is what is priced; a compute
  * kernel's records are taken inside windows only, so they are priced in a window as long as
- * the run (g_window). */
-static const char *g_sample = "0.05:3600";
+ * the run (g_window). FIRST_WINDOW is the default. */
+#define FIRST_WINDOW "0.05:3600"
 static const char *const g_window = "600:3600";
+static const char *g_sample = FIRST_WINDOW;
 
 /* One child: `valgrind` (NULL: none) runs it under callgrind into `cg_out`; span_s > 0 paces the
  * replay, its calls spread evenly over span_s seconds; 0 replays as fast as possible. */
@@ -702,7 +703,7 @@ int main(int argc, char **argv) {
   if (make_stream(src, s1, KC, MASK_DEFAULT, 5, &cc)) return 1;
   g_sample = g_window;
   unit_cost ck = slope(lib, s1, s1, 1, 0, C, 0, (double)C * (double)cc.launches, runs);
-  g_sample = "0.05:3600";
+  g_sample = FIRST_WINDOW;
   printf("\nper compute-kernel record (%s x%d, %d compute kernels per NCCL launch, %ld launches):\n"
          "  writer %.0f ns, trace %.0f bytes (launch-side plugin time per compute kernel: %.1f ns; "
          "GPU-timed %ld of %ld collectives)\n", recs[0], KC, C, cc.launches, ck.writer, ck.bytes, ck.launch,
@@ -722,7 +723,7 @@ int main(int argc, char **argv) {
     double il = (z.launch - a.launch) / (u2 - u1), iw = (z.writer - a.writer) / (u2 - u1);
     g_sample = g_window;        /* compute kernels: recorded inside a window (all of the run) */
     ir_split zw = cg_run(lib, s2, 0, "kw", SPAN_S), cn = cg_run(lib, s2, C, "cn", SPAN_S);
-    g_sample = "0.05:3600";
+    g_sample = FIRST_WINDOW;
     double ic = (cn.writer - zw.writer) / ((double)C * (double)c2.launches);
     if (make_stream(src, s1, K1, MASK_DEFAULT, 6, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, 6, &c2)) return 1;
     ir_split a6 = cg_run(lib, s1, 0, "k1v6", SPAN_S), z6 = cg_run(lib, s2, 0, "k2v6", SPAN_S);

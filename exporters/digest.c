@@ -176,7 +176,7 @@ static void strings(cl_dg_buf *b, const cl_digest *d) {
 
 /* A column: in runs of equal values when that halves what is written (most columns repeat
  * from row to row: communicator, function, algorithm, size, source, even the seq delta), else
- * value by value. Fewer bytes for zlib to compress is most of what the digest's flush costs. */
+ * value by value. The block is stored as it is (cl_dg_block_stored): fewer bytes, no zlib. */
 static void put_col(cl_dg_buf *b, const uint64_t *v, size_t n) {
   size_t runs = 0;
   for (size_t i = 0; i < n; i++) runs += !i || v[i] != v[i - 1];
