@@ -4,9 +4,14 @@
 #ifndef COMMLENS_V5_COMMON_H
 #define COMMLENS_V5_COMMON_H
 #include "shim.h"
+#include "plugin/capture/gate.h"
+#include "plugin/capture/hotpath.h"
 #include "plugin/gpu/cupti.h"
 #include <stdio.h>
 #include <unistd.h>
+
+/* The events the shims may answer with no handle (plugin/capture/gate.h, cl_skip_launch_events). */
+#define CL_V5_LAUNCH_EVENTS (CLABI_EV_GROUP_API | CLABI_EV_COLL_API | CLABI_EV_P2P_API | CLABI_EV_KERNEL_LAUNCH)
 
 /* init of v5, v6 and v7 (one signature): the communicator's facts, then the common tail. */
 static inline clabi_result cl_v5_init(int abi, void **ctx, uint64_t commId, int *mask, const char *commName,
@@ -34,6 +39,10 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
   int nrefs = 0;
   /* the recorder's string references; their lengths are read only when it records */
   const int rec = CL_RECORDING();
+  /* GroupApi, CollApi, P2pApi, KernelLaunch: not needed now (gate.h); the recorder keeps all */
+  if ((type & ~(uint64_t)CL_V5_LAUNCH_EVENTS) == 0 && type &&
+      atomic_load_explicit(&cl_skip_launch_events, memory_order_relaxed) && !rec)
+    return cl_event_skipped();
   uint32_t serial = cl_shim_comm(ctx, &flags);
   p.rank = rank;
   p._pad = 0;

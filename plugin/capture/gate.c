@@ -10,6 +10,7 @@ typedef enum { WIN_BEFORE = 0, WIN_INSIDE, WIN_AFTER } win_state;
 _Atomic int cl_enabled;
 _Atomic int cl_capturing = 1;
 _Atomic int cl_window_by_coll;
+_Atomic int cl_skip_launch_events;
 static _Atomic uint64_t g_colls;
 static win_state g_window_state;       /* time window; writer thread only */
 static _Atomic(int *) g_mask_ptr;      /* NCCL's process-global mask (NCCL reads it relaxed) */
@@ -30,12 +31,18 @@ void cl_disable(void) {
   set_mask(0);
 }
 
+void cl_gate_launch_events(int needed) {
+  if (atomic_load_explicit(&cl_skip_launch_events, memory_order_relaxed) == !needed) return;
+  atomic_store_explicit(&cl_skip_launch_events, !needed, memory_order_relaxed);
+}
+
 void cl_gate_setup(void) {
   int windowed = cl_cfg.window != CL_WIN_NONE;
   atomic_store(&cl_window_by_coll, cl_cfg.window == CL_WIN_COLL);
   atomic_store(&cl_capturing, !windowed || (cl_cfg.window == CL_WIN_COLL && cl_cfg.win_start == 0));
   g_window_state = WIN_BEFORE;
   atomic_store(&g_colls, 0);
+  atomic_store(&cl_skip_launch_events, 0);   /* the writer says when they can go */
 }
 
 void cl_gate_attach_mask(int *mask) {

@@ -11,6 +11,13 @@
 extern _Atomic int cl_enabled;         /* 0 before the first init and in a fork child */
 extern _Atomic int cl_capturing;       /* the capture window is open */
 extern _Atomic int cl_window_by_coll;  /* the window counts collectives (hot path calls the gate) */
+/* NCCL's API events (GroupApi, CollApi, P2pApi) and KernelLaunch serve two readers only: the
+ * trace's API slices, and the CUPTI join (a collective's launch group, a launch's stream). When
+ * neither needs them (no trace written, CUPTI detached between two sampling windows or off),
+ * the ABI shims answer them with no handle, so NCCL neither stops them nor records their
+ * states: a third of a collective's calls and records (docs/decisions.md). The writer sets it
+ * (cl_gate_launch_events); every other event is recorded as before. */
+extern _Atomic int cl_skip_launch_events;
 
 /* Hot path, only while cl_window_by_coll: counts collectives, opens and closes the window;
  * 1 if an event of type `etype` is inside it. */
@@ -22,6 +29,8 @@ void cl_gate_setup(void);
 void cl_gate_attach_mask(int *mask);
 /* Writer: opens and closes a time window; `since_start_ns` is the time since the first init. */
 void cl_window_tick(uint64_t since_start_ns);
+/* Writer: whether the API and KernelLaunch events are needed now (see cl_skip_launch_events). */
+void cl_gate_launch_events(int needed);
 /* Stops profiling for the rest of the process: nothing more is recorded and NCCL is asked
  * for no events (when output cannot be written, or the writer cannot start). */
 void cl_disable(void);

@@ -75,6 +75,13 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
   return (void *)(uintptr_t)(rec ? id : id | CL_ID_DROPPED);
 }
 
+void *cl_event_skipped(void) {
+  cl_ring *r = ring_self();
+  if (r) atomic_store_explicit(&r->skipped, atomic_load_explicit(&r->skipped, memory_order_relaxed) + 1,
+                               memory_order_relaxed);
+  return NULL;
+}
+
 /* NCCL records KernelChStop on a KernelCh and stops it at once, on one thread: the state waits
  * in the thread's ring and rides in the stop's record (CL_F_STOP_KCH_STATE), one record where
  * there were two. Anything else on the thread writes it out first, as its own record. */

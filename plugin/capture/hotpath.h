@@ -10,6 +10,9 @@
  * counts the union member used (rank/pad come on top). */
 void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint64_t parent,
                      const cl_payload *p, unsigned payload_bytes);
+/* An API or KernelLaunch event not recorded (gate.h cl_skip_launch_events): counted; returns
+ * the handle NCCL gets, NULL. */
+void *cl_event_skipped(void);
 void cl_event_stop(void *handle);
 void cl_event_state(void *handle, int state, uint64_t arg);
 #endif

@@ -287,6 +287,7 @@ void cl_rings_totals(cl_ring_totals *t) {
     t->dropped += atomic_load_explicit(&cl_rings[i].dropped, memory_order_relaxed);
     t->dropped_children += atomic_load_explicit(&cl_rings[i].dropped_children, memory_order_relaxed);
     t->calls += atomic_load_explicit(&cl_rings[i].calls, memory_order_relaxed);
+    t->skipped += atomic_load_explicit(&cl_rings[i].skipped, memory_order_relaxed);
     t->sampled_ns += atomic_load_explicit(&cl_rings[i].sampled_ns, memory_order_relaxed);
     t->nsampled += atomic_load_explicit(&cl_rings[i].nsampled, memory_order_relaxed);
     for (int b = 0; b < CL_SAMPLE_BUCKETS; b++)

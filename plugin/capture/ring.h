@@ -47,6 +47,8 @@ typedef struct cl_ring {
   _Atomic uint64_t dropped;             /* records that did not fit (relaxed, producer-only) */
   _Atomic uint64_t dropped_children;    /* events not recorded because their parent was lost (same) */
   _Atomic uint64_t calls;               /* hot-path calls, for the overhead figure */
+  _Atomic uint64_t skipped;             /* API and KernelLaunch events answered with no handle
+                                           (gate.h cl_skip_launch_events; producer-only) */
   _Atomic uint64_t sampled_ns, nsampled;/* timed calls (1 in CL_SAMPLE_EVERY) */
   struct cl_ring *_Atomic next;         /* a larger ring the drain prepared: move at next event */
   uint64_t kst_id, kst_ts, kst_arg;     /* a KernelChStop state waiting for its stop (hotpath.c);
@@ -94,7 +96,7 @@ void cl_rings_mark_now(cl_rings_mark *m);
  * handed to the drain's sink, whose copy happened before its ring's tail moved). Any thread. */
 uint64_t cl_rings_behind(const cl_rings_mark *m);
 /* Counters of every ring together (relaxed reads; any thread). */
-typedef struct { uint64_t dropped, dropped_children, unclaimed, calls, sampled_ns, nsampled, hist[CL_SAMPLE_BUCKETS]; } cl_ring_totals;
+typedef struct { uint64_t dropped, dropped_children, unclaimed, calls, skipped, sampled_ns, nsampled, hist[CL_SAMPLE_BUCKETS]; } cl_ring_totals;
 /* The median timed call from t->hist (the middle of its bucket), 0 if none. */
 uint64_t cl_rings_median_ns(const cl_ring_totals *t);
 void cl_rings_totals(cl_ring_totals *t);

@@ -529,6 +529,16 @@ int cl_cupti_sampling_gap(void) {
   return cl_cupti_g.state == CUPTI_ACTIVE && cl_cfg.cupti == CL_CUPTI_SAMPLED && !cl_cupti_g.kinds_on[0];
 }
 
+int cl_cupti_wants_launches(uint64_t now, uint64_t lead_ns) {
+  switch (cl_cupti_g.state) {
+  case CUPTI_ACTIVE:
+    if (cl_cfg.cupti != CL_CUPTI_SAMPLED || cl_cupti_g.kinds_on[0] || cl_cupti_g.detach_due) return 1;
+    return now + lead_ns >= cl_cupti_g.win_next;
+  case CUPTI_SUSPENDED: case CUPTI_DISPLACED: return 1;
+  default: return 0;   /* untried (CUPTI off) or failed */
+  }
+}
+
 uint64_t cl_cupti_taken_after(void) { return cl_cupti_g.state == CUPTI_SUSPENDED ? cl_cupti_g.free_at : 0; }
 
 int cl_cupti_launch_records(void) { return cl_cupti_g.kinds_on[3]; }

@@ -73,6 +73,12 @@ int cl_cupti_recording(void);
 /* 1 between two sampling windows (COMMLENS_CUPTI=sampled, CUPTI ours but kernels not recorded):
  * collectives then are not "lost", their exposure is estimated. */
 int cl_cupti_sampling_gap(void);
+/* 1 while the CUPTI join may need NCCL's launches (KernelLaunch and API events) before `lead_ns`
+ * from `now`: while kernels are recorded or a window is closing, within lead_ns of the next
+ * window, and while another tool holds CUPTI (it may be taken up again at any poll). 0 between
+ * two sampling windows, and when CUPTI is off or failed: there is no join to feed then.
+ * Writer thread only. */
+int cl_cupti_wants_launches(uint64_t now, uint64_t lead_ns);
 /* Suspended: the last time the slot was seen free while we recorded (the other tool took CUPTI,
  * and our records, after it; 0 when not known or not suspended). Writer thread only. */
 uint64_t cl_cupti_taken_after(void);

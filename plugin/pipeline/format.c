@@ -81,17 +81,29 @@ static void track_cupti(cl_format_deps *d, uint64_t now) {
   d->cupti_rec = rec;
 }
 
+/* NCCL's API and KernelLaunch events have two readers, the trace and the CUPTI join; with
+ * neither, the shims answer them with no handle (gate.h). A sampling window opens at a poll, so
+ * they come back two polls ahead of it, and at the latest at the poll that opens it, before
+ * CUPTI is armed (a poll late under load); CUPTI taken up again after another tool had it is
+ * armed at a poll too, and they are on all the while another tool has it. */
+#define LAUNCH_LEAD_NS (2 * CUPTI_POLL_NS)
+static void gate_launch_events(const cl_format_deps *d, uint64_t now) {
+  cl_gate_launch_events((cl_cfg.output & CL_OUT_TRACE) || (d->gj && cl_cupti_wants_launches(now, LAUNCH_LEAD_NS)));
+}
+
 static void *format_main(void *arg) {
   cl_format_deps *d = arg;
   /* Formatting yields to everything else on the machine, the job and the drain thread first. */
   if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0) { /* best effort */ }
   uint64_t last_flush = cl_now(), last_busy = last_flush, last_cupti = last_flush;
   int idle_us = FORMAT_BUSY_US;
+  gate_launch_events(d, last_flush);
   while (!atomic_load(&g_stop)) {
     int rings_idle = cl_rings_idle();   /* before staging is read: then "nothing to take" means caught up */
     uint64_t got = format_some(d, 5000000, &g_stop);
     uint64_t now = cl_now();
     if (d->gj && now - last_cupti >= CUPTI_POLL_NS) {
+      gate_launch_events(d, now);   /* before a window can open, in drain_cupti */
       drain_cupti(d, 0);
       track_cupti(d, now);
       cl_gj_advance(d->gj, now, 0);

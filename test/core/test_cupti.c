@@ -86,6 +86,7 @@ TL_TEST(busy_subscriber_backs_off) {
   int *reg = fake_int("fake_registered");
   int before = reg ? *reg : -1;
   CHECK(cl_cupti_start() == 0 && !cl_cupti_recording(), "start while busy: state %d", cl_cupti_g.state);
+  CHECK(cl_cupti_wants_launches(cl_now(), 0), "launches not wanted while another tool holds CUPTI (it may let go at any poll)");
   CHECK(g_logs == 1 && strstr(g_last, "in use"), "logs=%d %s", g_logs, g_last);
   reg = fake_int("fake_registered");
   REQUIRE(reg != NULL, "fake not loaded");
@@ -195,7 +196,9 @@ TL_TEST(sampled_windows_open_and_close) {
   REQUIRE(cl_cfg.cupti == CL_CUPTI_SAMPLED && (cl_cfg.mask & (1u << 6)), "sampled: level %d, mask 0x%x",
           cl_cfg.cupti, cl_cfg.mask);
   int e0 = en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL], d0 = dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];
+  CHECK(!cl_cupti_wants_launches(cl_now(), 0), "launches wanted before CUPTI started");
   REQUIRE(cl_cupti_start() == 0, "start failed: %s", cl_cupti_g.status);
+  CHECK(cl_cupti_wants_launches(cl_now(), 0), "launches not wanted in the first window");
   CHECK(cl_cupti_recording() && !cl_cupti_sampling_gap() && cl_cupti_stream_id(0x1230) == 0x124,
         "first window: recording %d, gap %d, stream id %u", cl_cupti_recording(), cl_cupti_sampling_gap(),
         cl_cupti_stream_id(0x1230));
@@ -205,6 +208,11 @@ TL_TEST(sampled_windows_open_and_close) {
   for (int i = 0; i < 3; i++) { cl_cupti_flush(0); usleep(2000); }   /* the tick after: detached */
   CHECK(fin && *fin == f0 + 1 && cl_cupti_g.detached, "CUPTI not detached between windows (finalized %d)",
         fin ? *fin - f0 : -1);
+  /* NCCL's launches (API and KernelLaunch events) feed nothing between the windows; they are
+   * wanted again within the lead of the next window (capture/gate.h) */
+  CHECK(!cl_cupti_wants_launches(cl_now(), 0) && cl_cupti_wants_launches(cl_now(), 1000000000ull),
+        "between windows: launches wanted %d (no lead), %d (a lead past the next window)",
+        cl_cupti_wants_launches(cl_now(), 0), cl_cupti_wants_launches(cl_now(), 1000000000ull));
   CHECK(!cl_cupti_recording() && cl_cupti_sampling_gap() && cl_cupti_stream_id(0x1230) == 0 &&
         dis[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == d0 + 1,
         "after the window: recording %d, gap %d, stream id %u, kernel kind disabled %d times",

@@ -268,6 +268,7 @@ static void *emit(h_plugin *p, void *ctx, int mask, const h_event *e, h_counts *
   if (!h_mask_wants(mask, e->type)) return NULL;
   void *h = h_start(p, ctx, e, NULL);
   if (c) __atomic_add_fetch(&c->started[bitpos(e->type) & 15], 1, __ATOMIC_RELAXED);
+  if (c && h) __atomic_add_fetch(&c->answered[bitpos(e->type) & 15], 1, __ATOMIC_RELAXED);
   return h;
 }
 static void state(h_plugin *p, void *h, int st, uint64_t arg, h_counts *c) {

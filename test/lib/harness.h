@@ -83,10 +83,11 @@ typedef struct {
                              final_sync is kernel_ns/8, compute the rest */
 } h_opts;
 
-/* What a driver actually emitted (events started with a non-NULL handle and those started
- * at all), per event type bit position, plus proxy-step states. Accumulates. */
+/* What a driver actually emitted (the events it started, and of those the ones the plugin
+ * answered with a handle), per event type bit position, plus proxy-step states. Accumulates. */
 typedef struct {
   long started[16];       /* by cl type index (bit position) */
+  long answered[16];      /* of those, the ones the plugin gave a handle (not NULL) */
   long states[32];
   long colls, p2ps;       /* collective / p2p operations driven */
   long foreign;

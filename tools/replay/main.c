@@ -124,10 +124,11 @@ int main(int argc, char **argv) {
   if (verbose)
     fprintf(stderr,
             "commlens-replay: %s: abi v%d, %d threads, %ld calls (%ld inits, %ld starts, %ld stops, "
-            "%ld states, %ld finalizes), %ld parents mapped, %ld foreign pointers passed, "
+            "%ld states, %ld finalizes; %ld stops and states on events it did not record left unmade), "
+            "%ld parents mapped, %ld foreign pointers passed, "
             "at most %.3f ms behind the recorded pace\n",
             rec, st.abi, st.nthreads, st.calls, st.inits, st.starts, st.stops, st.states,
-            st.finalizes, st.mapped_parents, st.foreign_passed, st.max_late_ns / 1e6);
+            st.finalizes, st.unmade, st.mapped_parents, st.foreign_passed, st.max_late_ns / 1e6);
   if (st.bad_rc) {
     fprintf(stderr, "commlens-replay: %ld calls did not return ncclSuccess\n", st.bad_rc);
     return 1;

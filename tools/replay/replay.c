@@ -267,6 +267,16 @@ static uint64_t map_or_pass(rp_run *r, rp_map *m, uint64_t v) {
   return v;
 }
 
+/* A recorded handle the library answered with NULL (an event it chose not to record): NCCL keeps
+ * the NULL and calls neither stopEvent nor recordEventState on it, so the replay does not. */
+static int unanswered(rp_run *r, uint64_t recorded) {
+  uint64_t live;
+  if (!map_get(&r->handle, recorded, &live) || live) return 0;
+  r->st->calls--;
+  r->st->unmade++;
+  return 1;
+}
+
 static void patch_parent(rp_run *r, unsigned char *d, unsigned off) {
   uint64_t v, live;
   memcpy(&v, d + off, 8);
@@ -323,6 +333,7 @@ static void do_call(rp_run *r, rp_call *c) {
     break;
   }
   case 'E': {
+    if (unanswered(r, c->a)) break;
     void *h = (void *)(uintptr_t)map_or_pass(r, &r->handle, c->a);
     int rc;
     TIMED(r, plugin_ns, rc = h_stop(p, h));
@@ -334,6 +345,7 @@ static void do_call(rp_run *r, rp_call *c) {
     _Alignas(16) unsigned char a[16];
     memset(a, 0, sizeof a);
     if (c->args) memcpy(a, c->args, c->alen);
+    if (unanswered(r, c->a)) break;
     void *h = (void *)(uintptr_t)map_or_pass(r, &r->handle, c->a);
     int rc;
     TIMED(r, plugin_ns, rc = c->args ? h_state_raw(p, h, c->state, a) : h_state_noargs(p, h, c->state));

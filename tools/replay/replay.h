@@ -12,6 +12,8 @@ typedef struct {
   long mapped_parents;   /* parentObj / parentGroup values rewritten to live handles */
   long foreign_passed;   /* pointer values not recorded as ours, passed through unchanged */
   long bad_rc;           /* calls (other than init) that did not return ncclSuccess */
+  long unmade;           /* stops and states of events the library answered with no handle: NCCL
+                            makes none, so neither does the replay (not in `calls`) */
   int nthreads;
   int abi;               /* the last ABI version seen */
   long long max_late_ns; /* paced: the most a call ran after its due time */

@@ -1,0 +1,130 @@
+/* test_gate.c: which events the plugin answers with no handle, through the exported
+ * ncclProfiler_v5 as NCCL drives it. NCCL's API events (GroupApi, CollApi, P2pApi) and
+ * KernelLaunch feed only the trace and the CUPTI join: with a digest and CUPTI detached between
+ * sampling windows (or off), they are not recorded (capture/gate.h), and every collective is
+ * still counted and GPU-timed by its KernelCh; with a trace, or inside a window, they are. */
+#include "tl.h"
+#include "harness.h"
+#include <string.h>
+#include <unistd.h>
+
+enum { B_COLL = 1, B_KCH = 6, B_GROUP_API = 8, B_COLL_API = 9, B_KLAUNCH = 11 };
+
+/* Drives collectives 20 ms apart until a GroupApi start gets no handle; how many it took
+ * (-1: still answered after `ms`). */
+static int drive_until_skipped(h_plugin *p, void *ctx, uint64_t *seq, h_counts *c, int ms) {
+  for (int i = 0; i * 20 < ms; i++) {
+    long before = c->answered[B_GROUP_API];
+    h_drive_coll(p, ctx, NULL, (*seq)++, c);
+    if (c->answered[B_GROUP_API] == before) return i + 1;
+    usleep(20000);
+  }
+  return -1;
+}
+
+/* The child says how many collectives it drove (a file beside its output); the parent checks,
+ * once the child is gone (the summary is written on its exit path), that the summary's GPU line
+ * counts every one, and has every one GPU-timed (`timed`; without CUPTI NCCL is asked for no
+ * KernelCh, so none is). */
+static void say_driven(uint64_t n) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/driven", getenv("COMMLENS_DIR"));
+  FILE *f = fopen(path, "w");
+  if (f) { fprintf(f, "%llu\n", (unsigned long long)n); fclose(f); }
+}
+static void check_counted(const char *dir, int timed) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/driven", dir);
+  char *d = h_read_file(path, NULL);
+  REQUIRE(d, "the child did not say how many collectives it drove");
+  long colls = strtol(d, NULL, 10);
+  free(d);
+  char *sums[2];
+  int n = h_find_files(dir, ".summary.txt", sums, 2);
+  REQUIRE(n == 1, "%d summaries in %s", n, dir);
+  char *text = h_read_file(sums[0], NULL), want[96];
+  snprintf(want, sizeof want, "GPU timing: %ld of %ld collectives", timed ? colls : 0, colls);
+  CHECK(colls > 10 && text && strstr(text, want), "want \"%s\"; summary:\n%s", want, text ? text : "(unreadable)");
+  free(text);
+  free(sums[0]);
+}
+
+/* GroupApi, CollApi and KernelLaunch each answered `want` times since `base`. */
+static void check_launch_answered(const h_counts *c, const h_counts *base, long want, const char *when) {
+  long g = c->answered[B_GROUP_API] - base->answered[B_GROUP_API], a = c->answered[B_COLL_API] - base->answered[B_COLL_API],
+       k = c->answered[B_KLAUNCH] - base->answered[B_KLAUNCH];
+  CHECK(g == want && a == want && k == want, "%s: GroupApi %ld, CollApi %ld, KernelLaunch %ld answered (want %ld each)",
+        when, g, a, k, want);
+}
+
+/* Sampled mode, a digest: answered in the first window, not once CUPTI is detached after it
+ * (the next window is 30 s away); Coll and KernelCh always. */
+H_CHILD(sampled_digest) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  h_counts c = {0}, zero = {0};
+  uint64_t seq = 0;
+  h_drive_coll(&p, ctx, NULL, seq++, &c);
+  check_launch_answered(&c, &zero, 1, "in the first window");
+  int took = drive_until_skipped(&p, ctx, &seq, &c, 20000);
+  REQUIRE(took > 0, "API events still recorded 20 s after a 50 ms window");
+  h_counts after = c;
+  for (int i = 0; i < 10; i++) h_drive_coll(&p, ctx, NULL, seq++, &c);
+  check_launch_answered(&c, &after, 0, "between windows");
+  CHECK(c.answered[B_COLL] - after.answered[B_COLL] == 10 && c.answered[B_KCH] - after.answered[B_KCH] == 20,
+        "between windows: Coll +%ld (want 10), KernelCh +%ld (want 20)", c.answered[B_COLL] - after.answered[B_COLL],
+        c.answered[B_KCH] - after.answered[B_KCH]);
+  h_finalize(&p, ctx);
+  h_close(&p);
+  say_driven(seq);
+}
+
+/* A trace draws the API events: answered all along, windows or not. */
+H_CHILD(sampled_trace) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  h_counts c = {0}, zero = {0};
+  for (uint64_t seq = 0; seq < 25; seq++) { h_drive_coll(&p, ctx, NULL, seq, &c); usleep(20000); }   /* 0.5 s: past the window */
+  check_launch_answered(&c, &zero, 25, "with a trace");
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+/* No CUPTI, a digest: nothing reads them from the start (the writer's first tick). */
+H_CHILD(no_cupti_digest) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  h_counts c = {0};
+  uint64_t seq = 0;
+  int took = drive_until_skipped(&p, ctx, &seq, &c, 20000);
+  CHECK(took > 0, "API events recorded with no trace and no CUPTI");
+  for (int i = 0; i < 10; i++) h_drive_coll(&p, ctx, NULL, seq++, &c);
+  h_finalize(&p, ctx);
+  h_close(&p);
+  say_driven(seq);
+}
+
+static void run(const char *name, const char *cupti, const char *output, int check) {
+  char lib[600], libkv[700], dir[256], kv[300], cu[64], out[64];
+  h_fake_path(NULL, "libcommlens-fakecupti.so", lib, sizeof lib);
+  REQUIRE(access(lib, R_OK) == 0, "no stand-in libcupti at %s (make builds it)", lib);
+  snprintf(libkv, sizeof libkv, "COMMLENS_CUPTI_LIB=%s", lib);
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(kv, sizeof kv, "COMMLENS_DIR=%s", dir);
+  snprintf(cu, sizeof cu, "COMMLENS_CUPTI=%s", cupti);
+  snprintf(out, sizeof out, "COMMLENS_OUTPUT=%s", output);
+  int rc = h_spawn(name, (const char *const[]){kv, cu, out, libkv, "COMMLENS_CUPTI_SAMPLE=0.05:30",
+                                               "COMMLENS_SUMMARY=file", NULL});
+  CHECK(rc == 0, "child exited %d (dir %s)", rc, dir);
+  if (check >= 0) check_counted(dir, check);
+  if (!tl_cur_failed) h_rm_rf(dir);
+}
+
+TL_TEST(api_and_launch_events_skipped_between_sampling_windows) { run("sampled_digest", "sampled", "digest", 1); }
+TL_TEST(api_and_launch_events_kept_for_a_trace) { run("sampled_trace", "sampled", "both", -1); }
+TL_TEST(api_and_launch_events_skipped_without_cupti) { run("no_cupti_digest", "off", "digest", 0); }
+
+H_MAIN("capture/gate")
