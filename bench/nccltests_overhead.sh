@@ -12,6 +12,8 @@
 #   also known: null-kch (the null plugin asking the default mask and KernelCh: NCCL's own cost of
 #   kernel-channel timers), cl-nocupti (COMMLENS_CUPTI=off: commlens' events alone), cl-kch (no
 #   CUPTI, GPU spans from KernelCh), cl-sampled (COMMLENS_CUPTI=sampled where the plugin has it),
+#   cl-before (BEFORE_LIB, another build of commlens in its default mode: a change priced against
+#   the commit before it, in the same rounds),
 #   RUN_TIMEOUT [60], BUDGET_S [400] (no round starts unless it is expected to end within it).
 # Output: OUTDIR/<nccl>/r<round>/<config>.log, OUTDIR/table.md (printed too). A run whose plugin
 # NCCL did not load (no "PROFILER/Plugin: Loaded" line) is INVALID and left out of the table.
@@ -28,7 +30,7 @@ mkdir -p "$OUT"
 ncls=("$@"); [ ${#ncls[@]} -eq 0 ] && ncls=(sys=)
 lib_of() {
   case $1 in
-    null*) echo "${NULL_LIB:-}";; cl-*) echo "${CL_LIB:-}";;
+    null*) echo "${NULL_LIB:-}";; cl-before) echo "${BEFORE_LIB:-}";; cl-*) echo "${CL_LIB:-}";;
     inspector) echo "${INSPECTOR_LIB:-}";; example) echo "${EXAMPLE_LIB:-}";; *) echo;;
   esac
 }
@@ -46,7 +48,7 @@ one() {  # nccl-name libdir config round
   case $3 in
     null) env+=(NULLPROF_MASK=0xF0F NULLPROF_MARK="$d/$3.dir/mark");;
     null-kch) env+=(NULLPROF_MASK=0xF4F NULLPROF_MARK="$d/$3.dir/mark");;
-    cl-default) env+=(COMMLENS_DIR="$d/$3.dir");;
+    cl-default|cl-before) env+=(COMMLENS_DIR="$d/$3.dir");;
     cl-nocupti) env+=(COMMLENS_DIR="$d/$3.dir" COMMLENS_CUPTI=off);;
     cl-kch) env+=(COMMLENS_DIR="$d/$3.dir" COMMLENS_CUPTI=off COMMLENS_EVENTS=default+kernelch);;
     cl-sampled) env+=(COMMLENS_DIR="$d/$3.dir" COMMLENS_CUPTI=sampled);;

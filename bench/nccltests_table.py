@@ -45,7 +45,7 @@ def main(out):
         if "none" not in data:
             print("no valid `none` runs"); continue
         sizes = sorted({s for rr in data["none"].values() for s in rr})
-        known = ["null", "null-kch", "cl-default", "cl-nocupti", "cl-kch", "cl-sampled", "cl-full", "inspector", "example"]
+        known = ["null", "null-kch", "cl-before", "cl-default", "cl-nocupti", "cl-kch", "cl-sampled", "cl-full", "inspector", "example"]
         cfgs = [c for c in known if c in data] + sorted(c for c in data if c not in known and c != "none")
         print("| size | none (us) | " + " | ".join(f"{c} − none" for c in cfgs) + " |")
         print("|---" * (2 + len(cfgs)) + "|")

@@ -596,7 +596,9 @@ void cl_info_stats(cl_info *in, const char *s, size_t n) {
   in->final = json_object_object_get_ex(o, "final", &v) && json_object_get_boolean(v);
   in->st_events = get_i64(o, "events", -1);
   in->st_dropped = get_i64(o, "dropped", 0);
-  in->st_calls = get_i64(o, "calls", 0);
+  in->st_calls = get_i64(o, "calls", -1);
+  in->st_records = get_i64(o, "records", -1);
+  in->st_skipped = get_i64(o, "launch_events_skipped", -1);
   in->st_colls = get_i64(o, "collectives", -1);
   in->st_colls_gpu_lost = get_i64(o, "collectives_gpu_lost", -1);
   in->st_overhead_ns = get_i64(o, "overhead_ns_per_call", 0);

@@ -52,6 +52,9 @@ typedef struct {
   int sync_known, sync_unsynchronised;   /* the host clock's NTP state (clock_sync), if said */
   int64_t sync_esterror_us, sync_maxerror_us;
   int64_t st_events, st_dropped, st_calls, st_overhead_ns, st_overhead_med_ns;   /* mean, median (0: not said) */
+  int64_t st_records, st_skipped;   /* records the writer read; API and launch events not recorded
+                                       (launch_events_skipped); these two and st_calls -1: the
+                                       file does not say */
   double st_overhead_pct;
   int64_t st_colls, st_colls_gpu_lost;  /* collectives; ... CUPTI did not time: another tool had it (-1: not said) */
   int has_st_exposed;               /* the plugin's exposure totals (commlensStats.exposure) */
