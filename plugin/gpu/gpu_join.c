@@ -302,7 +302,11 @@ void cl_gj_kernel_launch(cl_gj *g, const cl_gj_launch *l) {
   int lost = cl_gj_lost(g, l->start);   /* no kernel record will come for it */
   g->win[seq % NWIN] = (kl_win){l->tid, l->start, l->stop, l->group, l->comm, l->dev,
                                 l->stream_id, 0, l->captured != 0, 0, (uint8_t)lost};
-  if (!l->captured && !lost) queue_window(g, seq);
+  /* it waits for a kernel only if CUPTI recorded kernels when it started: one between two
+   * sampling windows (or in the lead before one) never gets a record, and waiting, it would
+   * take the first kernels recorded after it (a launch without a stream id waits for any of its
+   * device's), every later launch then one kernel behind */
+  if (!l->captured && !lost && cl_gj_covered(g, l->start)) queue_window(g, seq);
 }
 
 void cl_gj_join_check(const cl_gj *g, uint64_t *agree, uint64_t *differ, uint64_t *repaired) {

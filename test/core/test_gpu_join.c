@@ -740,3 +740,51 @@ TL_TEST(copy_engine_collectives_at_a_real_rate) {
 }
 
 TL_MAIN("core/gpu_join")
+
+/* A launch as the assembler hands it over, with CUPTI's stream id + 1 (0: none offered). */
+static void launch_sid(cl_gj *g, uint64_t s, uint64_t group, uint32_t sid) {
+  cl_gj_launch l = {.tid = 42, .start = s, .stop = s + 100, .group = group, .comm = 1, .dev = 0, .stream_id = sid};
+  cl_gj_kernel_launch(g, &l);
+}
+/* COMMLENS_CUPTI=sampled: a window of 50 launches with their kernels, then a gap whose launches
+ * (from `gap_from_ms` on: all of the gap, the lead before the next window, or none) carry no
+ * stream id and get no kernel record, then a second window whose first two launches come before
+ * stream ids are offered. Returns how many of the second window's launches got no span or
+ * another launch's kernel. */
+static int second_window_misjoins(uint64_t gap_from_ms) {
+  cl_parts *ps;
+  uint64_t T = 10 * SEC, MS = 1000000ull, grp = 1;
+  uint32_t corr = 1;
+  cl_gj *g = stream_join(&ps, T);
+  for (int i = 0; i < 50; i++) {
+    uint64_t t = T + (uint64_t)i * 10 * MS;
+    launch_sid(g, t, grp++, 5);
+    cl_gpu_activity k = kern_on(t + MS, t + MS + 100000, 4, k_nccl, corr++);
+    cl_gj_activity(g, &k);
+  }
+  cl_gj_advance(g, T + 500 * MS, 0);
+  cl_gj_stop_window(g, T + 500 * MS);
+  for (uint64_t t = T + gap_from_ms * MS; t < T + 3000 * MS; t += 10 * MS) { launch_sid(g, t, grp++, 0); corr++; }
+  cl_gj_start(g, T + 3000 * MS);
+  uint64_t first = grp;
+  for (int i = 0; i < 50; i++) {
+    uint64_t t = T + 3000 * MS + (uint64_t)i * 10 * MS + MS;
+    launch_sid(g, t, grp++, i < 2 ? 0 : 5);
+    cl_gpu_activity k = kern_on(t + MS, t + MS + 100000, 4, k_nccl, corr++);
+    cl_gj_activity(g, &k);
+  }
+  cl_gj_advance(g, T + 6000 * MS, 0);
+  int bad = 0;
+  for (uint64_t gr = first; gr < grp; gr++) bad += !span_is(g, gr, T + 3000 * MS + (gr - first) * 10 * MS + 2 * MS,
+                                                          T + 3000 * MS + (gr - first) * 10 * MS + 2 * MS + 100000);
+  done(g, ps);
+  return bad;
+}
+/* Launches made while CUPTI records no kernels never wait for one. Before, those of a gap took the
+ * next window's kernels in their place: with all of the gap's launches recorded the window's own
+ * launches got no span at all (50 of 50); with only the lead's, 30 got none and 20 another's kernel. */
+TL_TEST(sampled_windows_launches_between_them_wait_for_no_kernel) {
+  int all = second_window_misjoins(600), lead = second_window_misjoins(2700), none = second_window_misjoins(3000);
+  CHECK(all == 0 && lead == 0 && none == 0, "second window: %d, %d, %d of 50 launches without their own kernel "
+        "(launches all through the gap, in its last 300 ms, none)", all, lead, none);
+}
