@@ -169,11 +169,14 @@ void cl_gj_stop(cl_gj *g, uint64_t t) {
   }
 }
 
-int cl_gj_covered(const cl_gj *g, uint64_t t) {
+/* When the coverage holding t began (0: t is not covered). */
+static uint64_t cover_start(const cl_gj *g, uint64_t t) {
   for (uint32_t i = g->ncover; i-- > 0;)
-    if (t >= g->cover[i].s && (!g->cover[i].e || t < g->cover[i].e)) return 1;
+    if (t >= g->cover[i].s && (!g->cover[i].e || t < g->cover[i].e)) return g->cover[i].s;
   return 0;
 }
+
+int cl_gj_covered(const cl_gj *g, uint64_t t) { return cover_start(g, t) != 0; }
 
 int cl_gj_lost(const cl_gj *g, uint64_t t) {
   if (!g->ncover || t < g->cover[0].s || cl_gj_covered(g, t)) return 0;
@@ -548,7 +551,9 @@ static void pump(cl_gj *g, stream_q *q, uint64_t now, int final) {
     const pend_k *k = &q->k[q->head];
     if (!final && (k->e + SETTLE_NS > now || k->s + WIN_LAG_NS > now)) break;
     kl_win *w = oldest_window(g, q);
-    if (w && k->s > w->stop + LAUNCH_KEEP_NS) { w->passed = 1; continue; }
+    /* its kernel never came: too long ago, or before CUPTI last started recording (the end of a
+     * sampling window: CUPTI's records were all handed over before it detached) */
+    if (w && (k->s > w->stop + LAUNCH_KEEP_NS || w->start < cover_start(g, k->s))) { w->passed = 1; continue; }
     q->head++;
     if (!w || k->s < w->start) { if (g->by_stream) no_launch(g, k); continue; }
     join(g, q, w, k);
