@@ -90,6 +90,10 @@ typedef struct {
 #define NSTEPKEEP 256                  /* recent NVTX steps, for participants that come late */
 typedef struct { uint64_t s, e, id; } kept_step;
 
+/* An interval CUPTI recorded kernels for us: [s, e) (e 0: still open); gap: it ended at a sampling
+ * window's end (COMMLENS_CUPTI=sampled), not because another tool took CUPTI. */
+typedef struct { uint64_t s, e; int gap; } cover_t;
+
 struct cl_gj {
   cl_parts *parts;
   cl_gj_exposed_fn fn;
@@ -119,8 +123,7 @@ struct cl_gj {
   kept_step stepkeep[NSTEPKEEP];
   uint64_t nsteps_seen;
   uint64_t next_step_id;
-  struct { uint64_t s, e; int gap; } cover[NCOVER];   /* CUPTI recorded for us in [s, e) (e 0: open);
-                                                        gap: it ended with a sampling window */
+  cover_t cover[NCOVER];                 /* CUPTI's coverage, oldest first */
   uint32_t ncover;
   cp_ent copy[NCOPY];                    /* recent memcpy records, a ring */
   uint64_t ncopy;
@@ -169,14 +172,14 @@ void cl_gj_stop(cl_gj *g, uint64_t t) {
   }
 }
 
-/* When the coverage holding t began (0: t is not covered). */
-static uint64_t cover_start(const cl_gj *g, uint64_t t) {
+/* The coverage holding t, or NULL. */
+static const cover_t *cover_of(const cl_gj *g, uint64_t t) {
   for (uint32_t i = g->ncover; i-- > 0;)
-    if (t >= g->cover[i].s && (!g->cover[i].e || t < g->cover[i].e)) return g->cover[i].s;
-  return 0;
+    if (t >= g->cover[i].s && (!g->cover[i].e || t < g->cover[i].e)) return &g->cover[i];
+  return NULL;
 }
 
-int cl_gj_covered(const cl_gj *g, uint64_t t) { return cover_start(g, t) != 0; }
+int cl_gj_covered(const cl_gj *g, uint64_t t) { return cover_of(g, t) != NULL; }
 
 int cl_gj_lost(const cl_gj *g, uint64_t t) {
   if (!g->ncover || t < g->cover[0].s || cl_gj_covered(g, t)) return 0;
@@ -553,7 +556,8 @@ static void pump(cl_gj *g, stream_q *q, uint64_t now, int final) {
     kl_win *w = oldest_window(g, q);
     /* its kernel never came: too long ago, or before CUPTI last started recording (the end of a
      * sampling window: CUPTI's records were all handed over before it detached) */
-    if (w && (k->s > w->stop + LAUNCH_KEEP_NS || w->start < cover_start(g, k->s))) { w->passed = 1; continue; }
+    const cover_t *kc = w ? cover_of(g, k->s) : NULL;
+    if (w && (k->s > w->stop + LAUNCH_KEEP_NS || (kc && w->start < kc->s))) { w->passed = 1; continue; }
     q->head++;
     if (!w || k->s < w->start) { if (g->by_stream) no_launch(g, k); continue; }
     join(g, q, w, k);

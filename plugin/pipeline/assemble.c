@@ -333,6 +333,16 @@ static const char *cupti_span(cl_asm *a, cl_ev *c, int settle, uint64_t *s, uint
   return NULL;
 }
 
+/* Whether a CUPTI span agrees with the collective's own KernelCh span: both are the GPU's times,
+ * and NCCL's channels start and end inside its kernel. One further off is not its kernel (a join
+ * that gave it another launch's, seen with FSDP's two streams in sampled mode) or is on a clock
+ * CUPTI mapped elsewhere; NCCL's timers then time it. No KernelCh span: nothing to check. */
+static int cupti_agrees(const cl_ev *c, uint64_t s, uint64_t e) {
+  if (!(c->gmax > c->gmin && c->gmin)) return 1;
+  uint64_t ds = s > c->gmin ? s - c->gmin : c->gmin - s, de = e > c->gmax ? e - c->gmax : c->gmax - e;
+  return ds <= CL_ASM_CUPTI_KCH_TOL_NS && de <= CL_ASM_CUPTI_KCH_TOL_NS;
+}
+
 /* Whether a collective should wait for a CUPTI kernel record: CUPTI covered its time and it
  * has a launch group, or CUDA-graph replays run on its device. */
 static int cupti_expected(cl_asm *a, const cl_ev *c) {
@@ -378,6 +388,7 @@ static int finish_coll(cl_asm *a, cl_ev *c) {
   uint64_t s = 0, e = 0;
   uint32_t dev = 0;
   const char *src = cupti_span(a, c, 1, &s, &e, &dev);
+  if (src && !cupti_agrees(c, s, e)) { a->stats.cupti_rejected++; src = NULL; }
   if (!src) { src = child_span(c, &s, &e); dev = comm_dev(a, c->comm); }
   /* outside the windows: queued like the measured ones (then estimated, in end-time order after
    * them, from what the windows before it taught) */

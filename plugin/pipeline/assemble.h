@@ -22,6 +22,8 @@ typedef struct {
   uint64_t records, starts, stale, foreign, orphans, open_now, writer_drops;
   uint64_t colls_done, colls_timed, implausible_gpu;
   uint64_t colls_gpu_lost;   /* finished while another tool held CUPTI (cl_gj_lost) */
+  uint64_t cupti_rejected;   /* CUPTI spans left for the collective's own KernelCh span, the two
+                                more than CL_ASM_CUPTI_KCH_TOL_NS apart */
   uint64_t phases_lost;      /* v7 kernel phases with no KernelCh to nest under, or unusable */
   uint64_t colls_expo_est;   /* exposure estimated: outside CUPTI's sampling windows */
 } cl_asm_stats;
@@ -49,6 +51,9 @@ void cl_asm_feed(cl_asm *a, const cl_rec *r);
  * CUPTI record when one is expected. */
 #define CL_ASM_GRACE_NS 200000000ull
 #define CL_ASM_CUPTI_WAIT_NS 2500000000ull
+/* How far a CUPTI kernel span may lie from the collective's own KernelCh span (each end) and
+ * still be taken as its kernel's (assemble.c cupti_agrees). */
+#define CL_ASM_CUPTI_KCH_TOL_NS 500000ull
 /* Finishes collectives whose children are done or who waited longer than the grace time. */
 void cl_asm_tick(cl_asm *a, uint64_t now, int final);
 void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s);

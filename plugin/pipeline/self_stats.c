@@ -21,7 +21,7 @@ static void write_tail(cl_sb *b, int as_tail, const cl_run_stats *s, int final, 
   if (as_tail) sb_puts(b, "\n],\"commlensStats\":");
   sb_printf(b, "{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
             "\"stale_handles\":%llu,\"foreign\":%llu,\"orphans\":%llu,\"open_events\":%llu,"
-            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"dropped_children\":%llu,\"spilled\":%llu,\"invalid_utf8_replaced\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"collectives_gpu_lost\":%llu,\"implausible_gpu\":%llu,\"calls\":%llu,\"launch_events_skipped\":%llu,"
+            "\"dropped_ring\":%llu,\"dropped_no_ring\":%llu,\"dropped_staging\":%llu,\"dropped_children\":%llu,\"spilled\":%llu,\"invalid_utf8_replaced\":%llu,\"collectives\":%llu,\"collectives_timed\":%llu,\"collectives_gpu_lost\":%llu,\"implausible_gpu\":%llu,\"cupti_spans_rejected\":%llu,\"calls\":%llu,\"launch_events_skipped\":%llu,"
             "\"overhead_ns_per_call\":%llu,\"overhead_ns_per_call_median\":%llu,\"overhead_pct\":%.4f,\"elapsed_ns\":%llu,\"process_gpus\":%u,\"gpu_offsets\":",
             final ? "true" : "false", (unsigned long long)s->events, (unsigned long long)s->records,
             (unsigned long long)s->dropped, (unsigned long long)s->stale,
@@ -29,7 +29,7 @@ static void write_tail(cl_sb *b, int as_tail, const cl_run_stats *s, int final, 
             (unsigned long long)s->dropped_ring, (unsigned long long)s->dropped_no_ring,
             (unsigned long long)s->dropped_staging, (unsigned long long)s->dropped_children, (unsigned long long)s->spilled, (unsigned long long)s->utf8_replaced,
             (unsigned long long)s->colls_done, (unsigned long long)s->colls_timed,
-            (unsigned long long)s->colls_gpu_lost, (unsigned long long)s->implausible_gpu, (unsigned long long)s->calls,
+            (unsigned long long)s->colls_gpu_lost, (unsigned long long)s->implausible_gpu, (unsigned long long)s->cupti_rejected, (unsigned long long)s->calls,
             (unsigned long long)s->launch_events_skipped,
             (unsigned long long)s->per_call_ns, (unsigned long long)s->per_call_median_ns, cl_stats_overhead_pct(s),
             (unsigned long long)s->elapsed_ns, s->process_gpus);
@@ -67,6 +67,7 @@ void cl_stats_gather(cl_run_stats *s, const cl_format_deps *run, const cl_part *
   s->colls_timed = p->colls_timed;
   s->colls_gpu_lost = p->colls_gpu_lost;
   s->implausible_gpu = as.implausible_gpu;
+  s->cupti_rejected = as.cupti_rejected;
   s->calls = rt.calls;
   s->launch_events_skipped = rt.skipped;
   s->per_call_ns = rt.nsampled ? rt.sampled_ns / rt.nsampled : 0;

@@ -13,6 +13,7 @@ typedef struct {
   uint64_t colls_done, colls_timed, implausible_gpu, calls, per_call_ns, elapsed_ns;
   uint64_t colls_gpu_lost;  /* collectives CUPTI did not time: another tool held it */
   uint64_t per_call_median_ns;     /* the median timed call (per_call_ns is their mean) */
+  uint64_t cupti_rejected;         /* CUPTI spans left for NCCL's own (assemble.h) */
   uint64_t launch_events_skipped;  /* API and KernelLaunch events answered with no handle while
                                       neither the trace nor CUPTI's join needed them (gate.h) */
   unsigned process_gpus;    /* participants of this process (files it writes) */

@@ -928,4 +928,57 @@ TL_TEST(sampled_mode_estimates_exposure_outside_the_windows) {
   fx_close(&f);
 }
 
+/* A collective with both a CUPTI kernel span and NCCL's KernelCh span: CUPTI's is taken where
+ * the two agree, and left for KernelCh's where they lie milliseconds apart (another launch's
+ * kernel: a join by stream order gone wrong), counted. GPU timer = host + 1 s; the host reads
+ * each channel timer 2 us after the GPU wrote it. */
+TL_TEST(cupti_span_taken_only_where_it_agrees_with_kernel_channels) {
+  fixture f;
+  uint32_t comm = fx_open_default(&f, 0x7171717171717171ull);
+  cl_cfg.mask |= 1u << CL_EV_KERNEL_CH;
+  const uint64_t GPU = 1000000000ull, b0 = 1000000, b1 = 200000000;
+  for (uint64_t i = 0; i < 2; i++) {
+    uint64_t b = i ? b1 : b0, coll = ev_id(1, 10 * i + 3);
+    one_launch(&f, comm, i, b, 0);
+    for (int ch = 0; ch < 2; ch++) {            /* channels run [b+5100, b+8900] */
+      cl_payload k;
+      memset(&k, 0, sizeof k);
+      k.kernel_ch = (cl_kernel_ch){.ptimer = GPU + b + 5100, .channel = (uint8_t)ch};
+      uint64_t id = ev_id(2, 10 * i + (uint64_t)ch + 1);
+      t_start(&f, id, CL_EV_KERNEL_CH, comm, coll, b + 5100 + 2000, &k, 0);
+      t_small(&f, CL_REC_STATE, id, b + 8900 + 2000, CL_ST_KERNEL_CH_STOP, GPU + b + 8900);
+      t_stop(&f, id, b + 8900 + 3000);
+    }
+    /* the first's kernel where its channels ran; the second got one 3 ms later */
+    uint64_t ks = b + 5000 + (i ? 3000000 : 0);
+    cl_gpu_activity kr = {.kind = CL_GPU_KERNEL, .start_ns = ks, .end_ns = ks + 4000, .correlation = 50 + (uint32_t)i,
+                          .stream = 7, .name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+    cl_gj_activity(f.gj, &kr);
+  }
+  cl_gj_advance(f.gj, 2000000000ull, 0);
+  cl_asm_tick(f.a, 2000000000ull, 1);          /* the channels, held for the clock, then both */
+  cl_gj_advance(f.gj, 4000000000ull, 1);
+  cl_asm_tick(f.a, 4000000000ull, 1);
+  cl_asm_stats st;
+  cl_asm_get_stats(f.a, &st);
+  CHECK(st.colls_done == 2 && st.cupti_rejected == 1, "done %llu, CUPTI spans rejected %llu (want 2, 1)",
+        (unsigned long long)st.colls_done, (unsigned long long)st.cupti_rejected);
+  json_object *arr = body_json(&f);
+  REQUIRE(arr, "body");
+  int seen = 0;
+  for (size_t j = 0; j < json_object_array_length(arr); j++) {
+    json_object *e = json_object_array_get_idx(arr, j), *v, *a, *sq;
+    if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "coll_gpu")) continue;
+    REQUIRE(json_object_object_get_ex(e, "args", &a) && json_object_object_get_ex(a, "seq", &sq), "seq");
+    int64_t seq = json_object_get_int64(sq);
+    const char *src = slice_arg(e, "source");
+    CHECK(!strcmp(src, seq == 0 ? "cupti" : "kernel_ch"), "collective %lld: source %s (want %s)", (long long)seq, src,
+          seq == 0 ? "cupti" : "kernel_ch");
+    seen++;
+  }
+  CHECK(seen == 2, "%d collectives timed, want 2", seen);
+  json_object_put(arr);
+  fx_close(&f);
+}
+
 TL_MAIN("pipeline/assemble")

@@ -599,6 +599,7 @@ void cl_info_stats(cl_info *in, const char *s, size_t n) {
   in->st_calls = get_i64(o, "calls", -1);
   in->st_records = get_i64(o, "records", -1);
   in->st_skipped = get_i64(o, "launch_events_skipped", -1);
+  in->st_cupti_rejected = get_i64(o, "cupti_spans_rejected", -1);
   in->st_colls = get_i64(o, "collectives", -1);
   in->st_colls_gpu_lost = get_i64(o, "collectives_gpu_lost", -1);
   in->st_overhead_ns = get_i64(o, "overhead_ns_per_call", 0);

@@ -55,6 +55,7 @@ typedef struct {
   int64_t st_records, st_skipped;   /* records the writer read; API and launch events not recorded
                                        (launch_events_skipped); these two and st_calls -1: the
                                        file does not say */
+  int64_t st_cupti_rejected;        /* CUPTI spans left for KernelCh's (-1: not said) */
   double st_overhead_pct;
   int64_t st_colls, st_colls_gpu_lost;  /* collectives; ... CUPTI did not time: another tool had it (-1: not said) */
   int has_st_exposed;               /* the plugin's exposure totals (commlensStats.exposure) */

@@ -102,6 +102,8 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
     json_object_object_add(p, "overhead_ns_per_call_median", ji(r->info.st_overhead_med_ns));
     if (r->info.has_stats && r->info.st_calls >= 0) json_object_object_add(p, "calls", ji(r->info.st_calls));
     if (r->info.has_stats && r->info.st_records >= 0) json_object_object_add(p, "records", ji(r->info.st_records));
+    if (r->info.has_stats && r->info.st_cupti_rejected >= 0)
+      json_object_object_add(p, "cupti_spans_rejected", ji(r->info.st_cupti_rejected));
     if (r->info.has_stats && r->info.st_skipped >= 0) json_object_object_add(p, "launch_events_skipped", ji(r->info.st_skipped));
     if (r->info.st_colls_gpu_lost >= 0) {   /* traces since issue 29 */
       json_object_object_add(p, "collectives", ji(r->info.st_colls));
