@@ -11,9 +11,10 @@
 extern _Atomic int cl_enabled;         /* 0 before the first init and in a fork child */
 extern _Atomic int cl_capturing;       /* the capture window is open */
 extern _Atomic int cl_window_by_coll;  /* the window counts collectives (hot path calls the gate) */
-/* NCCL's API events (GroupApi, CollApi, P2pApi) and KernelLaunch serve two readers only: the
- * trace's API slices, and the CUPTI join (a collective's launch group, a launch's stream). When
- * neither needs them (no trace written, CUPTI detached between two sampling windows or off),
+/* NCCL's API events (GroupApi, CollApi, P2pApi) and KernelLaunch serve three readers only: the
+ * trace's API slices, the flight recorder's dumps, and the CUPTI join (a collective's launch
+ * group, a launch's stream). When none needs them (no trace written, no flight recorder, CUPTI
+ * detached between two sampling windows or off),
  * the ABI shims answer them with no handle, so NCCL neither stops them nor records their
  * states: a third of a collective's calls and records (docs/decisions.md). The writer sets it
  * (cl_gate_launch_events); every other event is recorded as before. */

@@ -83,14 +83,16 @@ static void track_cupti(cl_format_deps *d, uint64_t now) {
   d->cupti_rec = rec;
 }
 
-/* NCCL's API and KernelLaunch events have two readers, the trace and the CUPTI join; with
- * neither, the shims answer them with no handle (gate.h). A sampling window opens at a poll, so
+/* NCCL's API and KernelLaunch events have three readers: the trace, the flight recorder's dumps
+ * (a rank stuck in ncclGroupEnd before any collective was enqueued shows only there) and the
+ * CUPTI join; with none, the shims answer them with no handle (gate.h). A sampling window opens at a poll, so
  * they come back two polls ahead of it, and at the latest at the poll that opens it, before
  * CUPTI is armed (a poll late under load); CUPTI taken up again after another tool had it is
  * armed at a poll too, and they are on all the while another tool has it. */
 #define LAUNCH_LEAD_NS (2 * CUPTI_POLL_NS)
 static void gate_launch_events(const cl_format_deps *d, uint64_t now) {
-  cl_gate_launch_events((cl_cfg.output & CL_OUT_TRACE) || (d->gj && cl_cupti_wants_launches(now, LAUNCH_LEAD_NS)));
+  cl_gate_launch_events((cl_cfg.output & CL_OUT_TRACE) || cl_cfg.flight_s ||
+                        (d->gj && cl_cupti_wants_launches(now, LAUNCH_LEAD_NS)));
 }
 
 static void *format_main(void *arg) {

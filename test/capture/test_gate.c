@@ -80,14 +80,15 @@ H_CHILD(sampled_digest) {
   say_driven(seq);
 }
 
-/* A trace draws the API events: answered all along, windows or not. */
-H_CHILD(sampled_trace) {
+/* A trace draws the API events, and the flight recorder's dumps do: answered all along,
+ * windows or not. */
+H_CHILD(answered_all_along) {
   h_plugin p;
   void *ctx;
   h_open_init(&p, 5, &ctx);
   h_counts c = {0}, zero = {0};
   for (uint64_t seq = 0; seq < 25; seq++) { h_drive_coll(&p, ctx, NULL, seq, &c); usleep(20000); }   /* 0.5 s: past the window */
-  check_launch_answered(&c, &zero, 25, "with a trace");
+  check_launch_answered(&c, &zero, 25, getenv("COMMLENS_FLIGHT_S") ? "with the flight recorder" : "with a trace");
   h_finalize(&p, ctx);
   h_close(&p);
 }
@@ -107,7 +108,7 @@ H_CHILD(no_cupti_digest) {
   say_driven(seq);
 }
 
-static void run(const char *name, const char *cupti, const char *output, int check) {
+static void run(const char *name, const char *cupti, const char *output, const char *more, int check) {
   char lib[600], libkv[700], dir[256], kv[300], cu[64], out[64];
   h_fake_path(NULL, "libcommlens-fakecupti.so", lib, sizeof lib);
   REQUIRE(access(lib, R_OK) == 0, "no stand-in libcupti at %s (make builds it)", lib);
@@ -117,14 +118,17 @@ static void run(const char *name, const char *cupti, const char *output, int che
   snprintf(cu, sizeof cu, "COMMLENS_CUPTI=%s", cupti);
   snprintf(out, sizeof out, "COMMLENS_OUTPUT=%s", output);
   int rc = h_spawn(name, (const char *const[]){kv, cu, out, libkv, "COMMLENS_CUPTI_SAMPLE=0.05:30",
-                                               "COMMLENS_SUMMARY=file", NULL});
+                                               "COMMLENS_SUMMARY=file", more, NULL});
   CHECK(rc == 0, "child exited %d (dir %s)", rc, dir);
   if (check >= 0) check_counted(dir, check);
   if (!tl_cur_failed) h_rm_rf(dir);
 }
 
-TL_TEST(api_and_launch_events_skipped_between_sampling_windows) { run("sampled_digest", "sampled", "digest", 1); }
-TL_TEST(api_and_launch_events_kept_for_a_trace) { run("sampled_trace", "sampled", "both", -1); }
-TL_TEST(api_and_launch_events_skipped_without_cupti) { run("no_cupti_digest", "off", "digest", 0); }
+TL_TEST(api_and_launch_events_skipped_between_sampling_windows) { run("sampled_digest", "sampled", "digest", NULL, 1); }
+TL_TEST(api_and_launch_events_kept_for_a_trace) { run("answered_all_along", "sampled", "both", NULL, -1); }
+TL_TEST(api_and_launch_events_kept_for_the_flight_recorder) {
+  run("answered_all_along", "sampled", "digest", "COMMLENS_FLIGHT_S=30", -1);   /* past its window too */
+}
+TL_TEST(api_and_launch_events_skipped_without_cupti) { run("no_cupti_digest", "off", "digest", NULL, 0); }
 
 H_MAIN("capture/gate")
