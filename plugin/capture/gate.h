@@ -14,10 +14,10 @@ extern _Atomic int cl_window_by_coll;  /* the window counts collectives (hot pat
 /* NCCL's API events (GroupApi, CollApi, P2pApi) and KernelLaunch serve three readers only: the
  * trace's API slices, the flight recorder's dumps, and the CUPTI join (a collective's launch
  * group, a launch's stream). When none needs them (no trace written, no flight recorder, CUPTI
- * detached between two sampling windows or off),
- * the ABI shims answer them with no handle, so NCCL neither stops them nor records their
- * states: a third of a collective's calls and records (docs/decisions.md). The writer sets it
- * (cl_gate_launch_events); every other event is recorded as before. */
+ * detached between two sampling windows or off), the ABI shims answer them with no handle, so
+ * NCCL neither stops them nor records their states: a third of a collective's calls and records
+ * (docs/decisions.md). The writer sets it (cl_gate_launch_events); every other event is
+ * recorded as before. */
 extern _Atomic int cl_skip_launch_events;
 
 /* Hot path, only while cl_window_by_coll: counts collectives, opens and closes the window;

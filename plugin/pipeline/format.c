@@ -85,10 +85,10 @@ static void track_cupti(cl_format_deps *d, uint64_t now) {
 
 /* NCCL's API and KernelLaunch events have three readers: the trace, the flight recorder's dumps
  * (a rank stuck in ncclGroupEnd before any collective was enqueued shows only there) and the
- * CUPTI join; with none, the shims answer them with no handle (gate.h). A sampling window opens at a poll, so
- * they come back two polls ahead of it, and at the latest at the poll that opens it, before
- * CUPTI is armed (a poll late under load); CUPTI taken up again after another tool had it is
- * armed at a poll too, and they are on all the while another tool has it. */
+ * CUPTI join; with none, the shims answer them with no handle (gate.h). A sampling window opens
+ * at a poll, so they come back two polls ahead of it, and at the latest at the poll that opens
+ * it, before CUPTI is armed (a poll late under load); CUPTI taken up again after another tool
+ * had it is armed at a poll too, and they are on all the while another tool has it. */
 #define LAUNCH_LEAD_NS (2 * CUPTI_POLL_NS)
 static void gate_launch_events(const cl_format_deps *d, uint64_t now) {
   cl_gate_launch_events((cl_cfg.output & CL_OUT_TRACE) || cl_cfg.flight_s ||

@@ -139,14 +139,21 @@ static const char *track_name(json_object *arr, int tid) {
   return NULL;
 }
 /* The first slice with this cat (and name, if given); NULL if none. */
-static json_object *find_slice(json_object *arr, const char *cat, const char *name) {
-  for (size_t i = 0; i < json_object_array_length(arr); i++) {
-    json_object *e = json_object_array_get_idx(arr, i), *v;
+/* The next slice of category `cat` (and `name`, unless NULL) from index *i on, *i then past it;
+ * NULL when there is none. */
+static json_object *next_slice(json_object *arr, size_t *i, const char *cat, const char *name) {
+  for (; *i < json_object_array_length(arr); (*i)++) {
+    json_object *e = json_object_array_get_idx(arr, *i), *v;
     if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), cat)) continue;
     if (name && (!json_object_object_get_ex(e, "name", &v) || strcmp(json_object_get_string(v), name))) continue;
+    (*i)++;
     return e;
   }
   return NULL;
+}
+static json_object *find_slice(json_object *arr, const char *cat, const char *name) {
+  size_t i = 0;
+  return next_slice(arr, &i, cat, name);
 }
 static int slice_tid(json_object *e) { json_object *v; return json_object_object_get_ex(e, "tid", &v) ? json_object_get_int(v) : -1; }
 /* The track a slice is on: its thread track's name, or for an async slice (tid "async ...",
@@ -613,11 +620,10 @@ TL_TEST(collective_timed_from_its_kernel_by_stream_order) {
   json_object *arr = body_json(&f);
   REQUIRE(arr, "body");
   int seen = 0;
-  for (size_t i = 0; i < json_object_array_length(arr); i++) {
-    json_object *e = json_object_array_get_idx(arr, i), *v, *a, *sq;
-    if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "coll_gpu")) continue;
-    REQUIRE(json_object_object_get_ex(e, "args", &a) && json_object_object_get_ex(a, "seq", &sq), "seq");
-    int64_t seq = json_object_get_int64(sq);
+  json_object *e;
+  for (size_t i = 0; (e = next_slice(arr, &i, "coll_gpu", NULL));) {
+    REQUIRE(slice_arg(e, "seq"), "seq");
+    int64_t seq = atoll(slice_arg(e, "seq"));
     json_object *dur;
     REQUIRE(json_object_object_get_ex(e, "dur", &dur), "dur");
     double want = seq == 0 ? 4.0 : 5.0;   /* us: 4000 ns for the first, 5000 for the second */
@@ -770,9 +776,9 @@ TL_TEST(lockstep_threads_keep_their_own_launch_groups) {
   json_object *arr = body_json(&f);
   REQUIRE(arr, "body");
   int timed[2] = {0, 0};
-  for (size_t i = 0; i < json_object_array_length(arr); i++) {
-    json_object *e = json_object_array_get_idx(arr, i), *v, *dur;
-    if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "coll_gpu")) continue;
+  json_object *e;
+  for (size_t i = 0; (e = next_slice(arr, &i, "coll_gpu", NULL));) {
+    json_object *dur;
     REQUIRE(json_object_object_get_ex(e, "dur", &dur), "dur");
     int t = json_object_get_double(dur) == 5.0 ? 1 : json_object_get_double(dur) == 4.0 ? 0 : -1;
     CHECK(t >= 0 && !strcmp(slice_arg(e, "source"), "cupti"), "a span of %.3f us from %s",
@@ -908,9 +914,9 @@ TL_TEST(sampled_mode_estimates_exposure_outside_the_windows) {
   json_object *arr = body_json(&f);
   REQUIRE(arr, "body");
   int seen = 0;
-  for (size_t i = 0; i < json_object_array_length(arr); i++) {
-    json_object *e = json_object_array_get_idx(arr, i), *v, *a, *x;
-    if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "coll_gpu")) continue;
+  json_object *e;
+  for (size_t i = 0; (e = next_slice(arr, &i, "coll_gpu", NULL));) {
+    json_object *a, *x;
     REQUIRE(json_object_object_get_ex(e, "args", &a) && json_object_object_get_ex(a, "exposed_ns", &x), "exposed_ns");
     const char *src = slice_arg(e, "source"), *how = slice_arg(e, "exposure"), *why = slice_arg(e, "gpu_timing");
     int64_t ex = json_object_get_int64(x);
@@ -966,11 +972,10 @@ TL_TEST(cupti_span_taken_only_where_it_agrees_with_kernel_channels) {
   json_object *arr = body_json(&f);
   REQUIRE(arr, "body");
   int seen = 0;
-  for (size_t j = 0; j < json_object_array_length(arr); j++) {
-    json_object *e = json_object_array_get_idx(arr, j), *v, *a, *sq;
-    if (!json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "coll_gpu")) continue;
-    REQUIRE(json_object_object_get_ex(e, "args", &a) && json_object_object_get_ex(a, "seq", &sq), "seq");
-    int64_t seq = json_object_get_int64(sq);
+  json_object *e;
+  for (size_t j = 0; (e = next_slice(arr, &j, "coll_gpu", NULL));) {
+    REQUIRE(slice_arg(e, "seq"), "seq");
+    int64_t seq = atoll(slice_arg(e, "seq"));
     const char *src = slice_arg(e, "source");
     CHECK(!strcmp(src, seq == 0 ? "cupti" : "kernel_ch"), "collective %lld: source %s (want %s)", (long long)seq, src,
           seq == 0 ? "cupti" : "kernel_ch");

@@ -100,11 +100,12 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
     json_object_object_add(p, "overhead_pct", json_object_new_double(r->info.st_overhead_pct));
     json_object_object_add(p, "overhead_ns_per_call", ji(r->info.st_overhead_ns));
     json_object_object_add(p, "overhead_ns_per_call_median", ji(r->info.st_overhead_med_ns));
-    if (r->info.has_stats && r->info.st_calls >= 0) json_object_object_add(p, "calls", ji(r->info.st_calls));
-    if (r->info.has_stats && r->info.st_records >= 0) json_object_object_add(p, "records", ji(r->info.st_records));
-    if (r->info.has_stats && r->info.st_cupti_rejected >= 0)
-      json_object_object_add(p, "cupti_spans_rejected", ji(r->info.st_cupti_rejected));
-    if (r->info.has_stats && r->info.st_skipped >= 0) json_object_object_add(p, "launch_events_skipped", ji(r->info.st_skipped));
+    if (r->info.has_stats) {   /* the plugin's counts, each where the file says it */
+      static const char *const said[] = {"calls", "records", "cupti_spans_rejected", "launch_events_skipped"};
+      const int64_t v[] = {r->info.st_calls, r->info.st_records, r->info.st_cupti_rejected, r->info.st_skipped};
+      for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+        if (v[k] >= 0) json_object_object_add(p, said[k], ji(v[k]));
+    }
     if (r->info.st_colls_gpu_lost >= 0) {   /* traces since issue 29 */
       json_object_object_add(p, "collectives", ji(r->info.st_colls));
       json_object_object_add(p, "collectives_gpu_lost", ji(r->info.st_colls_gpu_lost));
