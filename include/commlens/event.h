@@ -86,6 +86,10 @@ enum {
  * just before stopping a KernelCh (the hot path folds the pair into one record): arg = the
  * state's argument (the channel's stop timer), aux = ns from the state to the stop. */
 enum { CL_F_STOP_KCH_STATE = 1 << 2 };
+/* flag of a START record: it is the whole event, its last slot the event's STOP record (flags,
+ * aux, ts and arg as that record's), the payload the slots between. A KernelCh is held back on
+ * its thread until it stops when only a digest is written (plugin/capture/hotpath.c). */
+enum { CL_F_SPAN = 1 << 3 };
 
 typedef struct {
   uint8_t kind;      /* cl_rec_kind */
@@ -113,5 +117,8 @@ _Static_assert(sizeof(cl_payload) <= CL_PAYLOAD_MAX, "payload fits three slots")
  * are not recorded, and a child started under it is lost with it and counted, never drawn
  * without its parent. Thread serials stay below 2^23 (CL_SERIAL_LIMIT), so no real id has it. */
 #define CL_ID_DROPPED (1ull << 63)
+/* The handle of an event left unrecorded on purpose (gate.h cl_digest_only): NCCL stops it,
+ * and its stop and states are ignored as a dropped event's are. */
+#define CL_ID_QUIET (CL_ID_DROPPED | 1ull)
 
 #endif

@@ -43,6 +43,9 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
   if ((type & ~(uint64_t)CL_V5_LAUNCH_EVENTS) == 0 && type &&
       atomic_load_explicit(&cl_skip_launch_events, memory_order_relaxed) && !rec)
     return cl_event_skipped();
+  /* a Group (no event's parent since v5) when only a digest is written: a handle, no record */
+  if (type == CLABI_EV_GROUP && atomic_load_explicit(&cl_digest_only, memory_order_relaxed) && !rec)
+    return cl_event_quiet();
   uint32_t serial = cl_shim_comm(ctx, &flags);
   p.rank = rank;
   p._pad = 0;

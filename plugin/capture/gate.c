@@ -11,6 +11,7 @@ _Atomic int cl_enabled;
 _Atomic int cl_capturing = 1;
 _Atomic int cl_window_by_coll;
 _Atomic int cl_skip_launch_events;
+_Atomic int cl_digest_only;
 static _Atomic uint64_t g_colls;
 static win_state g_window_state;       /* time window; writer thread only */
 static _Atomic(int *) g_mask_ptr;      /* NCCL's process-global mask (NCCL reads it relaxed) */
@@ -43,6 +44,7 @@ void cl_gate_setup(void) {
   g_window_state = WIN_BEFORE;
   atomic_store(&g_colls, 0);
   atomic_store(&cl_skip_launch_events, 0);   /* the writer says when they can go */
+  atomic_store(&cl_digest_only, !(cl_cfg.output & CL_OUT_TRACE) && !cl_cfg.flight_s);
 }
 
 void cl_gate_attach_mask(int *mask) {

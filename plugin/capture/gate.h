@@ -19,6 +19,10 @@ extern _Atomic int cl_window_by_coll;  /* the window counts collectives (hot pat
  * (docs/decisions.md). The writer sets it (cl_gate_launch_events); every other event is
  * recorded as before. */
 extern _Atomic int cl_skip_launch_events;
+/* Only a digest is written (no trace, no flight recorder), for the whole run: NCCL's Group
+ * events (ABI v5+, where no event names one as its parent) get a handle that records nothing,
+ * and a KernelCh travels as one record written at its stop (hotpath.c). Set with the gate. */
+extern _Atomic int cl_digest_only;
 
 /* Hot path, only while cl_window_by_coll: counts collectives, opens and closes the window;
  * 1 if an event of type `etype` is inside it. */

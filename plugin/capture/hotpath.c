@@ -2,7 +2,10 @@
  * The rule for this file: no malloc, no lock, no system call other than the vDSO clock read,
  * and never a dereference of a pointer NCCL gives us (handles are ids, not addresses).
  * Each call writes one fixed-size record into the calling thread's ring and returns (but for a
- * KernelChStop state, which waits for its stop: cl_event_stop); a full
+ * KernelChStop state, which waits for its stop: cl_event_stop; and, when only a digest is
+ * written, a KernelCh's start, which waits for its stop in the ring's cl_kch_open table, so
+ * that the whole event is one record: anything else of that KernelCh sends the start out
+ * first, and a newer KernelCh on the same entry does too); a full
  * ring (or none) drops the record and counts it, and hands out the id marked CL_ID_DROPPED:
  * the event's children are then dropped at their start and counted too. */
 #include "plugin/capture/hotpath.h"
@@ -56,6 +59,20 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
   if (__builtin_expect(r->kst_id != 0, 0)) cl_ring_kst_flush(r);   /* records keep their thread's order */
   uint64_t id = r->id_base | ++r->seq;
   unsigned bytes = (unsigned)offsetof(cl_payload, group_api) + payload_bytes;
+  if (etype == CL_EV_KERNEL_CH && r->kch && bytes <= CL_SLOT_BYTES &&
+      atomic_load_explicit(&cl_digest_only, memory_order_relaxed)) {
+    /* held back until its stop: the two records become one (cl_event_stop) */
+    cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
+    if (o->id) cl_ring_kch_release(r, o);
+    o->id = id; o->parent = parent; o->ts = t0; o->comm = comm_serial; o->flags = (uint8_t)flags;
+    memcpy(o->p, p, bytes);
+    sample_cost(r, t0);
+    return (void *)(uintptr_t)id;
+  }
+  if (__builtin_expect(etype == CL_EV_KERNEL_PHASE, 0)) {   /* a child of a held-back KernelCh */
+    cl_kch_open *o = cl_ring_kch_find(r, parent);
+    if (o) cl_ring_kch_release(r, o);
+  }
   unsigned n = 1 + (bytes + CL_SLOT_BYTES - 1) / CL_SLOT_BYTES;
   uint64_t pos;
   cl_rec *rec = cl_ring_reserve(r, n, &pos);
@@ -82,6 +99,11 @@ void *cl_event_skipped(void) {
   return NULL;
 }
 
+void *cl_event_quiet(void) {
+  cl_event_skipped();
+  return (void *)(uintptr_t)CL_ID_QUIET;
+}
+
 /* NCCL records KernelChStop on a KernelCh and stops it at once, on one thread: the state waits
  * in the thread's ring and rides in the stop's record (CL_F_STOP_KCH_STATE), one record where
  * there were two. Anything else on the thread writes it out first, as its own record. */
@@ -90,7 +112,28 @@ void cl_event_stop(void *handle) {
   cl_ring *r = ring_self();
   if (!r) return;
   uint64_t t0 = cl_now(), id = (uint64_t)(uintptr_t)handle;
-  if (r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX) {
+  cl_kch_open *o = cl_ring_kch_find(r, id);
+  int kst = o && r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX;
+  if (o && r->kst_id && !kst) {   /* a state that does not fold: it goes first, then the rest */
+    cl_ring_kst_flush(r);
+    o = cl_ring_kch_find(r, id);
+  }
+  if (o) {   /* a held-back KernelCh: start, payload and stop in one record */
+    uint64_t pos;
+    cl_rec *rec = cl_ring_reserve(r, 3, &pos);
+    if (rec) {
+      rec[0] = (cl_rec){.kind = CL_REC_START, .nslots = 3, .etype = CL_EV_KERNEL_CH,
+                        .flags = (uint8_t)(o->flags | CL_F_SPAN), .aux = o->comm, .id = id, .ts = o->ts,
+                        .arg = o->parent};
+      memcpy(rec + 1, o->p, CL_SLOT_BYTES);
+      rec[2] = (cl_rec){.kind = CL_REC_STOP, .nslots = 1, .flags = kst ? CL_F_STOP_KCH_STATE : 0,
+                        .aux = kst ? (uint32_t)(t0 - r->kst_ts) : 0, .id = id, .ts = t0,
+                        .arg = kst ? r->kst_arg : 0};
+      cl_ring_commit(r, pos, 3);
+    }
+    if (kst) r->kst_id = 0;
+    o->id = 0;
+  } else if (r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX) {
     cl_ring_put1(r, id, CL_REC_STOP, CL_F_STOP_KCH_STATE, (uint32_t)(t0 - r->kst_ts), t0, r->kst_arg);
     r->kst_id = 0;
   } else {
@@ -106,6 +149,10 @@ void cl_event_state(void *handle, int state, uint64_t arg) {
   if (!r) return;
   uint64_t t0 = cl_now();
   if (r->kst_id) cl_ring_kst_flush(r);
+  if (state != CL_ST_KERNEL_CH_STOP) {   /* a held-back KernelCh's start goes before its state */
+    cl_kch_open *o = cl_ring_kch_find(r, (uint64_t)(uintptr_t)handle);
+    if (o) cl_ring_kch_release(r, o);
+  }
   if (state == CL_ST_KERNEL_CH_STOP) {
     r->kst_id = (uint64_t)(uintptr_t)handle;
     r->kst_ts = t0;

@@ -13,6 +13,9 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
 /* An API or KernelLaunch event not recorded (gate.h cl_skip_launch_events): counted; returns
  * the handle NCCL gets, NULL. */
 void *cl_event_skipped(void);
+/* An event nothing reads but whose handle NCCL tests (a Group: gate.h cl_digest_only): counted
+ * with the skipped ones; returns CL_ID_QUIET. */
+void *cl_event_quiet(void);
 void cl_event_stop(void *handle);
 void cl_event_state(void *handle, int state, uint64_t arg);
 #endif

@@ -25,6 +25,9 @@ static uint32_t g_next_serial = 1;
 static void ring_thread_exit(void *p) {
   cl_ring *r = p;
   if (!r) return;
+  if (r->kch)                            /* KernelCh whose stop never came: their starts */
+    for (int i = 0; i < CL_KCH_OPEN; i++)
+      if (r->kch[i].id && r->kch[i].id != r->kst_id) cl_ring_kch_release(r, &r->kch[i]);
   if (r->kst_id) cl_ring_kst_flush(r);   /* a KernelChStop state whose stop never came on this thread */
   atomic_store_explicit(&r->state, CL_RING_DEAD, memory_order_release);
 }
@@ -44,6 +47,13 @@ static cl_ring *free_ring(int n, uint64_t cap) {
   for (int i = 0; i < n; i++)
     if (atomic_load(&cl_rings[i].state) == CL_RING_FREE && cl_rings[i].cap == cap) return &cl_rings[i];
   return NULL;
+}
+
+/* A ring's table of held-back KernelCh, empty (allocated at its first claim; without memory
+ * none is held back). The caller owns the ring's producer side. */
+static void kch_table(cl_ring *r) {
+  if (!r->kch) r->kch = calloc(CL_KCH_OPEN, sizeof *r->kch);
+  else memset(r->kch, 0, CL_KCH_OPEN * sizeof *r->kch);
 }
 
 cl_ring *cl_ring_claim(void) {
@@ -75,6 +85,7 @@ cl_ring *cl_ring_claim(void) {
      * id written, then the new serial published, so a reader never pairs one thread's serial
      * with another's id. */
     uint32_t serial = g_next_serial++;
+    kch_table(r);
     atomic_store_explicit(&r->serial, 0, memory_order_seq_cst);
     r->id_base = (uint64_t)serial << CL_ID_SEQ_BITS;
     r->seq = 0;
@@ -108,6 +119,9 @@ cl_ring *cl_ring_move(cl_ring *r) {
   nx->kst_ts = r->kst_ts;
   nx->kst_arg = r->kst_arg;
   r->kst_id = 0;
+  cl_kch_open *k = nx->kch;                     /* held-back KernelCh too (nx's table is empty) */
+  nx->kch = r->kch;
+  r->kch = k;
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   cl_rec *m = &r->slots[head & (r->cap - 1)];   /* the slot cl_ring_reserve always keeps free */
   m->kind = CL_REC_MOVED;
@@ -140,6 +154,7 @@ static void ring_grow(cl_ring *r) {
     atomic_store(&g_nrings, n + 1);
   }
   if (nx) {
+    kch_table(nx);
     nx->tail_cache = 0;
     atomic_store(&nx->head, 0);
     atomic_store(&nx->tail, 0);

@@ -38,6 +38,16 @@ static inline uint64_t cl_sample_floor(unsigned b) {
   return (uint64_t)(4 + sub) << (o - 2);
 }
 
+/* A KernelCh held back by its thread until its stop, to go out as one record (hotpath.c; gate.h
+ * cl_digest_only): its START record's fields, the payload slot as it would be written. */
+#define CL_KCH_OPEN 64          /* held at once per thread, by id: a newer one sends the older out */
+typedef struct cl_kch_open {
+  uint64_t id, parent, ts;      /* id 0: free */
+  uint32_t comm;
+  uint8_t flags;
+  unsigned char p[CL_SLOT_BYTES];
+} cl_kch_open;
+
 typedef struct cl_ring {
   /* producer's cache line */
   _Alignas(64) _Atomic uint64_t head;   /* slots written and committed */
@@ -53,6 +63,8 @@ typedef struct cl_ring {
   struct cl_ring *_Atomic next;         /* a larger ring the drain prepared: move at next event */
   uint64_t kst_id, kst_ts, kst_arg;     /* a KernelChStop state waiting for its stop (hotpath.c);
                                            kst_id 0: none */
+  cl_kch_open *kch;                     /* CL_KCH_OPEN held-back KernelCh (NULL: none held back);
+                                           goes on with its thread to a successor ring */
   /* consumer's cache line */
   _Alignas(64) _Atomic uint64_t tail;
   /* set at claim, read by both */
@@ -146,9 +158,30 @@ static inline void cl_ring_put1(cl_ring *r, uint64_t id, unsigned kind, unsigned
   *rec = (cl_rec){.kind = (uint8_t)kind, .nslots = 1, .flags = (uint8_t)flags, .aux = aux, .id = id, .ts = ts, .arg = arg};
   cl_ring_commit(r, pos, 1);
 }
+/* Producer: the held-back KernelCh with id `id`, or NULL. */
+static inline cl_kch_open *cl_ring_kch_find(cl_ring *r, uint64_t id) {
+  if (!r->kch || !id) return NULL;       /* 0 marks a free entry */
+  cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
+  return o->id == id ? o : NULL;
+}
+/* Producer: a held-back KernelCh written out as the START record it is (another event of it
+ * came, a newer one needs its place, its thread ends); its stop will be a STOP record. */
+static inline void cl_ring_kch_release(cl_ring *r, cl_kch_open *o) {
+  uint64_t pos;
+  cl_rec *rec = cl_ring_reserve(r, 2, &pos);
+  if (rec) {
+    *rec = (cl_rec){.kind = CL_REC_START, .nslots = 2, .etype = CL_EV_KERNEL_CH, .flags = o->flags,
+                    .aux = o->comm, .id = o->id, .ts = o->ts, .arg = o->parent};
+    __builtin_memcpy(rec + 1, o->p, CL_SLOT_BYTES);
+    cl_ring_commit(r, pos, 2);
+  }
+  o->id = 0;
+}
 /* Producer: the KernelChStop state waiting for its stop (kst_id), written out as the STATE
- * record it is (hotpath.c; the thread's exit). */
+ * record it is (hotpath.c; the thread's exit), after its KernelCh's start if that was held. */
 static inline void cl_ring_kst_flush(cl_ring *r) {
+  cl_kch_open *o = cl_ring_kch_find(r, r->kst_id);
+  if (o) cl_ring_kch_release(r, o);
   cl_ring_put1(r, r->kst_id, CL_REC_STATE, 0, CL_ST_KERNEL_CH_STOP, r->kst_ts, r->kst_arg);
   r->kst_id = 0;
 }

@@ -30,6 +30,7 @@ typedef struct cl_ev {
   uint32_t open_children, kch_done, nchild;
   uint64_t gmin, gmax, pmin, pmax, last_child;
   int registered;
+  int untabled;                       /* not in the table of open events (a span: one record) */
   uint32_t enq_tid;                   /* the enqueue slice's track, for the GPU span's flow */
   uint64_t enq_ts;
   uint64_t api_group;                 /* Coll/P2p (v5+): the GroupApi its launch belongs to */

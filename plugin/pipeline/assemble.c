@@ -80,6 +80,7 @@ static int grow(cl_asm *a) {
   return 0;
 }
 static void remove_ev(cl_asm *a, cl_ev *e) {
+  if (e->untabled) goto free_it;
   uint32_t i = hash_id(e->id, a->cap);
   while (a->tab[i] != e) i = (i + 1) & (a->cap - 1);
   a->tab[i] = NULL;
@@ -89,6 +90,7 @@ static void remove_ev(cl_asm *a, cl_ev *e) {
     *slot_of(a, m->id) = m;
   }
   a->n--;
+free_it:
   e->next_free = a->free_list;
   a->free_list = e;
 }
@@ -234,30 +236,41 @@ static void kch_stop_timer(const cl_ev *e, uint64_t *pt, uint64_t *obs) {
     if (e->st[i].st == CL_ST_KERNEL_CH_STOP) { *pt = e->st[i].arg; *obs = e->st[i].ts; }
 }
 
-/* A KernelCh on the host clock (its device calibrated, or final): folded into its parent's
- * GPU span and tail channel, then drawn. */
-static void kch_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
-  uint64_t stop_pt, stop_obs;
-  kch_stop_timer(e, &stop_pt, &stop_obs);
-  cl_gpu_clock *o = clock_of(a, e->comm);
-  uint64_t s = cl_gpu_clock_to_host(o, e->p.kernel_ch.ptimer, e->start);
-  uint64_t t = stop_pt ? cl_gpu_clock_to_host(o, stop_pt, stop_obs) : 0;
-  int implausible = !s || !t || stop_pt < e->p.kernel_ch.ptimer;
-  if (implausible) { s = e->start; t = stop_obs; a->stats.implausible_gpu++; }
+/* A KernelCh's timers on the host clock [*s, *t] (its device calibrated, or final; the host's
+ * observations when implausible), folded into its parent's GPU span and tail channel and
+ * counted in the digest; `ph` its v7 phases (NULL: none). Returns whether implausible. */
+static int kch_fold(cl_asm *a, uint32_t comm, unsigned channel, uint64_t pt0, uint64_t obs0, uint64_t pt1,
+                    uint64_t obs1, const cl_ev *ph, cl_ev *parent, uint64_t *s_, uint64_t *t_) {
+  cl_gpu_clock *o = clock_of(a, comm);
+  uint64_t s = cl_gpu_clock_to_host(o, pt0, obs0);
+  uint64_t t = pt1 ? cl_gpu_clock_to_host(o, pt1, obs1) : 0;
+  int implausible = !s || !t || pt1 < pt0;
+  if (implausible) { s = obs0; t = obs1; a->stats.implausible_gpu++; }
   if (parent && !implausible) {
     if (!parent->gmin || s < parent->gmin) parent->gmin = s;
-    if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = e->p.kernel_ch.channel; }
+    if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = (int)channel; }
     int any = 0;
-    for (int i = 0; i < 3; i++)        /* per phase, the channel that spent longest in it */
-      if (e->ph_t[i]) { any = 1; if (e->ph_t[i] - e->ph_s[i] > parent->ph_ns[i]) parent->ph_ns[i] = e->ph_t[i] - e->ph_s[i]; }
+    for (int i = 0; ph && i < 3; i++)   /* per phase, the channel that spent longest in it */
+      if (ph->ph_t[i]) { any = 1; if (ph->ph_t[i] - ph->ph_s[i] > parent->ph_ns[i]) parent->ph_ns[i] = ph->ph_t[i] - ph->ph_s[i]; }
     parent->ph_n += any;
   }
-  cl_part *p = part_of(a, e->comm);
+  cl_part *p = part_of(a, comm);
   if (p && p->dg && !implausible) {
-    comm_cache *cc = comm_of(a, e->comm);
-    cl_digest_chan(p->dg, cc ? cc->info.d.hash : 0, e->p.kernel_ch.channel, t - s,
+    comm_cache *cc = comm_of(a, comm);
+    cl_digest_chan(p->dg, cc ? cc->info.d.hash : 0, (int)channel, t - s,
                    parent && parent->etype == CL_EV_COLL ? (int64_t)parent->p.coll.seq : -1);
   }
+  *s_ = s;
+  *t_ = t;
+  return implausible;
+}
+
+/* A KernelCh on the host clock (its device calibrated, or final): folded, then drawn. */
+static void kch_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
+  uint64_t stop_pt, stop_obs, s, t;
+  kch_stop_timer(e, &stop_pt, &stop_obs);
+  int implausible = kch_fold(a, e->comm, e->p.kernel_ch.channel, e->p.kernel_ch.ptimer, e->start, stop_pt,
+                             stop_obs, e, parent, &s, &t);
   const cl_draw *d = draw_for(a, e->comm);
   if (d) cl_draw_kernel_ch(d, e, parent, s, t, stop_pt, implausible);
 }
@@ -509,8 +522,10 @@ static void ce_as_coll(cl_ev *e) {
 }
 
 /* A child whose parent has not been seen yet (the parent's thread was drained later) keeps
- * the parent's id and is linked again at its stop; it just does not hold the parent open. */
-static void feed_start(cl_asm *a, const cl_start_rec *r) {
+ * the parent's id and is linked again at its stop; it just does not hold the parent open.
+ * A span (CL_F_SPAN: the whole event in one record) is not put in the table, since nothing
+ * will look it up; returns the event (NULL if not kept). */
+static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   const cl_rec *h = &r->hdr;
   cl_ev *parent = NULL;
   uint64_t pid = (h->flags & CL_F_FOREIGN) ? 0 : h->arg;
@@ -518,10 +533,11 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
     parent = lookup(a, pid);
     if (!parent) a->stats.orphans++;
   }
-  if (a->n >= MAX_OPEN) { a->stats.writer_drops++; return; }
-  if (a->n * 2 >= a->cap && grow(a) != 0) { a->stats.writer_drops++; return; }
+  if (!h->id) { a->stats.stale++; return NULL; }   /* no handle is 0: never ours */
+  if (!span && a->n >= MAX_OPEN) { a->stats.writer_drops++; return NULL; }
+  if (!span && a->n * 2 >= a->cap && grow(a) != 0) { a->stats.writer_drops++; return NULL; }
   cl_ev *e = alloc_ev(a);
-  if (!e) { a->stats.writer_drops++; return; }
+  if (!e) { a->stats.writer_drops++; return NULL; }
   memset(e, 0, offsetof(cl_ev, p));
   e->id = h->id;
   e->parent = pid;                      /* kept for every type: KernelLaunch needs its group */
@@ -531,7 +547,7 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   e->thread = CL_ID_SERIAL(h->id);
   e->etype = h->etype;
   e->flags = h->flags;
-  size_t plen = (size_t)(h->nslots - 1) * CL_SLOT_BYTES;
+  size_t plen = (size_t)(h->nslots - 1 - span) * CL_SLOT_BYTES;
   if (plen > sizeof e->p) plen = sizeof e->p;
   memcpy(&e->p, &r->p, plen);
   e->ce = 0; e->ce_stream = 0; e->ce_ticket = 0;
@@ -545,9 +561,11 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   e->enq_tid = 0;
   e->enq_ts = 0;
   e->expo_est = 0;
-  *slot_of(a, e->id) = e;
-  a->n++;
- 
+  e->untabled = span;
+  if (!span) {
+    *slot_of(a, e->id) = e;
+    a->n++;
+  }
   a->stats.starts++;
   if (h->flags & CL_F_FOREIGN) a->stats.foreign++;
   if (e->comm && (e->etype == CL_EV_COLL || e->etype == CL_EV_P2P)) {
@@ -564,6 +582,7 @@ static void feed_start(cl_asm *a, const cl_start_rec *r) {
   if (a->norph && (coll_like(e) || e->etype == CL_EV_PROXY_OP || e->etype == CL_EV_PROXY_STEP ||
                    e->etype == CL_EV_KERNEL_CH))
     adopt_orphans(a, e, h->ts, 0);
+  return e;
 }
 
 /* A stopped child event with its parent (NULL if it has none or it is gone for good). */
@@ -684,20 +703,58 @@ static void add_state(cl_ev *e, uint32_t st, uint64_t ts, uint64_t arg) {
   else e->st[e->nst - 1] = (cl_ev_state){(uint8_t)st, ts, arg};
 }
 
+static void feed_stop_rec(cl_asm *a, cl_ev *e, const cl_rec *r) {
+  if (r->flags & CL_F_STOP_KCH_STATE) add_state(e, CL_ST_KERNEL_CH_STOP, r->ts - r->aux, r->arg);
+  feed_stop(a, e, r->ts);
+}
+
+/* A span (a whole KernelCh in one record) whose collective is open, whose device's clock is
+ * calibrated and which nothing draws (a digest): folded into its collective straight from the
+ * record, with no event made, as feed_start, feed_stop, finish_child and kch_done would (the
+ * common case between CUPTI's windows). 0: it takes that path instead. */
+static int span_fast(cl_asm *a, const cl_start_rec *r, const cl_rec *stop) {
+  const cl_rec *h = &r->hdr;
+  if ((h->flags & CL_F_FOREIGN) || !h->arg) return 0;
+  cl_ev *parent = lookup(a, h->arg);
+  if (!parent || !coll_like(parent) || draw_for(a, h->aux)) return 0;
+  cl_gpu_clock *o = clock_of(a, h->aux);
+  if (!cl_gpu_clock_ready(o)) return 0;
+  uint64_t stop_ts = stop->ts < h->ts ? h->ts : stop->ts;
+  int folded = (stop->flags & CL_F_STOP_KCH_STATE) != 0;
+  uint64_t pt1 = folded ? stop->arg : 0, obs1 = folded ? stop->ts - stop->aux : stop_ts, s, t;
+  cl_gpu_clock_sample(o, r->p.kernel_ch.ptimer, h->ts);
+  cl_gpu_clock_sample(o, pt1, obs1);
+  a->stats.starts++;
+  a->stats.spans_folded++;
+  kch_fold(a, h->aux, r->p.kernel_ch.channel, r->p.kernel_ch.ptimer, h->ts, pt1, obs1, NULL, parent, &s, &t);
+  parent->nchild++;
+  parent->kch_done++;
+  parent->last_child = stop_ts;
+  maybe_finish(a, parent, stop_ts, 0);
+  return 1;
+}
+
 void cl_asm_feed(cl_asm *a, const cl_rec *r) {
   a->stats.records++;
-  if (r->kind == CL_REC_START) { feed_start(a, (const cl_start_rec *)r); return; }
+  if (r->kind == CL_REC_START) {
+    if (!(r->flags & CL_F_SPAN)) { feed_start(a, (const cl_start_rec *)r, 0); return; }
+    const cl_rec *stop = r + r->nslots - 1;   /* a span: its last slot is its stop */
+    if (r->nslots < 2 || r->etype != CL_EV_KERNEL_CH || stop->kind != CL_REC_STOP || stop->id != r->id) {
+      a->stats.stale++;
+      return;
+    }
+    if (span_fast(a, (const cl_start_rec *)r, stop)) return;
+    cl_ev *e = feed_start(a, (const cl_start_rec *)r, 1);
+    if (e) feed_stop_rec(a, e, stop);
+    return;
+  }
   cl_ev *e = lookup(a, r->id);
   if (!e || e->stopped) {                 /* re-stopped (stale handle), or its start was dropped */
     a->stats.stale++;
     return;
   }
-  if (r->kind == CL_REC_STOP) {
-    if (r->flags & CL_F_STOP_KCH_STATE) add_state(e, CL_ST_KERNEL_CH_STOP, r->ts - r->aux, r->arg);
-    feed_stop(a, e, r->ts);
-  } else if (r->kind == CL_REC_STATE) {
-    add_state(e, r->aux, r->ts, r->arg);
-  }
+  if (r->kind == CL_REC_STOP) feed_stop_rec(a, e, r);
+  else if (r->kind == CL_REC_STATE) add_state(e, r->aux, r->ts, r->arg);
 }
 
 /* Draws held KernelCh events whose device is calibrated (all of them when final). Each tick
@@ -785,6 +842,8 @@ cl_asm *cl_asm_new(cl_parts *parts, cl_gj *gj, const cl_asm_deps *deps) {
 void cl_asm_free(cl_asm *a) {
   if (!a) return;
   for (uint32_t i = 0; i < a->cap; i++) free(a->tab[i]);
+  for (uint32_t i = 0; i < a->nheld; i++) if (a->held[i]->untabled) free(a->held[i]);   /* spans */
+  for (uint32_t i = 0; i < a->norph; i++) if (a->orph[i]->untabled) free(a->orph[i]);
   for (cl_ev *e = a->free_list; e;) { cl_ev *n = e->next_free; free(e); e = n; }
   free(a->tab); free(a->comms); free(a->pend); free(a->held); free(a->tids); free(a->orph);
   free(a);

@@ -22,6 +22,7 @@ typedef struct {
   uint64_t records, starts, stale, foreign, orphans, open_now, writer_drops;
   uint64_t colls_done, colls_timed, implausible_gpu;
   uint64_t colls_gpu_lost;   /* finished while another tool held CUPTI (cl_gj_lost) */
+  uint64_t spans_folded;     /* KernelCh spans folded into their collective with no event made */
   uint64_t cupti_rejected;   /* CUPTI spans left for the collective's own KernelCh span, the two
                                 more than CL_ASM_CUPTI_KCH_TOL_NS apart */
   uint64_t phases_lost;      /* v7 kernel phases with no KernelCh to nest under, or unusable */

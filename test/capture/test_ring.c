@@ -288,3 +288,93 @@ TL_TEST(kernel_ch_stop_state_rides_in_its_stop) {
         m.r[1].aux == CL_ST_KERNEL_CH_STOP && m.r[1].arg == 9000, "an ended thread's waiting state: %d records", m.n);
   atomic_store(&cl_enabled, 0);
 }
+
+/* ---- a KernelCh held back to its stop when only a digest is written (hotpath.c) ---- */
+typedef struct { cl_rec r[256][4]; int n; uint32_t serial; } whole_list;   /* whole records */
+static void collect_whole(void *arg, const cl_rec *recs, size_t n) {
+  whole_list *l = arg;
+  for (size_t i = 0; i < n; i += recs[i].nslots ? recs[i].nslots : 1)
+    if (l->n < 256 && (!l->serial || CL_ID_SERIAL(recs[i].id) == l->serial) && recs[i].nslots <= 4)
+      memcpy(l->r[l->n++], &recs[i], recs[i].nslots * sizeof recs[i]);
+}
+/* r is the span of h: START with CL_F_SPAN, three slots, the payload's channel, and a STOP slot
+ * carrying the KernelChStop state `st` (0: none). */
+static int span_is(const cl_rec *r, void *h, unsigned channel, uint64_t st) {
+  const cl_start_rec *s = (const cl_start_rec *)r;
+  const cl_rec *stop = &r[2];
+  return r->kind == CL_REC_START && r->nslots == 3 && r->etype == CL_EV_KERNEL_CH && (r->flags & CL_F_SPAN) &&
+         r->id == (uint64_t)(uintptr_t)h && s->p.kernel_ch.channel == channel && stop->kind == CL_REC_STOP &&
+         stop->id == r->id && stop->ts >= r->ts && (st ? (stop->flags & CL_F_STOP_KCH_STATE) && stop->arg == st
+                                                         : !(stop->flags & CL_F_STOP_KCH_STATE));
+}
+static void *held_then_exit(void *arg) {
+  cl_payload kp = {.kernel_ch = {.ptimer = 1000, .channel = 2}};
+  *(void **)arg = cl_event_start(1, CL_EV_KERNEL_CH, 0, 0, &kp, sizeof kp.kernel_ch);
+  return NULL;
+}
+
+TL_TEST(kernel_ch_is_one_record_when_only_a_digest_is_written) {
+  cl_config_load();
+  atomic_store(&cl_enabled, 1);
+  atomic_store(&cl_capturing, 1);
+  atomic_store(&cl_digest_only, 1);
+  static whole_list l;
+  cl_rings_drain(collect_whole, &l);                 /* what earlier tests left */
+  l.n = 0;
+  cl_payload kp = {.kernel_ch = {.ptimer = 1000, .channel = 3}}, ph = {.kernel_phase = {.phase = 1}};
+  void *a = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  cl_event_state(a, CL_ST_KERNEL_CH_STOP, 5000);
+  cl_event_stop(a);                                  /* start, state and stop: one record */
+  void *b = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  cl_event_stop(b);                                  /* no state: one record still */
+  void *c = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  cl_event_state(c, CL_ST_STEP_SEND_WAIT, 64);       /* another state: the start goes out first */
+  cl_event_stop(c);
+  void *d = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  void *e = cl_event_start(1, CL_EV_KERNEL_PHASE, 0, (uint64_t)(uintptr_t)d, &ph, sizeof ph.kernel_phase);
+  cl_event_stop(e);                                  /* a child: its parent's start goes first */
+  cl_event_stop(d);
+  void *f = cl_event_start(1, CL_EV_KERNEL_PHASE, 0, 0, &ph, sizeof ph.kernel_phase);
+  cl_event_stop(f);                                  /* parent 0 names no held KernelCh */
+  l.serial = CL_ID_SERIAL((uint64_t)(uintptr_t)a);
+  cl_rings_drain(collect_whole, &l);
+  REQUIRE(l.n == 11, "%d records, want 11", l.n);
+  CHECK(span_is(l.r[0], a, 3, 5000) && l.r[0][0].arg == 77 && ((const cl_start_rec *)l.r[0])->p.kernel_ch.ptimer == 1000,
+        "a: one record with its parent, timer and folded state");
+  CHECK(l.r[0][2].aux <= l.r[0][2].ts - l.r[0][0].ts, "a: the state's time before the stop");
+  CHECK(span_is(l.r[1], b, 3, 0), "b: one record, no state");
+  CHECK(rec_is(l.r[2], CL_REC_START, c, 0) && l.r[2][0].nslots == 2 && rec_is(l.r[3], CL_REC_STATE, c, 0) &&
+        rec_is(l.r[4], CL_REC_STOP, c, 0), "c: start, state, stop");
+  CHECK(rec_is(l.r[5], CL_REC_START, d, 0) && rec_is(l.r[6], CL_REC_START, e, 0) && rec_is(l.r[7], CL_REC_STOP, e, 0) &&
+        rec_is(l.r[8], CL_REC_STOP, d, 0), "d and its phase: d's start, e's start and stop, d's stop");
+  CHECK(rec_is(l.r[9], CL_REC_START, f, 0) && rec_is(l.r[10], CL_REC_STOP, f, 0), "f alone");
+  /* more open at once than the table holds: the oldest's start goes out, nothing is lost */
+  void *h[CL_KCH_OPEN + 1];
+  for (int i = 0; i <= CL_KCH_OPEN; i++) h[i] = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  for (int i = 0; i <= CL_KCH_OPEN; i++) cl_event_stop(h[i]);
+  l.n = 0;
+  cl_rings_drain(collect_whole, &l);
+  REQUIRE(l.n == CL_KCH_OPEN + 2, "%d records, want %d", l.n, CL_KCH_OPEN + 2);
+  CHECK(rec_is(l.r[0], CL_REC_START, h[0], 0) && rec_is(l.r[1], CL_REC_STOP, h[0], 0), "the oldest: start, stop");
+  int spans = 0;
+  for (int i = 1; i <= CL_KCH_OPEN; i++) spans += span_is(l.r[i + 1], h[i], 3, 0);
+  CHECK(spans == CL_KCH_OPEN, "%d of %d spans", spans, CL_KCH_OPEN);
+  /* a thread that ends with one held: its start is written at the exit */
+  pthread_t t;
+  void *g = NULL;
+  REQUIRE(pthread_create(&t, NULL, held_then_exit, &g) == 0, "thread");
+  pthread_join(t, NULL);
+  static whole_list m;
+  m.serial = CL_ID_SERIAL((uint64_t)(uintptr_t)g);
+  cl_rings_drain(collect_whole, &m);
+  CHECK(m.n == 1 && rec_is(m.r[0], CL_REC_START, g, 0) && ((const cl_start_rec *)m.r[0])->p.kernel_ch.channel == 2,
+        "an ended thread's held KernelCh: %d records", m.n);
+  /* a quiet handle (a Group nothing reads) records nothing */
+  cl_event_stop((void *)(uintptr_t)CL_ID_QUIET);
+  cl_event_state((void *)(uintptr_t)CL_ID_QUIET, CL_ST_STEP_SEND_WAIT, 1);
+  l.n = 0;
+  cl_rings_drain(collect_whole, &l);
+  CHECK(l.n == 0, "%d records for a quiet handle", l.n);
+  atomic_store(&cl_digest_only, 0);
+  atomic_store(&cl_enabled, 0);
+}

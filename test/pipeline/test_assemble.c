@@ -40,11 +40,11 @@ typedef struct {
   uint64_t seq;
 } fixture;
 
-static void fx_open(fixture *f, int with_gpu) {
+static void fx_open_out(fixture *f, int with_gpu, unsigned output) {
   memset(f, 0, sizeof *f);
   cl_config_load();
   cl_cfg.mask = CL_MASK_FULL;
-  cl_cfg.output = CL_OUT_TRACE;   /* these tests read what is drawn (the default is the digest) */
+  cl_cfg.output = output;
   static const cl_parts_deps pd = {.comm_count = cl_comm_count, .comm_lookup = cl_comm_lookup,
                                    .env_rank = -1, .env_source = "", .forced_rank = -1};
   f->ps = cl_parts_new(&pd);
@@ -55,6 +55,8 @@ static void fx_open(fixture *f, int with_gpu) {
   static const cl_asm_deps deps = {cl_comm_lookup, cl_comm_learn, cl_ring_os_tid};
   f->a = cl_asm_new(f->ps, f->gj, &deps);
 }
+/* these tests read what is drawn (the default is the digest) */
+static void fx_open(fixture *f, int with_gpu) { fx_open_out(f, with_gpu, CL_OUT_TRACE); }
 static void fx_close(fixture *f) {
   cl_asm_free(f->a);
   cl_gj_free(f->gj);
@@ -247,6 +249,19 @@ TL_TEST(collective_timed_by_proxy_ops_with_an_orphan) {
 
 /* KernelCh children give the span (host clock through the GPU clock estimate) and the tail
  * channel: the one that finished last. */
+/* The trace of one AllReduce over two channels, channel 1 finishing last: its GPU span comes
+ * from the channels, and both are drawn. */
+static void check_two_channels(fixture *f) {
+  json_object *arr = body_json(f);
+  REQUIRE(arr, "body is not JSON");
+  json_object *g = find_slice(arr, "coll_gpu", "AllReduce");
+  REQUIRE(g, "no GPU span drawn");
+  CHECK(!strcmp(slice_arg(g, "source"), "kernel_ch"), "source %s", slice_arg(g, "source"));
+  CHECK(!strcmp(slice_arg(g, "tail_channel"), "1"), "tail channel %s", slice_arg(g, "tail_channel"));
+  CHECK(count_cat(arr, "kernel_ch") == 2, "channel slices %d", count_cat(arr, "kernel_ch"));
+  json_object_put(arr);
+}
+
 TL_TEST(collective_timed_by_kernel_channels) {
   fixture f;
   fx_open(&f, 0);
@@ -267,15 +282,107 @@ TL_TEST(collective_timed_by_kernel_channels) {
     t_stop(&f, id, stop_gpu - gpu0 + 3000);
   }
   cl_asm_tick(f.a, 2000000, 1);
-  json_object *arr = body_json(&f);
-  REQUIRE(arr, "body is not JSON");
-  json_object *g = find_slice(arr, "coll_gpu", "AllReduce");
-  REQUIRE(g, "no GPU span drawn");
-  CHECK(!strcmp(slice_arg(g, "source"), "kernel_ch"), "source %s", slice_arg(g, "source"));
-  CHECK(!strcmp(slice_arg(g, "tail_channel"), "1"), "tail channel %s", slice_arg(g, "tail_channel"));
-  CHECK(count_cat(arr, "kernel_ch") == 2, "channel slices %d", count_cat(arr, "kernel_ch"));
-  json_object_put(arr);
+  check_two_channels(&f);
   fx_close(&f);
+}
+
+/* A KernelCh as one record (CL_F_SPAN: start, payload slot, stop; hotpath.c holds it back when
+ * only a digest is written): `st` is its folded KernelChStop timer, seen `st_before` ns before
+ * the stop. A broken span (its stop names another id) is not taken. */
+static void t_span(fixture *f, uint64_t id, uint32_t comm, uint64_t parent, uint64_t ts, const cl_payload *p,
+                   uint64_t stop_ts, uint64_t st, uint32_t st_before, uint64_t stop_id) {
+  cl_rec r[3];
+  memset(r, 0, sizeof r);
+  r[0] = (cl_rec){.kind = CL_REC_START, .nslots = 3, .etype = CL_EV_KERNEL_CH, .flags = CL_F_SPAN, .aux = comm,
+                  .id = id, .ts = ts, .arg = parent};
+  memcpy(&r[1], p, CL_SLOT_BYTES);
+  r[2] = (cl_rec){.kind = CL_REC_STOP, .nslots = 1, .flags = CL_F_STOP_KCH_STATE, .aux = st_before, .id = stop_id,
+                  .ts = stop_ts, .arg = st};
+  cl_asm_feed(f->a, r);
+}
+
+/* The same collective with its channels as spans, one arriving before the collective's start
+ * (its thread drained first): the same GPU span and tail channel, every channel drawn; a broken
+ * span is counted as stale and draws nothing. */
+TL_TEST(collective_timed_by_kernel_channel_spans) {
+  fixture f;
+  fx_open(&f, 0);
+  uint32_t comm = add_comm(0x5555666677778899ull, 1);
+  uint64_t coll = ev_id(1, 1);
+  cl_payload c = coll_payload(7, 2), k[2];
+  const uint64_t gpu0 = 500000000;
+  for (int ch = 0; ch < 2; ch++) {
+    memset(&k[ch], 0, sizeof k[ch]);
+    k[ch].kernel_ch = (cl_kernel_ch){.ptimer = gpu0 + 1000000 + 10000u * (unsigned)ch, .channel = (uint8_t)ch};
+  }
+  uint64_t stop1 = gpu0 + 1000000 + 80000u;
+  t_span(&f, ev_id(2, 2), comm, coll, 1012000, &k[1], stop1 - gpu0 + 3000, stop1, 1000, ev_id(2, 2));
+  t_start(&f, coll, CL_EV_COLL, comm, 0, 1000000, &c, 0);
+  t_stop(&f, coll, 1001000);
+  uint64_t stop0 = gpu0 + 1000000 + 50000u;
+  t_span(&f, ev_id(2, 1), comm, coll, 1002000, &k[0], stop0 - gpu0 + 3000, stop0, 1000, ev_id(2, 1));
+  t_span(&f, ev_id(2, 3), comm, coll, 1002000, &k[0], stop0 - gpu0 + 3000, stop0, 1000, ev_id(2, 4));
+  cl_asm_tick(f.a, 2000000, 1);
+  cl_asm_stats st;
+  cl_asm_get_stats(f.a, &st);
+  CHECK(st.stale == 1 && st.open_now == 0, "stale %llu (want 1), open %llu (want 0)", (unsigned long long)st.stale,
+        (unsigned long long)st.open_now);
+  check_two_channels(&f);
+  fx_close(&f);
+}
+
+/* 200 collectives of three channels 10 ms apart (the GPU clock calibrates on the way), each
+ * channel fed as START, KernelChStop state and STOP records, or as one span; the digest's
+ * bytes into *out, the events started into *starts. */
+static void digest_of(int spans, cl_dg_buf *out, uint64_t *starts, uint64_t *folded) {
+  fixture f;
+  fx_open_out(&f, 0, CL_OUT_DIGEST);
+  uint32_t comm = add_comm(0x5555666677770001ull, 0);
+  const uint64_t gpu0 = 500000000;
+  uint64_t n = 1;
+  for (uint64_t i = 0; i < 200; i++) {
+    uint64_t t0 = 1000000 + i * 10000000, coll = ev_id(1, n++);
+    cl_payload c = coll_payload(i, 3), k;
+    t_start(&f, coll, CL_EV_COLL, comm, 0, t0, &c, 0);
+    t_stop(&f, coll, t0 + 1000);
+    for (unsigned ch = 0; ch < 3; ch++) {
+      memset(&k, 0, sizeof k);
+      k.kernel_ch = (cl_kernel_ch){.ptimer = gpu0 + t0 + 1000 * ch, .channel = (uint8_t)ch};
+      uint64_t id = ev_id(2, n++), start = t0 + 1000 * ch + 2000 + (i % 7) * 100;   /* the host late by 2-2.6 us */
+      uint64_t stop_gpu = gpu0 + t0 + 50000 + 7000 * ch + (i % 5) * 3000, st = stop_gpu - gpu0 + 2000 + (i % 3) * 200;
+      if (spans) {
+        t_span(&f, id, comm, coll, start, &k, st + 1000, stop_gpu, 1000, id);
+      } else {
+        t_start(&f, id, CL_EV_KERNEL_CH, comm, coll, start, &k, 0);
+        t_small(&f, CL_REC_STATE, id, st, CL_ST_KERNEL_CH_STOP, stop_gpu);
+        t_stop(&f, id, st + 1000);
+      }
+    }
+    cl_asm_tick(f.a, t0 + 200000, 0);
+  }
+  cl_asm_tick(f.a, 3000000000ull, 1);
+  cl_asm_stats st;
+  cl_asm_get_stats(f.a, &st);
+  *starts = st.starts;
+  *folded = st.spans_folded;
+  cl_part *p = cl_parts_of_dev(f.ps, -1);
+  REQUIRE(p && p->dg && cl_digest_take(p->dg, out) == 0, "no digest");
+  fx_close(&f);
+}
+
+/* Spans (the digest-only path: most folded into their collective with no event made) and
+ * START/state/STOP records make the same digest, byte for byte. */
+TL_TEST(kernel_channel_spans_make_the_same_digest) {
+  cl_dg_buf a = {0}, b = {0};
+  uint64_t sa = 0, sb = 0, fa = 0, fb = 0;
+  digest_of(0, &a, &sa, &fa);
+  digest_of(1, &b, &sb, &fb);
+  CHECK(a.len > 400 && a.len == b.len && !memcmp(a.p, b.p, a.len), "digests differ: %zu and %zu bytes", a.len, b.len);
+  CHECK(sa == 800 && sb == 800, "events started: %llu and %llu (want 800)", (unsigned long long)sa, (unsigned long long)sb);
+  CHECK(fa == 0 && fb > 500, "spans folded straight: %llu and %llu (want 0, most of 600)", (unsigned long long)fa,
+        (unsigned long long)fb);
+  free(a.p);
+  free(b.p);
 }
 
 /* The track budget whatever the job (tracks.h): 12 communicators, each with its channels'
