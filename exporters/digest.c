@@ -27,6 +27,7 @@ typedef struct { uint64_t id, start, end; } step_ent;
  * remembers the address it was last asked by (NCCL's names are static; a hit is still checked
  * against the text), and channel entries are found through a hash of their key. */
 #define STR_MEMO 64
+#define KC_CACHE 64   /* channels of the last communicator a KernelCh row was asked for */
 typedef struct { const char *at; uint32_t id; } str_memo;
 
 struct cl_digest {
@@ -36,6 +37,8 @@ struct cl_digest {
   comm_ent *comms; size_t ncomms, capcomms;
   chan_ent *chans; size_t nchans, capchans;
   uint32_t *chix; size_t chcap;            /* index + 1 into chans by key hash; 0: empty */
+  uint64_t kc_comm;                        /* the communicator whose KernelCh rows ... */
+  uint32_t kc_ix[KC_CACHE];                /* ... are at chans[kc_ix[channel] - 1] (0: not known) */
   step_ent *steps; size_t nsteps, capsteps;
   uint64_t lost, taken;
 };
@@ -47,6 +50,7 @@ static void forget(cl_digest *d) {
   d->nrows = d->nstrs = d->ncomms = d->nchans = d->nsteps = 0;
   memset(d->memo, 0, sizeof d->memo);
   if (d->chix) memset(d->chix, 0, d->chcap * sizeof *d->chix);
+  memset(d->kc_ix, 0, sizeof d->kc_ix);
 }
 void cl_digest_free(cl_digest *d) {
   if (!d) return;
@@ -142,8 +146,17 @@ static chan_ent *chan_of(cl_digest *d, uint64_t comm, int channel, int peer) {
 }
 
 void cl_digest_chan(cl_digest *d, uint64_t comm_hash, int channel, uint64_t dur, int64_t seq) {
-  chan_ent *c = d && channel >= 0 ? chan_of(d, comm_hash, channel, -1) : NULL;
-  if (!c) return;
+  if (!d || channel < 0) return;
+  chan_ent *c;
+  if (channel < KC_CACHE && comm_hash == d->kc_comm && d->kc_ix[channel]) {   /* a collective's next channel */
+    c = &d->chans[d->kc_ix[channel] - 1];
+  } else {
+    if (!(c = chan_of(d, comm_hash, channel, -1))) return;
+    if (channel < KC_CACHE) {
+      if (comm_hash != d->kc_comm) { memset(d->kc_ix, 0, sizeof d->kc_ix); d->kc_comm = comm_hash; }
+      d->kc_ix[channel] = (uint32_t)(c - d->chans) + 1;
+    }
+  }
   c->n++; c->sum += dur;
   if (dur > c->max || c->n == 1) { c->max = dur; c->max_seq = seq; }
 }

@@ -453,6 +453,9 @@ static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
   if (!force) {
     if (!c->stopped || c->open_children) return;
     unsigned exp = expected_kch(c);
+    /* channels still to come, and too soon to give up on them or on CUPTI: the common case,
+     * answered before CUPTI is asked (each channel's stop asks) */
+    if (exp && c->kch_done < exp && now - c->stop < CL_ASM_CUPTI_WAIT_NS && now - c->stop < CHILD_WAIT_NS) return;
     uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
     uint64_t s, e;
     uint32_t dev;

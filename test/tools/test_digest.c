@@ -145,6 +145,38 @@ TL_TEST(report_from_digests_equals_report_from_traces) {
   else fprintf(stderr, "  kept %s\n", base);
 }
 
+/* The KernelCh rows of two communicators: asked for alternately (the remembered communicator's
+ * channels change at every call) and grouped by communicator (they stay), after the same first
+ * calls, make the same channel block: each (communicator, channel) got its own counts. */
+static void chan_call(cl_digest *d, int k, int ch, int i) {
+  static const uint64_t comm[2] = {0x1111, 0x2222};
+  cl_digest_chan(d, comm[k], ch, 1000 + (uint64_t)((i * 37 + ch * 11 + k * 5) % 97), i);
+}
+static void chan_calls(cl_digest *d, int grouped, cl_dg_buf *out) {
+  for (int k = 0; k < 2; k++)
+    for (int ch = 0; ch < 4; ch++) chan_call(d, k, ch, 0);
+  if (grouped) {
+    for (int k = 0; k < 2; k++)
+      for (int i = 1; i < 40; i++)
+        for (int ch = 0; ch < 4; ch++) chan_call(d, k, ch, i);
+  } else {
+    for (int i = 1; i < 40; i++)
+      for (int ch = 0; ch < 4; ch++)
+        for (int k = 0; k < 2; k++) chan_call(d, k, ch, i);
+  }
+  REQUIRE(cl_digest_take(d, out) == 0, "take");
+}
+TL_TEST(kernel_channel_rows_keep_each_communicators_counts) {
+  cl_digest *a = cl_digest_new(), *b = cl_digest_new();
+  REQUIRE(a && b, "out of memory");
+  cl_dg_buf x = {0}, y = {0};
+  chan_calls(a, 0, &x);
+  chan_calls(b, 1, &y);
+  CHECK(x.len > 40 && x.len == y.len && !memcmp(x.p, y.p, x.len), "channel blocks differ: %zu and %zu bytes", x.len, y.len);
+  free(x.p); free(y.p);
+  cl_digest_free(a); cl_digest_free(b);
+}
+
 /* COMMLENS_OUTPUT=digest formats no JSON: no trace file, and the digest's stats count as events
  * exactly its own rows (the count adds the Chrome-trace events formatted, which must be none). */
 TL_TEST(digest_mode_formats_no_trace) {
