@@ -25,6 +25,11 @@ static inline cl_ring *ring_self(void) {
   return r;
 }
 
+/* The next call's cost is sampled (sample_cost). */
+static inline int sample_due(cl_ring *r) {
+  return ((atomic_load_explicit(&r->calls, memory_order_relaxed) + 1) & (CL_SAMPLE_EVERY - 1)) == 32;
+}
+
 static inline void sample_cost(cl_ring *r, uint64_t t0) {
   uint64_t c = atomic_load_explicit(&r->calls, memory_order_relaxed) + 1;
   atomic_store_explicit(&r->calls, c, memory_order_relaxed);
@@ -111,8 +116,11 @@ void cl_event_stop(void *handle) {
   if (!handle || ((uintptr_t)handle & CL_ID_DROPPED) || !atomic_load_explicit(&cl_enabled, memory_order_relaxed)) return;
   cl_ring *r = ring_self();
   if (!r) return;
-  uint64_t t0 = cl_now(), id = (uint64_t)(uintptr_t)handle;
+  uint64_t id = (uint64_t)(uintptr_t)handle;
   cl_kch_open *o = cl_ring_kch_find(r, id);
+  /* NCCL stops a KernelCh just after its KernelChStop state: a held one takes the state's time
+   * as its stop's (one clock read fewer), but on a call whose cost is sampled */
+  uint64_t t0 = o && r->kst_id == id && !sample_due(r) ? r->kst_ts : cl_now();
   int kst = o && r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX;
   if (o && r->kst_id && !kst) {   /* a state that does not fold: it goes first, then the rest */
     cl_ring_kst_flush(r);
