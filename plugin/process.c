@@ -40,7 +40,7 @@ static void process_setup(const cl_comm_desc *d) {
                 "timers: COMMLENS_CUPTI=sampled falls back to kernels (CUPTI times every NCCL kernel)", d->abi);
   }
   cl_identity_settle(d->rank, d->abi);
-  cl_gate_setup();
+  cl_gate_setup(d->abi);
   if (!atexit_done) { atexit(on_exit_handler); atexit_done = 1; }
   if (!atfork_done) { pthread_atfork(NULL, NULL, fork_child); atfork_done = 1; }
   atomic_store(&cl_enabled, 1);

@@ -37,14 +37,14 @@ void cl_gate_launch_events(int needed) {
   atomic_store_explicit(&cl_skip_launch_events, !needed, memory_order_relaxed);
 }
 
-void cl_gate_setup(void) {
+void cl_gate_setup(int abi) {
   int windowed = cl_cfg.window != CL_WIN_NONE;
   atomic_store(&cl_window_by_coll, cl_cfg.window == CL_WIN_COLL);
   atomic_store(&cl_capturing, !windowed || (cl_cfg.window == CL_WIN_COLL && cl_cfg.win_start == 0));
   g_window_state = WIN_BEFORE;
   atomic_store(&g_colls, 0);
   atomic_store(&cl_skip_launch_events, 0);   /* the writer says when they can go */
-  atomic_store(&cl_digest_only, !(cl_cfg.output & CL_OUT_TRACE) && !cl_cfg.flight_s);
+  atomic_store(&cl_digest_only, !(cl_cfg.output & CL_OUT_TRACE) && !cl_cfg.flight_s && abi >= 4);
 }
 
 void cl_gate_attach_mask(int *mask) {

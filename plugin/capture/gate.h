@@ -19,16 +19,18 @@ extern _Atomic int cl_window_by_coll;  /* the window counts collectives (hot pat
  * (docs/decisions.md). The writer sets it (cl_gate_launch_events); every other event is
  * recorded as before. */
 extern _Atomic int cl_skip_launch_events;
-/* Only a digest is written (no trace, no flight recorder), for the whole run: NCCL's Group
- * events (ABI v5+, where no event names one as its parent) get a handle that records nothing,
- * and a KernelCh travels as one record written at its stop (hotpath.c). Set with the gate. */
+/* Only a digest is written (no trace, no flight recorder), for the whole run, and NCCL's
+ * KernelCh events stop (ABI v4+; v3's never do): NCCL's Group events (ABI v5+, where no event
+ * names one as its parent) get a handle that records nothing, and a KernelCh travels as one
+ * record written at its stop (hotpath.c). Set with the gate. */
 extern _Atomic int cl_digest_only;
 
 /* Hot path, only while cl_window_by_coll: counts collectives, opens and closes the window;
  * 1 if an event of type `etype` is inside it. */
 int cl_gate_coll(unsigned etype);
-/* After the configuration is loaded: the window's initial state. */
-void cl_gate_setup(void);
+/* After the configuration is loaded: the window's initial state; `abi` the profiler ABI NCCL
+ * drives. */
+void cl_gate_setup(int abi);
 /* NCCL's process-global mask at a communicator's init: remembered (window changes rewrite it)
  * and set to what the window wants now. */
 void cl_gate_attach_mask(int *mask);
