@@ -68,7 +68,7 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
       atomic_load_explicit(&cl_digest_only, memory_order_relaxed)) {
     /* held back until its stop: the two records become one (cl_event_stop) */
     cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
-    if (o->id) cl_ring_kch_release(r, o);
+    if (o->id) cl_ring_kch_out(r, o, NULL);
     o->id = id; o->parent = parent; o->ts = t0; o->comm = comm_serial; o->flags = (uint8_t)flags;
     memcpy(o->p, p, bytes);
     sample_cost(r, t0);
@@ -76,7 +76,7 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
   }
   if (__builtin_expect(etype == CL_EV_KERNEL_PHASE, 0)) {   /* a child of a held-back KernelCh */
     cl_kch_open *o = cl_ring_kch_find(r, parent);
-    if (o) cl_ring_kch_release(r, o);
+    if (o) cl_ring_kch_out(r, o, NULL);
   }
   unsigned n = 1 + (bytes + CL_SLOT_BYTES - 1) / CL_SLOT_BYTES;
   uint64_t pos;
@@ -121,27 +121,17 @@ void cl_event_stop(void *handle) {
   /* NCCL stops a KernelCh just after its KernelChStop state: a held one takes the state's time
    * as its stop's (one clock read fewer), but on a call whose cost is sampled */
   uint64_t t0 = o && r->kst_id == id && !sample_due(r) ? r->kst_ts : cl_now();
-  int kst = o && r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX;
+  int kst = r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX;   /* the state folds */
   if (o && r->kst_id && !kst) {   /* a state that does not fold: it goes first, then the rest */
     cl_ring_kst_flush(r);
     o = cl_ring_kch_find(r, id);
   }
   if (o) {   /* a held-back KernelCh: start, payload and stop in one record */
-    uint64_t pos;
-    cl_rec *rec = cl_ring_reserve(r, 3, &pos);
-    if (rec) {
-      rec[0] = (cl_rec){.kind = CL_REC_START, .nslots = 3, .etype = CL_EV_KERNEL_CH,
-                        .flags = (uint8_t)(o->flags | CL_F_SPAN), .aux = o->comm, .id = id, .ts = o->ts,
-                        .arg = o->parent};
-      memcpy(rec + 1, o->p, CL_SLOT_BYTES);
-      rec[2] = (cl_rec){.kind = CL_REC_STOP, .nslots = 1, .flags = kst ? CL_F_STOP_KCH_STATE : 0,
-                        .aux = kst ? (uint32_t)(t0 - r->kst_ts) : 0, .id = id, .ts = t0,
-                        .arg = kst ? r->kst_arg : 0};
-      cl_ring_commit(r, pos, 3);
-    }
+    cl_rec stop = {.kind = CL_REC_STOP, .nslots = 1, .flags = kst ? CL_F_STOP_KCH_STATE : 0,
+                   .aux = kst ? (uint32_t)(t0 - r->kst_ts) : 0, .id = id, .ts = t0, .arg = kst ? r->kst_arg : 0};
+    cl_ring_kch_out(r, o, &stop);
     if (kst) r->kst_id = 0;
-    o->id = 0;
-  } else if (r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX) {
+  } else if (kst) {
     cl_ring_put1(r, id, CL_REC_STOP, CL_F_STOP_KCH_STATE, (uint32_t)(t0 - r->kst_ts), t0, r->kst_arg);
     r->kst_id = 0;
   } else {
@@ -159,7 +149,7 @@ void cl_event_state(void *handle, int state, uint64_t arg) {
   if (r->kst_id) cl_ring_kst_flush(r);
   if (state != CL_ST_KERNEL_CH_STOP) {   /* a held-back KernelCh's start goes before its state */
     cl_kch_open *o = cl_ring_kch_find(r, (uint64_t)(uintptr_t)handle);
-    if (o) cl_ring_kch_release(r, o);
+    if (o) cl_ring_kch_out(r, o, NULL);
   }
   if (state == CL_ST_KERNEL_CH_STOP) {
     r->kst_id = (uint64_t)(uintptr_t)handle;

@@ -27,7 +27,7 @@ static void ring_thread_exit(void *p) {
   if (!r) return;
   if (r->kch)                            /* KernelCh whose stop never came: their starts */
     for (int i = 0; i < CL_KCH_OPEN; i++)
-      if (r->kch[i].id && r->kch[i].id != r->kst_id) cl_ring_kch_release(r, &r->kch[i]);
+      if (r->kch[i].id && r->kch[i].id != r->kst_id) cl_ring_kch_out(r, &r->kch[i], NULL);
   if (r->kst_id) cl_ring_kst_flush(r);   /* a KernelChStop state whose stop never came on this thread */
   atomic_store_explicit(&r->state, CL_RING_DEAD, memory_order_release);
 }

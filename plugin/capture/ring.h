@@ -164,16 +164,21 @@ static inline cl_kch_open *cl_ring_kch_find(cl_ring *r, uint64_t id) {
   cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
   return o->id == id ? o : NULL;
 }
-/* Producer: a held-back KernelCh written out as the START record it is (another event of it
- * came, a newer one needs its place, its thread ends); its stop will be a STOP record. */
-static inline void cl_ring_kch_release(cl_ring *r, cl_kch_open *o) {
+/* Producer: a held-back KernelCh written out, its entry freed. With `stop` NULL, as the START
+ * record it is (another event of it came, a newer one needs its place, its thread ends; its
+ * stop will be a STOP record); else the whole event in one record, `stop` its last slot
+ * (CL_F_SPAN). */
+static inline void cl_ring_kch_out(cl_ring *r, cl_kch_open *o, const cl_rec *stop) {
+  unsigned n = stop ? 3 : 2;
   uint64_t pos;
-  cl_rec *rec = cl_ring_reserve(r, 2, &pos);
+  cl_rec *rec = cl_ring_reserve(r, n, &pos);
   if (rec) {
-    *rec = (cl_rec){.kind = CL_REC_START, .nslots = 2, .etype = CL_EV_KERNEL_CH, .flags = o->flags,
-                    .aux = o->comm, .id = o->id, .ts = o->ts, .arg = o->parent};
+    rec[0] = (cl_rec){.kind = CL_REC_START, .nslots = (uint8_t)n, .etype = CL_EV_KERNEL_CH,
+                      .flags = (uint8_t)(o->flags | (stop ? CL_F_SPAN : 0)), .aux = o->comm, .id = o->id,
+                      .ts = o->ts, .arg = o->parent};
     __builtin_memcpy(rec + 1, o->p, CL_SLOT_BYTES);
-    cl_ring_commit(r, pos, 2);
+    if (stop) rec[2] = *stop;
+    cl_ring_commit(r, pos, n);
   }
   o->id = 0;
 }
@@ -181,7 +186,7 @@ static inline void cl_ring_kch_release(cl_ring *r, cl_kch_open *o) {
  * record it is (hotpath.c; the thread's exit), after its KernelCh's start if that was held. */
 static inline void cl_ring_kst_flush(cl_ring *r) {
   cl_kch_open *o = cl_ring_kch_find(r, r->kst_id);
-  if (o) cl_ring_kch_release(r, o);
+  if (o) cl_ring_kch_out(r, o, NULL);
   cl_ring_put1(r, r->kst_id, CL_REC_STATE, 0, CL_ST_KERNEL_CH_STOP, r->kst_ts, r->kst_arg);
   r->kst_id = 0;
 }
