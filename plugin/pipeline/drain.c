@@ -17,11 +17,12 @@ static uint64_t drain_pass(cl_stage *st) { return st ? cl_rings_drain(to_stage, 
 /* A pass that moves this many records means more are coming fast: the next pass starts at once,
  * and the pause after a smaller one is short again. Fewer, and the pause doubles up to
  * DRAIN_MAX_US: a job whose collectives trickle in (a few per millisecond) was drained every
- * 20 to 40 us, a wake-up each time, for a record or two (bench/replay_cost.c, evenly paced
- * streams: most of the writer's instructions per collective). The rings hold milliseconds of
- * records at any rate a thread can make, and grow when found a quarter full (ring.h). */
+ * 20 to 40 us, a wake-up each time, for a record or two; at 2 ms, the wake-ups were still most
+ * of the plugin threads' CPU at a few hundred collectives a second (bench/replay_cost.c, evenly
+ * paced streams; in a VM, arming a timer traps). The rings hold tens of milliseconds of records
+ * at any rate a thread can make, and grow when found a quarter full (ring.h). */
 #define DRAIN_BATCH 256
-#define DRAIN_MAX_US 2000
+#define DRAIN_MAX_US 10000
 
 static void *drain_main(void *arg) {
   (void)arg;

@@ -18,7 +18,8 @@
 #define BODY_FLUSH_BYTES (8u << 20)   /* the JSON body never grows past this between writes */
 #define CUPTI_POLL_NS 100000000ull     /* CUPTI's buffers are taken this often */
 #define FORMAT_BATCH 1024              /* records a pass takes that mean more are waiting */
-#define FORMAT_BUSY_US 5000            /* the pause between passes while records keep coming */
+#define FORMAT_PAUSE_US 20000          /* the pause between passes while records keep coming */
+#define FORMAT_IDLE_US 50000           /* the longest, once none came for 100 ms */
 
 static pthread_t g_thr;
 static _Atomic int g_stop;
@@ -100,7 +101,7 @@ static void *format_main(void *arg) {
   /* Formatting yields to everything else on the machine, the job and the drain thread first. */
   if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0) { /* best effort */ }
   uint64_t last_flush = cl_now(), last_busy = last_flush, last_cupti = last_flush;
-  int idle_us = FORMAT_BUSY_US;
+  int idle_us = FORMAT_PAUSE_US;
   gate_launch_events(d, last_flush);
   while (!atomic_load(&g_stop)) {
     int rings_idle = cl_rings_idle();   /* before staging is read: then "nothing to take" means caught up */
@@ -124,10 +125,13 @@ static void *format_main(void *arg) {
     if (got) last_busy = now;
     if (got >= FORMAT_BATCH) continue;   /* a backlog: straight on */
     /* records trickle in: let them gather for a while, since every pass and every wake-up has
-     * its fixed costs (the ticks above, the staging lock, the timer); at 200 us a pass they were
-     * a tenth of a core in a job of a few hundred collectives a second (bench/replay_cost.c,
-     * evenly paced streams). Nothing here waits on the format thread for less than 100 ms. */
-    idle_us = now - last_busy < 100000000ull ? FORMAT_BUSY_US : idle_us < 20000 ? idle_us * 2 : 20000;
+     * its fixed costs (the ticks above, the staging lock, the timer: in a VM, where arming the
+     * timer traps, tens of microseconds). At 5 ms a pass, the format and drain threads' waking
+     * alone was 1.6% of a core in a job of a few hundred collectives a second; at 20 ms, 0.5%
+     * (bench/replay_cost.c, evenly paced streams). Nothing here waits on the format thread for
+     * less than 100 ms but the flush, which is never put off past its interval. */
+    idle_us = now - last_busy < 100000000ull ? FORMAT_PAUSE_US : idle_us < FORMAT_IDLE_US ? idle_us * 2 : FORMAT_IDLE_US;
+    if (idle_us > cl_cfg.flush_ms * 1000) idle_us = cl_cfg.flush_ms * 1000;
     struct timespec ts = {0, idle_us * 1000L};
     nanosleep(&ts, NULL);
   }
