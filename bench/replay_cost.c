@@ -5,7 +5,8 @@
  * summary) fall out of a slope between two lengths. The stand-in libcupti (test/fakes/fake_cupti.c,
  * scripted) hands the plugin a kernel record for every NCCL launch and, on request, compute-kernel
  * records beside each: the GPU join, exposure and the trace writer do their whole default work.
- * Each measurement is a fresh process. Timings are medians of replays as fast as possible;
+ * Each measurement is a fresh process. Timings are medians of replays as fast as possible, and
+ * of long replays spread evenly over SPAN_S seconds (the steady state, past the warm-up);
  * `--callgrind` adds instruction counts (valgrind) of replays whose calls are spread evenly over
  * SPAN_S seconds (cg_run says why), compared with bench/replay_cost.baseline: 10% more is flagged
  * as a regression. The writer's CPU per second of such a spread replay is printed beside them.
@@ -444,13 +445,13 @@ typedef struct { double launch, writer, bytes; long colls, timed; } unit_cost;
 
 /* Per unit: the slope between `k1` and `k2` copies (or compute counts), median over runs. The
  * unit count of each length is `u1`, `u2`. */
-static unit_cost slope(const char *lib, const char *s1, const char *s2, int cupti, int c1, int c2,
-                       double u1, double u2, int runs) {
+static unit_cost slope_paced(const char *lib, const char *s1, const char *s2, int cupti, int c1, int c2,
+                             double u1, double u2, int runs, double span_s) {
   double l[MAX_RUNS], w[MAX_RUNS], b[MAX_RUNS];
   int n = 0;
   run_result last = {0};
   for (int i = 0; i < runs; i++) {
-    run_result a = run_child(lib, s1, cupti, c1, NULL, 0), z = run_child(lib, s2, cupti, c2, NULL, 0);
+    run_result a = run_child(lib, s1, cupti, c1, NULL, span_s), z = run_child(lib, s2, cupti, c2, NULL, span_s);
     if (!a.ok || !z.ok) continue;
     last = z;
     if (a.push_fail || z.push_fail) fprintf(stderr, "  (%ld kernel records refused)\n", a.push_fail + z.push_fail);
@@ -461,6 +462,10 @@ static unit_cost slope(const char *lib, const char *s1, const char *s2, int cupt
   }
   unit_cost u = {median(l, n), median(w, n), median(b, n), last.colls, last.timed};
   return u;
+}
+static unit_cost slope(const char *lib, const char *s1, const char *s2, int cupti, int c1, int c2,
+                       double u1, double u2, int runs) {
+  return slope_paced(lib, s1, s2, cupti, c1, c2, u1, u2, runs, 0);
 }
 
 /* ---- callgrind: inclusive instructions of the plugin's entry points and threads ---- */
@@ -572,6 +577,16 @@ static void rec_path(char *out, size_t n, const char *data, const char *rec) {
   else snprintf(out, n, "%s/%s.rec.gz", data, rec);
 }
 
+/* The two streams of a slope, `k1` and `k2` copies of recording `rec` (a.rec.gz, b.rec.gz). */
+static int make_pair(const char *data, const char *rec, int k1, int k2, int abi, char *s1, char *s2, size_t n,
+                     stream_counts *c1, stream_counts *c2) {
+  char src[4200];
+  rec_path(src, sizeof src, data, rec);
+  snprintf(s1, n, "%s/a.rec.gz", g_tmp);
+  snprintf(s2, n, "%s/b.rec.gz", g_tmp);
+  return make_stream(src, s1, k1, MASK_DEFAULT, abi, c1) || make_stream(src, s2, k2, MASK_DEFAULT, abi, c2);
+}
+
 static int usage(void) {
   fprintf(stderr,
           "usage: bench-replay-cost [--runs N] [--callgrind] [--update-baseline] [--baseline FILE]\n"
@@ -658,12 +673,9 @@ int main(int argc, char **argv) {
          "launch ns", "writer ns", "bytes");
   char s1[4200], s2[4200], src[4200];
   for (int ri = 0; recs[ri]; ri++) {
-    rec_path(src, sizeof src, data, recs[ri]);
     for (int abi = 5; abi <= 6; abi++) {
       stream_counts c1, c2;
-      snprintf(s1, sizeof s1, "%s/a.rec.gz", g_tmp);
-      snprintf(s2, sizeof s2, "%s/b.rec.gz", g_tmp);
-      if (make_stream(src, s1, K1, MASK_DEFAULT, abi, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, abi, &c2)) return 1;
+      if (make_pair(data, recs[ri], K1, K2, abi, s1, s2, sizeof s1, &c1, &c2)) return 1;
       double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
       unit_cost cl = slope(lib, s1, s2, 1, 0, 0, u1, u2, runs);
       unit_cost nl = slope(null_lib, s1, s2, 0, 0, 0, u1, u2, runs);
@@ -681,10 +693,7 @@ int main(int argc, char **argv) {
    * per-collective work: at these rates, most of it) */
   {
     stream_counts c1, c2;
-    rec_path(src, sizeof src, data, recs[0]);
-    snprintf(s1, sizeof s1, "%s/a.rec.gz", g_tmp);
-    snprintf(s2, sizeof s2, "%s/b.rec.gz", g_tmp);
-    if (make_stream(src, s1, K1, MASK_DEFAULT, 5, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, 5, &c2)) return 1;
+    if (make_pair(data, recs[0], K1, K2, 5, s1, s2, sizeof s1, &c1, &c2)) return 1;
     printf("\nwriter CPU over %g s, the calls spread evenly (%s, ABI v5):\n", SPAN_S, recs[0]);
     for (int k = 0; k < 2; k++) {
       const stream_counts *c = k ? &c2 : &c1;
@@ -693,6 +702,23 @@ int main(int argc, char **argv) {
         printf("  %5.0f collectives a second: %6.1f ms of CPU a second, %.2f%% of a core\n",
                (double)(c->colls + c->p2ps) / SPAN_S, r.writer_ns / SPAN_S / 1e6, r.writer_ns / SPAN_S / 1e7);
     }
+  }
+
+  /* 1a'': the steady state: two long streams, each spread evenly over SPAN_S seconds (both pay
+   * the same waking and clock-paced work), their lengths past the plugin's warm-up (its tables'
+   * first touch, its heap's growth: the first few thousand collectives of a process). The slopes
+   * above take short streams replayed as fast as possible: the warm-up and a writer always
+   * behind (staging and heap growing) are in them. This is what a long job pays per collective
+   * at a few thousand collectives a second. */
+  {
+    const int W1 = 32, W2 = 64;
+    stream_counts c1, c2;
+    if (make_pair(data, recs[0], W1, W2, 5, s1, s2, sizeof s1, &c1, &c2)) return 1;
+    double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
+    unit_cost st = slope_paced(lib, s1, s2, 1, 0, 0, u1, u2, runs, SPAN_S);
+    printf("\nsteady state (%s x%d and x%d, ABI v5, each spread evenly over %g s: %.0f and %.0f a second):\n"
+           "  per collective: launch %.0f ns, writer %.0f ns (GPU-timed %ld of %ld)\n",
+           recs[0], W1, W2, SPAN_S, u1 / SPAN_S, u2 / SPAN_S, st.launch, st.writer, st.timed, st.colls);
   }
 
   /* 1b: per compute-kernel record */
@@ -714,10 +740,7 @@ int main(int argc, char **argv) {
     printf("\ninstructions (valgrind --tool=callgrind, inclusive; slopes as above, but each stream's calls spread\n"
            "evenly over %g s, so both do the same clock-paced work, flushes included):\n", SPAN_S);
     stream_counts c1, c2;
-    rec_path(src, sizeof src, data, recs[0]);
-    snprintf(s1, sizeof s1, "%s/a.rec.gz", g_tmp);
-    snprintf(s2, sizeof s2, "%s/b.rec.gz", g_tmp);
-    if (make_stream(src, s1, K1, MASK_DEFAULT, 5, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, 5, &c2)) return 1;
+    if (make_pair(data, recs[0], K1, K2, 5, s1, s2, sizeof s1, &c1, &c2)) return 1;
     double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
     ir_split a = cg_run(lib, s1, 0, "k1", SPAN_S), z = cg_run(lib, s2, 0, "k2", SPAN_S);
     double il = (z.launch - a.launch) / (u2 - u1), iw = (z.writer - a.writer) / (u2 - u1);
@@ -725,7 +748,7 @@ int main(int argc, char **argv) {
     ir_split zw = cg_run(lib, s2, 0, "kw", SPAN_S), cn = cg_run(lib, s2, C, "cn", SPAN_S);
     g_sample = FIRST_WINDOW;
     double ic = (cn.writer - zw.writer) / ((double)C * (double)c2.launches);
-    if (make_stream(src, s1, K1, MASK_DEFAULT, 6, &c1) || make_stream(src, s2, K2, MASK_DEFAULT, 6, &c2)) return 1;
+    if (make_pair(data, recs[0], K1, K2, 6, s1, s2, sizeof s1, &c1, &c2)) return 1;
     ir_split a6 = cg_run(lib, s1, 0, "k1v6", SPAN_S), z6 = cg_run(lib, s2, 0, "k2v6", SPAN_S);
     double il6 = (z6.launch - a6.launch) / (u2 - u1), iw6 = (z6.writer - a6.writer) / (u2 - u1);
     printf("  per collective (%s): launch %.0f, writer %.0f (ABI v6: launch %.0f, writer %.0f)\n"
