@@ -236,6 +236,8 @@ static void real_now(struct timespec *ts) { syscall(SYS_clock_gettime, CLOCK_MON
 
 static _Atomic uint64_t g_uniform_ns;   /* rp_set_uniform_span */
 void rp_set_uniform_span(uint64_t ns) { atomic_store(&g_uniform_ns, ns); }
+static _Atomic uint64_t g_burst_ns;     /* rp_set_burst */
+void rp_set_burst(uint64_t ns) { atomic_store(&g_burst_ns, ns); }
 
 /* Sleeps until the call's recorded time (scaled), or its place in an even spread, has passed
  * since the replay started. A call already due runs at once (no system call): recorded calls
@@ -243,6 +245,8 @@ void rp_set_uniform_span(uint64_t ns) { atomic_store(&g_uniform_ns, ns); }
 static void pace(rp_run *r, const rp_call *c) {
   if (r->speed <= 0) return;
   uint64_t span = atomic_load_explicit(&g_uniform_ns, memory_order_relaxed);
+  uint64_t burst = atomic_load_explicit(&g_burst_ns, memory_order_relaxed);
+  if (span && burst && c > r->calls && c->t - c[-1].t < burst) return;   /* the rest of a burst: at once */
   uint64_t due_ns = span ? (uint64_t)((double)(c - r->calls) * ((double)span / (double)r->ncalls))
                          : (uint64_t)((double)c->t / r->speed);
   struct timespec due = r->t0, now;

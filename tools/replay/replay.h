@@ -50,4 +50,9 @@ void rp_set_call_hook(rp_call_hook fn);
  * recorded times (bench/replay_cost.c: streams of different lengths over one span of time,
  * every flush interval holding collectives); 0, the default: recorded times. */
 void rp_set_uniform_span(uint64_t ns);
+/* With an even spread only: ns > 0 keeps bursts whole, a call recorded less than ns after the
+ * one before it following at once (a collective's calls come microseconds apart; spread out,
+ * each would find the caches cold, as no real job has them); 0, the default: every call on its
+ * own place in the spread. */
+void rp_set_burst(uint64_t ns);
 #endif
