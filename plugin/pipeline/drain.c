@@ -1,5 +1,6 @@
 /* drain.c: see drain.h. Never formats, never writes a file: rings -> staging at memory speed. */
 #include "plugin/pipeline/drain.h"
+#include "plugin/pipeline/pause.h"
 #include "plugin/capture/ring.h"
 #include "common/clock.h"
 #include <pthread.h>
@@ -8,6 +9,7 @@
 
 static pthread_t g_thr;
 static _Atomic int g_stop;
+static cl_pause g_pause;
 static cl_stage *g_st;
 
 static void to_stage(void *arg, const cl_rec *recs, size_t nslots) { cl_stage_append(arg, recs, nslots); }
@@ -31,8 +33,7 @@ static void *drain_main(void *arg) {
     uint64_t got = drain_pass(g_st);
     if (got >= DRAIN_BATCH) { idle_us = 20; continue; }
     idle_us = idle_us < DRAIN_MAX_US ? idle_us * 2 : DRAIN_MAX_US;
-    struct timespec ts = {0, idle_us * 1000L};
-    nanosleep(&ts, NULL);
+    cl_pause_us(&g_pause, idle_us);
   }
   drain_pass(g_st);                    /* everything committed before the stop */
   return NULL;
@@ -41,12 +42,14 @@ static void *drain_main(void *arg) {
 int cl_drain_start(cl_stage *st) {
   g_st = st;
   atomic_store(&g_stop, 0);
+  cl_pause_init(&g_pause);
   return pthread_create(&g_thr, NULL, drain_main, NULL) == 0 ? 0 : -1;
 }
 
 int cl_drain_stop(int timeout_ms) {
   struct timespec dl = cl_deadline_ms(timeout_ms);
   atomic_store(&g_stop, 1);
+  cl_pause_wake(&g_pause);
   if (pthread_timedjoin_np(g_thr, NULL, &dl) == 0) return 0;
   pthread_detach(g_thr);
   return -1;

@@ -2,6 +2,7 @@
  * touches the assembler, the GPU join and the Chrome-trace body. */
 #include "plugin/pipeline/format.h"
 #include "plugin/pipeline/flight.h"
+#include "plugin/pipeline/pause.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "plugin/capture/gate.h"
@@ -23,6 +24,7 @@
 
 static pthread_t g_thr;
 static _Atomic int g_stop;
+static cl_pause g_pause;
 static cl_gpu_activity g_act[4096];
 
 static void feed(void *arg, const cl_rec *r) {
@@ -132,8 +134,7 @@ static void *format_main(void *arg) {
      * less than 100 ms but the flush, which is never put off past its interval. */
     idle_us = now - last_busy < 100000000ull ? FORMAT_PAUSE_US : idle_us < FORMAT_IDLE_US ? idle_us * 2 : FORMAT_IDLE_US;
     if (idle_us > cl_cfg.flush_ms * 1000) idle_us = cl_cfg.flush_ms * 1000;
-    struct timespec ts = {0, idle_us * 1000L};
-    nanosleep(&ts, NULL);
+    cl_pause_us(&g_pause, idle_us);
   }
   /* Asked to stop: the backlog is left to the thread that stops us (cl_format_backlog), which
    * runs at the job's priority; at ours, a loaded machine could starve it past its bound. */
@@ -150,11 +151,13 @@ void cl_format_backlog(cl_format_deps *d) {
 
 int cl_format_start(cl_format_deps *d) {
   atomic_store(&g_stop, 0);
+  cl_pause_init(&g_pause);
   return pthread_create(&g_thr, NULL, format_main, d) == 0 ? 0 : -1;
 }
 
 int cl_format_stop(int timeout_ms) {
   atomic_store(&g_stop, 1);
+  cl_pause_wake(&g_pause);
   struct timespec dl = cl_deadline_ms(timeout_ms);
   if (pthread_timedjoin_np(g_thr, NULL, &dl) == 0) return 0;
   pthread_detach(g_thr);
