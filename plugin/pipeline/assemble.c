@@ -44,6 +44,10 @@ struct cl_asm {
   cl_ev **orph;                /* stopped children whose parent's start has not been seen yet */
   uint32_t norph;
   size_t cap_orph;
+  struct early { uint64_t child, parent; } *early;   /* open children whose parent's start has not
+                                                        been seen yet (held open by it once seen) */
+  uint32_t nearly;
+  size_t cap_early;
   cl_gj *gj;                /* CUPTI join, NULL without CUPTI */
   api_link links[NAPI];     /* API event id -> its GroupApi (link_put, link_group) */
   uint64_t nlinks;
@@ -524,6 +528,29 @@ static void ce_as_coll(cl_ev *e) {
   e->ce_stream = ce.stream_id;
 }
 
+/* Children read before their parent's start, still open: the parent, now read, is held open
+ * by them as by any child (a slow proxy op on NCCL's proxy thread, whose ring the drain reads
+ * before that of the thread that launched the collective: PyTorch's autograd thread, started
+ * after it; the collective would otherwise be finished without it). With parent NULL, drops
+ * the entries of children since stopped or gone (they wait as orphans, or were finished). */
+static void adopt_early(cl_asm *a, cl_ev *parent) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < a->nearly; i++) {
+    struct early x = a->early[i];
+    cl_ev *c = lookup(a, x.child);
+    if (!c || c->stopped || c->registered || c->parent != x.parent) continue;
+    if (parent && x.parent == parent->id) {
+      c->registered = 1;
+      parent->open_children++;
+      parent->nchild++;
+      if (c->start > parent->last_child) parent->last_child = c->start;
+      continue;
+    }
+    a->early[k++] = x;
+  }
+  a->nearly = k;
+}
+
 /* A child whose parent has not been seen yet (the parent's thread was drained later) keeps
  * the parent's id and is linked again at its stop; it just does not hold the parent open.
  * A span (CL_F_SPAN: the whole event in one record) is not put in the table, since nothing
@@ -577,14 +604,19 @@ static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
     if (hash && c && !c->info.d.hash) { a->deps.comm_learn(e->comm, hash, e->p.rank); c->loaded = 0; }
   }
   if (parent) { parent->open_children++; parent->nchild++; parent->last_child = h->ts; }
+  else if (pid && !span && is_child_type(h->etype) &&
+           cl_grow(&a->early, &a->cap_early, (size_t)a->nearly + 1, sizeof *a->early, 64, 0) == 0)
+    a->early[a->nearly++] = (struct early){e->id, pid};
   e->api_group = 0;
   e->awaiting = 0;
   if ((e->etype == CL_EV_COLL_API || e->etype == CL_EV_P2P_API) && pid) link_put(a, h->id, pid);
   if ((e->etype == CL_EV_COLL || e->etype == CL_EV_P2P) && pid)
     e->api_group = link_group(a, pid);   /* v5+: parent is the API event */
-  if (a->norph && (coll_like(e) || e->etype == CL_EV_PROXY_OP || e->etype == CL_EV_PROXY_STEP ||
-                   e->etype == CL_EV_KERNEL_CH))
-    adopt_orphans(a, e, h->ts, 0);
+  if ((a->norph || a->nearly) && (coll_like(e) || e->etype == CL_EV_PROXY_OP || e->etype == CL_EV_PROXY_STEP ||
+                                   e->etype == CL_EV_KERNEL_CH)) {
+    if (a->nearly) adopt_early(a, e);
+    if (a->norph) adopt_orphans(a, e, h->ts, 0);
+  }
   return e;
 }
 
@@ -797,6 +829,7 @@ static void release_held(cl_asm *a, uint64_t now, int final) {
 
 void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
   if (a->norph) adopt_orphans(a, NULL, now, final);
+  if (a->nearly) adopt_early(a, NULL);
   release_held(a, now, final);
   while (a->pend_head != a->pend_tail) {
     uint64_t id = a->pend[a->pend_head % a->pend_cap];
@@ -848,7 +881,7 @@ void cl_asm_free(cl_asm *a) {
   for (uint32_t i = 0; i < a->nheld; i++) if (a->held[i]->untabled) free(a->held[i]);   /* spans */
   for (uint32_t i = 0; i < a->norph; i++) if (a->orph[i]->untabled) free(a->orph[i]);
   for (cl_ev *e = a->free_list; e;) { cl_ev *n = e->next_free; free(e); e = n; }
-  free(a->tab); free(a->comms); free(a->pend); free(a->held); free(a->tids); free(a->orph);
+  free(a->tab); free(a->comms); free(a->pend); free(a->held); free(a->tids); free(a->orph); free(a->early);
   free(a);
 }
 

@@ -592,6 +592,80 @@ TL_TEST(real_one_process_two_gpus_jax) { one_process_two_gpus("nccl2.28.3-h100x2
 /* NCCL 2.30.7's copy-engine AllGathers (ABI v6 CeColl/CeBatch): each a collective on its GPU's trace */
 TL_TEST(real_one_process_copy_engine) { one_process_two_gpus("nccl2.30.7-h200x2-oneproc-ce-allgather"); }
 
+/* PyTorch DDP, four ranks on one H100 as four emulated nodes (sockets; NCCL 2.28.9 in PyTorch
+ * 2.11, default events; examples/gpu_verdict.sh persistent_ddp with COMMLENS_RECORD): DDP
+ * launches its allreduces from the autograd thread, which starts after NCCL's proxy thread, so
+ * the drain reads a ProxyOp's start before its collective's. Every ProxyOp NCCL started must
+ * be drawn as its collective's (its seq and func), none left unlinked when the collective's
+ * channels are done before a slow recv op is (9-35% of them were, per rank). */
+TL_TEST(real_ddp_proxy_ops_reach_their_collectives) {
+  char replay_buf[512], base[256];
+  char *replay = (char *)tool("COMMLENS_REPLAY", "commlens-replay", replay_buf, sizeof replay_buf);
+  REQUIRE(access(replay, X_OK) == 0, "%s not built (make replay)", replay);
+  h_fresh_dir(base, sizeof base);
+  REQUIRE(base[0], "no temp dir");
+  char rec[4][300], dir[4][300], envdir[4][400];
+  int nops[4] = {0}, ncoll[4] = {0};
+  pid_t pid[4];
+  for (int r = 0; r < 4; r++) {                 /* what NCCL started, then the replays, at once */
+    snprintf(rec[r], sizeof rec[r], DATA "/nccl2.28.9-h100x1-ddp4-r%d.rec.gz", r);
+    snprintf(dir[r], sizeof dir[r], "%s/r%d", base, r);
+    snprintf(envdir[r], sizeof envdir[r], "COMMLENS_DIR=%.299s", dir[r]);
+    gzFile gz = gzopen(rec[r], "rb");
+    REQUIRE(gz != NULL, "cannot open %s", rec[r]);
+    static char line[1 << 16];
+    while (gzgets(gz, line, (int)sizeof line)) {
+      char *tok[16];
+      int n = 0;
+      for (char *q = strtok(line, " \n"); q && n < 16; q = strtok(NULL, " \n")) tok[n++] = q;
+      if (n < 8 || strcmp(tok[0], "S") || atoi(tok[4]) != 5) continue;
+      unsigned char d[16] = {0};
+      unhex(tok[7], d, sizeof d);
+      uint64_t type = u64_at(d, 0);
+      nops[r] += type == CLABI_EV_PROXY_OP;
+      ncoll[r] += type == CLABI_EV_COLL;
+    }
+    gzclose(gz);
+    REQUIRE(nops[r] > 0 && ncoll[r] > 0, "%s: %d proxy ops, %d collectives", rec[r], nops[r], ncoll[r]);
+    const char *env[] = {envdir[r], "RANK", "COMMLENS_RANK", "COMMLENS_CUPTI=0", "COMMLENS_SUMMARY=off",
+                         "COMMLENS_GZIP=0", "COMMLENS_RECORD", "COMMLENS_WINDOW", "COMMLENS_OUTPUT", NULL};
+    char *argv[] = {replay, "--virtual-clock", rec[r], NULL};
+    pid[r] = start(argv, env, "/dev/null");
+  }
+  for (int r = 0; r < 4; r++) {
+    int rc = finish(pid[r]);
+    CHECK(rc == 0, "%s: commlens-replay exited %d", rec[r], rc);
+    char *paths[4];
+    int nt = h_find_traces(dir[r], paths, 4);
+    CHECK(nt == 1, "%s: %d trace files", rec[r], nt);
+    for (int i = 0; i < nt; i++) {
+      tr_trace t;
+      char err[512];
+      if (tr_load(&t, paths[i], err, sizeof err)) { CHECK(0, "%s", err); free(paths[i]); continue; }
+      int ops = 0, linked = 0, colls = 0;
+      for (size_t e = 0; e < t.n; e++) {
+        json_object *ev = tr_event(&t, e);
+        const char *cat = tr_cat(ev);
+        char ph = tr_ph(ev);
+        if (!cat) continue;
+        if (ph == 'X' && !strcmp(cat, "coll")) colls++;
+        if ((ph == 'b' || ph == 'X') && !strcmp(cat, "proxy_op")) {
+          ops++;
+          int64_t seq;
+          linked += tr_arg_i64(ev, "seq", &seq) == 0 && tr_arg_str(ev, "func") != NULL;
+        }
+      }
+      CHECK(colls == ncoll[r], "rank %d: %d collective slices, NCCL started %d", r, colls, ncoll[r]);
+      CHECK(ops == nops[r], "rank %d: %d proxy op slices, NCCL started %d", r, ops, nops[r]);
+      CHECK(linked == ops, "rank %d: %d of %d proxy ops drawn without their collective", r, ops - linked, ops);
+      tr_free(&t);
+      free(paths[i]);
+    }
+  }
+  if (!tl_cur_failed) h_rm_rf(base);
+  else fprintf(stderr, "  kept %s\n", base);
+}
+
 /* CUDA graphs (clex --graph 1 over sockets: 4 sizes of AllReduce and Send/Recv, each step
  * captured once, replayed 1 + 5 times): NCCL fires the API events and KernelLaunch once, at
  * capture, and Group/Coll/P2p and proxy events at every replay, from its host callback, with

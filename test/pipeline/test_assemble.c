@@ -210,39 +210,86 @@ TL_TEST(commless_event_and_gpu_kernels_get_their_own_tracks) {
 
 /* A collective timed by its proxy ops: one op's start is read before its parent's (another
  * thread's ring was drained first): it waits as an orphan and is adopted at its stop. */
+/* The collective (seq 5, `nch` channels) and its two proxy ops op1 (channel 1, read first:
+ * started at 2 us, still open) and op2 (2.5-9 us); the collective stopped at 1.5 us. */
+static const uint64_t early_coll = 1ull << CL_ID_SEQ_BITS | 1, early_op1 = 2ull << CL_ID_SEQ_BITS | 1,
+                      early_op2 = 2ull << CL_ID_SEQ_BITS | 2;
+static void early_op_first(fixture *f, uint8_t nch) {
+  uint32_t comm = add_comm(0x1111222233334444ull, 0);
+  REQUIRE(comm, "registry");
+  cl_payload c = coll_payload(5, nch), p;
+  memset(&p, 0, sizeof p);
+  p.proxy_op = (cl_proxy_op){.pid = 1, .peer = 1, .nsteps = 1, .chunk_size = 64, .channel = 1, .is_send = 1};
+  t_start(f, early_op1, CL_EV_PROXY_OP, comm, early_coll, 2000, &p, 0);     /* parent not seen yet */
+  t_start(f, early_coll, CL_EV_COLL, comm, 0, 1000, &c, 0);
+  p.proxy_op.channel = 0;
+  t_start(f, early_op2, CL_EV_PROXY_OP, comm, early_coll, 2500, &p, 0);
+  t_stop(f, early_coll, 1500);
+  t_stop(f, early_op2, 9000);
+}
+/* The one collective finished, timed by its proxy ops from op1's start to `last_stop`: the
+ * trace body (the caller's to put), or NULL. */
+static json_object *proxy_timed(fixture *f, uint64_t last_stop) {
+  cl_asm_stats st;
+  cl_asm_get_stats(f->a, &st);
+  CHECK(st.colls_done == 1 && st.colls_timed == 1, "done %llu timed %llu", (unsigned long long)st.colls_done,
+        (unsigned long long)st.colls_timed);
+  json_object *v, *arr = body_json(f), *g = arr ? find_slice(arr, "coll_gpu", "AllReduce") : NULL;
+  char want[32];
+  cl_fmt_us(want, (int64_t)(last_stop - 2000));
+  int ok = g && !strcmp(slice_arg(g, "source"), "proxy") && json_object_object_get_ex(g, "ts", &v) &&
+           !strcmp(json_object_get_string(v), "2.000") && json_object_object_get_ex(g, "dur", &v) &&
+           !strcmp(json_object_get_string(v), want);
+  CHECK(ok, "GPU span %s", g ? json_object_to_json_string(g) : "not drawn");
+  if (!ok && arr) { json_object_put(arr); arr = NULL; }
+  return arr;
+}
 TL_TEST(collective_timed_by_proxy_ops_with_an_orphan) {
   fixture f;
   fx_open(&f, 0);
-  uint32_t comm = add_comm(0x1111222233334444ull, 0);
-  REQUIRE(comm, "registry");
-  uint64_t coll = ev_id(1, 1), op1 = ev_id(2, 1), op2 = ev_id(2, 2);
-  cl_payload c = coll_payload(5, 2), p;
-  memset(&p, 0, sizeof p);
-  p.proxy_op = (cl_proxy_op){.pid = 1, .peer = 1, .nsteps = 1, .chunk_size = 64, .channel = 1, .is_send = 1};
-  t_start(&f, op1, CL_EV_PROXY_OP, comm, coll, 2000, &p, 0);     /* parent not seen yet */
-  t_start(&f, coll, CL_EV_COLL, comm, 0, 1000, &c, 0);
-  p.proxy_op.channel = 0;
-  t_start(&f, op2, CL_EV_PROXY_OP, comm, coll, 2500, &p, 0);
-  t_stop(&f, coll, 1500);
-  t_stop(&f, op2, 9000);
+  early_op_first(&f, 2);
+  uint64_t op1 = early_op1;
   t_stop(&f, op1, 12000);
   cl_asm_tick(f.a, 12000, 1);
   cl_asm_stats st;
   cl_asm_get_stats(f.a, &st);
   CHECK(st.orphans == 1, "orphans %llu", (unsigned long long)st.orphans);
-  CHECK(st.colls_done == 1 && st.colls_timed == 1, "done %llu timed %llu", (unsigned long long)st.colls_done,
-        (unsigned long long)st.colls_timed);
-  json_object *arr = body_json(&f);
-  REQUIRE(arr, "body is not JSON");
-  json_object *g = find_slice(arr, "coll_gpu", "AllReduce");
-  REQUIRE(g, "no GPU span drawn");
-  CHECK(!strcmp(slice_arg(g, "source"), "proxy"), "source %s", slice_arg(g, "source"));
-  json_object *v;
-  CHECK(json_object_object_get_ex(g, "ts", &v) && !strcmp(json_object_get_string(v), "2.000"), "span start");
-  CHECK(json_object_object_get_ex(g, "dur", &v) && !strcmp(json_object_get_string(v), "10.000"), "span length");
+  json_object *arr = proxy_timed(&f, 12000);
+  REQUIRE(arr, "not timed by its proxy ops");
   CHECK(count_cat(arr, "proxy_op") == 2 && count_cat(arr, "coll") == 1, "ops %d colls %d",
         count_cat(arr, "proxy_op"), count_cat(arr, "coll"));
   CHECK(count_cat(arr, "flow") == 2, "enqueue->gpu flow");
+  json_object_put(arr);
+  fx_close(&f);
+}
+
+/* The same, but the early op outlives the collective's grace: read before its parent, it still
+ * holds the collective open once the parent is read (a slow recv op on NCCL's proxy thread,
+ * drained before the thread that launched the collective: PyTorch DDP's autograd thread), and
+ * is drawn as the collective's, inside its span. */
+TL_TEST(an_early_child_holds_its_collective_open) {
+  fixture f;
+  fx_open(&f, 0);
+  const uint64_t late = 2000 + 3 * CL_ASM_GRACE_NS / 2;
+  early_op_first(&f, 0);   /* no channels to wait for: done at the grace */
+  uint64_t op1 = early_op1;
+  cl_asm_tick(f.a, 9000 + CL_ASM_GRACE_NS + 1000, 0);            /* past the grace; op1 still open */
+  cl_asm_stats st;
+  cl_asm_get_stats(f.a, &st);
+  CHECK(st.colls_done == 0, "finished while a child it had was open");
+  t_stop(&f, op1, late);
+  cl_asm_tick(f.a, late + 2 * CL_ASM_GRACE_NS, 0);
+  json_object *v, *arr = proxy_timed(&f, late);
+  REQUIRE(arr, "not timed by its proxy ops");
+  int ops = 0, linked = 0;
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    json_object *e = json_object_array_get_idx(arr, i);
+    if (tr_ph(e) == 'e' || !json_object_object_get_ex(e, "cat", &v) || strcmp(json_object_get_string(v), "proxy_op"))
+      continue;
+    ops++;
+    linked += slice_arg(e, "seq") && !strcmp(slice_arg(e, "seq"), "5");
+  }
+  CHECK(ops == 2 && linked == 2, "%d proxy ops, %d drawn as the collective's", ops, linked);
   json_object_put(arr);
   fx_close(&f);
 }
