@@ -1,11 +1,6 @@
 /* gpu_clock.c: see gpu_clock.h. Pure arithmetic on the writer thread; no state but the struct. */
 #include "plugin/gpu/gpu_clock.h"
 
-int64_t cl_gpu_clock_offset(const cl_gpu_clock *c) {
-  if (c->have_cur && c->have_prev) return c->cur_min < c->prev_min ? c->cur_min : c->prev_min;
-  return c->have_cur ? c->cur_min : c->have_prev ? c->prev_min : 0;
-}
-
 int cl_gpu_clock_sample(cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
   if (!gpu_ns) { c->implausible++; return 0; }
   /* Differences in unsigned arithmetic: NCCL's timer is any 64-bit value (garbage included:
@@ -34,15 +29,4 @@ int cl_gpu_clock_sample(cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
   c->samples++;
   if (obs > c->last_obs) c->last_obs = obs;
   return 1;
-}
-
-int cl_gpu_clock_ready(const cl_gpu_clock *c) {
-  return c->samples >= CL_GPU_CLOCK_MIN_SAMPLES && c->last_obs - c->first_obs >= CL_GPU_CLOCK_MIN_SPAN_NS;
-}
-
-uint64_t cl_gpu_clock_to_host(const cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
-  if (!gpu_ns || (!c->have_cur && !c->have_prev)) return 0;
-  uint64_t h = gpu_ns + (uint64_t)cl_gpu_clock_offset(c);   /* wraps like the signed sum would */
-  if (h > obs + 1000 || obs - h > (uint64_t)CL_GPU_CLOCK_IMPLAUSIBLE_NS) return 0;
-  return h;
 }

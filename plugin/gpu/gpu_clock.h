@@ -22,11 +22,22 @@ typedef struct {
 
 /* Adds one (GPU timer, host observation time) pair; returns 0 (and counts it) if implausible. */
 int cl_gpu_clock_sample(cl_gpu_clock *c, uint64_t gpu_ns, uint64_t host_obs_ns);
-/* Enough samples over enough time for the estimate to be trusted. */
-int cl_gpu_clock_ready(const cl_gpu_clock *c);
 /* host - gpu, the current estimate (0 without samples). */
-int64_t cl_gpu_clock_offset(const cl_gpu_clock *c);
+static inline int64_t cl_gpu_clock_offset(const cl_gpu_clock *c) {
+  if (c->have_cur && c->have_prev) return c->cur_min < c->prev_min ? c->cur_min : c->prev_min;
+  return c->have_cur ? c->cur_min : c->have_prev ? c->prev_min : 0;
+}
+/* Enough samples over enough time for the estimate to be trusted. */
+static inline int cl_gpu_clock_ready(const cl_gpu_clock *c) {
+  return c->samples >= CL_GPU_CLOCK_MIN_SAMPLES && c->last_obs - c->first_obs >= CL_GPU_CLOCK_MIN_SPAN_NS;
+}
 /* Host time of a GPU timer value the host observed at `host_obs_ns`; 0 if implausible (no
- * estimate, zero timer, after the observation, or too far before it). */
-uint64_t cl_gpu_clock_to_host(const cl_gpu_clock *c, uint64_t gpu_ns, uint64_t host_obs_ns);
+ * estimate, zero timer, after the observation, or too far before it). Inline, as the two above:
+ * each collective's channels ask a few times each (bench/replay_cost.c). */
+static inline uint64_t cl_gpu_clock_to_host(const cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
+  if (!gpu_ns || (!c->have_cur && !c->have_prev)) return 0;
+  uint64_t h = gpu_ns + (uint64_t)cl_gpu_clock_offset(c);   /* wraps like the signed sum would */
+  if (h > obs + 1000 || obs - h > (uint64_t)CL_GPU_CLOCK_IMPLAUSIBLE_NS) return 0;
+  return h;
+}
 #endif

@@ -768,6 +768,7 @@ void cl_gj_activity(cl_gj *g, const cl_gpu_activity *a) {
 }
 
 int cl_gj_span(cl_gj *g, uint64_t group, uint32_t comm, uint64_t *s, uint64_t *e, uint32_t *dev) {
+  if (!group) return 0;   /* no launch group (between sampled windows): none kept, nothing to look up */
   span_ent *x = span_slot(g, group, comm, 0);
   if (!x) return 0;
   *s = x->s;

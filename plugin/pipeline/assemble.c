@@ -36,6 +36,7 @@ struct cl_asm {
   cl_ev **tab;                 /* open addressing by id */
   uint32_t cap, n;
   cl_ev *free_list;
+  cl_ev *kch_parent;           /* the last span's collective (span_fast), NULL once removed */
   comm_cache *comms;
   size_t ncomms;
   cl_gpu_clock off[MAX_DEV];
@@ -84,6 +85,7 @@ static int grow(cl_asm *a) {
   return 0;
 }
 static void remove_ev(cl_asm *a, cl_ev *e) {
+  if (e == a->kch_parent) a->kch_parent = NULL;
   if (e->untabled) goto free_it;
   uint32_t i = hash_id(e->id, a->cap);
   while (a->tab[i] != e) i = (i + 1) & (a->cap - 1);
@@ -137,11 +139,11 @@ static const cl_comm_facts *draw_comm(void *arg, uint32_t serial) {
 }
 
 /* ---- GPU timer -> host clock (gpu_clock.c), one clock per device ---- */
-static cl_gpu_clock *clock_of(cl_asm *a, uint32_t comm) {
-  comm_cache *c = comm_of(a, comm);
+static cl_gpu_clock *clock_cc(cl_asm *a, const comm_cache *c) {
   int dev = c ? c->info.cuda_dev : -1;
   return &a->off[dev >= 0 && dev < MAX_DEV - 1 ? dev : MAX_DEV - 1];
 }
+static cl_gpu_clock *clock_of(cl_asm *a, uint32_t comm) { return clock_cc(a, comm_of(a, comm)); }
 static uint32_t comm_dev(cl_asm *a, uint32_t comm) {
   comm_cache *cc = comm_of(a, comm);
   return cc && cc->info.cuda_dev >= 0 ? (uint32_t)cc->info.cuda_dev : 0;
@@ -149,12 +151,12 @@ static uint32_t comm_dev(cl_asm *a, uint32_t comm) {
 
 /* ---- totals, then drawing: what happens to a finished event ---- */
 /* The participant (GPU) of a communicator, remembered with its facts: every drawn event asks. */
-static cl_part *part_of(cl_asm *a, uint32_t comm) {
-  comm_cache *c = comm_of(a, comm);
+static cl_part *part_cc(cl_asm *a, comm_cache *c, uint32_t comm) {
   if (!c) return cl_parts_of_dev(a->parts, -1);
   if (!c->part) c->part = cl_parts_of_comm(a->parts, comm);
   return c->part;
 }
+static cl_part *part_of(cl_asm *a, uint32_t comm) { return part_cc(a, comm_of(a, comm), comm); }
 
 /* Drawing goes to the trace of the communicator's GPU (the first participant's when it has
  * none, or when out of memory); NULL when that GPU writes no trace (COMMLENS_OUTPUT=digest:
@@ -245,7 +247,8 @@ static void kch_stop_timer(const cl_ev *e, uint64_t *pt, uint64_t *obs) {
  * counted in the digest; `ph` its v7 phases (NULL: none). Returns whether implausible. */
 static int kch_fold(cl_asm *a, uint32_t comm, unsigned channel, uint64_t pt0, uint64_t obs0, uint64_t pt1,
                     uint64_t obs1, const cl_ev *ph, cl_ev *parent, uint64_t *s_, uint64_t *t_) {
-  cl_gpu_clock *o = clock_of(a, comm);
+  comm_cache *cc = comm_of(a, comm);
+  cl_gpu_clock *o = clock_cc(a, cc);
   uint64_t s = cl_gpu_clock_to_host(o, pt0, obs0);
   uint64_t t = pt1 ? cl_gpu_clock_to_host(o, pt1, obs1) : 0;
   int implausible = !s || !t || pt1 < pt0;
@@ -258,9 +261,8 @@ static int kch_fold(cl_asm *a, uint32_t comm, unsigned channel, uint64_t pt0, ui
       if (ph->ph_t[i]) { any = 1; if (ph->ph_t[i] - ph->ph_s[i] > parent->ph_ns[i]) parent->ph_ns[i] = ph->ph_t[i] - ph->ph_s[i]; }
     parent->ph_n += any;
   }
-  cl_part *p = part_of(a, comm);
+  cl_part *p = part_cc(a, cc, comm);
   if (p && p->dg && !implausible) {
-    comm_cache *cc = comm_of(a, comm);
     cl_digest_chan(p->dg, cc ? cc->info.d.hash : 0, (int)channel, t - s,
                    parent && parent->etype == CL_EV_COLL ? (int64_t)parent->p.coll.seq : -1);
   }
@@ -750,9 +752,14 @@ static void feed_stop_rec(cl_asm *a, cl_ev *e, const cl_rec *r) {
 static int span_fast(cl_asm *a, const cl_start_rec *r, const cl_rec *stop) {
   const cl_rec *h = &r->hdr;
   if ((h->flags & CL_F_FOREIGN) || !h->arg) return 0;
-  cl_ev *parent = lookup(a, h->arg);
-  if (!parent || !coll_like(parent) || draw_for(a, h->aux)) return 0;
-  cl_gpu_clock *o = clock_of(a, h->aux);
+  /* a collective's channels come one after another: its event is remembered */
+  cl_ev *parent = a->kch_parent && a->kch_parent->id == h->arg ? a->kch_parent : lookup(a, h->arg);
+  if (!parent || !coll_like(parent)) return 0;
+  a->kch_parent = parent;
+  comm_cache *cc = comm_of(a, h->aux);
+  cl_part *p = part_cc(a, cc, h->aux);
+  if (!p || p->trace) return 0;           /* drawn: the event is made (draw_for) */
+  cl_gpu_clock *o = clock_cc(a, cc);
   if (!cl_gpu_clock_ready(o)) return 0;
   uint64_t stop_ts = stop->ts < h->ts ? h->ts : stop->ts;
   int folded = (stop->flags & CL_F_STOP_KCH_STATE) != 0;
