@@ -11,27 +11,22 @@
 
 static const char *const g_src[CL_DG_SRC_N] = {NULL, "cupti", "cupti_graph", "kernel_ch", "proxy", "cupti_ce"};
 int cl_dg_src_code(const char *src) {
+  /* most rows: "kernel_ch" between CUPTI's windows, "cupti" in them */
+  if (src && src[0] == 'k' && !strcmp(src, g_src[CL_DG_SRC_KERNEL_CH])) return CL_DG_SRC_KERNEL_CH;
   for (int i = 1; src && i < CL_DG_SRC_N; i++) if (!strcmp(src, g_src[i])) return i;
   return CL_DG_SRC_NONE;
 }
 const char *cl_dg_src_name(int code) { return code > 0 && code < CL_DG_SRC_N ? g_src[code] : NULL; }
 
-static int reserve(cl_dg_buf *b, size_t n) {
+int cl_dg_reserve(cl_dg_buf *b, size_t n) {
   if (b->oom) return -1;
   if (cl_grow(&b->p, &b->cap, b->len + n, 1, 256, 0) != 0) { b->oom = 1; return -1; }
   return 0;
 }
 void cl_dg_put(cl_dg_buf *b, const void *s, size_t n) {
-  if (!n || reserve(b, n)) return;
+  if (!n || cl_dg_reserve(b, n)) return;
   memcpy(b->p + b->len, s, n);
   b->len += n;
-}
-void cl_dg_varint(cl_dg_buf *b, uint64_t v) {
-  if (b->cap - b->len < 10 && reserve(b, 10)) return;   /* a varint is at most 10 bytes */
-  uint8_t *p = b->p + b->len;
-  while (v >= 0x80) { *p++ = (uint8_t)(v | 0x80); v >>= 7; }
-  *p++ = (uint8_t)v;
-  b->len = (size_t)(p - b->p);
 }
 
 uint64_t cl_dg_get_varint(cl_dg_in *in) {
@@ -102,14 +97,14 @@ static void put32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(
 static int block(cl_dg_buf *out, int type, const uint8_t *raw, size_t n, int deflate_it) {
   if (n > CL_DG_MAX_RAW) return -1;
   size_t at = out->len;
-  if (reserve(out, CL_DG_BLOCK_HEAD + n + 64)) return -1;
+  if (cl_dg_reserve(out, CL_DG_BLOCK_HEAD + n + 64)) return -1;
   uint8_t *h = out->p + at;
   int codec = CL_DG_RAW;
   size_t stored = n;
 #ifndef COMMLENS_NO_ZLIB
   if (deflate_it) {
     uLongf dn = (uLongf)compressBound((uLong)n);
-    if (reserve(out, CL_DG_BLOCK_HEAD + dn)) return -1;
+    if (cl_dg_reserve(out, CL_DG_BLOCK_HEAD + dn)) return -1;
     h = out->p + at;
     if (zip(h + CL_DG_BLOCK_HEAD, &dn, raw, n) == 0 && dn < n) { codec = CL_DG_ZLIB; stored = dn; }
   }

@@ -4,16 +4,21 @@
 #include <strings.h>
 
 int cl_datatype_size(const char *dt) {
-  if (!dt) return 1;
-  static const struct { const char *n; int sz; } t[] = {
-    {"ncclInt8", 1}, {"ncclUint8", 1}, {"ncclChar", 1}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
-    {"ncclFloat16", 2}, {"ncclHalf", 2}, {"ncclBfloat16", 2}, {"ncclInt32", 4}, {"ncclUint32", 4},
-    {"ncclInt", 4}, {"ncclFloat32", 4}, {"ncclFloat", 4}, {"ncclInt64", 8}, {"ncclUint64", 8},
-    {"ncclFloat64", 8}, {"ncclDouble", 8}};
-  if (strncmp(dt, "nccl", 4)) return 1;
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)   /* every name asked for, once per collective */
-    if (dt[4] == t[i].n[4] && !strcmp(dt + 5, t[i].n + 5)) return t[i].sz;
-  return 1;   /* includes NCCL's "Unknown" for ncclUint8 */
+  /* NCCL's names (ncclDataType_t), by their first letters after "nccl": every collective asks */
+  if (!dt || strncmp(dt, "nccl", 4)) return 1;
+  const char *n = dt + 4;
+  switch (n[0]) {
+  case 'I': return !strcmp(n, "Int8") ? 1 : !strcmp(n, "Int32") || !strcmp(n, "Int") ? 4 : !strcmp(n, "Int64") ? 8 : 1;
+  case 'U': return !strcmp(n, "Uint8") ? 1 : !strcmp(n, "Uint32") ? 4 : !strcmp(n, "Uint64") ? 8 : 1;
+  case 'F':
+    if (!strcmp(n, "Float32") || !strcmp(n, "Float")) return 4;
+    if (!strcmp(n, "Float16")) return 2;
+    return !strcmp(n, "Float64") ? 8 : 1;   /* Float8e4m3, Float8e5m2: 1 */
+  case 'B': return !strcmp(n, "Bfloat16") ? 2 : 1;
+  case 'H': return !strcmp(n, "Half") ? 2 : 1;
+  case 'D': return !strcmp(n, "Double") ? 8 : 1;
+  default: return 1;   /* ncclChar, and NCCL's "Unknown" for ncclUint8 */
+  }
 }
 
 uint64_t cl_coll_bytes(const char *func, uint64_t count, const char *dt, int nranks) {

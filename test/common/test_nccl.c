@@ -35,6 +35,14 @@ TL_TEST(datatype_sizes_and_bytes) {
   CHECK(cl_datatype_size("ncclFloat32") == 4 && cl_datatype_size("ncclBfloat16") == 2 &&
         cl_datatype_size("ncclFloat64") == 8 && cl_datatype_size("ncclInt8") == 1, "sizes");
   CHECK(cl_datatype_size("Unknown") == 1 && cl_datatype_size(NULL) == 1, "unknown names");
+  static const struct { const char *n; int sz; } every[] = {   /* ncclDataType_t, NCCL 2.19 .. 2.30 */
+    {"ncclInt8", 1}, {"ncclUint8", 1}, {"ncclChar", 1}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
+    {"ncclFloat16", 2}, {"ncclHalf", 2}, {"ncclBfloat16", 2}, {"ncclInt32", 4}, {"ncclUint32", 4},
+    {"ncclInt", 4}, {"ncclFloat32", 4}, {"ncclFloat", 4}, {"ncclInt64", 8}, {"ncclUint64", 8},
+    {"ncclFloat64", 8}, {"ncclDouble", 8}, {"ncclInt6", 1}, {"ncclFloat3", 1}, {"ncclFloat322", 1}, {"nccl", 1}};
+  for (size_t i = 0; i < sizeof every / sizeof every[0]; i++)
+    CHECK(cl_datatype_size(every[i].n) == every[i].sz, "%s: %d, want %d", every[i].n, cl_datatype_size(every[i].n),
+          every[i].sz);
   CHECK(cl_coll_bytes("AllReduce", 1000, "ncclFloat32", 8) == 4000, "AllReduce bytes");
   CHECK(cl_coll_bytes("AllGather", 1000, "ncclFloat32", 8) == 32000, "AllGather counts every rank");
   CHECK(cl_coll_bytes("ReduceScatter", 10, "ncclHalf", 2) == 40, "ReduceScatter");
