@@ -772,7 +772,11 @@ static int span_fast(cl_asm *a, const cl_start_rec *r, const cl_rec *stop) {
   parent->nchild++;
   parent->kch_done++;
   parent->last_child = stop_ts;
-  maybe_finish(a, parent, stop_ts, 0);
+  /* only the last channel can finish it (else a later span, its stop or the tick does): one call
+   * a collective instead of one a channel */
+  unsigned exp = expected_kch(parent);
+  if (parent->stopped && !parent->open_children && (!exp || parent->kch_done >= exp))
+    maybe_finish(a, parent, stop_ts, 0);
   return 1;
 }
 
