@@ -60,23 +60,29 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
         atomic_load_explicit(&r->dropped_children, memory_order_relaxed) + 1, memory_order_relaxed);
     return (void *)(uintptr_t)CL_ID_DROPPED;
   }
-  uint64_t t0 = cl_now();
   if (__builtin_expect(r->kst_id != 0, 0)) cl_ring_kst_flush(r);   /* records keep their thread's order */
   uint64_t id = r->id_base | ++r->seq;
   unsigned bytes = (unsigned)offsetof(cl_payload, group_api) + payload_bytes;
   if (etype == CL_EV_KERNEL_CH && r->kch && bytes <= CL_SLOT_BYTES &&
       atomic_load_explicit(&cl_digest_only, memory_order_relaxed)) {
-    /* held back until its stop: the two records become one (cl_event_stop) */
+    /* held back until its stop: the two records become one (cl_event_stop). Its start reads no
+     * clock (ts 0): it takes the time its stop is seen, or that of what sends it out first
+     * (cl_ring_kch_out), one read fewer a channel. What reads it: the GPU clock's calibration,
+     * which that later time only loosens (a channel's stop sample is the tighter one:
+     * docs/decisions.md), and a plausibility bound the stop's time also keeps. The call whose
+     * cost is sampled reads it. */
+    uint64_t t0 = sample_due(r) ? cl_now() : 0;
     cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
-    if (o->id) cl_ring_kch_out(r, o, NULL);
+    if (o->id) cl_ring_kch_out(r, o, NULL, 0);
     o->id = id; o->parent = parent; o->ts = t0; o->comm = comm_serial; o->flags = (uint8_t)flags;
     memcpy(o->p, p, bytes);
     sample_cost(r, t0);
     return (void *)(uintptr_t)id;
   }
+  uint64_t t0 = cl_now();
   if (__builtin_expect(etype == CL_EV_KERNEL_PHASE, 0)) {   /* a child of a held-back KernelCh */
     cl_kch_open *o = cl_ring_kch_find(r, parent);
-    if (o) cl_ring_kch_out(r, o, NULL);
+    if (o) cl_ring_kch_out(r, o, NULL, t0);
   }
   unsigned n = 1 + (bytes + CL_SLOT_BYTES - 1) / CL_SLOT_BYTES;
   uint64_t pos;
@@ -129,7 +135,7 @@ void cl_event_stop(void *handle) {
   if (o) {   /* a held-back KernelCh: start, payload and stop in one record */
     cl_rec stop = {.kind = CL_REC_STOP, .nslots = 1, .flags = kst ? CL_F_STOP_KCH_STATE : 0,
                    .aux = kst ? (uint32_t)(t0 - r->kst_ts) : 0, .id = id, .ts = t0, .arg = kst ? r->kst_arg : 0};
-    cl_ring_kch_out(r, o, &stop);
+    cl_ring_kch_out(r, o, &stop, 0);
     if (kst) r->kst_id = 0;
   } else if (kst) {
     cl_ring_put1(r, id, CL_REC_STOP, CL_F_STOP_KCH_STATE, (uint32_t)(t0 - r->kst_ts), t0, r->kst_arg);
@@ -149,7 +155,7 @@ void cl_event_state(void *handle, int state, uint64_t arg) {
   if (r->kst_id) cl_ring_kst_flush(r);
   if (state != CL_ST_KERNEL_CH_STOP) {   /* a held-back KernelCh's start goes before its state */
     cl_kch_open *o = cl_ring_kch_find(r, (uint64_t)(uintptr_t)handle);
-    if (o) cl_ring_kch_out(r, o, NULL);
+    if (o) cl_ring_kch_out(r, o, NULL, t0);
   }
   if (state == CL_ST_KERNEL_CH_STOP) {
     r->kst_id = (uint64_t)(uintptr_t)handle;

@@ -2,6 +2,7 @@
  * exits (pthread key destructor), and the consumer side used by the writer thread. Rings are
  * never freed while the process lives, so a late record from a dying thread is always safe. */
 #include "plugin/capture/ring.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
 #include <pthread.h>
@@ -27,7 +28,7 @@ static void ring_thread_exit(void *p) {
   if (!r) return;
   if (r->kch)                            /* KernelCh whose stop never came: their starts */
     for (int i = 0; i < CL_KCH_OPEN; i++)
-      if (r->kch[i].id && r->kch[i].id != r->kst_id) cl_ring_kch_out(r, &r->kch[i], NULL);
+      if (r->kch[i].id && r->kch[i].id != r->kst_id) cl_ring_kch_out(r, &r->kch[i], NULL, 0);
   if (r->kst_id) cl_ring_kst_flush(r);   /* a KernelChStop state whose stop never came on this thread */
   atomic_store_explicit(&r->state, CL_RING_DEAD, memory_order_release);
 }
@@ -178,6 +179,8 @@ static void ring_retire(cl_ring *r) {
   pthread_mutex_unlock(&g_ring_mu);
   if (nx) atomic_store_explicit(&nx->waiting, 0, memory_order_release);
 }
+
+uint64_t cl_ring_now(void) { return cl_now(); }
 
 int cl_rings_count(void) { return atomic_load_explicit(&g_nrings, memory_order_acquire); }
 

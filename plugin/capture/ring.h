@@ -42,7 +42,7 @@ static inline uint64_t cl_sample_floor(unsigned b) {
  * cl_digest_only): its START record's fields, the payload slot as it would be written. */
 #define CL_KCH_OPEN 64          /* held at once per thread, by id: a newer one sends the older out */
 typedef struct cl_kch_open {
-  uint64_t id, parent, ts;      /* id 0: free */
+  uint64_t id, parent, ts;      /* id 0: free; ts 0: not read (cl_ring_kch_out gives it one) */
   uint32_t comm;
   uint8_t flags;
   unsigned char p[CL_SLOT_BYTES];
@@ -158,6 +158,9 @@ static inline void cl_ring_put1(cl_ring *r, uint64_t id, unsigned kind, unsigned
   *rec = (cl_rec){.kind = (uint8_t)kind, .nslots = 1, .flags = (uint8_t)flags, .aux = aux, .id = id, .ts = ts, .arg = arg};
   cl_ring_commit(r, pos, 1);
 }
+/* The plugin's clock, out of line: a held-back KernelCh's start written before its stop reads it
+ * (rare), and the inline writer below stays small enough to be inlined. */
+uint64_t cl_ring_now(void);
 /* Producer: the held-back KernelCh with id `id`, or NULL. */
 static inline cl_kch_open *cl_ring_kch_find(cl_ring *r, uint64_t id) {
   if (!r->kch || !id) return NULL;       /* 0 marks a free entry */
@@ -167,15 +170,19 @@ static inline cl_kch_open *cl_ring_kch_find(cl_ring *r, uint64_t id) {
 /* Producer: a held-back KernelCh written out, its entry freed. With `stop` NULL, as the START
  * record it is (another event of it came, a newer one needs its place, its thread ends; its
  * stop will be a STOP record); else the whole event in one record, `stop` its last slot
- * (CL_F_SPAN). */
-static inline void cl_ring_kch_out(cl_ring *r, cl_kch_open *o, const cl_rec *stop) {
+ * (CL_F_SPAN). A start that read no clock takes the time its stop (or KernelChStop state) was
+ * seen; written before its stop, `seen` (the time of what sends it out: a record of this
+ * KernelCh after it keeps its order), or now when 0. Always inlined: the hot path's calls. */
+static inline __attribute__((always_inline)) void cl_ring_kch_out(cl_ring *r, cl_kch_open *o, const cl_rec *stop,
+                                                                  uint64_t seen) {
   unsigned n = stop ? 3 : 2;
   uint64_t pos;
   cl_rec *rec = cl_ring_reserve(r, n, &pos);
   if (rec) {
+    uint64_t ts = o->ts ? o->ts : stop ? stop->ts - stop->aux : seen ? seen : cl_ring_now();
     rec[0] = (cl_rec){.kind = CL_REC_START, .nslots = (uint8_t)n, .etype = CL_EV_KERNEL_CH,
                       .flags = (uint8_t)(o->flags | (stop ? CL_F_SPAN : 0)), .aux = o->comm, .id = o->id,
-                      .ts = o->ts, .arg = o->parent};
+                      .ts = ts, .arg = o->parent};
     __builtin_memcpy(rec + 1, o->p, CL_SLOT_BYTES);
     if (stop) rec[2] = *stop;
     cl_ring_commit(r, pos, n);
@@ -186,7 +193,7 @@ static inline void cl_ring_kch_out(cl_ring *r, cl_kch_open *o, const cl_rec *sto
  * record it is (hotpath.c; the thread's exit), after its KernelCh's start if that was held. */
 static inline void cl_ring_kst_flush(cl_ring *r) {
   cl_kch_open *o = cl_ring_kch_find(r, r->kst_id);
-  if (o) cl_ring_kch_out(r, o, NULL);
+  if (o) cl_ring_kch_out(r, o, NULL, r->kst_ts);
   cl_ring_put1(r, r->kst_id, CL_REC_STATE, 0, CL_ST_KERNEL_CH_STOP, r->kst_ts, r->kst_arg);
   r->kst_id = 0;
 }

@@ -764,7 +764,8 @@ static int span_fast(cl_asm *a, const cl_start_rec *r, const cl_rec *stop) {
   uint64_t stop_ts = stop->ts < h->ts ? h->ts : stop->ts;
   int folded = (stop->flags & CL_F_STOP_KCH_STATE) != 0;
   uint64_t pt1 = folded ? stop->arg : 0, obs1 = folded ? stop->ts - stop->aux : stop_ts, s, t;
-  cl_gpu_clock_sample(o, r->p.kernel_ch.ptimer, h->ts);
+  /* a start that took its stop's time (hotpath.c) gives a sample looser than the stop's: none */
+  if (h->ts != obs1) cl_gpu_clock_sample(o, r->p.kernel_ch.ptimer, h->ts);
   cl_gpu_clock_sample(o, pt1, obs1);
   a->stats.starts++;
   a->stats.spans_folded++;

@@ -342,7 +342,13 @@ TL_TEST(kernel_ch_is_one_record_when_only_a_digest_is_written) {
   CHECK(span_is(l.r[0], a, 3, 5000) && l.r[0][0].arg == 77 && ((const cl_start_rec *)l.r[0])->p.kernel_ch.ptimer == 1000,
         "a: one record with its parent, timer and folded state");
   CHECK(l.r[0][2].aux <= l.r[0][2].ts - l.r[0][0].ts, "a: the state's time before the stop");
+  /* a held start reads no clock: it takes the time its KernelChStop state (else its stop) was seen */
+  CHECK(l.r[0][0].ts && l.r[0][0].ts == l.r[0][2].ts - l.r[0][2].aux, "a: start %llu, state seen at %llu",
+        (unsigned long long)l.r[0][0].ts, (unsigned long long)(l.r[0][2].ts - l.r[0][2].aux));
   CHECK(span_is(l.r[1], b, 3, 0), "b: one record, no state");
+  CHECK(l.r[1][0].ts && l.r[1][0].ts == l.r[1][2].ts, "b: start %llu, stop %llu", (unsigned long long)l.r[1][0].ts,
+        (unsigned long long)l.r[1][2].ts);
+  CHECK(l.r[2][0].ts && l.r[2][0].ts <= l.r[3][0].ts, "c: a start written before its stop has a time of its own");
   CHECK(rec_is(l.r[2], CL_REC_START, c, 0) && l.r[2][0].nslots == 2 && rec_is(l.r[3], CL_REC_STATE, c, 0) &&
         rec_is(l.r[4], CL_REC_STOP, c, 0), "c: start, state, stop");
   CHECK(rec_is(l.r[5], CL_REC_START, d, 0) && rec_is(l.r[6], CL_REC_START, e, 0) && rec_is(l.r[7], CL_REC_STOP, e, 0) &&
@@ -367,8 +373,9 @@ TL_TEST(kernel_ch_is_one_record_when_only_a_digest_is_written) {
   static whole_list m;
   m.serial = CL_ID_SERIAL((uint64_t)(uintptr_t)g);
   cl_rings_drain(collect_whole, &m);
-  CHECK(m.n == 1 && rec_is(m.r[0], CL_REC_START, g, 0) && ((const cl_start_rec *)m.r[0])->p.kernel_ch.channel == 2,
-        "an ended thread's held KernelCh: %d records", m.n);
+  CHECK(m.n == 1 && rec_is(m.r[0], CL_REC_START, g, 0) && ((const cl_start_rec *)m.r[0])->p.kernel_ch.channel == 2 &&
+        m.r[0][0].ts, "an ended thread's held KernelCh: %d records, its start at %llu", m.n,
+        (unsigned long long)(m.n ? m.r[0][0].ts : 0));
   /* a quiet handle (a Group nothing reads) records nothing */
   cl_event_stop((void *)(uintptr_t)CL_ID_QUIET);
   cl_event_state((void *)(uintptr_t)CL_ID_QUIET, CL_ST_STEP_SEND_WAIT, 1);
