@@ -3,7 +3,9 @@
 #ifndef COMMLENS_CLOCK_H
 #define COMMLENS_CLOCK_H
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 static inline uint64_t cl_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -15,6 +17,11 @@ static inline uint64_t cl_now(void) {
 int64_t cl_clock_best_offset(int (*read)(void *arg, int64_t *ns), void *arg, int reads, int64_t *err_ns);
 /* Measures realtime - monotonic; *err_ns gets half the width of the best bracketing read. */
 int64_t cl_clock_measure_offset(int64_t *err_ns);
+/* CLOCK_MONOTONIC read from the kernel, never through clock_gettime: that symbol may be
+ * interposed (commlens-replay --virtual-clock gives the plugin the recorded run's time there,
+ * standing still between calls). For waits and pacing, which run on real time; never for a
+ * timestamp (cl_now). */
+static inline void cl_mono_kernel(struct timespec *ts) { syscall(SYS_clock_gettime, CLOCK_MONOTONIC, ts); }
 /* A CLOCK_REALTIME deadline `ms` milliseconds from now (for pthread_timedjoin_np). */
 static inline struct timespec cl_deadline_ms(int ms) {
   struct timespec dl;

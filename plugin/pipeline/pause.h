@@ -2,16 +2,14 @@
  * stop. The pauses are long (up to 10 and 50 ms: the waking is most of those threads' cost at a
  * few hundred collectives a second), and the job's exit waits for both threads to end: slept
  * out, each stop would add a whole pause to it. On the monotonic clock: a step of the wall
- * clock neither stretches nor skips a pause. Its deadline is read from the kernel, not through
- * clock_gettime: that symbol may be interposed (commlens-replay --virtual-clock reads the recorded
- * run's time there, which stands still between calls; a deadline taken from it was already past,
- * and both threads spun: 15 s of system time for a 9 s replay). */
+ * clock neither stretches nor skips a pause. Its deadline is read from the kernel
+ * (cl_mono_kernel): under commlens-replay --virtual-clock, a deadline taken from clock_gettime
+ * was already past, and both threads spun (15 s of system time for a 9 s replay). */
 #ifndef COMMLENS_PAUSE_H
 #define COMMLENS_PAUSE_H
+#include "common/clock.h"
 #include <pthread.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 typedef struct {
   pthread_mutex_t mu;
@@ -33,7 +31,7 @@ static inline void cl_pause_init(cl_pause *p) {
 /* Waits `us` microseconds (0 < us < 1 s), or less once cl_pause_wake is called. */
 static inline void cl_pause_us(cl_pause *p, long us) {
   struct timespec dl;
-  syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &dl);
+  cl_mono_kernel(&dl);
   dl.tv_nsec += us * 1000L;
   if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
   pthread_mutex_lock(&p->mu);

@@ -3,6 +3,7 @@
  * work), so a recorded real run becomes a trace again without NCCL or a GPU. One recording per
  * process: the plugin reads its configuration at the first init of a process. */
 #include "tools/replay/replay.h"
+#include "common/clock.h"
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -47,7 +48,7 @@ static void set_vclock(uint64_t recorded_ns) { atomic_store_explicit(&g_vnow, re
 
 static void virtual_clock_on(void) {
   struct timespec t;
-  syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t);
+  cl_mono_kernel(&t);
   atomic_store(&g_vnow, 0);
   atomic_store(&g_vbase, (int64_t)t.tv_sec * 1000000000 + t.tv_nsec);
   rp_set_clock_hook(set_vclock);

@@ -4,6 +4,7 @@
  * its exit flush), so those copies are never freed. */
 #include "tools/replay/replay.h"
 #include "tools/replay/driver.h"
+#include "common/clock.h"
 #include <stdio.h>
 #include <errno.h>
 #include <pthread.h>
@@ -13,7 +14,6 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/syscall.h>
 #include <zlib.h>
 
 typedef struct { unsigned off; unsigned char *data; unsigned len; } rp_ref;
@@ -230,9 +230,8 @@ void rp_set_call_hook(rp_call_hook fn) { g_call_hook = fn; }
     (r)->st->field += v.ns;                                                                   \
   } while (0)
 
-/* The kernel's monotonic clock, never an interposed clock_gettime (commlens-replay
- * --virtual-clock replaces the one the plugin sees): pacing runs on real time. */
-static void real_now(struct timespec *ts) { syscall(SYS_clock_gettime, CLOCK_MONOTONIC, ts); }
+/* Pacing runs on real time: the kernel's clock, never the interposed one (cl_mono_kernel). */
+static void real_now(struct timespec *ts) { cl_mono_kernel(ts); }
 
 static _Atomic uint64_t g_uniform_ns;   /* rp_set_uniform_span */
 void rp_set_uniform_span(uint64_t ns) { atomic_store(&g_uniform_ns, ns); }
