@@ -161,9 +161,10 @@ static cl_part *part_of(cl_asm *a, uint32_t comm) { return part_cc(a, comm_of(a,
 /* Drawing goes to the trace of the communicator's GPU (the first participant's when it has
  * none, or when out of memory); NULL when that GPU writes no trace (COMMLENS_OUTPUT=digest:
  * no JSON is formatted at all). */
+static int drawn(const cl_part *p) { return !p || p->trace; }
 static const cl_draw *draw_for(cl_asm *a, uint32_t comm) {
   cl_part *p = part_of(a, comm);
-  if (p && !p->trace) return NULL;
+  if (!drawn(p)) return NULL;
   if (p) a->draw.ct = p->ct;
   return &a->draw;
 }
@@ -244,10 +245,10 @@ static void kch_stop_timer(const cl_ev *e, uint64_t *pt, uint64_t *obs) {
 
 /* A KernelCh's timers on the host clock [*s, *t] (its device calibrated, or final; the host's
  * observations when implausible), folded into its parent's GPU span and tail channel and
- * counted in the digest; `ph` its v7 phases (NULL: none). Returns whether implausible. */
-static int kch_fold(cl_asm *a, uint32_t comm, unsigned channel, uint64_t pt0, uint64_t obs0, uint64_t pt1,
-                    uint64_t obs1, const cl_ev *ph, cl_ev *parent, uint64_t *s_, uint64_t *t_) {
-  comm_cache *cc = comm_of(a, comm);
+ * counted in the digest; `ph` its v7 phases (NULL: none); `cc` the communicator `comm` (comm_of).
+ * Returns whether implausible. */
+static int kch_fold(cl_asm *a, comm_cache *cc, uint32_t comm, unsigned channel, uint64_t pt0, uint64_t obs0,
+                    uint64_t pt1, uint64_t obs1, const cl_ev *ph, cl_ev *parent, uint64_t *s_, uint64_t *t_) {
   cl_gpu_clock *o = clock_cc(a, cc);
   uint64_t s = cl_gpu_clock_to_host(o, pt0, obs0);
   uint64_t t = pt1 ? cl_gpu_clock_to_host(o, pt1, obs1) : 0;
@@ -275,8 +276,8 @@ static int kch_fold(cl_asm *a, uint32_t comm, unsigned channel, uint64_t pt0, ui
 static void kch_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
   uint64_t stop_pt, stop_obs, s, t;
   kch_stop_timer(e, &stop_pt, &stop_obs);
-  int implausible = kch_fold(a, e->comm, e->p.kernel_ch.channel, e->p.kernel_ch.ptimer, e->start, stop_pt,
-                             stop_obs, e, parent, &s, &t);
+  int implausible = kch_fold(a, comm_of(a, e->comm), e->comm, e->p.kernel_ch.channel, e->p.kernel_ch.ptimer,
+                             e->start, stop_pt, stop_obs, e, parent, &s, &t);
   const cl_draw *d = draw_for(a, e->comm);
   if (d) cl_draw_kernel_ch(d, e, parent, s, t, stop_pt, implausible);
 }
@@ -561,9 +562,10 @@ static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   const cl_rec *h = &r->hdr;
   cl_ev *parent = NULL;
   uint64_t pid = (h->flags & CL_F_FOREIGN) ? 0 : h->arg;
+  int early = 0;                        /* a child read before its parent (adopt_early) */
   if (pid && is_child_type(h->etype)) {
     parent = lookup(a, pid);
-    if (!parent) a->stats.orphans++;
+    if (!parent) { a->stats.orphans++; early = 1; }
   }
   if (!h->id) { a->stats.stale++; return NULL; }   /* no handle is 0: never ours */
   if (!span && a->n >= MAX_OPEN) { a->stats.writer_drops++; return NULL; }
@@ -606,8 +608,7 @@ static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
     if (hash && c && !c->info.d.hash) { a->deps.comm_learn(e->comm, hash, e->p.rank); c->loaded = 0; }
   }
   if (parent) { parent->open_children++; parent->nchild++; parent->last_child = h->ts; }
-  else if (pid && !span && is_child_type(h->etype) &&
-           cl_grow(&a->early, &a->cap_early, (size_t)a->nearly + 1, sizeof *a->early, 64, 0) == 0)
+  else if (early && !span && cl_grow(&a->early, &a->cap_early, (size_t)a->nearly + 1, sizeof *a->early, 64, 0) == 0)
     a->early[a->nearly++] = (struct early){e->id, pid};
   e->api_group = 0;
   e->awaiting = 0;
@@ -757,8 +758,7 @@ static int span_fast(cl_asm *a, const cl_start_rec *r, const cl_rec *stop) {
   if (!parent || !coll_like(parent)) return 0;
   a->kch_parent = parent;
   comm_cache *cc = comm_of(a, h->aux);
-  cl_part *p = part_cc(a, cc, h->aux);
-  if (!p || p->trace) return 0;           /* drawn: the event is made (draw_for) */
+  if (drawn(part_cc(a, cc, h->aux))) return 0;   /* the event is made, to be drawn (draw_for) */
   cl_gpu_clock *o = clock_cc(a, cc);
   if (!cl_gpu_clock_ready(o)) return 0;
   uint64_t stop_ts = stop->ts < h->ts ? h->ts : stop->ts;
@@ -769,7 +769,7 @@ static int span_fast(cl_asm *a, const cl_start_rec *r, const cl_rec *stop) {
   cl_gpu_clock_sample(o, pt1, obs1);
   a->stats.starts++;
   a->stats.spans_folded++;
-  kch_fold(a, h->aux, r->p.kernel_ch.channel, r->p.kernel_ch.ptimer, h->ts, pt1, obs1, NULL, parent, &s, &t);
+  kch_fold(a, cc, h->aux, r->p.kernel_ch.channel, r->p.kernel_ch.ptimer, h->ts, pt1, obs1, NULL, parent, &s, &t);
   parent->nchild++;
   parent->kch_done++;
   parent->last_child = stop_ts;
