@@ -11,8 +11,6 @@
 
 static const char *const g_src[CL_DG_SRC_N] = {NULL, "cupti", "cupti_graph", "kernel_ch", "proxy", "cupti_ce"};
 int cl_dg_src_code(const char *src) {
-  /* most rows: "kernel_ch" between CUPTI's windows, "cupti" in them */
-  if (src && src[0] == 'k' && !strcmp(src, g_src[CL_DG_SRC_KERNEL_CH])) return CL_DG_SRC_KERNEL_CH;
   for (int i = 1; src && i < CL_DG_SRC_N; i++) if (!strcmp(src, g_src[i])) return i;
   return CL_DG_SRC_NONE;
 }

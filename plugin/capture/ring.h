@@ -158,8 +158,9 @@ static inline void cl_ring_put1(cl_ring *r, uint64_t id, unsigned kind, unsigned
   *rec = (cl_rec){.kind = (uint8_t)kind, .nslots = 1, .flags = (uint8_t)flags, .aux = aux, .id = id, .ts = ts, .arg = arg};
   cl_ring_commit(r, pos, 1);
 }
-/* The plugin's clock, out of line: a held-back KernelCh's start written before its stop reads it
- * (rare), and the inline writer below stays small enough to be inlined. */
+/* The plugin's clock (cl_now), out of line: the rare branch of the writer below (a held-back
+ * KernelCh's start written before its stop, with no time to take) stays a call in the hot
+ * path's inlined copies of it. */
 uint64_t cl_ring_now(void);
 /* Producer: the held-back KernelCh with id `id`, or NULL. */
 static inline cl_kch_open *cl_ring_kch_find(cl_ring *r, uint64_t id) {
