@@ -31,7 +31,7 @@
 typedef struct { uint64_t comm; char func[32]; uint64_t seq; } coll_key;
 typedef struct {
   coll_key coll[MAXC];
-  int ncoll, np2p, nproxy_step, seq_gaps;
+  int ncoll, np2p, nproxy_op, nproxy_step, seq_gaps;
   uint64_t channels[4];          /* KernelCh channelIds, a 256-bit set */
   struct { uint64_t ctx, hash; } comm[16];
   int ncomm;
@@ -70,6 +70,7 @@ static int read_recording(const char *path, rec_facts *f) {
     unhex(tok[7], d, sizeof d);
     uint64_t type = u64_at(d, 0), ctx = strtoull(tok[5], NULL, 16);
     if (type == CLABI_EV_P2P) f->np2p++;
+    if (type == CLABI_EV_PROXY_OP) f->nproxy_op++;
     if (type == CLABI_EV_PROXY_STEP) f->nproxy_step++;
     if (type == CLABI_EV_KERNEL_CH) f->channels[d[24] / 64] |= 1ull << (d[24] % 64);
     if (type != CLABI_EV_COLL || f->ncoll == MAXC) continue;
@@ -605,28 +606,18 @@ TL_TEST(real_ddp_proxy_ops_reach_their_collectives) {
   h_fresh_dir(base, sizeof base);
   REQUIRE(base[0], "no temp dir");
   char rec[4][300], dir[4][300], envdir[4][400];
-  int nops[4] = {0}, ncoll[4] = {0};
+  static rec_facts facts[4];
+  int nops[4], ncoll[4];
   pid_t pid[4];
   for (int r = 0; r < 4; r++) {                 /* what NCCL started, then the replays, at once */
     snprintf(rec[r], sizeof rec[r], DATA "/nccl2.28.9-h100x1-ddp4-r%d.rec.gz", r);
     snprintf(dir[r], sizeof dir[r], "%s/r%d", base, r);
     snprintf(envdir[r], sizeof envdir[r], "COMMLENS_DIR=%.299s", dir[r]);
-    gzFile gz = gzopen(rec[r], "rb");
-    REQUIRE(gz != NULL, "cannot open %s", rec[r]);
-    static char line[1 << 16];
-    while (gzgets(gz, line, (int)sizeof line)) {
-      char *tok[16];
-      int n = 0;
-      for (char *q = strtok(line, " \n"); q && n < 16; q = strtok(NULL, " \n")) tok[n++] = q;
-      if (n < 8 || strcmp(tok[0], "S") || atoi(tok[4]) != 5) continue;
-      unsigned char d[16] = {0};
-      unhex(tok[7], d, sizeof d);
-      uint64_t type = u64_at(d, 0);
-      nops[r] += type == CLABI_EV_PROXY_OP;
-      ncoll[r] += type == CLABI_EV_COLL;
-    }
-    gzclose(gz);
-    REQUIRE(nops[r] > 0 && ncoll[r] > 0, "%s: %d proxy ops, %d collectives", rec[r], nops[r], ncoll[r]);
+    REQUIRE(read_recording(rec[r], &facts[r]) == 0, "cannot read %s", rec[r]);
+    nops[r] = facts[r].nproxy_op;
+    ncoll[r] = facts[r].ncoll;
+    REQUIRE(nops[r] > 0 && ncoll[r] > 0 && ncoll[r] < MAXC, "%s: %d proxy ops, %d collectives", rec[r], nops[r],
+            ncoll[r]);
     const char *env[] = {envdir[r], "RANK", "COMMLENS_RANK", "COMMLENS_CUPTI=0", "COMMLENS_SUMMARY=off",
                          "COMMLENS_GZIP=0", "COMMLENS_RECORD", "COMMLENS_WINDOW", "COMMLENS_OUTPUT", NULL};
     char *argv[] = {replay, "--virtual-clock", rec[r], NULL};
