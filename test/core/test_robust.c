@@ -278,7 +278,7 @@ H_CHILD(capture_window) {
 /* ---- full ring ---------------------------------------------------------------------------- */
 static void *burst(void *arg) {
   h_plugin *p = arg;
-  for (int i = 0; i < 20000; i++) {
+  for (int i = 0; i < 2000; i++) {
     h_event e = {.type = CLABI_EV_GROUP};
     void *h = h_start(p, NULL, &e, NULL);
     h_stop(p, h);
@@ -290,12 +290,16 @@ H_CHILD(full_ring) {
   void *ctx;
   h_open_init(&p, 5, &ctx);
   h_event e = {.type = CLABI_EV_GROUP};
-  for (int i = 0; i < 200000; i++) {                       /* one thread, far more than 16 KiB */
+  for (int i = 0; i < 10000; i++) {                        /* one thread, far more than 16 KiB */
     void *h = h_start(&p, ctx, &e, NULL);
     h_stop(&p, h);
   }
   pthread_t t[80];                                         /* more threads than 1 MiB / 16 KiB rings */
-  for (int i = 0; i < 80; i++) pthread_create(&t[i], NULL, burst, &p);
+  pthread_attr_t small;                 /* small stacks: a sanitizer maps and clears each one */
+  pthread_attr_init(&small);
+  pthread_attr_setstacksize(&small, 256 << 10);
+  for (int i = 0; i < 80; i++) pthread_create(&t[i], &small, burst, &p);
+  pthread_attr_destroy(&small);
   for (int i = 0; i < 80; i++) pthread_join(t[i], NULL);
   h_finalize(&p, ctx);
   h_close(&p);
