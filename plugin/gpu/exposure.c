@@ -21,6 +21,7 @@ struct cl_expo {
   size_t ndevs;
   cl_expo_span *pend;
   size_t npend, cappend;
+  size_t nmeasured;           /* pending spans that are not order-only */
   uint64_t wm;
   int have_wm;
   cl_expo_iv *scratch;
@@ -85,6 +86,7 @@ int cl_expo_add_span(cl_expo *e, const cl_expo_span *s) {
   cl_expo_span *p = &e->pend[e->npend++];
   *p = *s;
   if (p->end_ns < p->start_ns) p->end_ns = p->start_ns;
+  e->nmeasured += !p->order_only;
   e->st.spans_in++;
   return 0;
 }
@@ -99,6 +101,7 @@ static int span_cmp(const void *a, const void *b) {
 
 /* Gaps of the device's compute union inside the span go to e->scratch. */
 static void report_one(cl_expo *e, const cl_expo_span *s) {
+  e->nmeasured -= !s->order_only;
   cl_expo_result r;
   memset(&r, 0, sizeof r);
   r.span = *s;
@@ -130,6 +133,7 @@ static void report_one(cl_expo *e, const cl_expo_span *s) {
 }
 
 static void report_ready(cl_expo *e, uint64_t wm, int all) {
+  if (!e->nmeasured) all = 1;   /* only order-only spans: none has anything left to wait for */
   size_t k = 0, nready = 0;
   /* move ready spans to the tail, keep the order of the rest */
   cl_expo_span *ready = NULL;
@@ -146,6 +150,7 @@ static void report_ready(cl_expo *e, uint64_t wm, int all) {
   qsort(ready, nready, sizeof *ready, span_cmp);
   for (size_t i = 0; i < nready; i++) report_one(e, &ready[i]);
   free(ready);
+  if (!all && e->npend && !e->nmeasured) report_ready(e, wm, 1);   /* the last measured one went */
 }
 
 void cl_expo_advance(cl_expo *e, uint64_t watermark) {

@@ -30,6 +30,8 @@ typedef struct {
   uint64_t tag;               /* caller's key, handed back untouched */
   uint64_t comm;              /* communicator hash, for per-communicator totals */
   uint32_t device, stream;
+  uint8_t order_only;         /* asks only for its place in end-time order among the measured
+                                 spans: reported at once whenever none of those is pending */
 } cl_expo_span;
 
 typedef struct {
@@ -66,8 +68,9 @@ int cl_expo_add_compute(cl_expo *e, uint32_t device, uint64_t start_ns, uint64_t
 /* Queues one communication span (copied). Returns 0, or -1 if the pending cap was hit. */
 int cl_expo_add_span(cl_expo *e, const cl_expo_span *s);
 /* Promises that every compute interval ending before `watermark` has been added: reports
- * (in end-time order) each pending span with end <= watermark, then drops old history.
- * A watermark lower than a previous one is ignored. */
+ * (in end-time order) each pending span with end <= watermark, then, once no span but
+ * order-only ones is pending, those too (nothing measured is left for them to follow); then
+ * drops old history. A watermark lower than a previous one is ignored. */
 void cl_expo_advance(cl_expo *e, uint64_t watermark);
 /* The time below which every span's result has been reported: min(watermark, start of the
  * earliest pending span). Advance the aggregators to this, not to the raw watermark. */

@@ -778,7 +778,8 @@ int cl_gj_span(cl_gj *g, uint64_t group, uint32_t comm, uint64_t *s, uint64_t *e
 }
 
 void cl_gj_expose(cl_gj *g, uint64_t tag, uint32_t device, uint64_t comm_hash, uint64_t s, uint64_t e) {
-  cl_expo_span sp = {.start_ns = s, .end_ns = e, .tag = tag, .comm = comm_hash, .device = device};
+  cl_expo_span sp = {.start_ns = s, .end_ns = e, .tag = tag, .comm = comm_hash, .device = device,
+                     .order_only = (tag & CL_GJ_TAG_ORDER_ONLY) != 0};
   if (cl_expo_add_span(g->expo, &sp) != 0 && g->fn) {   /* pending cap hit: unknown exposure */
     cl_expo_result r = {.span = sp, .incomplete = 1};
     g->fn(g->arg, &r);

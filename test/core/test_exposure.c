@@ -268,4 +268,29 @@ TL_TEST(random_ivset_against_bitmap) {
   }
 }
 
+/* Order-only spans (sampled mode, outside CUPTI's windows) keep their end-time place among the
+ * measured ones, and wait for nothing else: once no measured span is pending, they are all
+ * reported at the next advance, whatever their end (before, a queue of them kept the engine
+ * busy as long as collectives kept coming, each held for the whole lag). */
+TL_TEST(order_only_spans_wait_only_for_measured_ones) {
+  cl_expo *e = mk();
+  cl_expo_span m = sp(10, 50, 1), o1 = sp(20, 40, 2), o2 = sp(60, 90, 3), o3 = sp(70, 1000, 4);
+  o1.order_only = o2.order_only = o3.order_only = 1;
+  cl_expo_add_span(e, &m); cl_expo_add_span(e, &o1); cl_expo_add_span(e, &o2); cl_expo_add_span(e, &o3);
+  cl_expo_advance(e, 45);                       /* the measured one is not ready: nothing passes it */
+  REQUIRE(g_n == 1 && g_r[0].span.tag == 2, "n=%d", g_n);
+  CHECK(cl_expo_pending(e) == 3, "pending=%zu", cl_expo_pending(e));
+  cl_expo_advance(e, 55);                       /* it goes, and with it every order-only span */
+  REQUIRE(g_n == 4, "n=%d", g_n);
+  CHECK(g_r[1].span.tag == 1 && g_r[2].span.tag == 3 && g_r[3].span.tag == 4, "order %llu %llu %llu",
+        (unsigned long long)g_r[1].span.tag, (unsigned long long)g_r[2].span.tag, (unsigned long long)g_r[3].span.tag);
+  CHECK(cl_expo_pending(e) == 0, "pending=%zu", cl_expo_pending(e));
+  cl_expo_span o4 = sp(2000, 3000, 5);          /* alone: the next advance reports it */
+  o4.order_only = 1;
+  cl_expo_add_span(e, &o4);
+  cl_expo_advance(e, 56);
+  CHECK(g_n == 5 && g_r[4].span.tag == 5 && cl_expo_pending(e) == 0, "n=%d", g_n);
+  cl_expo_free(e);
+}
+
 TL_MAIN("core/exposure")
