@@ -157,12 +157,18 @@ static int make_stream(const char *src, const char *dst, int copies, int mask, i
           uint64_t parent = hex_u64le(d + 16);
           if (parent && *hflag_slot(&dropped, parent)) put_u64le(d + 16, 0);
           if (type == CLABI_EV_COLL) { put_u64le(d + 48, hex_u64le(d + 48) + dseq); c->colls++; }
+          /* the GPU's timers move on with the copy's time, as a longer job's would */
+          if (type == CLABI_EV_KERNEL_CH && strlen(d) >= 80 && hex_u64le(d + 64)) put_u64le(d + 64, hex_u64le(d + 64) + dt);
           if (type == CLABI_EV_P2P) c->p2ps++;
           if (type == CLABI_EV_KERNEL_LAUNCH) c->launches++;
           c->events++;
         }
       } else {   /* E, T */
         keep = !*hflag_slot(&dropped, strtoull(tok[5], NULL, 16));
+        int st = kind == 'T' && nt > 7 ? atoi(tok[6]) : 0;
+        if (keep && (st == CLABI_ST_KERNEL_CH_STOP || st == CLABI_ST_KERNEL_PHASE_STOP) && strlen(tok[7]) >= 16 &&
+            hex_u64le(tok[7]))
+          put_u64le(tok[7], hex_u64le(tok[7]) + dt);
       }
       if (keep) {
         if (kind != 'I') c->calls++;

@@ -22,6 +22,7 @@ typedef struct {
   char kind;                  /* I S E T F */
   int thr, abi;
   uint64_t t;                 /* recorded ns since the first call */
+  int64_t moved;              /* uniform pacing: how far it was moved from t (pace) */
   uint64_t a, b;              /* I: ctx; S: ctx, handle; E/T: handle; F: ctx */
   /* I */
   int mask, nnodes, nranks, rank;
@@ -241,13 +242,17 @@ void rp_set_burst(uint64_t ns) { atomic_store(&g_burst_ns, ns); }
 /* Sleeps until the call's recorded time (scaled), or its place in an even spread, has passed
  * since the replay started. A call already due runs at once (no system call): recorded calls
  * come microseconds apart. */
-static void pace(rp_run *r, const rp_call *c) {
+static void pace(rp_run *r, rp_call *c) {
   if (r->speed <= 0) return;
   uint64_t span = atomic_load_explicit(&g_uniform_ns, memory_order_relaxed);
   uint64_t burst = atomic_load_explicit(&g_burst_ns, memory_order_relaxed);
-  if (span && burst && c > r->calls && c->t - c[-1].t < burst) return;   /* the rest of a burst: at once */
+  if (span && burst && c > r->calls && c->t - c[-1].t < burst) {   /* the rest of a burst: at once */
+    c->moved = c[-1].moved;
+    return;
+  }
   uint64_t due_ns = span ? (uint64_t)((double)(c - r->calls) * ((double)span / (double)r->ncalls))
                          : (uint64_t)((double)c->t / r->speed);
+  if (span) c->moved = (int64_t)(due_ns - c->t);
   struct timespec due = r->t0, now;
   due.tv_sec += (time_t)(due_ns / 1000000000u);
   due.tv_nsec += (long)(due_ns % 1000000000u);
@@ -287,6 +292,17 @@ static void patch_parent(rp_run *r, unsigned char *d, unsigned off) {
   else if (v) r->st->foreign_passed++;
 }
 
+/* A GPU timer (%globaltimer ns) in a call moved by uniform pacing moves with it: the GPU ran
+ * the work when NCCL saw it, so the plugin's GPU clock calibration sees what it saw in the job.
+ * (Not moved at the recorded pace: the timers are the recorded ones, shifted by one constant.) */
+static void move_timer(unsigned char *at, int64_t moved) {
+  uint64_t t;
+  memcpy(&t, at, 8);
+  if (!t || !moved) return;
+  t += (uint64_t)moved;
+  memcpy(at, &t, 8);
+}
+
 /* Makes the call, then tells the call hook what it was. */
 static void do_call(rp_run *r, rp_call *c) {
   h_plugin *p = &r->plug[c->abi];
@@ -322,6 +338,9 @@ static void do_call(rp_run *r, rp_call *c) {
       memcpy(d + 24, &pid, 4);
     }
     patch_parent(r, d, 8);
+    if (c->abi >= 4 && (type == CLABI_EV_KERNEL_CH || (c->abi >= 7 && type == CLABI_EV_KERNEL_PHASE)))
+      move_timer(d + (type == CLABI_EV_KERNEL_CH ? offsetof(clabi_descr_v5, kernelCh.pTimer)
+                                                 : offsetof(clabi_descr_v7, kernelPhase.pTimer)), c->moved);
     if (c->abi >= 5 && type == CLABI_EV_COLL) patch_parent(r, d, offsetof(clabi_descr_v5, coll.parentGroup));
     if (c->abi >= 5 && type == CLABI_EV_P2P) patch_parent(r, d, offsetof(clabi_descr_v5, p2p.parentGroup));
     void *ctx = (void *)(uintptr_t)map_or_pass(r, &r->ctx, c->a);
@@ -348,6 +367,8 @@ static void do_call(rp_run *r, rp_call *c) {
     _Alignas(16) unsigned char a[16];
     memset(a, 0, sizeof a);
     if (c->args) memcpy(a, c->args, c->alen);
+    if (c->args && c->alen >= 8 && (c->state == CLABI_ST_KERNEL_CH_STOP || c->state == CLABI_ST_KERNEL_PHASE_STOP))
+      move_timer(a, c->moved);
     if (unanswered(r, c->a)) break;
     void *h = (void *)(uintptr_t)map_or_pass(r, &r->handle, c->a);
     int rc;

@@ -48,7 +48,9 @@ typedef void (*rp_call_hook)(const rp_call_view *c);
 void rp_set_call_hook(rp_call_hook fn);
 /* Paced replays (speed > 0) only: ns > 0 spreads the calls evenly over ns instead of at their
  * recorded times (bench/replay_cost.c: streams of different lengths over one span of time,
- * every flush interval holding collectives); 0, the default: recorded times. */
+ * every flush interval holding collectives), the GPU timers a call carries (KernelCh and
+ * kernel-phase starts, KernelChStop and KernelPhaseStop states) moved as far as the call;
+ * 0, the default: recorded times. */
 void rp_set_uniform_span(uint64_t ns);
 /* With an even spread only: ns > 0 keeps bursts whole, a call recorded less than ns after the
  * one before it following at once (a collective's calls come microseconds apart; spread out,
