@@ -206,8 +206,9 @@ static void put_col(cl_dg_buf *b, const uint64_t *v, size_t n) {
   }
 }
 
-/* Column k of row r (docs/digest.md, block R); prev: the previous row's, for the deltas. */
-static uint64_t col_of(int k, const row *r, const row *prev) {
+/* Column k of row r (docs/digest.md, block R); prev: the previous row's, for the deltas.
+ * Inlined into colls_block's unrolled loop over k: each column's loop gets its own case. */
+static inline __attribute__((always_inline)) uint64_t col_of(int k, const row *r, const row *prev) {
   switch (k) {
   case 0: return r->p2p;
   case 1: return r->comm;
@@ -240,6 +241,7 @@ static void colls_block(cl_dg_buf *b, const cl_digest *d) {
   }
   uint64_t *v = malloc((d->nrows ? d->nrows : 1) * sizeof *v);
   if (!v) { b->oom = 1; return; }
+#pragma GCC unroll 16
   for (int k = 0; k < NCOLS; k++) {
     for (size_t i = 0; i < d->nrows; i++) v[i] = col_of(k, &d->rows[i], i ? &d->rows[i - 1] : NULL);
     put_col(b, v, d->nrows);
