@@ -1,6 +1,7 @@
 /* ivset.c: a set of sorted, disjoint, non-touching half-open intervals with a cap on its size
  * (the exposure engine's unions of compute and communication time). Allocates only to grow, up
- * to the cap; past it the oldest interval is forgotten and counted in lost_below. */
+ * to the cap; past it the oldest intervals are forgotten (a sixteenth of the cap at once) and
+ * counted in lost_below. */
 #include "plugin/gpu/ivset.h"
 #include "common/grow.h"
 #include <stdlib.h>
@@ -14,11 +15,11 @@ size_t cl_iv_first_end_after(const cl_ivset *s, uint64_t t) {
 
 static int iv_reserve(cl_ivset *s, size_t need) { return cl_grow(&s->v, &s->cap, need, sizeof *s->v, 64, s->max); }
 
-static void iv_drop_first(cl_ivset *s) {
-  if (!s->n) return;
-  if (s->v[0].end_ns > s->lost_below) s->lost_below = s->v[0].end_ns;
-  memmove(s->v, s->v + 1, (s->n - 1) * sizeof *s->v);
-  s->n--;
+/* Forgets the k (1 <= k <= n) oldest intervals. */
+static void iv_drop_first(cl_ivset *s, size_t k) {
+  if (s->v[k - 1].end_ns > s->lost_below) s->lost_below = s->v[k - 1].end_ns;
+  memmove(s->v, s->v + k, (s->n - k) * sizeof *s->v);
+  s->n -= k;
 }
 
 uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, int *dropped) {
@@ -42,7 +43,12 @@ uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, int *dropped) {
   if (j == i) {   /* no merge: a new element at i */
     if (iv_reserve(s, s->n + 1) != 0) {
       if (!s->n || i == 0) { if (dropped) *dropped = 1; return 0; }  /* older than all we keep */
-      iv_drop_first(s); i--;
+      /* a sixteenth of the cap at once (up to the insertion point): forgetting one at a time
+       * moved the whole set on every insertion into a full one */
+      size_t k = s->max / 16 ? s->max / 16 : 1;
+      if (k > i) k = i;
+      iv_drop_first(s, k);
+      i -= k;
       if (dropped) *dropped = 1;
     }
     memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);

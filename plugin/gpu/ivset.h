@@ -14,7 +14,8 @@ typedef struct {
 } cl_ivset;
 
 /* Inserts [a, b) and returns how many ns it newly covered. *dropped (may be NULL) is set when
- * the cap made the set forget its oldest interval (or refuse this one). */
+ * the cap made the set forget its oldest intervals (a sixteenth of the cap, at most those older
+ * than [a, b)) or refuse this one. */
 uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, int *dropped);
 /* First index whose end is > t (ends are sorted because intervals are disjoint). */
 size_t cl_iv_first_end_after(const cl_ivset *s, uint64_t t);
