@@ -33,6 +33,7 @@ typedef struct cl_part {
   uint64_t colls_gpu_lost;  /* ... of them without CUPTI's timing: another tool held CUPTI */
   uint64_t colls_expo_est;  /* ... of them with exposure estimated (outside CUPTI's sampling windows) */
   uint64_t est_comm_ns, est_expo_ns;   /* their GPU time and estimated exposed time (sums) */
+  uint64_t colls_expo_unknown;   /* ... of them before any was measured: exposure not known, not in est_expo_ns */
   uint64_t est_check_n, est_check_pred_ns, est_check_meas_ns;   /* estimate vs measured, in windows */
   cl_top top[CL_NTOP];      /* most exposed first */
   cl_prom_comms prom;       /* per communicator, for COMMLENS_PROM */

@@ -209,6 +209,7 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
       p->colls_expo_est++;
       if (src && e > s) p->est_comm_ns += e - s;
       if (exposed_ns > 0) p->est_expo_ns += (uint64_t)exposed_ns;
+      if (exposed_ns < 0) p->colls_expo_unknown++;
     }
   }
   if (est) a->stats.colls_expo_est++;
@@ -939,9 +940,10 @@ void cl_asm_exposure_json(cl_asm *a, cl_part *p, cl_sb *b) {
   sb_printf(b, "\"stream_join\":{\"agree_with_correlation\":%llu,\"differ\":%llu,\"repaired\":%llu},",
             (unsigned long long)agree, (unsigned long long)differ, (unsigned long long)repaired);
   if (cl_cfg.cupti == CL_CUPTI_SAMPLED)   /* outside CUPTI's windows: estimated, and how well it did inside */
-    sb_printf(b, "\"estimated\":{\"collectives\":%llu,\"comm_ns\":%llu,\"exposed_ns\":%llu,\"check_n\":%llu,"
+    sb_printf(b, "\"estimated\":{\"collectives\":%llu,\"comm_ns\":%llu,\"exposed_ns\":%llu,\"unknown\":%llu,\"check_n\":%llu,"
               "\"check_estimated_ns\":%llu,\"check_measured_ns\":%llu,\"windows_s\":%.3f,\"period_s\":%.3f},",
               (unsigned long long)p->colls_expo_est, (unsigned long long)p->est_comm_ns, (unsigned long long)p->est_expo_ns,
+              (unsigned long long)p->colls_expo_unknown,
               (unsigned long long)p->est_check_n, (unsigned long long)p->est_check_pred_ns,
               (unsigned long long)p->est_check_meas_ns, (double)cl_cfg.sample_on_ns / 1e9, (double)cl_cfg.sample_period_ns / 1e9);
   sb_puts(b, "\"comms\":[");

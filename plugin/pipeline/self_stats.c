@@ -126,8 +126,17 @@ void cl_stats_gpu_line(const cl_format_deps *run, cl_part *p, const cl_run_stats
   size_t used = strlen(out);
   if (p->colls_expo_est && used < n) {   /* sampled: the figures above are the windows' */
     snprintf(out + used, n - used, " in CUPTI's sampling windows; %llu more outside them (NCCL's kernel-channel "
-             "timers): communication %.3f ms, exposed %.3f ms estimated", (unsigned long long)p->colls_expo_est,
-             (double)p->est_comm_ns / 1e6, (double)p->est_expo_ns / 1e6);
+             "timers): communication %.3f ms, ", (unsigned long long)p->colls_expo_est, (double)p->est_comm_ns / 1e6);
+    used = strlen(out);
+    /* an estimate needs a collective measured before it: without one, its exposure is not known */
+    if (used < n && p->colls_expo_unknown >= p->colls_expo_est)
+      snprintf(out + used, n - used, "exposure not known (no collective measured in a window before them)");
+    else if (used < n)
+      snprintf(out + used, n - used, "exposed %.3f ms estimated", (double)p->est_expo_ns / 1e6);
+    used = strlen(out);
+    if (p->colls_expo_unknown && p->colls_expo_unknown < p->colls_expo_est && used < n)
+      snprintf(out + used, n - used, ", not known for %llu of them (before the first measured one)",
+               (unsigned long long)p->colls_expo_unknown);
     used = strlen(out);
   }
   if (s->colls_gpu_lost && used < n)   /* exposure above counts only what CUPTI timed */

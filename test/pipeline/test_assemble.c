@@ -1088,6 +1088,37 @@ TL_TEST(sampled_mode_estimates_exposure_outside_the_windows) {
   fx_close(&f);
 }
 
+/* COMMLENS_CUPTI=sampled with nothing measured yet (a window that timed no collective: a job
+ * shorter than its first quarter, or CUPTI busy): a collective outside it has no ratio to be
+ * estimated from. It is counted as estimated but not known, and the summary line says "not
+ * known" instead of an exposed time of 0. */
+TL_TEST(sampled_mode_says_exposure_not_known_before_anything_was_measured) {
+  fixture f;
+  uint32_t comm = fx_open_default(&f, 0x5b5b5b5b5b5b5b5bull);
+  cl_cfg.cupti = CL_CUPTI_SAMPLED;
+  cl_cfg.sample_on_ns = 1000000000ull;
+  cl_gj_stop_window(f.gj, 1000000000ull);   /* the window closes, nothing measured */
+  one_launch(&f, comm, 1, 1500000000ull, 1);
+  settle_cupti(&f);
+  cl_gj_advance(f.gj, 4 * 2000000000ull, 1);
+  cl_asm_tick(f.a, 4 * 2000000000ull, 1);
+  cl_part *p = cl_parts_of_dev(f.ps, -1);
+  CHECK(p->colls_expo_est == 1 && p->colls_expo_unknown == 1 && p->est_expo_ns == 0,
+        "estimated %llu, not known %llu, exposed %llu (want 1, 1, 0)", (unsigned long long)p->colls_expo_est,
+        (unsigned long long)p->colls_expo_unknown, (unsigned long long)p->est_expo_ns);
+  cl_format_deps run;
+  memset(&run, 0, sizeof run);
+  run.gj = f.gj;
+  cl_run_stats rs;
+  memset(&rs, 0, sizeof rs);
+  rs.colls_done = rs.colls_timed = 1;
+  char line[1024];
+  cl_stats_gpu_line(&run, p, &rs, line, sizeof line);
+  CHECK(strstr(line, "1 more outside them") && strstr(line, "exposure not known") && !strstr(line, "ms estimated"),
+        "summary line: %s", line);
+  fx_close(&f);
+}
+
 /* A collective with both a CUPTI kernel span and NCCL's KernelCh span: CUPTI's is taken where
  * the two agree, and left for KernelCh's where they lie milliseconds apart (another launch's
  * kernel: a join by stream order gone wrong), counted. GPU timer = host + 1 s; the host reads

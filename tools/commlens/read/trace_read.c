@@ -618,8 +618,10 @@ void cl_info_stats(cl_info *in, const char *s, size_t n) {
       in->st_est_check_n = get_i64(es, "check_n", 0);
       in->st_est_check_pred_ns = get_i64(es, "check_estimated_ns", 0);
       in->st_est_check_meas_ns = get_i64(es, "check_measured_ns", 0);
+      in->st_est_unknown = get_i64(es, "unknown", 0);   /* since 2026-11-26 */
       if (in->st_est_colls < 0 || in->st_est_comm_ns < 0 || in->st_est_exposed_ns < 0 || in->st_est_check_n < 0 ||
-          in->st_est_check_pred_ns < 0 || in->st_est_check_meas_ns < 0)
+          in->st_est_check_pred_ns < 0 || in->st_est_check_meas_ns < 0 || in->st_est_unknown < 0 ||
+          in->st_est_unknown > in->st_est_colls)
         in->st_est_colls = -1;   /* nothing read from disk is trusted: a negative total is no total */
     }
   }

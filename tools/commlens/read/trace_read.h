@@ -64,6 +64,7 @@ typedef struct {
    * outside CUPTI's windows, their GPU and exposed time, and the estimate checked in the
    * windows (n, what it said, what was measured); st_est_colls -1: not said */
   int64_t st_est_colls, st_est_comm_ns, st_est_exposed_ns, st_est_check_n, st_est_check_pred_ns, st_est_check_meas_ns;
+  int64_t st_est_unknown;   /* ... of st_est_colls estimated from nothing (none measured before): not known */
   /* scan outcome */
   int64_t n_events, bytes_events;   /* complete events delivered, their raw bytes */
   int saw_events, events_closed, truncated, bad;   /* bad: damage seen (the first: msg) */

@@ -111,10 +111,11 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
       json_object_object_add(p, "collectives_gpu_lost", ji(r->info.st_colls_gpu_lost));
     }
     if (r->info.st_est_colls >= 0) {   /* COMMLENS_CUPTI=sampled: as the plugin's exposure.estimated */
-      static const char *const keys[] = {"collectives", "comm_ns", "exposed_ns", "check_n", "check_estimated_ns",
-                                         "check_measured_ns"};
+      static const char *const keys[] = {"collectives", "comm_ns", "exposed_ns", "unknown", "check_n",
+                                         "check_estimated_ns", "check_measured_ns"};
       const int64_t vals[] = {r->info.st_est_colls, r->info.st_est_comm_ns, r->info.st_est_exposed_ns,
-                              r->info.st_est_check_n, r->info.st_est_check_pred_ns, r->info.st_est_check_meas_ns};
+                              r->info.st_est_unknown, r->info.st_est_check_n, r->info.st_est_check_pred_ns,
+                              r->info.st_est_check_meas_ns};
       json_object *es = json_object_new_object();
       for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) json_object_object_add(es, keys[k], ji(vals[k]));
       json_object_object_add(p, "exposure_estimated", es);

@@ -201,17 +201,20 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     if (in->st_colls_gpu_lost > 0) { lost += in->st_colls_gpu_lost; nlost++; }
     if (in->st_colls > 0) colls += in->st_colls;
   }
-  int64_t est = 0, est_x = 0, ck_n = 0, ck_p = 0, ck_m = 0; int nest = 0;
+  int64_t est = 0, est_x = 0, est_u = 0, ck_n = 0, ck_p = 0, ck_m = 0; int nest = 0;
   for (int i = 0; i < job->n; i++) {
     cl_info *in = &job->r[i]->info;
     if (in->st_est_colls <= 0) continue;
-    est += in->st_est_colls; est_x += in->st_est_exposed_ns; nest++;
+    est += in->st_est_colls; est_x += in->st_est_exposed_ns; est_u += in->st_est_unknown; nest++;
     ck_n += in->st_est_check_n; ck_p += in->st_est_check_pred_ns; ck_m += in->st_est_check_meas_ns;
   }
   if (est) {   /* COMMLENS_CUPTI=sampled: say which exposure is estimated, and how well it did */
     fprintf(o, "  Exposure sampled (COMMLENS_CUPTI=sampled): %lld of %lld collectives on %d rank(s) ran outside CUPTI's "
             "windows; ", (long long)est, (long long)colls, nest);
-    if (ck_n)
+    if (ck_n && est_u)
+      fprintf(o, "their exposed time (%.3f ms) is estimated from the collectives measured inside them, but for %lld "
+              "that ran before any was measured (not known, left out). ", (double)est_x / 1e6, (long long)est_u);
+    else if (ck_n)
       fprintf(o, "their exposed time (%.3f ms) is estimated from the collectives measured inside them. ", (double)est_x / 1e6);
     else
       fprintf(o, "their exposure is not known (no window measured a collective to estimate it from: CUPTI busy with "
