@@ -1021,6 +1021,17 @@ TL_TEST(collective_while_cupti_taken_is_marked_lost) {
   fx_close(&f);
 }
 
+/* The summary's GPU timing line for the fixture's one participant, `colls` collectives all timed. */
+static void gpu_line(fixture *f, uint64_t colls, char *line, size_t n) {
+  cl_format_deps run;
+  memset(&run, 0, sizeof run);
+  run.gj = f->gj;
+  cl_run_stats rs;
+  memset(&rs, 0, sizeof rs);
+  rs.colls_done = rs.colls_timed = colls;
+  cl_stats_gpu_line(&run, cl_parts_of_dev(f->ps, -1), &rs, line, n);
+}
+
 /* COMMLENS_CUPTI=sampled: CUPTI records kernels in a window (here [0, 1 s)); a collective inside
  * it, past the window's first quarter, is timed by its kernel and its exposure measured (a
  * compute kernel covers half of it); one after the window is timed by NCCL's own events, not
@@ -1055,14 +1066,8 @@ TL_TEST(sampled_mode_estimates_exposure_outside_the_windows) {
   CHECK(n.t.spans == 1 && n.t.comm_ns == 4000 && n.t.exposed_ns == 2000, "totals: %llu span(s), comm %llu, exposed %llu "
         "(want 1, 4000, 2000)", (unsigned long long)n.t.spans, (unsigned long long)n.t.comm_ns,
         (unsigned long long)n.t.exposed_ns);
-  cl_format_deps run;   /* the summary's GPU line says which figures are the windows' */
-  memset(&run, 0, sizeof run);
-  run.gj = f.gj;
-  cl_run_stats rs;
-  memset(&rs, 0, sizeof rs);
-  rs.colls_done = rs.colls_timed = 2;
-  char line[1024];
-  cl_stats_gpu_line(&run, cl_parts_of_dev(f.ps, -1), &rs, line, sizeof line);
+  char line[1024];   /* the summary's GPU line says which figures are the windows' */
+  gpu_line(&f, 2, line, sizeof line);
   CHECK(strstr(line, "in CUPTI's sampling windows; 1 more outside them") && strstr(line, "ms estimated"),
         "summary line: %s", line);
   json_object *arr = body_json(&f);
@@ -1106,14 +1111,8 @@ TL_TEST(sampled_mode_says_exposure_not_known_before_anything_was_measured) {
   CHECK(p->colls_expo_est == 1 && p->colls_expo_unknown == 1 && p->est_expo_ns == 0,
         "estimated %llu, not known %llu, exposed %llu (want 1, 1, 0)", (unsigned long long)p->colls_expo_est,
         (unsigned long long)p->colls_expo_unknown, (unsigned long long)p->est_expo_ns);
-  cl_format_deps run;
-  memset(&run, 0, sizeof run);
-  run.gj = f.gj;
-  cl_run_stats rs;
-  memset(&rs, 0, sizeof rs);
-  rs.colls_done = rs.colls_timed = 1;
   char line[1024];
-  cl_stats_gpu_line(&run, p, &rs, line, sizeof line);
+  gpu_line(&f, 1, line, sizeof line);
   CHECK(strstr(line, "1 more outside them") && strstr(line, "exposure not known") && !strstr(line, "ms estimated"),
         "summary line: %s", line);
   fx_close(&f);
