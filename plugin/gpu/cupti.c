@@ -521,16 +521,6 @@ static void sample_tick(uint64_t now) {
   }
 }
 
-void cl_cupti_first_collective(uint64_t now) {
-  if (cl_cupti_g.first_coll) return;
-  cl_cupti_g.first_coll = 1;
-  if (cl_cfg.cupti != CL_CUPTI_SAMPLED || cl_cupti_g.state != CUPTI_ACTIVE) return;
-  if (cl_cupti_g.kinds_on[0]) {   /* open: a whole window from now */
-    if (cl_cupti_g.win_end < now + cl_cfg.sample_on_ns) cl_cupti_g.win_end = now + cl_cfg.sample_on_ns;
-  }
-  cl_cupti_g.win_next = cl_cupti_g.kinds_on[0] ? now + cl_cfg.sample_period_ns : now;   /* closed: the next now */
-}
-
 int cl_cupti_recording(void) {
   return cl_cupti_g.state == CUPTI_ACTIVE && (cl_cfg.cupti != CL_CUPTI_SAMPLED || cl_cupti_g.kinds_on[0]);
 }

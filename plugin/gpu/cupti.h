@@ -70,12 +70,6 @@ void cl_cupti_get_stats(cl_cupti_stats *s);
 /* 1 while CUPTI records kernels for us (not suspended, displaced or failed; with
  * COMMLENS_CUPTI=sampled, inside a window). */
 int cl_cupti_recording(void);
-/* COMMLENS_CUPTI=sampled: the job's first collective was seen at `now`. The first window is
- * timed from it, not from NCCL's init (a job builds its model between the two, and a window from
- * init could close before any collective, leaving every estimate nothing to start from): one
- * still open runs a whole window from now, one closed already is followed by one at the next
- * tick. Once per process; writer thread only. */
-void cl_cupti_first_collective(uint64_t now);
 /* 1 between two sampling windows (COMMLENS_CUPTI=sampled, CUPTI ours but kernels not recorded):
  * collectives then are not "lost", their exposure is estimated. */
 int cl_cupti_sampling_gap(void);

@@ -227,44 +227,6 @@ TL_TEST(sampled_windows_open_and_close) {
   unsetenv("COMMLENS_CUPTI"); unsetenv("COMMLENS_CUPTI_SAMPLE");
 }
 
-/* COMMLENS_CUPTI=sampled: the first window is timed from the job's first collective. Still open
- * then: it runs a whole window from there. Closed already (a job that built its model for longer
- * than a window): the next opens at once, not a period later. Once per process. */
-TL_TEST(sampled_first_window_follows_the_first_collective) {
-  reset();
-  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
-  REQUIRE(dlopen(g_fake, RTLD_NOW), "fake not loadable");
-  setenv("COMMLENS_CUPTI_LIB", g_fake, 1);
-  setenv("COMMLENS_CUPTI", "sampled", 1);
-  setenv("COMMLENS_CUPTI_SAMPLE", "0.2:30", 1);
-  cl_config_load();
-  cl_cupti_g.first_coll = 0;
-  REQUIRE(cl_cupti_start() == 0 && cl_cupti_recording(), "start failed: %s", cl_cupti_g.status);
-  uint64_t t = cl_cupti_g.win_end + 1000000000ull;   /* later than the window from the start ends */
-  cl_cupti_first_collective(t);
-  CHECK(cl_cupti_g.win_end == t + cl_cfg.sample_on_ns && cl_cupti_g.win_next == t + cl_cfg.sample_period_ns,
-        "open window: ends %+lld ns, next %+lld ns from the first collective", (long long)(cl_cupti_g.win_end - t),
-        (long long)(cl_cupti_g.win_next - t));
-  cl_cupti_first_collective(t + 5000000000ull);   /* once only */
-  CHECK(cl_cupti_g.win_end == t + cl_cfg.sample_on_ns, "moved again by a second call");
-  cl_cupti_stop();
-  /* closed before the first collective: the next window opens at the next ticks */
-  reset();
-  cl_cupti_g.first_coll = 0;
-  REQUIRE(cl_cupti_start() == 0, "restart failed: %s", cl_cupti_g.status);
-  uint64_t t0 = cl_now();
-  while (cl_cupti_recording() && cl_now() - t0 < 5000000000ull) { cl_cupti_flush(0); usleep(5000); }
-  for (int i = 0; i < 3; i++) { cl_cupti_flush(0); usleep(2000); }
-  REQUIRE(!cl_cupti_recording() && cl_cupti_sampling_gap(), "the first window did not close");
-  cl_cupti_first_collective(cl_now());
-  uint64_t t1 = cl_now();
-  while (!cl_cupti_recording() && cl_now() - t1 < 5000000000ull) { cl_cupti_flush(0); usleep(5000); }
-  CHECK(cl_cupti_recording(), "no window after the first collective (the next was %.1f s away)",
-        (double)(cl_cupti_g.win_next - t1) / 1e9);
-  cl_cupti_stop();
-  unsetenv("COMMLENS_CUPTI"); unsetenv("COMMLENS_CUPTI_SAMPLE");
-}
-
 /* NVTX ranges need the injection variable at the job's start; the plugin never sets it (see
  * docs/decisions.md) but says once what to set: the libcupti it loaded, by its full path. */
 TL_TEST(says_how_nvtx_ranges_reach_it_when_the_injection_is_unset) {
