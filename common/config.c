@@ -308,7 +308,7 @@ static const cl_var g_vars[] = {
     "kernels, sampled, full, on or off", p_cupti},
   {"COMMLENS_CUPTI_SAMPLE", "1:30",
    "with COMMLENS_CUPTI=sampled: CUPTI records kernels for W seconds in every P (W:P), the "
-   "first window from the start; exposure of collectives outside the windows is estimated "
+   "first window from the start until W after the first collective (P at most); exposure of collectives outside the windows is estimated "
    "from those inside", "W:P seconds, 0.05 <= W < P <= 3600", p_cupti_sample},
   {"COMMLENS_CUPTI_CLOCK", "callback",
    "how CUPTI's timestamps reach the plugin's clock: callback (CUPTI calls the plugin's clock "

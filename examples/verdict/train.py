@@ -41,6 +41,8 @@ def parse_args():
                     help="two more communicators, as jobs with tensor or pipeline groups have: a "
                          "metrics group of every rank (the loss all_reduced each step) and groups "
                          "of rank pairs (a small all_reduce each step)")
+    ap.add_argument("--build-s", type=float, default=0.0,
+                    help="seconds of host work between NCCL's init and the model (a slow model build)")
     ap.add_argument("--out", default=".")
     return ap.parse_args()
 
@@ -91,6 +93,7 @@ def main():
     torch.cuda.set_device(device)
     dist.init_process_group("nccl", device_id=device)
     rank, world = dist.get_rank(), dist.get_world_size()
+    time.sleep(args.build_s)
     model = build(args, device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
     gen = torch.Generator(device=device).manual_seed(1234 + rank)

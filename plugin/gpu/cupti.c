@@ -287,10 +287,11 @@ static int arm(void) {
    * switches (cuptiActivityEnableDriverApi) produced no records at all on CUPTI 13.0 with NCCL
    * 2.28 (measured on H200), so they are not used. NCCL launches through the driver API
    * (cuLaunchKernelEx), which is what the correlation needs. */
-  if (cl_cfg.cupti == CL_CUPTI_SAMPLED) {   /* the first window opens now */
+  if (cl_cfg.cupti == CL_CUPTI_SAMPLED) {   /* the first window opens now (cl_cupti_first_collective) */
     uint64_t now = cl_now();
     cl_cupti_g.win_end = now + cl_cfg.sample_on_ns;
     cl_cupti_g.win_next = now + cl_cfg.sample_period_ns;
+    if (!cl_cupti_g.first_cap) cl_cupti_g.first_cap = now + cl_cfg.sample_period_ns;
   }
   if (full) {
     if (api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS) cl_cupti_g.kinds_on[3] = 1;
@@ -498,8 +499,11 @@ static void sample_tick(uint64_t now) {
     }
     return;
   }
-  if (cl_cupti_g.kinds_on[0] && now >= cl_cupti_g.win_end) {
+  if (cl_cupti_g.kinds_on[0] && now >= cl_cupti_g.win_end && (cl_cupti_g.first_coll || now >= cl_cupti_g.first_cap)) {
     if (probe_at_window("during a sampling window") == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return;
+    /* a first window that waited for the first collective keeps the gap between windows */
+    uint64_t gap = cl_cfg.sample_period_ns - cl_cfg.sample_on_ns;
+    if (cl_cupti_g.win_next < now + gap) cl_cupti_g.win_next = now + gap;
     offer_stream_ids(0);
     /* kinds off first, then the forced flush: no record can ask for a buffer after it, so CUPTI
      * holds none of ours when it is finalized (a buffer it held then would be lost: 2 MiB a
@@ -519,6 +523,14 @@ static void sample_tick(uint64_t now) {
     cl_cupti_g.detached = 0;
     offer_stream_ids(1);
   }
+}
+
+void cl_cupti_first_collective(uint64_t now) {
+  if (cl_cupti_g.first_coll) return;
+  cl_cupti_g.first_coll = 1;
+  if (cl_cfg.cupti != CL_CUPTI_SAMPLED || cl_cupti_g.state != CUPTI_ACTIVE) return;
+  if (cl_cupti_g.kinds_on[0]) cl_cupti_g.win_end = now + cl_cfg.sample_on_ns;   /* the first window, still open */
+  else if (!cl_cupti_g.detach_due) cl_cupti_g.win_next = now;   /* it ran a period with none: the next at once */
 }
 
 int cl_cupti_recording(void) {

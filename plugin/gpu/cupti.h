@@ -70,6 +70,13 @@ void cl_cupti_get_stats(cl_cupti_stats *s);
 /* 1 while CUPTI records kernels for us (not suspended, displaced or failed; with
  * COMMLENS_CUPTI=sampled, inside a window). */
 int cl_cupti_recording(void);
+/* COMMLENS_CUPTI=sampled: the job's first collective (or point-to-point) was seen at `now`. The
+ * first window opens with CUPTI, at NCCL's init, and stays open until a whole window after the
+ * first collective, a period at most (a job builds its model between the two: a window timed from
+ * init alone could close before any collective, leaving every estimate nothing to learn from).
+ * A job with none for a whole period gets its next window at once. Once per process; writer
+ * thread only. */
+void cl_cupti_first_collective(uint64_t now);
 /* 1 between two sampling windows (COMMLENS_CUPTI=sampled, CUPTI ours but kernels not recorded):
  * collectives then are not "lost", their exposure is estimated. */
 int cl_cupti_sampling_gap(void);

@@ -52,6 +52,8 @@ typedef struct {
   uint64_t win_end, win_next;
   int detached;                       /* CUPTI finalized by us between two windows */
   int detach_due;                     /* a window closed: finalize at the next tick */
+  int first_coll;                     /* the job's first collective was seen (cl_cupti_first_collective) */
+  uint64_t first_cap;                 /* the first window closes by then even with no collective (0: unset) */
   char status[160];
   char *(*demangle)(const char *, char *, size_t *, int *);
 } cl_cupti_bridge;

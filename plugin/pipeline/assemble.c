@@ -582,6 +582,7 @@ static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   e->thread = CL_ID_SERIAL(h->id);
   e->etype = h->etype;
   e->flags = h->flags;
+  a->stats.ops_started += e->etype == CL_EV_COLL || e->etype == CL_EV_P2P || e->etype == CL_EV_CE_COLL;
   size_t plen = (size_t)(h->nslots - 1 - span) * CL_SLOT_BYTES;
   if (plen > sizeof e->p) plen = sizeof e->p;
   memcpy(&e->p, &r->p, plen);

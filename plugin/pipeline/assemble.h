@@ -21,6 +21,7 @@ typedef struct cl_asm cl_asm;
 typedef struct {
   uint64_t records, starts, stale, foreign, orphans, open_now, writer_drops;
   uint64_t colls_done, colls_timed, implausible_gpu;
+  uint64_t ops_started;      /* collectives (kernel and copy-engine) and point-to-points begun */
   uint64_t colls_gpu_lost;   /* finished while another tool held CUPTI (cl_gj_lost) */
   uint64_t spans_folded;     /* KernelCh spans folded into their collective with no event made */
   uint64_t cupti_rejected;   /* CUPTI spans left for the collective's own KernelCh span, the two

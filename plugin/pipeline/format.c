@@ -103,13 +103,18 @@ static void *format_main(void *arg) {
   /* Formatting yields to everything else on the machine, the job and the drain thread first. */
   if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0) { /* best effort */ }
   uint64_t last_flush = cl_now(), last_busy = last_flush, last_cupti = last_flush;
-  int idle_us = FORMAT_PAUSE_US;
+  int idle_us = FORMAT_PAUSE_US, saw_op = 0;   /* saw_op: the job's first collective was read */
   gate_launch_events(d, last_flush);
   while (!atomic_load(&g_stop)) {
     int rings_idle = cl_rings_idle();   /* before staging is read: then "nothing to take" means caught up */
     uint64_t got = format_some(d, 5000000, &g_stop);
     uint64_t now = cl_now();
     if (d->gj && now - last_cupti >= CUPTI_POLL_NS) {
+      if (!saw_op) {   /* the first sampling window runs a whole window from it */
+        cl_asm_stats as;
+        cl_asm_get_stats(d->asm_, &as);
+        if ((saw_op = as.ops_started > 0)) cl_cupti_first_collective(now);
+      }
       gate_launch_events(d, now);   /* before a window can open, in drain_cupti */
       drain_cupti(d, 0);
       track_cupti(d, now);

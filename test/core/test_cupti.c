@@ -35,6 +35,8 @@ static void reset(void) {
   cl_cupti_g.status[0] = 0;
   cl_cupti_g.dropped = cl_cupti_g.buffers = cl_cupti_g.records = 0;
   cl_cupti_g.retry_ns = cl_cupti_g.retry_at = cl_cupti_g.resumed = 0;
+  cl_cupti_g.first_coll = 0;
+  cl_cupti_g.first_cap = 0;
   cl_log_reset_once();
   g_logs = 0; g_last[0] = 0; g_nvtx_hints = 0; g_hint[0] = 0;
   cl_log_set_logger(counting_logger);
@@ -223,6 +225,55 @@ TL_TEST(sampled_windows_open_and_close) {
         cl_cupti_stream_id(0x1230) == 0x124,
         "next window: recording %d, kernel kind enabled %d times (want 2)", cl_cupti_recording(),
         en[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] - e0);
+  cl_cupti_stop();
+  unsetenv("COMMLENS_CUPTI"); unsetenv("COMMLENS_CUPTI_SAMPLE");
+}
+
+/* COMMLENS_CUPTI=sampled: the first window opens with CUPTI and waits for the job's first
+ * collective (a job builds its model in between): it closes a whole window after that collective,
+ * and the gap before the next is the usual one. With no collective for a whole period it closes
+ * then, and a collective after that opens the next window at once. */
+static int tick_until(int recording, double max_s) {
+  uint64_t t0 = cl_now();
+  while (cl_cupti_recording() != recording && cl_now() - t0 < (uint64_t)(max_s * 1e9)) { cl_cupti_flush(0); usleep(5000); }
+  return cl_cupti_recording() == recording;
+}
+TL_TEST(sampled_first_window_waits_for_the_first_collective) {
+  reset();
+  REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);
+  REQUIRE(dlopen(g_fake, RTLD_NOW), "fake not loadable");
+  setenv("COMMLENS_CUPTI_LIB", g_fake, 1);
+  setenv("COMMLENS_CUPTI", "sampled", 1);
+  setenv("COMMLENS_CUPTI_SAMPLE", "0.1:1", 1);
+  cl_config_load();
+  uint64_t on = cl_cfg.sample_on_ns, gap = cl_cfg.sample_period_ns - on;
+  REQUIRE(cl_cupti_start() == 0 && cl_cupti_recording(), "start failed: %s", cl_cupti_g.status);
+  uint64_t t0 = cl_now();
+  CHECK(!tick_until(0, 0.3), "the first window closed %.2f s after the start, before any collective",
+        (double)(cl_now() - t0) / 1e9);
+  uint64_t t1 = cl_now();
+  cl_cupti_first_collective(t1);
+  cl_cupti_first_collective(t1 + 5000000000ull);   /* once only */
+  CHECK(cl_cupti_g.win_end == t1 + on, "the first window ends %+lld ns after the first collective (want %llu)",
+        (long long)(cl_cupti_g.win_end - t1), (unsigned long long)on);
+  REQUIRE(tick_until(0, 5), "the first window did not close after the first collective");
+  CHECK(cl_now() >= t1 + on && cl_cupti_g.win_next >= t1 + on + gap,
+        "closed %.3f s after the first collective, the next window %.3f s after it (want >= %.3f, %.3f)",
+        (double)(cl_now() - t1) / 1e9, (double)(cl_cupti_g.win_next - t1) / 1e9, (double)on / 1e9,
+        (double)(on + gap) / 1e9);
+  cl_cupti_stop();
+
+  reset();   /* no collective for a whole period: closed then; the first one opens the next at once */
+  uint64_t t2 = cl_now();
+  REQUIRE(cl_cupti_start() == 0 && cl_cupti_recording(), "restart failed: %s", cl_cupti_g.status);
+  REQUIRE(tick_until(0, 5), "the first window never closed without a collective");
+  CHECK(cl_now() - t2 >= cl_cfg.sample_period_ns, "closed %.3f s after the start (want a period, %.3f s)",
+        (double)(cl_now() - t2) / 1e9, (double)cl_cfg.sample_period_ns / 1e9);
+  for (int i = 0; i < 3; i++) { cl_cupti_flush(0); usleep(2000); }   /* the tick after: detached */
+  uint64_t t3 = cl_now();
+  cl_cupti_first_collective(t3);
+  CHECK(tick_until(1, 0.5), "no window within 0.5 s of the first collective (the next was %.2f s away)",
+        (double)(cl_cupti_g.win_next - t3) / 1e9);
   cl_cupti_stop();
   unsetenv("COMMLENS_CUPTI"); unsetenv("COMMLENS_CUPTI_SAMPLE");
 }
