@@ -22,7 +22,7 @@ typedef struct {
   char kind;                  /* I S E T F */
   int thr, abi;
   uint64_t t;                 /* recorded ns since the first call */
-  int64_t moved;              /* uniform pacing: how far it was moved from t (pace) */
+  uint64_t due;               /* uniform pacing: its time in the spread (plan_spread) */
   uint64_t a, b;              /* I: ctx; S: ctx, handle; E/T: handle; F: ctx */
   /* I */
   int mask, nnodes, nranks, rank;
@@ -214,6 +214,12 @@ typedef struct {
   const char *lib;            /* the plugin (the stand-in libcuda is looked for beside it) */
   double speed;               /* > 0: paced at this multiple of the recorded time */
   struct timespec t0;         /* CLOCK_MONOTONIC when the replay started */
+  /* uniform pacing: the recorded timeline's map onto the spread, (recorded, new) times in
+   * recorded order, new times never decreasing; GPU timers go through it (warp_timer) */
+  uint64_t *wt, *wT;
+  size_t nw;
+  int64_t gpu_off;            /* recorded host - GPU timer, the least seen (0: no timer) */
+  int have_gpu_off;
 } rp_run;
 
 static rp_clock_hook g_clock_hook;
@@ -239,20 +245,94 @@ void rp_set_uniform_span(uint64_t ns) { atomic_store(&g_uniform_ns, ns); }
 static _Atomic uint64_t g_burst_ns;     /* rp_set_burst */
 void rp_set_burst(uint64_t ns) { atomic_store(&g_burst_ns, ns); }
 
+/* A GPU timer a call carries (KernelCh and kernel-phase starts, KernelChStop and KernelPhaseStop
+ * states): where its value sits, 0 when none. */
+static unsigned char *timer_of(rp_call *c, unsigned char *d) {
+  if (c->kind == 'S' && c->abi >= 4 && c->dlen >= 8) {
+    uint64_t type = c->abi >= 5 ? *(uint64_t *)c->descr : c->descr[0];
+    size_t off = type == CLABI_EV_KERNEL_CH ? offsetof(clabi_descr_v5, kernelCh.pTimer)
+                 : c->abi >= 7 && type == CLABI_EV_KERNEL_PHASE ? offsetof(clabi_descr_v7, kernelPhase.pTimer) : 0;
+    return off && off + 8 <= c->dlen ? d + off : NULL;
+  }
+  if (c->kind == 'T' && c->args && c->alen >= 8 &&
+      (c->state == CLABI_ST_KERNEL_CH_STOP || c->state == CLABI_ST_KERNEL_PHASE_STOP))
+    return d;
+  return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Uniform pacing (rp_set_uniform_span): each call's place in the spread (`due`; the rest of a
+ * burst keeps its distance from the burst's first call), and the map of the recorded timeline
+ * onto the spread that the GPU timers go through: a timer moved as far as its own call was would
+ * break the order the GPU kept (a kernel's stop timer observed 270 ms after its start in the
+ * job, the two calls now 14 us apart, moved 270 ms less than the start: before it). Through one
+ * monotone map, a timer stays between the calls around its time, and before its observation. */
+static void plan_spread(rp_run *r, uint64_t span, uint64_t burst) {
+  for (size_t i = 0; i < r->ncalls; i++) {
+    rp_call *c = &r->calls[i];
+    if (burst && i && c->t - c[-1].t < burst) c->due = c[-1].due + (c->t - c[-1].t);
+    else c->due = (uint64_t)((double)i * ((double)span / (double)r->ncalls));
+  }
+  /* the GPU timers' offset from the recorded host clock: the tightest observation */
+  for (size_t i = 0; i < r->ncalls; i++) {
+    rp_call *c = &r->calls[i];
+    unsigned char *at = timer_of(c, c->kind == 'S' ? c->descr : c->args);
+    uint64_t g;
+    if (!at) continue;
+    memcpy(&g, at, 8);
+    if (!g) continue;
+    int64_t off = (int64_t)(c->t - g);
+    if (!r->have_gpu_off || off < r->gpu_off) { r->gpu_off = off; r->have_gpu_off = 1; }
+  }
+  if (!r->have_gpu_off) return;
+  /* (recorded, new) pairs in recorded-time order, packed as two sorted arrays */
+  uint64_t (*pr)[2] = malloc(r->ncalls * sizeof *pr);
+  r->wt = malloc(r->ncalls * sizeof *r->wt);
+  r->wT = malloc(r->ncalls * sizeof *r->wT);
+  if (!pr || !r->wt || !r->wT) { free(pr); r->have_gpu_off = 0; return; }
+  for (size_t i = 0; i < r->ncalls; i++) { pr[i][0] = r->calls[i].t; pr[i][1] = r->calls[i].due; }
+  qsort(pr, r->ncalls, sizeof *pr, cmp_u64);   /* by recorded time (the first member) */
+  for (size_t i = 0; i < r->ncalls; i++) {
+    r->wt[i] = pr[i][0];
+    r->wT[i] = i && pr[i][1] < r->wT[i - 1] ? r->wT[i - 1] : pr[i][1];
+  }
+  r->nw = r->ncalls;
+  free(pr);
+}
+
+/* A GPU timer's new value: its recorded host time (timer + offset) through the map, linear
+ * between the two calls around it, back to the GPU clock. */
+static void warp_timer(const rp_run *r, unsigned char *at) {
+  uint64_t g;
+  memcpy(&g, at, 8);
+  if (!g || !r->nw) return;
+  int64_t h = (int64_t)g + r->gpu_off, T;
+  if (h <= (int64_t)r->wt[0]) T = h + (int64_t)(r->wT[0] - r->wt[0]);
+  else if (h >= (int64_t)r->wt[r->nw - 1]) T = h + (int64_t)(r->wT[r->nw - 1] - r->wt[r->nw - 1]);
+  else {
+    size_t lo = 0, hi = r->nw - 1;   /* wt[lo] <= h < wt[hi] */
+    while (hi - lo > 1) {
+      size_t mid = lo + (hi - lo) / 2;
+      if ((int64_t)r->wt[mid] <= h) lo = mid; else hi = mid;
+    }
+    double f = (double)(h - (int64_t)r->wt[lo]) / (double)(r->wt[hi] - r->wt[lo]);
+    T = (int64_t)r->wT[lo] + (int64_t)(f * (double)(r->wT[hi] - r->wT[lo]));
+  }
+  g = (uint64_t)(T - r->gpu_off);
+  memcpy(at, &g, 8);
+}
+
 /* Sleeps until the call's recorded time (scaled), or its place in an even spread, has passed
  * since the replay started. A call already due runs at once (no system call): recorded calls
  * come microseconds apart. */
 static void pace(rp_run *r, rp_call *c) {
   if (r->speed <= 0) return;
   uint64_t span = atomic_load_explicit(&g_uniform_ns, memory_order_relaxed);
-  uint64_t burst = atomic_load_explicit(&g_burst_ns, memory_order_relaxed);
-  if (span && burst && c > r->calls && c->t - c[-1].t < burst) {   /* the rest of a burst: at once */
-    c->moved = c[-1].moved;
-    return;
-  }
-  uint64_t due_ns = span ? (uint64_t)((double)(c - r->calls) * ((double)span / (double)r->ncalls))
-                         : (uint64_t)((double)c->t / r->speed);
-  if (span) c->moved = (int64_t)(due_ns - c->t);
+  uint64_t due_ns = span ? c->due : (uint64_t)((double)c->t / r->speed);
   struct timespec due = r->t0, now;
   due.tv_sec += (time_t)(due_ns / 1000000000u);
   due.tv_nsec += (long)(due_ns % 1000000000u);
@@ -292,17 +372,6 @@ static void patch_parent(rp_run *r, unsigned char *d, unsigned off) {
   else if (v) r->st->foreign_passed++;
 }
 
-/* A GPU timer (%globaltimer ns) in a call moved by uniform pacing moves with it: the GPU ran
- * the work when NCCL saw it, so the plugin's GPU clock calibration sees what it saw in the job.
- * (Not moved at the recorded pace: the timers are the recorded ones, shifted by one constant.) */
-static void move_timer(unsigned char *at, int64_t moved) {
-  uint64_t t;
-  memcpy(&t, at, 8);
-  if (!t || !moved) return;
-  t += (uint64_t)moved;
-  memcpy(at, &t, 8);
-}
-
 /* Makes the call, then tells the call hook what it was. */
 static void do_call(rp_run *r, rp_call *c) {
   h_plugin *p = &r->plug[c->abi];
@@ -338,9 +407,8 @@ static void do_call(rp_run *r, rp_call *c) {
       memcpy(d + 24, &pid, 4);
     }
     patch_parent(r, d, 8);
-    if (c->abi >= 4 && (type == CLABI_EV_KERNEL_CH || (c->abi >= 7 && type == CLABI_EV_KERNEL_PHASE)))
-      move_timer(d + (type == CLABI_EV_KERNEL_CH ? offsetof(clabi_descr_v5, kernelCh.pTimer)
-                                                 : offsetof(clabi_descr_v7, kernelPhase.pTimer)), c->moved);
+    unsigned char *tm = r->nw ? timer_of(c, d) : NULL;   /* uniform pacing: through the map */
+    if (tm) warp_timer(r, tm);
     if (c->abi >= 5 && type == CLABI_EV_COLL) patch_parent(r, d, offsetof(clabi_descr_v5, coll.parentGroup));
     if (c->abi >= 5 && type == CLABI_EV_P2P) patch_parent(r, d, offsetof(clabi_descr_v5, p2p.parentGroup));
     void *ctx = (void *)(uintptr_t)map_or_pass(r, &r->ctx, c->a);
@@ -367,8 +435,8 @@ static void do_call(rp_run *r, rp_call *c) {
     _Alignas(16) unsigned char a[16];
     memset(a, 0, sizeof a);
     if (c->args) memcpy(a, c->args, c->alen);
-    if (c->args && c->alen >= 8 && (c->state == CLABI_ST_KERNEL_CH_STOP || c->state == CLABI_ST_KERNEL_PHASE_STOP))
-      move_timer(a, c->moved);
+    unsigned char *tm = r->nw ? timer_of(c, a) : NULL;
+    if (tm) warp_timer(r, tm);
     if (unanswered(r, c->a)) break;
     void *h = (void *)(uintptr_t)map_or_pass(r, &r->handle, c->a);
     int rc;
@@ -457,6 +525,8 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
   if (rc == 0 && r.ncalls) {
     pthread_mutex_init(&r.mu, NULL);
     pthread_cond_init(&r.cv, NULL);
+    uint64_t span = atomic_load_explicit(&g_uniform_ns, memory_order_relaxed);
+    if (speed > 0 && span) plan_spread(&r, span, atomic_load_explicit(&g_burst_ns, memory_order_relaxed));
     real_now(&r.t0);
     int n = maxthr + 1;
     st->nthreads = n;
@@ -473,6 +543,8 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
   for (int v = 1; v <= 7; v++) h_close(&r.plug[v]);
   for (size_t i = 0; i < r.ncalls; i++) free_call(&r.calls[i]);
   free(r.calls);
+  free(r.wt);
+  free(r.wT);
   free(r.ctx.k); free(r.ctx.v); free(r.handle.k); free(r.handle.v);
   return rc;
 }

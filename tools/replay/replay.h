@@ -49,7 +49,8 @@ void rp_set_call_hook(rp_call_hook fn);
 /* Paced replays (speed > 0) only: ns > 0 spreads the calls evenly over ns instead of at their
  * recorded times (bench/replay_cost.c: streams of different lengths over one span of time,
  * every flush interval holding collectives), the GPU timers a call carries (KernelCh and
- * kernel-phase starts, KernelChStop and KernelPhaseStop states) moved as far as the call;
+ * kernel-phase starts, KernelChStop and KernelPhaseStop states) mapped onto the spread as the
+ * recorded times around them were, so each stays before its observation and in order;
  * 0, the default: recorded times. */
 void rp_set_uniform_span(uint64_t ns);
 /* With an even spread only: ns > 0 keeps bursts whole, a call recorded less than ns after the
