@@ -71,10 +71,10 @@ int cl_expo_add_compute(cl_expo *e, uint32_t device, uint64_t start_ns, uint64_t
   expo_dev *d = get_dev(e, device, 1);
   if (!d || end_ns <= d->compute.lost_below) { e->st.compute_dropped++; return -1; }
   if (e->have_wm && start_ns < e->wm) e->st.compute_late++;
-  int dropped = 0;
-  cl_iv_add(&d->compute, start_ns, end_ns, &dropped);
-  if (dropped) { e->st.compute_dropped++; return -1; }
-  return 0;
+  size_t lost = 0;
+  cl_iv_add(&d->compute, start_ns, end_ns, &lost);
+  e->st.compute_dropped += lost;   /* older intervals forgotten, or this one refused */
+  return lost && end_ns <= d->compute.lost_below ? -1 : 0;
 }
 
 int cl_expo_add_span(cl_expo *e, const cl_expo_span *s) {

@@ -53,7 +53,8 @@ typedef struct {
 typedef struct {
   uint64_t spans_in, spans_reported, spans_overflow, spans_late;
   uint64_t compute_in, compute_late, compute_dropped;  /* late: under an already reported
-                                                          watermark; dropped: cap or pruned */
+                                                          watermark; dropped: merged intervals
+                                                          the cap forgot, and ones refused */
 } cl_expo_stats;
 
 typedef struct cl_expo cl_expo;

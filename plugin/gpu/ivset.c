@@ -22,7 +22,7 @@ static void iv_drop_first(cl_ivset *s, size_t k) {
   s->n -= k;
 }
 
-uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, int *dropped) {
+uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, size_t *lost) {
   if (b <= a) return 0;
   /* touching intervals merge too: first interval whose end >= a. Intervals mostly come in
    * time order (a GPU's kernels): at or after the last one's start, that is the last one or
@@ -42,14 +42,18 @@ uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, int *dropped) {
   }
   if (j == i) {   /* no merge: a new element at i */
     if (iv_reserve(s, s->n + 1) != 0) {
-      if (!s->n || i == 0) { if (dropped) *dropped = 1; return 0; }  /* older than all we keep */
+      if (!s->n || i == 0) {   /* older than all we keep: refused, and history up to it incomplete */
+        if (b > s->lost_below) s->lost_below = b;
+        if (lost) (*lost)++;
+        return 0;
+      }
       /* a sixteenth of the cap at once (up to the insertion point): forgetting one at a time
        * moved the whole set on every insertion into a full one */
       size_t k = s->max / 16 ? s->max / 16 : 1;
       if (k > i) k = i;
       iv_drop_first(s, k);
       i -= k;
-      if (dropped) *dropped = 1;
+      if (lost) *lost += k;
     }
     memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
     s->n++;

@@ -13,10 +13,11 @@ typedef struct {
   uint64_t lost_below;   /* history ending at or before this was dropped (cap or prune) */
 } cl_ivset;
 
-/* Inserts [a, b) and returns how many ns it newly covered. *dropped (may be NULL) is set when
- * the cap made the set forget its oldest intervals (a sixteenth of the cap, at most those older
- * than [a, b)) or refuse this one. */
-uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, int *dropped);
+/* Inserts [a, b) and returns how many ns it newly covered. *lost (may be NULL) grows by the
+ * intervals the cap made the set lose: its oldest (a sixteenth of the cap, at most those older
+ * than [a, b)), or [a, b) itself when it is older than all the set keeps (lost_below then
+ * covers it). */
+uint64_t cl_iv_add(cl_ivset *s, uint64_t a, uint64_t b, size_t *lost);
 /* First index whose end is > t (ends are sorted because intervals are disjoint). */
 size_t cl_iv_first_end_after(const cl_ivset *s, uint64_t t);
 /* ns of [a, b) covered by the set. */

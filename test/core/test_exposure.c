@@ -299,16 +299,20 @@ TL_TEST(full_ivset_forgets_a_sixteenth_at_once) {
   cl_ivset s; memset(&s, 0, sizeof s); s.max = 64;
   for (uint64_t i = 0; i < 64; i++) cl_iv_add(&s, i * 10, i * 10 + 5, NULL);
   REQUIRE(s.n == 64 && s.lost_below == 0, "n=%zu", s.n);
-  int dropped = 0;
+  size_t dropped = 0;
   cl_iv_add(&s, 640, 645, &dropped);
-  CHECK(dropped && s.n == 61 && s.v[0].start_ns == 40 && s.lost_below == 35, "n=%zu first=%llu lost_below=%llu", s.n,
+  CHECK(dropped == 4 && s.n == 61 && s.v[0].start_ns == 40 && s.lost_below == 35, "n=%zu first=%llu lost_below=%llu", s.n,
         (unsigned long long)s.v[0].start_ns, (unsigned long long)s.lost_below);
   dropped = 0;
   for (uint64_t i = 65; i < 68; i++) cl_iv_add(&s, i * 10, i * 10 + 5, &dropped);
   CHECK(!dropped && s.n == 64, "n=%zu", s.n);
   cl_iv_add(&s, 46, 47, &dropped);              /* after the oldest interval: only that one may go */
-  CHECK(dropped && s.n == 64 && s.v[0].start_ns == 46 && s.lost_below == 45, "n=%zu first=%llu lost_below=%llu", s.n,
+  CHECK(dropped == 1 && s.n == 64 && s.v[0].start_ns == 46 && s.lost_below == 45, "n=%zu first=%llu lost_below=%llu", s.n,
         (unsigned long long)s.v[0].start_ns, (unsigned long long)s.lost_below);
+  dropped = 0;
+  cl_iv_add(&s, 10, 12, &dropped);              /* older than all it keeps: refused, and said below */
+  CHECK(dropped == 1 && s.n == 64 && s.v[0].start_ns == 46 && s.lost_below == 45,
+        "n=%zu first=%llu lost_below=%llu", s.n, (unsigned long long)s.v[0].start_ns, (unsigned long long)s.lost_below);
   cl_iv_free(&s);
 }
 
