@@ -54,9 +54,11 @@ static int others_in_dir(const char *dir, const char *const *allowed, char *firs
   closedir(d);
   return k;
 }
-/* Descriptors of this process open on a name inside dir other than the trace: a file another
- * process could open, or one a crash would leave behind. */
-static int named_fds_in(const char *dir, char *first, size_t n) {
+/* Descriptors of this process open on a file inside dir: with `unnamed` 0, those on a name
+ * other than the trace (a file another process could open, or one a crash would leave
+ * behind); with 1, those on an unnamed file (the spill file: O_TMPFILE, or a name unlinked at
+ * once). `first` gets the first one's path. */
+static int fds_in(const char *dir, int unnamed, char *first, size_t n) {
   DIR *d = opendir("/proc/self/fd");
   if (!d) return 0;
   int k = 0;
@@ -67,8 +69,8 @@ static int named_fds_in(const char *dir, char *first, size_t n) {
     if (l <= 0) continue;
     target[l] = 0;
     if (strncmp(target, dir, strlen(dir)) || target[strlen(dir)] != '/') continue;
-    if (strstr(target, " (deleted)") || strstr(target, ".trace.json")) continue;
-    if (k++ == 0) snprintf(first, n, "%s", target);
+    if (!strstr(target, " (deleted)") != !unnamed || (!unnamed && strstr(target, ".trace.json"))) continue;
+    if (k++ == 0 && first) snprintf(first, n, "%s", target);
   }
   closedir(d);
   return k;
@@ -102,11 +104,19 @@ H_CHILD(spill_planted) {
   REQUIRE(h_init(&g_p, &ctx0, &info) == 0, "init");
   pthread_t t[4];
   static burst_t b[4];
-  for (int i = 0; i < 4; i++) { b[i].idx = i; pthread_create(&t[i], NULL, burst, &b[i]); }
   long steps = 0;
-  for (int i = 0; i < 4; i++) { pthread_join(t[i], NULL); steps += b[i].c.started[4]; }
+  /* Bursts until the spill file is open (at most 6): the formatter lags on a busy machine too,
+   * but one whose drain was starved as well dropped records at the rings instead. */
+  for (int round = 0; round < 6 && !fds_in(dir, 1, NULL, 0); round++) {
+    for (int i = 0; i < 4; i++) {
+      memset(&b[i], 0, sizeof b[i]);
+      b[i].idx = round * 4 + i;
+      pthread_create(&t[i], NULL, burst, &b[i]);
+    }
+    for (int i = 0; i < 4; i++) { pthread_join(t[i], NULL); steps += b[i].c.started[4]; }
+  }
   char named[2048] = "";
-  int nfd = named_fds_in(dir, named, sizeof named);
+  int nfd = fds_in(dir, 0, named, sizeof named);
   CHECK(nfd == 0, "%d open files with a name in the output directory (a crash now leaves them): %s", nfd, named);
   h_finalize(&g_p, ctx0);
   h_close(&g_p);
