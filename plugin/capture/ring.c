@@ -50,11 +50,14 @@ static cl_ring *free_ring(int n, uint64_t cap) {
   return NULL;
 }
 
-/* A ring's table of held-back KernelCh, empty (allocated at its first claim; without memory
- * none is held back). The caller owns the ring's producer side. */
+/* A ring's table of held-back KernelCh, empty (allocated at its first claim, 4 KiB, inside the
+ * budget; without room or memory none is held back). The caller owns the ring's producer side
+ * and holds g_ring_mu. */
 static void kch_table(cl_ring *r) {
-  if (!r->kch) r->kch = calloc(CL_KCH_OPEN, sizeof *r->kch);
-  else memset(r->kch, 0, CL_KCH_OPEN * sizeof *r->kch);
+  size_t bytes = CL_KCH_OPEN * sizeof *r->kch;
+  if (r->kch) { memset(r->kch, 0, bytes); return; }
+  if (g_bytes + bytes > rings_budget()) return;
+  if ((r->kch = calloc(CL_KCH_OPEN, sizeof *r->kch))) g_bytes += bytes;
 }
 
 cl_ring *cl_ring_claim(void) {
