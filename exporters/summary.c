@@ -4,12 +4,21 @@
 #include "exporters/summary.h"
 #include "common/grow.h"
 #include "common/nccl.h"
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 typedef struct { char func[24]; int bucket, nranks; uint64_t n, n_timed, bytes, bytes_timed, gpu_ns, min_ns, max_ns; } row;
-struct cl_summary { row *rows; int n; size_t cap; int last; /* the row added to last: a job repeats its calls */ };
+/* A job's collectives cycle through a few (function, size) rows, not always the last one: rows
+ * are also found by the name's address and the bucket, in a small table (each hit still
+ * compared in full: an address is only a hint). */
+#define ROW_CACHE 64
+struct cl_summary {
+  row *rows; int n; size_t cap;
+  int last;                          /* the row added to last: a job repeats its calls */
+  int cache[ROW_CACHE];              /* row index + 1 by (name address, bucket); 0: none */
+};
 
 cl_summary *cl_summary_new(void) { return calloc(1, sizeof(cl_summary)); }
 void cl_summary_free(cl_summary *s) { if (s) { free(s->rows); free(s); } }
@@ -24,11 +33,18 @@ void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks,
   int bk = bucket_of(bytes);
   if (!func) func = "?";
   row *r = s->last < s->n && row_is(&s->rows[s->last], func, bk, nranks) ? &s->rows[s->last] : NULL;
+  unsigned slot = (unsigned)(((uintptr_t)func >> 3) * 31u + (unsigned)bk * 7u + (unsigned)nranks) % ROW_CACHE;
+  if (!r && s->cache[slot] && row_is(&s->rows[s->cache[slot] - 1], func, bk, nranks)) {
+    s->last = s->cache[slot] - 1;
+    r = &s->rows[s->last];
+  }
   for (int i = 0; i < s->n && !r; i++)
     if (row_is(&s->rows[i], func, bk, nranks)) { r = &s->rows[i]; s->last = i; }
+  if (r) s->cache[slot] = s->last + 1;
   if (!r) {
     if (cl_grow(&s->rows, &s->cap, (size_t)s->n + 1, sizeof *s->rows, 32, 0) != 0) return;
     s->last = s->n;
+    s->cache[slot] = s->n + 1;
     r = &s->rows[s->n++];
     memset(r, 0, sizeof *r);
     snprintf(r->func, sizeof r->func, "%s", func);
