@@ -696,8 +696,10 @@ static int spawn_once(const char *name, const char *const *env, pid_t *out_pid) 
   *out_pid = pid;
   int status = 0;
   /* a hang detector, not a timing check: a child on a busy 2-core machine under a sanitizer,
-   * checking a large trace (async slices pair and nest: two more passes), took over 60 s */
-  uint64_t deadline = h_monotonic_ns() + 180ull * 1000000000ull;
+   * checking a large trace (async slices pair and nest: two more passes), took over 60 s, and
+   * pipeline/flight's bound_by_memory under tsan beside two busy loops (test/soak.sh) over 180 s */
+  const char *san = getenv("COMMLENS_SANITIZED");
+  uint64_t deadline = h_monotonic_ns() + (san && *san ? 420ull : 180ull) * 1000000000ull;
   for (;;) {
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) break;
