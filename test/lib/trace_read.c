@@ -382,6 +382,17 @@ static int seen_add(char ***set, size_t *n, const char *key) {
   return 1;
 }
 
+int tr_overlap_lanes(const tr_trace *t, int64_t pid) {
+  int n = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    json_object *ev = tr_event(t, i), *name;
+    if (tr_pid(ev) != pid || tr_ph(ev) != 'M' || !tr_name(ev) || strcmp(tr_name(ev), "thread_name")) continue;
+    const char *s = json_object_object_get_ex(tr_args(ev), "name", &name) ? json_object_get_string(name) : NULL;
+    n += s && strstr(s, "overlapping collectives") && strstr(s, " lane ");
+  }
+  return n;
+}
+
 int tr_top_tracks(const tr_trace *t, int64_t pid, int *nasync, int *late) {
   char **tracks = NULL, **ids = NULL, key[600], tid[256];
   size_t nt = 0, ni = 0;

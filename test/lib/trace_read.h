@@ -44,6 +44,11 @@ int tr_arg_bool(json_object *ev, const char *key);                 /* 1 only if 
  * order: when made) after the last async track of its own (not the shared one past the
  * budget). tools/track_count.py counts the same way. */
 int tr_top_tracks(const tr_trace *t, int64_t pid, int *nasync, int *late);
+/* Of those, the further lanes of the shared overlap tracks of process pid (thread tracks named
+ * "... overlapping collectives ... lane N"): as many as collectives overlap at once, which the
+ * order the writer read them in can raise (a lane is taken for a slice before a later one
+ * that would have shared it is seen). */
+int tr_overlap_lanes(const tr_trace *t, int64_t pid);
 
 /* "us.nnn" JSON number text -> ns. 0 on success. Accepts integers and up to 3 decimals. */
 int tr_us_text_to_ns(const char *s, int64_t *ns);
