@@ -218,8 +218,7 @@ typedef struct {
    * recorded order, new times never decreasing; GPU timers go through it (warp_timer) */
   uint64_t *wt, *wT;
   size_t nw;
-  int64_t gpu_off;            /* recorded host - GPU timer, the least seen (0: no timer) */
-  int have_gpu_off;
+  int64_t gpu_off;            /* recorded host - GPU timer, the least seen (with nw > 0) */
 } rp_run;
 
 static rp_clock_hook g_clock_hook;
@@ -278,6 +277,7 @@ static void plan_spread(rp_run *r, uint64_t span, uint64_t burst) {
     else c->due = (uint64_t)((double)i * ((double)span / (double)r->ncalls));
   }
   /* the GPU timers' offset from the recorded host clock: the tightest observation */
+  int have_off = 0;
   for (size_t i = 0; i < r->ncalls; i++) {
     rp_call *c = &r->calls[i];
     unsigned char *at = timer_of(c, c->kind == 'S' ? c->descr : c->args);
@@ -286,14 +286,14 @@ static void plan_spread(rp_run *r, uint64_t span, uint64_t burst) {
     memcpy(&g, at, 8);
     if (!g) continue;
     int64_t off = (int64_t)(c->t - g);
-    if (!r->have_gpu_off || off < r->gpu_off) { r->gpu_off = off; r->have_gpu_off = 1; }
+    if (!have_off || off < r->gpu_off) { r->gpu_off = off; have_off = 1; }
   }
-  if (!r->have_gpu_off) return;
+  if (!have_off) return;
   /* (recorded, new) pairs in recorded-time order, packed as two sorted arrays */
   uint64_t (*pr)[2] = malloc(r->ncalls * sizeof *pr);
   r->wt = malloc(r->ncalls * sizeof *r->wt);
   r->wT = malloc(r->ncalls * sizeof *r->wT);
-  if (!pr || !r->wt || !r->wT) { free(pr); r->have_gpu_off = 0; return; }
+  if (!pr || !r->wt || !r->wT) { free(pr); return; }   /* nw stays 0: timers left as recorded */
   for (size_t i = 0; i < r->ncalls; i++) { pr[i][0] = r->calls[i].t; pr[i][1] = r->calls[i].due; }
   qsort(pr, r->ncalls, sizeof *pr, cmp_u64);   /* by recorded time (the first member) */
   for (size_t i = 0; i < r->ncalls; i++) {
