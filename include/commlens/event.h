@@ -86,9 +86,10 @@ enum {
  * just before stopping a KernelCh (the hot path folds the pair into one record): arg = the
  * state's argument (the channel's stop timer), aux = ns from the state to the stop. */
 enum { CL_F_STOP_KCH_STATE = 1 << 2 };
-/* flag of a START record: it is the whole event, its last slot the event's STOP record (flags,
- * aux, ts and arg as that record's), the payload the slots between. A KernelCh is held back on
- * its thread until it stops when only a digest is written (plugin/capture/hotpath.c). */
+/* flag of a START record: it is a whole KernelCh in two slots, the header (the start's fields)
+ * and a cl_kch_tail (the start's payload and the stop's fields; the payload's rank, which nothing
+ * reads of a KernelCh, is left out). A KernelCh is held back on its thread until it stops when
+ * only a digest is written (plugin/capture/hotpath.c): 64 bytes where a start and a stop took 96. */
 enum { CL_F_SPAN = 1 << 3 };
 
 typedef struct {
@@ -103,10 +104,21 @@ typedef struct {
 } cl_rec;
 
 typedef struct { cl_rec hdr; cl_payload p; } cl_start_rec;
+/* The second slot of a span (CL_F_SPAN). */
+typedef struct {
+  uint64_t ptimer;       /* the start's kernel_ch.ptimer */
+  uint64_t stop_ts;      /* the stop's ts */
+  uint64_t stop_arg;     /* the stop's arg (the folded KernelChStop's timer) */
+  uint32_t stop_aux;     /* the stop's aux (ns from that state to the stop) */
+  uint8_t channel;       /* the start's kernel_ch.channel */
+  uint8_t stop_flags;    /* the stop's flags (CL_F_STOP_KCH_STATE) */
+  uint16_t _pad;
+} cl_kch_tail;
 
 #define CL_PAYLOAD_MAX (3 * CL_SLOT_BYTES)
 _Static_assert(sizeof(cl_rec) == CL_SLOT_BYTES, "record header is one slot");
 _Static_assert(sizeof(cl_payload) <= CL_PAYLOAD_MAX, "payload fits three slots");
+_Static_assert(sizeof(cl_kch_tail) == CL_SLOT_BYTES, "a span's tail is one slot");
 
 /* Event ids: (thread serial << CL_ID_SEQ_BITS) | per-thread sequence, never 0. The serial is
  * unique per thread for the life of the process, so ids are never reused. */

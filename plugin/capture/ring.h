@@ -170,23 +170,28 @@ static inline cl_kch_open *cl_ring_kch_find(cl_ring *r, uint64_t id) {
 }
 /* Producer: a held-back KernelCh written out, its entry freed. With `stop` NULL, as the START
  * record it is (another event of it came, a newer one needs its place, its thread ends; its
- * stop will be a STOP record); else the whole event in one record, `stop` its last slot
- * (CL_F_SPAN). A start that read no clock takes the time its stop (or KernelChStop state) was
+ * stop will be a STOP record); else the whole event in one two-slot record, `stop`'s fields in
+ * its tail (CL_F_SPAN, cl_kch_tail). A start that read no clock takes the time its stop (or KernelChStop state) was
  * seen; written before its stop, `seen` (the time of what sends it out: a record of this
  * KernelCh after it keeps its order), or now when 0. Always inlined: the hot path's calls. */
 static inline __attribute__((always_inline)) void cl_ring_kch_out(cl_ring *r, cl_kch_open *o, const cl_rec *stop,
                                                                   uint64_t seen) {
-  unsigned n = stop ? 3 : 2;
   uint64_t pos;
-  cl_rec *rec = cl_ring_reserve(r, n, &pos);
+  cl_rec *rec = cl_ring_reserve(r, 2, &pos);
   if (rec) {
     uint64_t ts = o->ts ? o->ts : stop ? stop->ts - stop->aux : seen ? seen : cl_ring_now();
-    rec[0] = (cl_rec){.kind = CL_REC_START, .nslots = (uint8_t)n, .etype = CL_EV_KERNEL_CH,
+    rec[0] = (cl_rec){.kind = CL_REC_START, .nslots = 2, .etype = CL_EV_KERNEL_CH,
                       .flags = (uint8_t)(o->flags | (stop ? CL_F_SPAN : 0)), .aux = o->comm, .id = o->id,
                       .ts = ts, .arg = o->parent};
-    __builtin_memcpy(rec + 1, o->p, CL_SLOT_BYTES);
-    if (stop) rec[2] = *stop;
-    cl_ring_commit(r, pos, n);
+    if (stop) {
+      cl_kch_tail t = {.stop_ts = stop->ts, .stop_arg = stop->arg, .stop_aux = stop->aux,
+                       .channel = o->p[offsetof(cl_payload, kernel_ch.channel)], .stop_flags = stop->flags};
+      __builtin_memcpy(&t.ptimer, o->p + offsetof(cl_payload, kernel_ch.ptimer), sizeof t.ptimer);
+      __builtin_memcpy(rec + 1, &t, sizeof t);
+    } else {
+      __builtin_memcpy(rec + 1, o->p, CL_SLOT_BYTES);
+    }
+    cl_ring_commit(r, pos, 2);
   }
   o->id = 0;
 }

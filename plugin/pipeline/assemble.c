@@ -752,8 +752,7 @@ static void feed_stop_rec(cl_asm *a, cl_ev *e, const cl_rec *r) {
  * calibrated and which nothing draws (a digest): folded into its collective straight from the
  * record, with no event made, as feed_start, feed_stop, finish_child and kch_done would (the
  * common case between CUPTI's windows). 0: it takes that path instead. */
-static int span_fast(cl_asm *a, const cl_start_rec *r, const cl_rec *stop) {
-  const cl_rec *h = &r->hdr;
+static int span_fast(cl_asm *a, const cl_rec *h, const cl_kch_tail *t) {
   if ((h->flags & CL_F_FOREIGN) || !h->arg) return 0;
   /* a collective's channels come one after another: its event is remembered */
   cl_ev *parent = a->kch_parent && a->kch_parent->id == h->arg ? a->kch_parent : lookup(a, h->arg);
@@ -763,15 +762,15 @@ static int span_fast(cl_asm *a, const cl_start_rec *r, const cl_rec *stop) {
   if (drawn(part_cc(a, cc, h->aux))) return 0;   /* the event is made, to be drawn (draw_for) */
   cl_gpu_clock *o = clock_cc(a, cc);
   if (!cl_gpu_clock_ready(o)) return 0;
-  uint64_t stop_ts = stop->ts < h->ts ? h->ts : stop->ts;
-  int folded = (stop->flags & CL_F_STOP_KCH_STATE) != 0;
-  uint64_t pt1 = folded ? stop->arg : 0, obs1 = folded ? stop->ts - stop->aux : stop_ts, s, t;
+  uint64_t stop_ts = t->stop_ts < h->ts ? h->ts : t->stop_ts;
+  int folded = (t->stop_flags & CL_F_STOP_KCH_STATE) != 0;
+  uint64_t pt1 = folded ? t->stop_arg : 0, obs1 = folded ? t->stop_ts - t->stop_aux : stop_ts, s, tt;
   /* a start that took its stop's time (hotpath.c) gives a sample looser than the stop's: none */
-  if (h->ts != obs1) cl_gpu_clock_sample(o, r->p.kernel_ch.ptimer, h->ts);
+  if (h->ts != obs1) cl_gpu_clock_sample(o, t->ptimer, h->ts);
   cl_gpu_clock_sample(o, pt1, obs1);
   a->stats.starts++;
   a->stats.spans_folded++;
-  kch_fold(a, cc, h->aux, r->p.kernel_ch.channel, r->p.kernel_ch.ptimer, h->ts, pt1, obs1, NULL, parent, &s, &t);
+  kch_fold(a, cc, h->aux, t->channel, t->ptimer, h->ts, pt1, obs1, NULL, parent, &s, &tt);
   parent->nchild++;
   parent->kch_done++;
   parent->last_child = stop_ts;
@@ -787,14 +786,24 @@ void cl_asm_feed(cl_asm *a, const cl_rec *r) {
   a->stats.records++;
   if (r->kind == CL_REC_START) {
     if (!(r->flags & CL_F_SPAN)) { feed_start(a, (const cl_start_rec *)r, 0); return; }
-    const cl_rec *stop = r + r->nslots - 1;   /* a span: its last slot is its stop */
-    if (r->nslots < 2 || r->etype != CL_EV_KERNEL_CH || stop->kind != CL_REC_STOP || stop->id != r->id) {
+    if (r->nslots != 2 || r->etype != CL_EV_KERNEL_CH) {   /* a span is a KernelCh in two slots */
       a->stats.stale++;
       return;
     }
-    if (span_fast(a, (const cl_start_rec *)r, stop)) return;
-    cl_ev *e = feed_start(a, (const cl_start_rec *)r, 1);
-    if (e) feed_stop_rec(a, e, stop);
+    cl_kch_tail t;
+    memcpy(&t, r + 1, sizeof t);
+    if (span_fast(a, r, &t)) return;
+    /* else unpacked as the start (header, payload slot) and the stop it stands for */
+    cl_start_rec st;
+    st.hdr = *r;
+    st.hdr.nslots = 3;                        /* header, payload, stop: feed_start's reading */
+    memset(&st.p, 0, CL_SLOT_BYTES);
+    st.p.kernel_ch.ptimer = t.ptimer;
+    st.p.kernel_ch.channel = t.channel;
+    const cl_rec stop = {.kind = CL_REC_STOP, .nslots = 1, .flags = t.stop_flags, .aux = t.stop_aux, .id = r->id,
+                         .ts = t.stop_ts, .arg = t.stop_arg};
+    cl_ev *e = feed_start(a, &st, 1);
+    if (e) feed_stop_rec(a, e, &stop);
     return;
   }
   cl_ev *e = lookup(a, r->id);

@@ -297,15 +297,19 @@ static void collect_whole(void *arg, const cl_rec *recs, size_t n) {
     if (l->n < 256 && (!l->serial || CL_ID_SERIAL(recs[i].id) == l->serial) && recs[i].nslots <= 4)
       memcpy(l->r[l->n++], &recs[i], recs[i].nslots * sizeof recs[i]);
 }
-/* r is the span of h: START with CL_F_SPAN, three slots, the payload's channel, and a STOP slot
- * carrying the KernelChStop state `st` (0: none). */
+/* The tail of span r (its second slot). */
+static cl_kch_tail tail_of(const cl_rec *r) {
+  cl_kch_tail t;
+  memcpy(&t, r + 1, sizeof t);
+  return t;
+}
+/* r is the span of h: START with CL_F_SPAN, two slots, a tail with the payload's channel and the
+ * stop, carrying the KernelChStop state `st` (0: none). */
 static int span_is(const cl_rec *r, void *h, unsigned channel, uint64_t st) {
-  const cl_start_rec *s = (const cl_start_rec *)r;
-  const cl_rec *stop = &r[2];
-  return r->kind == CL_REC_START && r->nslots == 3 && r->etype == CL_EV_KERNEL_CH && (r->flags & CL_F_SPAN) &&
-         r->id == (uint64_t)(uintptr_t)h && s->p.kernel_ch.channel == channel && stop->kind == CL_REC_STOP &&
-         stop->id == r->id && stop->ts >= r->ts && (st ? (stop->flags & CL_F_STOP_KCH_STATE) && stop->arg == st
-                                                         : !(stop->flags & CL_F_STOP_KCH_STATE));
+  cl_kch_tail t = tail_of(r);
+  return r->kind == CL_REC_START && r->nslots == 2 && r->etype == CL_EV_KERNEL_CH && (r->flags & CL_F_SPAN) &&
+         r->id == (uint64_t)(uintptr_t)h && t.channel == channel && t.stop_ts >= r->ts &&
+         (st ? (t.stop_flags & CL_F_STOP_KCH_STATE) && t.stop_arg == st : !(t.stop_flags & CL_F_STOP_KCH_STATE));
 }
 static void *held_then_exit(void *arg) {
   cl_payload kp = {.kernel_ch = {.ptimer = 1000, .channel = 2}};
@@ -339,15 +343,16 @@ TL_TEST(kernel_ch_is_one_record_when_only_a_digest_is_written) {
   l.serial = CL_ID_SERIAL((uint64_t)(uintptr_t)a);
   cl_rings_drain(collect_whole, &l);
   REQUIRE(l.n == 11, "%d records, want 11", l.n);
-  CHECK(span_is(l.r[0], a, 3, 5000) && l.r[0][0].arg == 77 && ((const cl_start_rec *)l.r[0])->p.kernel_ch.ptimer == 1000,
+  cl_kch_tail ta = tail_of(l.r[0]), tb = tail_of(l.r[1]);
+  CHECK(span_is(l.r[0], a, 3, 5000) && l.r[0][0].arg == 77 && ta.ptimer == 1000,
         "a: one record with its parent, timer and folded state");
-  CHECK(l.r[0][2].aux <= l.r[0][2].ts - l.r[0][0].ts, "a: the state's time before the stop");
+  CHECK(ta.stop_aux <= ta.stop_ts - l.r[0][0].ts, "a: the state's time before the stop");
   /* a held start reads no clock: it takes the time its KernelChStop state (else its stop) was seen */
-  CHECK(l.r[0][0].ts && l.r[0][0].ts == l.r[0][2].ts - l.r[0][2].aux, "a: start %llu, state seen at %llu",
-        (unsigned long long)l.r[0][0].ts, (unsigned long long)(l.r[0][2].ts - l.r[0][2].aux));
+  CHECK(l.r[0][0].ts && l.r[0][0].ts == ta.stop_ts - ta.stop_aux, "a: start %llu, state seen at %llu",
+        (unsigned long long)l.r[0][0].ts, (unsigned long long)(ta.stop_ts - ta.stop_aux));
   CHECK(span_is(l.r[1], b, 3, 0), "b: one record, no state");
-  CHECK(l.r[1][0].ts && l.r[1][0].ts == l.r[1][2].ts, "b: start %llu, stop %llu", (unsigned long long)l.r[1][0].ts,
-        (unsigned long long)l.r[1][2].ts);
+  CHECK(l.r[1][0].ts && l.r[1][0].ts == tb.stop_ts, "b: start %llu, stop %llu", (unsigned long long)l.r[1][0].ts,
+        (unsigned long long)tb.stop_ts);
   CHECK(l.r[2][0].ts && l.r[2][0].ts <= l.r[3][0].ts, "c: a start written before its stop has a time of its own");
   CHECK(rec_is(l.r[2], CL_REC_START, c, 0) && l.r[2][0].nslots == 2 && rec_is(l.r[3], CL_REC_STATE, c, 0) &&
         rec_is(l.r[4], CL_REC_STOP, c, 0), "c: start, state, stop");

@@ -333,18 +333,18 @@ TL_TEST(collective_timed_by_kernel_channels) {
   fx_close(&f);
 }
 
-/* A KernelCh as one record (CL_F_SPAN: start, payload slot, stop; hotpath.c holds it back when
- * only a digest is written): `st` is its folded KernelChStop timer, seen `st_before` ns before
- * the stop. A broken span (its stop names another id) is not taken. */
+/* A KernelCh as one record (CL_F_SPAN: the header and a cl_kch_tail; hotpath.c holds it back
+ * when only a digest is written): `st` is its folded KernelChStop timer, seen `st_before` ns
+ * before the stop. `nslots` other than 2 makes a broken span, which is not taken. */
 static void t_span(fixture *f, uint64_t id, uint32_t comm, uint64_t parent, uint64_t ts, const cl_payload *p,
-                   uint64_t stop_ts, uint64_t st, uint32_t st_before, uint64_t stop_id) {
+                   uint64_t stop_ts, uint64_t st, uint32_t st_before, unsigned nslots) {
   cl_rec r[3];
   memset(r, 0, sizeof r);
-  r[0] = (cl_rec){.kind = CL_REC_START, .nslots = 3, .etype = CL_EV_KERNEL_CH, .flags = CL_F_SPAN, .aux = comm,
-                  .id = id, .ts = ts, .arg = parent};
-  memcpy(&r[1], p, CL_SLOT_BYTES);
-  r[2] = (cl_rec){.kind = CL_REC_STOP, .nslots = 1, .flags = CL_F_STOP_KCH_STATE, .aux = st_before, .id = stop_id,
-                  .ts = stop_ts, .arg = st};
+  r[0] = (cl_rec){.kind = CL_REC_START, .nslots = (uint8_t)nslots, .etype = CL_EV_KERNEL_CH, .flags = CL_F_SPAN,
+                  .aux = comm, .id = id, .ts = ts, .arg = parent};
+  cl_kch_tail t = {.ptimer = p->kernel_ch.ptimer, .stop_ts = stop_ts, .stop_arg = st, .stop_aux = st_before,
+                   .channel = p->kernel_ch.channel, .stop_flags = CL_F_STOP_KCH_STATE};
+  memcpy(&r[1], &t, sizeof t);
   cl_asm_feed(f->a, r);
 }
 
@@ -363,12 +363,12 @@ TL_TEST(collective_timed_by_kernel_channel_spans) {
     k[ch].kernel_ch = (cl_kernel_ch){.ptimer = gpu0 + 1000000 + 10000u * (unsigned)ch, .channel = (uint8_t)ch};
   }
   uint64_t stop1 = gpu0 + 1000000 + 80000u;
-  t_span(&f, ev_id(2, 2), comm, coll, 1012000, &k[1], stop1 - gpu0 + 3000, stop1, 1000, ev_id(2, 2));
+  t_span(&f, ev_id(2, 2), comm, coll, 1012000, &k[1], stop1 - gpu0 + 3000, stop1, 1000, 2);
   t_start(&f, coll, CL_EV_COLL, comm, 0, 1000000, &c, 0);
   t_stop(&f, coll, 1001000);
   uint64_t stop0 = gpu0 + 1000000 + 50000u;
-  t_span(&f, ev_id(2, 1), comm, coll, 1002000, &k[0], stop0 - gpu0 + 3000, stop0, 1000, ev_id(2, 1));
-  t_span(&f, ev_id(2, 3), comm, coll, 1002000, &k[0], stop0 - gpu0 + 3000, stop0, 1000, ev_id(2, 4));
+  t_span(&f, ev_id(2, 1), comm, coll, 1002000, &k[0], stop0 - gpu0 + 3000, stop0, 1000, 2);
+  t_span(&f, ev_id(2, 3), comm, coll, 1002000, &k[0], stop0 - gpu0 + 3000, stop0, 1000, 3);
   cl_asm_tick(f.a, 2000000, 1);
   cl_asm_stats st;
   cl_asm_get_stats(f.a, &st);
@@ -398,7 +398,7 @@ static void digest_of(int spans, cl_dg_buf *out, uint64_t *starts, uint64_t *fol
       uint64_t id = ev_id(2, n++), start = t0 + 1000 * ch + 2000 + (i % 7) * 100;   /* the host late by 2-2.6 us */
       uint64_t stop_gpu = gpu0 + t0 + 50000 + 7000 * ch + (i % 5) * 3000, st = stop_gpu - gpu0 + 2000 + (i % 3) * 200;
       if (spans) {
-        t_span(&f, id, comm, coll, start, &k, st + 1000, stop_gpu, 1000, id);
+        t_span(&f, id, comm, coll, start, &k, st + 1000, stop_gpu, 1000, 2);
       } else {
         t_start(&f, id, CL_EV_KERNEL_CH, comm, coll, start, &k, 0);
         t_small(&f, CL_REC_STATE, id, st, CL_ST_KERNEL_CH_STOP, stop_gpu);
