@@ -171,9 +171,10 @@ static inline cl_kch_open *cl_ring_kch_find(cl_ring *r, uint64_t id) {
 /* Producer: a held-back KernelCh written out, its entry freed. With `stop` NULL, as the START
  * record it is (another event of it came, a newer one needs its place, its thread ends; its
  * stop will be a STOP record); else the whole event in one two-slot record, `stop`'s fields in
- * its tail (CL_F_SPAN, cl_kch_tail). A start that read no clock takes the time its stop (or KernelChStop state) was
- * seen; written before its stop, `seen` (the time of what sends it out: a record of this
- * KernelCh after it keeps its order), or now when 0. Always inlined: the hot path's calls. */
+ * its tail (CL_F_SPAN, cl_kch_tail). A start that read no clock takes the time its stop (or
+ * KernelChStop state) was seen; written before its stop, `seen` (the time of what sends it
+ * out: a record of this KernelCh after it keeps its order), or now when 0. Always inlined: the
+ * hot path's calls. */
 static inline __attribute__((always_inline)) void cl_ring_kch_out(cl_ring *r, cl_kch_open *o, const cl_rec *stop,
                                                                   uint64_t seen) {
   uint64_t pos;

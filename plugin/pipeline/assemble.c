@@ -557,8 +557,8 @@ static void adopt_early(cl_asm *a, cl_ev *parent) {
 
 /* A child whose parent has not been seen yet (the parent's thread was drained later) keeps
  * the parent's id and is linked again at its stop; it just does not hold the parent open.
- * A span (CL_F_SPAN: the whole event in one record) is not put in the table, since nothing
- * will look it up; returns the event (NULL if not kept). */
+ * A span's start (`span`: a CL_F_SPAN record unpacked, its stop fed next) is not put in the
+ * table, since nothing will look it up; returns the event (NULL if not kept). */
 static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   const cl_rec *h = &r->hdr;
   cl_ev *parent = NULL;
@@ -583,7 +583,7 @@ static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   e->etype = h->etype;
   e->flags = h->flags;
   a->stats.ops_started += e->etype == CL_EV_COLL || e->etype == CL_EV_P2P || e->etype == CL_EV_CE_COLL;
-  size_t plen = (size_t)(h->nslots - 1 - span) * CL_SLOT_BYTES;
+  size_t plen = (size_t)(h->nslots - 1) * CL_SLOT_BYTES;
   if (plen > sizeof e->p) plen = sizeof e->p;
   memcpy(&e->p, &r->p, plen);
   e->ce = 0; e->ce_stream = 0; e->ce_ticket = 0;
@@ -796,7 +796,6 @@ void cl_asm_feed(cl_asm *a, const cl_rec *r) {
     /* else unpacked as the start (header, payload slot) and the stop it stands for */
     cl_start_rec st;
     st.hdr = *r;
-    st.hdr.nslots = 3;                        /* header, payload, stop: feed_start's reading */
     memset(&st.p, 0, CL_SLOT_BYTES);
     st.p.kernel_ch.ptimer = t.ptimer;
     st.p.kernel_ch.channel = t.channel;
