@@ -228,43 +228,53 @@ static void ring_recycle_if_done(cl_ring *r) {
   pthread_mutex_unlock(&g_ring_mu);
 }
 
-static uint64_t ring_drain(cl_ring *r, cl_ring_sink fn, void *arg) {
+/* Hands `r`'s records to `fn` while they fit in *budget slots (taken off it). */
+static uint64_t ring_drain(cl_ring *r, cl_ring_sink fn, void *arg, uint64_t *budget) {
   uint64_t total = 0;
   uint64_t used = atomic_load_explicit(&r->head, memory_order_acquire) - atomic_load_explicit(&r->tail, memory_order_relaxed);
   if (used > r->cap / 4) ring_grow(r);
-  for (;;) {
+  while (*budget) {
     const cl_rec *recs;
     size_t run = ring_peek(r, &recs), k = 0;
     if (!run) break;
-    while (k < run && recs[k].kind != CL_REC_PAD && recs[k].kind != CL_REC_MOVED && recs[k].nslots &&
-           k + recs[k].nslots <= run) {
+    size_t fit = run < *budget ? run : (size_t)*budget;
+    while (k < fit && recs[k].kind != CL_REC_PAD && recs[k].kind != CL_REC_MOVED && recs[k].nslots &&
+           k + recs[k].nslots <= fit) {
       k += recs[k].nslots;
       total++;
     }
     if (k) fn(arg, recs, k);
+    *budget -= k;
     if (k < run && recs[k].kind == CL_REC_MOVED) {   /* the thread went on in r->next */
       ring_consume(r, k + 1);
       ring_retire(r);
       return total;
     }
-    ring_consume(r, k < run && (recs[k].kind == CL_REC_PAD || !recs[k].nslots) ? run : k);
-    if (k == 0 && run) break;
+    if (k < fit || fit == run) {
+      ring_consume(r, k < run && (recs[k].kind == CL_REC_PAD || !recs[k].nslots) ? run : k);
+      if (k == 0 && run) break;
+    } else {
+      ring_consume(r, k);   /* the budget ends inside the run: the rest waits */
+      return total;
+    }
   }
   ring_recycle_if_done(r);
   return total;
 }
 
-uint64_t cl_rings_drain(cl_ring_sink fn, void *arg) {
-  uint64_t total = 0;
+uint64_t cl_rings_drain_max(cl_ring_sink fn, void *arg, uint64_t max_slots) {
+  uint64_t total = 0, budget = max_slots;
   int n = cl_rings_count();
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n && budget; i++) {
     cl_ring *r = &cl_rings[i];
     if (atomic_load_explicit(&r->state, memory_order_acquire) == CL_RING_FREE) continue;
     if (atomic_load_explicit(&r->waiting, memory_order_acquire)) continue;   /* its predecessor first */
-    total += ring_drain(r, fn, arg);
+    total += ring_drain(r, fn, arg, &budget);
   }
   return total;
 }
+
+uint64_t cl_rings_drain(cl_ring_sink fn, void *arg) { return cl_rings_drain_max(fn, arg, UINT64_MAX); }
 
 int cl_rings_idle(void) {
   int n = cl_rings_count();
@@ -274,6 +284,17 @@ int cl_rings_idle(void) {
     if (atomic_load_explicit(&r->head, memory_order_acquire) != atomic_load_explicit(&r->tail, memory_order_acquire)) return 0;
   }
   return 1;
+}
+
+int cl_rings_filling(unsigned shift) {
+  int n = cl_rings_count();
+  for (int i = 0; i < n; i++) {
+    cl_ring *r = &cl_rings[i];
+    if (atomic_load_explicit(&r->state, memory_order_acquire) == CL_RING_FREE) continue;
+    uint64_t used = atomic_load_explicit(&r->head, memory_order_acquire) - atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (used > (r->cap >> shift)) return 1;
+  }
+  return 0;
 }
 
 void cl_rings_mark_now(cl_rings_mark *m) {

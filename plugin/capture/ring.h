@@ -85,15 +85,24 @@ extern _Atomic uint64_t cl_rings_unclaimed_drops;   /* events of threads that go
 
 /* Claims a ring for the calling thread (slow path; may allocate). NULL if over budget. */
 cl_ring *cl_ring_claim(void);
-/* Consumer (the drain thread alone): hands every committed record of every ring to `fn`, in
- * runs of whole records (header + payload slots, one thread's records in order), consumes
- * them, and returns a dead thread's emptied ring to the pool. The only code that knows the
- * ring's framing (wrap padding). Returns the records handed over. */
+/* Consumer (one thread at a time: plugin/pipeline/drain.c says which): hands every committed
+ * record of every ring to `fn`, in runs of whole records (header + payload slots, one thread's
+ * records in order), consumes them, and returns a dead thread's emptied ring to the pool. The
+ * only code that knows the ring's framing (wrap padding). Returns the records handed over. */
 typedef void (*cl_ring_sink)(void *arg, const cl_rec *recs, size_t nslots);
 uint64_t cl_rings_drain(cl_ring_sink fn, void *arg);
+/* The same, handing over at most `max_slots` slots. Every pass starts at the first ring, as an
+ * unbounded one does: the rings are in the order their threads first recorded, so a collective's
+ * thread is read before the proxy thread that reports its channels, and a channel read before
+ * its collective (an orphan, adopted later at several times the cost) stays rare. A pass that
+ * resumed where the last one stopped read channels ahead of their collectives: the writer's
+ * instructions per collective went from 4,950 to 13,300 (bench/replay_cost.c stream, callgrind). */
+uint64_t cl_rings_drain_max(cl_ring_sink fn, void *arg, uint64_t max_slots);
 /* 1 when every ring was read to its head when looked at (any thread): records committed before
  * the call are in staging or past it once the drain's copy is seen taken. */
 int cl_rings_idle(void);
+/* 1 when a ring holds more than its capacity >> shift slots unread (any thread). */
+int cl_rings_filling(unsigned shift);
 /* How far each ring had been committed at one moment, to learn later whether everything
  * committed before it has been consumed (the flight recorder's signal dump waits for that).
  * A mark names each ring by its serial: a ring that has since been retired or handed to

@@ -300,4 +300,9 @@ void cl_stage_counts(const cl_stage *s, uint64_t *in, uint64_t *out) {
   *out = s->taken + s->dropped;
   pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
 }
+int cl_stage_empty(const cl_stage *s) {
+  uint64_t in = 0, out = 0;
+  if (s) cl_stage_counts(s, &in, &out);
+  return in == out;
+}
 uint64_t cl_stage_dropped(const cl_stage *s) { return locked_read(s, &s->dropped); }

@@ -26,6 +26,8 @@ size_t cl_stage_take(cl_stage *s, size_t max, cl_stage_sink fn, void *arg);
  * staging still holds: in memory, in the file, or in the drain's hands while it writes a chunk
  * (then take finds nothing, yet those records are still on their way). Any thread. */
 void cl_stage_counts(const cl_stage *s, uint64_t *in, uint64_t *out);
+/* in == out: nothing staged, nor on its way (NULL: empty). Any thread. */
+int cl_stage_empty(const cl_stage *s);
 uint64_t cl_stage_spilled(const cl_stage *s);   /* slots that went through the file */
 uint64_t cl_stage_dropped(const cl_stage *s);   /* slots lost (spill failed) */
 /* The spill file's descriptor (-1: none yet) and the bytes written to it so far: for tests

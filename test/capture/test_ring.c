@@ -86,20 +86,22 @@ static void order_sink(void *arg, const cl_rec *recs, size_t n) {
     o->n++;
   }
 }
-/* As the hot path does: move first if the drain prepared a successor, then reserve. */
-static int put_id(uint64_t id) {
+/* As the hot path does: move first if the drain prepared a successor, then reserve; a record of
+ * `kind` and `n` slots with id `id`. */
+static int put_n(uint64_t id, unsigned n, unsigned kind) {
   cl_ring *r = cl_t_ring;
   if (atomic_load_explicit(&r->next, memory_order_relaxed)) r = cl_ring_move(r);
   uint64_t pos;
-  cl_rec *rec = cl_ring_reserve(r, 1, &pos);
+  cl_rec *rec = cl_ring_reserve(r, n, &pos);
   if (!rec) return 0;
-  memset(rec, 0, sizeof *rec);
-  rec->kind = CL_REC_STOP;
-  rec->nslots = 1;
+  memset(rec, 0, n * sizeof *rec);
+  rec->kind = (uint8_t)kind;
+  rec->nslots = (uint8_t)n;
   rec->id = id;
-  cl_ring_commit(r, pos, 1);
+  cl_ring_commit(r, pos, n);
   return 1;
 }
+static int put_id(uint64_t id) { return put_n(id, 1, CL_REC_STOP); }
 
 TL_TEST(a_quarter_full_ring_grows_and_keeps_order) {
   cl_config_load();
@@ -125,6 +127,51 @@ TL_TEST(a_quarter_full_ring_grows_and_keeps_order) {
   CHECK(atomic_load(&r0->state) == CL_RING_FREE && atomic_load(&r0->serial) == 0, "the old ring is back in the pool");
   CHECK(!atomic_load(&r1->waiting), "the successor is drained now");
   CHECK(cl_ring_os_tid((uint32_t)(r1->id_base >> CL_ID_SEQ_BITS)) == (int)syscall(SYS_gettid), "same thread");
+}
+
+/* ---- a bounded pass (the format thread's, plugin/pipeline/drain.c) ---- */
+typedef struct { uint64_t slots, max_call, partial; order_t o; } bounded_t;
+static void bounded_sink(void *arg, const cl_rec *recs, size_t n) {
+  bounded_t *b = arg;
+  size_t k = 0;
+  while (k < n) k += recs[k].nslots ? recs[k].nslots : 1;
+  if (k != n) b->partial++;                       /* a run must end on a record's end */
+  b->slots += n;
+  if (n > b->max_call) b->max_call = n;
+  order_sink(&b->o, recs, n);
+}
+
+TL_TEST(a_bounded_pass_hands_over_whole_records_up_to_its_budget_in_order) {
+  cl_config_load();
+  cl_cfg.buffer_bytes = 64u << 20;
+  cl_cfg.rings_bytes = cl_cfg.buffer_bytes / 4 * 3;
+  cl_cfg.ring_bytes = 64u << 10;                /* 2048 slots */
+  order_t left = {0};
+  cl_rings_drain(order_sink, &left);            /* what earlier tests left (ids of their own) */
+  REQUIRE(cl_t_ring || cl_ring_claim(), "claim");
+  uint64_t id = 0;
+  for (int round = 0; round < 20; round++) {    /* 6,000 slots: past the ring's end (a pad) more than once */
+    bounded_t b = {0};
+    b.o.next_id = id;
+    for (int i = 0; i < 150; i++) {              /* under a quarter of the ring: it does not grow */
+      unsigned n = 1 + (unsigned)(i % 3);        /* 1, 2 and 3 slots */
+      CHECK(put_n(id++, n, CL_REC_START), "room");
+    }
+    uint64_t want = id - b.o.next_id, passes = 0;
+    while (b.o.n < want && passes < 100) {
+      uint64_t before = b.slots;
+      cl_rings_drain_max(bounded_sink, &b, 37);  /* ends inside a record now and then */
+      CHECK(b.slots - before <= 37, "a pass handed over %llu slots", (unsigned long long)(b.slots - before));
+      passes++;
+    }
+    CHECK(b.o.n == want && b.o.bad == 0 && b.partial == 0 && b.max_call <= 37,
+          "round %d: %llu of %llu records, %llu out of order, %llu cut, %llu passes", round,
+          (unsigned long long)b.o.n, (unsigned long long)want, (unsigned long long)b.o.bad,
+          (unsigned long long)b.partial, (unsigned long long)passes);
+    CHECK(passes >= (want * 2) / 37, "round %d: %llu passes for %llu records", round, (unsigned long long)passes,
+          (unsigned long long)want);
+  }
+  CHECK(cl_rings_idle(), "read to the head");
 }
 
 static _Atomic int g_prod_done;
