@@ -117,6 +117,7 @@ struct cl_gj {
   uint64_t launches_matched, launches_other;
   gk_ent gk[NGK];                        /* replayed NCCL kernels, in arrival order */
   uint64_t ngk, gk_next;                 /* added; the oldest not yet released */
+  uint64_t gk_max_e;                     /* the latest end of any added: none ends after it */
   uint64_t graph_devs;                   /* devices with replayed NCCL kernels (bit per device) */
   uint64_t graph_kernels;
   struct { uint32_t id; uint64_t s; const char *name; } marks[NMARK];   /* open NVTX ranges */
@@ -366,6 +367,7 @@ static void release_graph(cl_gj *g, gk_ent *k) {
 static void add_graph_kernel(cl_gj *g, const cl_gpu_activity *k, int replay) {
   if (g->ngk - g->gk_next == NGK) release_graph(g, &g->gk[g->gk_next++ % NGK]);   /* pool full */
   g->gk[g->ngk++ % NGK] = (gk_ent){k->start_ns, k->end_ns, k->name, k->device, 0};
+  if (k->end_ns > g->gk_max_e) g->gk_max_e = k->end_ns;
   if (replay) g->graph_kernels++;
   gj_part *q = dev_state(g, (int)k->device);
   if (q) { if (replay) q->graph_kernels++; else q->no_launch++; }
@@ -386,6 +388,9 @@ int cl_gj_graph_seen(const cl_gj *g, uint32_t device) {
 int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_t *ks, uint64_t *ke) {
   gk_ent *best = NULL;
   uint64_t best_ov = 0, best_gap = GRAPH_TOL_NS + 1;   /* most overlap; else the nearest, within TOL */
+  /* starts past every pooled kernel's end and tolerance: none overlaps, none is near (the
+   * common case between sampling windows, with the window's unjoined kernels still pooled) */
+  if (g->gk_max_e <= UINT64_MAX - GRAPH_TOL_NS && s > g->gk_max_e + GRAPH_TOL_NS) return 0;
   for (uint64_t i = g->ngk; i > g->gk_next; i--) {      /* newest first */
     gk_ent *k = &g->gk[(i - 1) % NGK];
     if (k->e + LAUNCH_KEEP_NS < s) break;

@@ -6,6 +6,7 @@
 #include "plugin/pipeline/assemble.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/digest_codec.h"
 #include "common/grow.h"
 #include "common/hash.h"
 #include "common/nccl.h"
@@ -216,8 +217,10 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
   /* CUPTI taken by another tool at its end: said on its slice and on the counter track */
   /* sampled mode: NCCL's kernel-channel timers time it whoever holds CUPTI (not lost; its
    * exposure is estimated) */
-  int kch_timed = cl_cfg.cupti == CL_CUPTI_SAMPLED && src && !strcmp(src, "kernel_ch");
-  const char *lost = a->gj && !kch_timed && (!src || strncmp(src, "cupti", 5)) && cl_gj_lost(a->gj, c->stop)
+  int code = cl_dg_src_code(src);
+  int kch_timed = cl_cfg.cupti == CL_CUPTI_SAMPLED && code == CL_DG_SRC_KERNEL_CH;
+  int cupti = code == CL_DG_SRC_CUPTI || code == CL_DG_SRC_CUPTI_GRAPH || code == CL_DG_SRC_CUPTI_CE;
+  const char *lost = a->gj && !kch_timed && !cupti && cl_gj_lost(a->gj, c->stop)
                      ? CL_GPU_LOST_WHY : NULL;
   if (lost) {
     a->stats.colls_gpu_lost++;
@@ -330,8 +333,8 @@ static void phase_done(cl_asm *a, const cl_ev *e, cl_ev *kch) {
 
 /* The collective's own span from its children: KernelCh (GPU timer), else proxy ops. */
 static const char *child_span(const cl_ev *c, uint64_t *s, uint64_t *e) {
-  if (c->gmax > c->gmin && c->gmin) { *s = c->gmin; *e = c->gmax; return "kernel_ch"; }
-  if (c->pmax > c->pmin && c->pmin) { *s = c->pmin; *e = c->pmax; return "proxy"; }
+  if (c->gmax > c->gmin && c->gmin) { *s = c->gmin; *e = c->gmax; return cl_dg_src_name(CL_DG_SRC_KERNEL_CH); }
+  if (c->pmax > c->pmin && c->pmin) { *s = c->pmin; *e = c->pmax; return cl_dg_src_name(CL_DG_SRC_PROXY); }
   return NULL;
 }
 
@@ -342,14 +345,14 @@ static const char *cupti_span(cl_asm *a, cl_ev *c, int settle, uint64_t *s, uint
   if (c->ce) {                   /* its copies ("cupti_ce"); settle: the last time it asks */
     if (!cl_gj_ce_span(a->gj, c->ce_ticket, c->id, settle, s, e)) return NULL;
     *dev = comm_dev(a, c->comm);
-    return "cupti_ce";
+    return cl_dg_src_name(CL_DG_SRC_CUPTI_CE);
   }
-  if (cl_gj_span(a->gj, c->api_group, c->comm, s, e, dev)) return "cupti";
+  if (cl_gj_span(a->gj, c->api_group, c->comm, s, e, dev)) return cl_dg_src_name(CL_DG_SRC_CUPTI);
   uint32_t d = comm_dev(a, c->comm);
   uint64_t cs, ce;
   if (cl_gj_graph_seen(a->gj, d) && child_span(c, &cs, &ce) && cl_gj_graph_claim(a->gj, d, cs, ce, s, e)) {
     *dev = d;
-    return "cupti_graph";
+    return cl_dg_src_name(CL_DG_SRC_CUPTI_GRAPH);
   }
   return NULL;
 }
@@ -414,7 +417,7 @@ static int finish_coll(cl_asm *a, cl_ev *c) {
   /* outside the windows: queued like the measured ones (then estimated, in end-time order after
    * them, from what the windows before it taught) */
   c->expo_est = src && a->gj && sampled_out(a, s, e) &&
-                (!cl_gj_lost(a->gj, c->stop) || !strcmp(src, "kernel_ch"));
+                (!cl_gj_lost(a->gj, c->stop) || cl_dg_src_code(src) == CL_DG_SRC_KERNEL_CH);
   if (src && a->gj && c->expo_est && cl_gj_expo_idle(a->gj)) {
     /* nothing measured waits ahead of it: estimated now, as its report would have been */
     coll_done(a, c, s, e, src, expo_estimate(a, c, s, e), 1);
