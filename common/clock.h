@@ -22,6 +22,11 @@ int64_t cl_clock_measure_offset(int64_t *err_ns);
  * standing still between calls). For waits and pacing, which run on real time; never for a
  * timestamp (cl_now). */
 static inline void cl_mono_kernel(struct timespec *ts) { syscall(SYS_clock_gettime, CLOCK_MONOTONIC, ts); }
+static inline uint64_t cl_mono_kernel_ns(void) {
+  struct timespec ts;
+  cl_mono_kernel(&ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 /* A CLOCK_REALTIME deadline `ms` milliseconds from now (for pthread_timedjoin_np). */
 static inline struct timespec cl_deadline_ms(int ms) {
   struct timespec dl;

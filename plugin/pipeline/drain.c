@@ -15,7 +15,8 @@ static cl_pause g_pause;
 static cl_stage *g_st;
 /* The rings have one consumer at a time: this thread or the format thread (cl_drain_direct). */
 static pthread_mutex_t g_consume = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t g_direct_ns;   /* when the format thread last read them (kernel clock) */
+static _Atomic uint64_t g_direct_ns;   /* when the format thread last read them (cl_mono_kernel_ns:
+                                          not cl_now, which a replay's virtual clock stops) */
 
 /* The format thread reads the rings itself every 20 to 50 ms (format.c); one that has not for
  * this long is busy (a long write, a CUPTI flush) or starved, and the drain copies again. */
@@ -23,19 +24,13 @@ static _Atomic uint64_t g_direct_ns;   /* when the format thread last read them 
 /* A ring this full (its capacity >> RING_FILL_SHIFT) is copied at once, whoever reads it next. */
 #define RING_FILL_SHIFT 4
 
-static uint64_t real_ns(void) {
-  struct timespec ts;
-  cl_mono_kernel(&ts);   /* not cl_now: a replay's virtual clock stands still between calls */
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void to_stage(void *arg, const cl_rec *recs, size_t nslots) { cl_stage_append(arg, recs, nslots); }
 
 /* `force`: copy whatever the rings hold (the last pass); else only when the format thread has
  * not read them lately or a ring fills, and never while it is reading them. */
 static uint64_t drain_pass(cl_stage *st, int force) {
   if (!st) return 0;
-  if (!force && real_ns() - atomic_load(&g_direct_ns) < DIRECT_FRESH_NS && !cl_rings_filling(RING_FILL_SHIFT))
+  if (!force && cl_mono_kernel_ns() - atomic_load(&g_direct_ns) < DIRECT_FRESH_NS && !cl_rings_filling(RING_FILL_SHIFT))
     return 0;
   if (force) pthread_mutex_lock(&g_consume);
   else if (pthread_mutex_trylock(&g_consume) != 0) return 0;
@@ -59,7 +54,7 @@ size_t cl_drain_direct(cl_stage *st, cl_rec *buf, size_t cap) {
    * staged must be taken first (a thread's records keep their order) */
   if (cl_stage_empty(st)) {
     cl_rings_drain_max(to_local, &l, cap);
-    atomic_store(&g_direct_ns, real_ns());
+    atomic_store(&g_direct_ns, cl_mono_kernel_ns());
   }
   pthread_mutex_unlock(&g_consume);
   return l.n;

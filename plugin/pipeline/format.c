@@ -36,7 +36,7 @@ static void feed(void *arg, const cl_rec *r) {
  * at a time; returns how many. 16 KiB: it stays in the core's cache between passes. */
 #define DIRECT_SLOTS 512
 static size_t direct_some(const cl_format_deps *d) {
-  static cl_rec buf[DIRECT_SLOTS];   /* one formatter at a time: the format thread, then its stopper */
+  static cl_rec buf[DIRECT_SLOTS];   /* the format thread's alone (format_some: its stopper reads no ring) */
   size_t n = cl_drain_direct(d->stage, buf, DIRECT_SLOTS), recs = 0;
   for (size_t k = 0; k < n; k += buf[k].nslots, recs++) feed(d->asm_, &buf[k]);
   return recs;
