@@ -47,4 +47,7 @@ void cl_log_once(const char *key, int level, const char *fmt, ...) {
   va_end(ap);
 }
 
-void cl_log_reset_once(void) { g_nonce = 0; }
+void cl_log_reset_once(void) {
+  pthread_mutex_init(&g_once_mu, NULL);   /* a fork child: a parent's thread may have held it */
+  g_nonce = 0;
+}

@@ -23,6 +23,7 @@ _Atomic int cl_recording;
 
 static void recorder_open(const char *dir, int rank);
 static void recorder_close(void);
+static void recorder_after_fork(void);
 
 /* Opens the recording of this process once its identity is settled (the shims call this
  * after every init; a fork child opens its own), and closes it at exit. */
@@ -32,7 +33,7 @@ void cl_recorder_begin(void) {
   if (!cl_cfg.record[0] || opened_by == getpid()) return;
   opened_by = getpid();
   recorder_open(cl_cfg.record, cl_proc.rank);
-  if (!atexit_done) { atexit(recorder_close); atexit_done = 1; }
+  if (!atexit_done) { atexit(recorder_close); pthread_atfork(NULL, NULL, recorder_after_fork); atexit_done = 1; }
 }
 
 #ifdef COMMLENS_NO_ZLIB
@@ -43,6 +44,7 @@ static void recorder_open(const char *dir, int rank) {
   cl_log_once("record-zlib", CL_LOG_WARN, "COMMLENS_RECORD is ignored: this build of commlens has no zlib");
 }
 static void recorder_close(void) {}
+static void recorder_after_fork(void) {}
 void cl_recorder_init(int abi, void *ctx, const cl_comm_desc *d, int mask) { (void)abi; (void)ctx; (void)d; (void)mask; }
 void cl_recorder_start(int abi, void *ctx, const void *descr, unsigned len, const cl_ref *refs, int nrefs,
                        void *handle) { (void)abi; (void)ctx; (void)descr; (void)len; (void)refs; (void)nrefs; (void)handle; }
@@ -106,6 +108,18 @@ static void recorder_close(void) {
   if (g_gz) gzclose(g_gz);
   g_gz = NULL;
   pthread_mutex_unlock(&g_rec_mu);
+}
+
+/* A fork child records nothing until its own init opens its own file: the parent's stream is
+ * not the child's to write or close (its buffered bytes would land in the parent's file), and
+ * its lock may have been held by a parent's thread that the child does not have. */
+static void recorder_after_fork(void) {
+  atomic_store(&cl_recording, 0);
+  pthread_mutex_init(&g_rec_mu, NULL);
+  g_gz = NULL;
+  g_seq = g_t0 = 0;
+  g_nthreads = 0;
+  t_thread = -1;
 }
 
 #define LOCKED(body) do { pthread_mutex_lock(&g_rec_mu); if (g_gz) { body } pthread_mutex_unlock(&g_rec_mu); } while (0)

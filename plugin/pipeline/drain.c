@@ -91,6 +91,14 @@ int cl_drain_start(cl_stage *st) {
   return pthread_create(&g_thr, NULL, drain_main, NULL) == 0 ? 0 : -1;
 }
 
+void cl_drain_after_fork_child(void) {
+  /* A fork while the parent's format thread or drain copied hands the child a held lock that no
+   * thread of the child will release: its rings would never be read. */
+  pthread_mutex_init(&g_consume, NULL);
+  atomic_store(&g_direct_ns, 0);
+  g_st = NULL;
+}
+
 int cl_drain_stop(int timeout_ms) {
   struct timespec dl = cl_deadline_ms(timeout_ms);
   atomic_store(&g_stop, 1);

@@ -20,4 +20,6 @@ int cl_drain_stop(int timeout_ms);
  * holding the rings: a nice-19 thread preempted there would keep the drain out. Returns the
  * slots copied (0: none, or not now). */
 size_t cl_drain_direct(cl_stage *st, cl_rec *buf, size_t cap);
+/* In a fork child (the writer's fork handler): the parent's readers are gone; so is their lock. */
+void cl_drain_after_fork_child(void);
 #endif

@@ -302,6 +302,7 @@ void cl_writer_after_fork_child(void) {
   g_prom_off = 0;
   g_prom_last = 0;
   cl_flight_after_fork_child();
+  cl_drain_after_fork_child();
   /* the inherited descriptors stay open, unused (closing could race the parent) */
   memset(&g_run, 0, sizeof g_run);
   memset(&g_tail, 0, sizeof g_tail);

@@ -16,6 +16,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <zlib.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -358,6 +361,85 @@ H_CHILD(forking_job) {
   CHECK(total == 17, "%zu collectives over both traces, want 17", total);
 }
 
+/* A job that forks again and again while another thread's collectives flow, recording the ABI
+ * stream too: a fork lands inside the format thread's read of the rings, a recorder write or a
+ * logged message, holding a lock that no thread of the child has. Each child must start over
+ * (its own trace, its own recording), never hang, and leave the parent's files whole. */
+static _Atomic int g_flow_stop;
+static _Atomic long g_flow_n;
+typedef struct { h_plugin *p; void *ctx; } flow_arg;
+static void *flow(void *arg) {
+  flow_arg *a = arg;
+  while (!atomic_load(&g_flow_stop)) {
+    h_drive_coll(a->p, a->ctx, &(h_opts){.network = 1}, (uint64_t)atomic_load(&g_flow_n), NULL);
+    atomic_fetch_add(&g_flow_n, 1);
+  }
+  return NULL;
+}
+/* A recording read to its end: the gzip stream is whole and has `inits` init lines. */
+static int recording_whole(const char *path, int *inits) {
+  gzFile gz = gzopen(path, "rb");
+  if (!gz) return -1;
+  char line[4096];
+  *inits = 0;
+  while (gzgets(gz, line, sizeof line)) *inits += line[0] == 'I' && line[1] == ' ';
+  int err;
+  gzerror(gz, &err);
+  int ok = err == Z_OK && gzeof(gz);
+  return gzclose_r(gz) == Z_OK && ok ? 0 : -1;
+}
+#define NFORKS 6
+H_CHILD(forking_while_events_flow) {
+  const char *dir = getenv("COMMLENS_DIR");
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  flow_arg fa = {&p, ctx};
+  pthread_t thr;
+  REQUIRE(pthread_create(&thr, NULL, flow, &fa) == 0, "flow thread");
+  int hung = 0, failed = 0;
+  for (int k = 0; k < NFORKS; k++) {
+    long at = atomic_load(&g_flow_n);
+    while (atomic_load(&g_flow_n) < at + 50) usleep(1000);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork");
+    if (pid == 0) {
+      void *c2 = NULL;
+      int rc = h_init(&p, &c2, NULL);
+      for (int i = 0; i < 2; i++) h_drive_coll(&p, c2, &(h_opts){.network = 1}, (uint64_t)i, NULL);
+      h_finalize(&p, c2);
+      exit(rc == 0 && h_bad_rc == 0 ? 0 : 3);   /* exit, not _exit: the child's exit handlers run too */
+    }
+    int status = 0, waited = 0;
+    for (int ms = 0; ms < 60000 && !(waited = waitpid(pid, &status, WNOHANG) == pid); ms += 10) usleep(10000);
+    if (!waited) { kill(pid, SIGKILL); waitpid(pid, &status, 0); hung++; }
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+  }
+  atomic_store(&g_flow_stop, 1);
+  pthread_join(thr, NULL);
+  long driven = atomic_load(&g_flow_n);
+  h_finalize(&p, ctx);
+  h_close(&p);
+  CHECK(hung == 0 && failed == 0, "of %d fork children, %d hung (killed after 60 s) and %d failed", NFORKS, hung, failed);
+  char *paths[NFORKS + 2], err[256];
+  int n = h_find_traces(dir, paths, NFORKS + 2), twos = 0, parents = 0;
+  CHECK(n == NFORKS + 1, "%d traces, want the parent's and %d children's", n, NFORKS);
+  for (int i = 0; i < n; i++) {
+    tr_trace t;
+    int rc = tr_load(&t, paths[i], err, sizeof err);
+    CHECK(rc == 0, "%s: %s", paths[i], err);
+    if (rc == 0) {
+      long c = (long)tr_count(&t, 'X', "coll");
+      twos += c == 2;
+      parents += c == driven;
+      CHECK(c == 2 || c == driven, "%s: %ld collectives (a child's 2, or the parent's %ld)", paths[i], c, driven);
+      tr_free(&t);
+    }
+    free(paths[i]);
+  }
+  CHECK(twos == NFORKS && parents == 1, "%d children's traces of 2 collectives, %d parent's", twos, parents);
+}
+
 /* ---- CUPTI missing ----------------------------------------------------------------------- */
 H_CHILD(cupti_missing) {
   const char *dir = getenv("COMMLENS_DIR");
@@ -604,6 +686,23 @@ TL_TEST(fork_in_profiled_process) {
   const char *san = getenv("COMMLENS_SANITIZED");
   if (san && !strcmp(san, "asan")) { fprintf(stderr, "  skipped under ASan (libasan allocator and fork)\n"); return; }
   run_case("forking_job", NULL, NULL);
+}
+TL_TEST(fork_while_events_flow_and_are_recorded) {
+  const char *san = getenv("COMMLENS_SANITIZED");
+  if (san && !strcmp(san, "asan")) { fprintf(stderr, "  skipped under ASan (libasan allocator and fork)\n"); return; }
+  char rec[300], kv[400];
+  h_fresh_dir(rec, sizeof rec);
+  snprintf(kv, sizeof kv, "COMMLENS_RECORD=%s", rec);
+  run_case("forking_while_events_flow", (const char *const[]){kv, NULL}, NULL);
+  char *recs[NFORKS + 2];   /* the parent's closes at its exit: read once it is gone */
+  int nr = h_find_files(rec, ".rec.gz", recs, NFORKS + 2);
+  CHECK(nr == NFORKS + 1, "%d recordings, want the parent's and %d children's", nr, NFORKS);
+  for (int i = 0; i < nr; i++) {
+    int inits = -1, whole = recording_whole(recs[i], &inits) == 0;
+    CHECK(whole && inits == 1, "%s: whole %d, %d init lines", recs[i], whole, inits);
+    free(recs[i]);
+  }
+  if (!tl_cur_failed) h_rm_rf(rec);
 }
 TL_TEST(cupti_library_missing) {
   run_case("cupti_missing", (const char *const[]){"COMMLENS_CUPTI=1", "COMMLENS_CUPTI_LIB=/nonexistent/libcupti.so", NULL}, NULL);
