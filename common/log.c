@@ -47,7 +47,9 @@ void cl_log_once(const char *key, int level, const char *fmt, ...) {
   va_end(ap);
 }
 
-void cl_log_reset_once(void) {
-  pthread_mutex_init(&g_once_mu, NULL);   /* a fork child: a parent's thread may have held it */
+void cl_log_reset_once(void) { g_nonce = 0; }
+
+void cl_log_after_fork_child(void) {
+  pthread_mutex_init(&g_once_mu, NULL);   /* a parent's thread may have held it at the fork */
   g_nonce = 0;
 }

@@ -11,5 +11,8 @@ void cl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* `key` identifies the message: the second and later calls with the same key are silent. */
 void cl_log_once(const char *key, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void cl_log_reset_once(void);   /* tests and fork children */
+void cl_log_reset_once(void);   /* tests: every message may be said once again */
+/* A fork child: the once-table starts empty, its lock made anew (the forking thread is the
+ * child's only one; another may have held it). */
+void cl_log_after_fork_child(void);
 #endif

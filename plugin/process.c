@@ -26,7 +26,7 @@ static void fork_child(void) {
   cl_contexts_reset_after_fork();
   pthread_mutex_init(&g_mu, NULL);
   g_proc_ready = 0;
-  cl_log_reset_once();
+  cl_log_after_fork_child();
 }
 
 static void process_setup(const cl_comm_desc *d) {
