@@ -51,5 +51,5 @@ void cl_log_reset_once(void) { g_nonce = 0; }
 
 void cl_log_after_fork_child(void) {
   pthread_mutex_init(&g_once_mu, NULL);   /* a parent's thread may have held it at the fork */
-  g_nonce = 0;
+  cl_log_reset_once();
 }

@@ -14,9 +14,9 @@ int cl_drain_start(cl_stage *st);
 /* Stops it after one last pass (everything committed before the call). Waits up to
  * `timeout_ms`: 0 if it ended, -1 if it was left running detached (staging is still its). */
 int cl_drain_stop(int timeout_ms);
-/* The format thread alone (the thread that stops it takes staging only): copies whole records, up to `cap` slots,
- * from the rings into `buf` when staging `st` is empty (staged records go first, to keep each
- * thread's order) and the drain thread is not reading them. The copy is the only work done
+/* The format thread alone (the thread that stops it takes staging only): copies whole records,
+ * up to `cap` slots, from the rings into `buf` when staging `st` is empty (staged records go
+ * first, to keep each thread's order) and the drain thread is not reading them. The copy is the only work done
  * holding the rings: a nice-19 thread preempted there would keep the drain out. Returns the
  * slots copied (0: none, or not now). */
 size_t cl_drain_direct(cl_stage *st, cl_rec *buf, size_t cap);

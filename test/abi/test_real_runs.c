@@ -127,14 +127,8 @@ static pid_t start(char *const argv[], const char *const *env, const char *out) 
 /* Waits for pid, killing it after 60 s. Exit status, 128+signal, or 124 on timeout. */
 static int finish(pid_t pid) {
   if (pid < 0) return -1;
-  int status = 0;
-  for (uint64_t deadline = h_monotonic_ns() + 60000000000ull;;) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return -1;
-    if (h_monotonic_ns() > deadline) { kill(pid, SIGKILL); waitpid(pid, &status, 0); return 124; }
-    usleep(5000);
-  }
+  int status = 0, rc = h_wait_pid(pid, 60, &status);
+  if (rc) return rc;
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 

@@ -410,10 +410,9 @@ H_CHILD(forking_while_events_flow) {
       h_finalize(&p, c2);
       exit(rc == 0 && h_bad_rc == 0 ? 0 : 3);   /* exit, not _exit: the child's exit handlers run too */
     }
-    int status = 0, waited = 0;
-    for (int ms = 0; ms < 60000 && !(waited = waitpid(pid, &status, WNOHANG) == pid); ms += 10) usleep(10000);
-    if (!waited) { kill(pid, SIGKILL); waitpid(pid, &status, 0); hung++; }
-    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    int status = 0, rc = h_wait_pid(pid, 60, &status);
+    if (rc == 124) hung++;
+    else if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
   }
   atomic_store(&g_flow_stop, 1);
   pthread_join(thr, NULL);
@@ -682,14 +681,18 @@ TL_TEST(sigterm_while_events_flow) { kill_case(SIGTERM, 11); }
  * child of a multi-threaded parent can block forever in its first allocation from a new thread
  * (seen: the child's writer thread waiting in SizeClassAllocator64::GetFromAllocator, about 1
  * run in 10). glibc's malloc is fork-safe; the plain build runs this case. */
-TL_TEST(fork_in_profiled_process) {
+static int fork_unsupported_here(void) {
   const char *san = getenv("COMMLENS_SANITIZED");
-  if (san && !strcmp(san, "asan")) { fprintf(stderr, "  skipped under ASan (libasan allocator and fork)\n"); return; }
+  if (!san || strcmp(san, "asan")) return 0;
+  fprintf(stderr, "  skipped under ASan (libasan allocator and fork)\n");
+  return 1;
+}
+TL_TEST(fork_in_profiled_process) {
+  if (fork_unsupported_here()) return;
   run_case("forking_job", NULL, NULL);
 }
 TL_TEST(fork_while_events_flow_and_are_recorded) {
-  const char *san = getenv("COMMLENS_SANITIZED");
-  if (san && !strcmp(san, "asan")) { fprintf(stderr, "  skipped under ASan (libasan allocator and fork)\n"); return; }
+  if (fork_unsupported_here()) return;
   char rec[300], kv[400];
   h_fresh_dir(rec, sizeof rec);
   snprintf(kv, sizeof kv, "COMMLENS_RECORD=%s", rec);

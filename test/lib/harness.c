@@ -690,6 +690,21 @@ pid_t h_spawn_bg(const char *name, const char *const *env) {
   return pid;
 }
 
+int h_wait_pid(pid_t pid, int timeout_s, int *status) {
+  uint64_t deadline = h_monotonic_ns() + (uint64_t)timeout_s * 1000000000ull;
+  for (;;) {
+    pid_t r = waitpid(pid, status, WNOHANG);
+    if (r == pid) return 0;
+    if (r < 0 && errno != EINTR) return -1;
+    if (h_monotonic_ns() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, status, 0);
+      return 124;
+    }
+    usleep(2000);
+  }
+}
+
 static int spawn_once(const char *name, const char *const *env, pid_t *out_pid) {
   pid_t pid = h_spawn_bg(name, env);
   if (pid < 0) return -1;
@@ -699,19 +714,9 @@ static int spawn_once(const char *name, const char *const *env, pid_t *out_pid) 
    * checking a large trace (async slices pair and nest: two more passes), took over 60 s, and
    * pipeline/flight's bound_by_memory under tsan beside two busy loops (test/soak.sh) over 180 s */
   const char *san = getenv("COMMLENS_SANITIZED");
-  uint64_t deadline = h_monotonic_ns() + (san && *san ? 420ull : 180ull) * 1000000000ull;
-  for (;;) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return -1;
-    if (h_monotonic_ns() > deadline) {
-      fprintf(stderr, "  child %s timed out; killing it\n", name);
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return 124;
-    }
-    usleep(2000);
-  }
+  int rc = h_wait_pid(pid, san && *san ? 420 : 180, &status);
+  if (rc == 124) fprintf(stderr, "  child %s timed out; killed it\n", name);
+  if (rc) return rc;
   if (WIFSIGNALED(status)) {
     fprintf(stderr, "  child %s killed by signal %d\n", name, WTERMSIG(status));
     return 128 + WTERMSIG(status);

@@ -163,6 +163,10 @@ void h_child_register(const char *name, h_child_fn fn);
 int h_spawn(const char *name, const char *const *env);
 /* The same started in the background: its pid (the caller waits for it), -1 if fork failed. */
 pid_t h_spawn_bg(const char *name, const char *const *env);
+/* Waits up to `timeout_s` for child `pid` (a hang detector, not a timing check): 0 once reaped
+ * (its wait status in *status), 124 if it was still running then (killed with SIGKILL and
+ * reaped), -1 if it cannot be waited for. */
+int h_wait_pid(pid_t pid, int timeout_s, int *status);
 /* Runs child case `name` in a fresh output directory (COMMLENS_DIR=<fresh><subdir>, subdir
  * may be NULL) with COMMLENS_SUMMARY=off, then the settings of `base` and `extra` (either
  * NULL-terminated or NULL); CHECKs a clean exit. Removes the directory, or keeps and names it
