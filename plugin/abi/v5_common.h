@@ -39,6 +39,11 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
   int nrefs = 0;
   /* the recorder's string references; their lengths are read only when it records */
   const int rec = CL_RECORDING();
+  if (type == CLABI_EV_KERNEL_CH && !rec) {   /* most of NCCL's calls: no payload to assemble */
+    uint32_t serial = cl_shim_comm(ctx, &flags);
+    return cl_event_kch_start(serial, flags, (uint64_t)(uintptr_t)parentObj, rank, d->kernelCh.channelId,
+                              d->kernelCh.pTimer);
+  }
   /* GroupApi, CollApi, P2pApi, KernelLaunch: not needed now (gate.h); the recorder keeps all */
   if ((type & ~(uint64_t)CL_V5_LAUNCH_EVENTS) == 0 && type &&
       atomic_load_explicit(&cl_skip_launch_events, memory_order_relaxed) && !rec)

@@ -75,7 +75,7 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
     cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
     if (o->id) cl_ring_kch_out(r, o, NULL, 0);
     o->id = id; o->parent = parent; o->ts = t0; o->comm = comm_serial; o->flags = (uint8_t)flags;
-    memcpy(o->p, p, bytes);
+    o->ptimer = p->kernel_ch.ptimer; o->rank = p->rank; o->channel = p->kernel_ch.channel;
     sample_cost(r, t0);
     return (void *)(uintptr_t)id;
   }
@@ -103,6 +103,31 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
   return (void *)(uintptr_t)(rec ? id : id | CL_ID_DROPPED);
 }
 
+/* A KernelCh's start, the most frequent call NCCL makes (a start, a KernelChStop state and a
+ * stop per channel of every collective): held back as cl_event_start would hold it, without
+ * the payload's assembly; anything unusual goes the general way. */
+void *cl_event_kch_start(uint32_t comm_serial, unsigned flags, uint64_t parent, int32_t rank, unsigned channel,
+                         uint64_t ptimer) {
+  cl_ring *r = cl_t_ring;
+  if (__builtin_expect(!r || !r->kch || r->kst_id || (parent & CL_ID_DROPPED) ||
+                       atomic_load_explicit(&r->next, memory_order_relaxed) != NULL ||
+                       !atomic_load_explicit(&cl_digest_only, memory_order_relaxed) ||
+                       atomic_load_explicit(&cl_window_by_coll, memory_order_relaxed) ||
+                       !atomic_load_explicit(&cl_capturing, memory_order_relaxed) ||
+                       !atomic_load_explicit(&cl_enabled, memory_order_relaxed), 0)) {
+    cl_payload p = {.rank = rank, .kernel_ch = {.ptimer = ptimer, .channel = (uint8_t)channel}};
+    return cl_event_start(comm_serial, CL_EV_KERNEL_CH, flags, parent, &p, (unsigned)sizeof p.kernel_ch);
+  }
+  uint64_t id = r->id_base | ++r->seq;
+  uint64_t t0 = sample_due(r) ? cl_now() : 0;   /* as in cl_event_start */
+  cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
+  if (o->id) cl_ring_kch_out(r, o, NULL, 0);
+  *o = (cl_kch_open){.id = id, .parent = parent, .ts = t0, .ptimer = ptimer, .comm = comm_serial, .rank = rank,
+                     .flags = (uint8_t)flags, .channel = (uint8_t)channel};
+  sample_cost(r, t0);
+  return (void *)(uintptr_t)id;
+}
+
 void *cl_event_skipped(void) {
   cl_ring *r = ring_self();
   if (r) atomic_store_explicit(&r->skipped, atomic_load_explicit(&r->skipped, memory_order_relaxed) + 1,
@@ -125,8 +150,15 @@ void cl_event_stop(void *handle) {
   uint64_t id = (uint64_t)(uintptr_t)handle;
   cl_kch_open *o = cl_ring_kch_find(r, id);
   /* NCCL stops a KernelCh just after its KernelChStop state: a held one takes the state's time
-   * as its stop's (one clock read fewer), but on a call whose cost is sampled */
-  uint64_t t0 = o && r->kst_id == id && !sample_due(r) ? r->kst_ts : cl_now();
+   * as its stop's (one clock read fewer), but on a call whose cost is sampled. That case, most
+   * of NCCL's stops, first and on its own: the state folds, as below, with aux 0. */
+  if (o && r->kst_id == id && !sample_due(r)) {
+    cl_ring_kch_span(r, o, r->kst_ts, r->kst_arg);
+    r->kst_id = 0;
+    atomic_store_explicit(&r->calls, atomic_load_explicit(&r->calls, memory_order_relaxed) + 1, memory_order_relaxed);
+    return;
+  }
+  uint64_t t0 = cl_now();
   int kst = r->kst_id == id && t0 >= r->kst_ts && t0 - r->kst_ts <= UINT32_MAX;   /* the state folds */
   if (o && r->kst_id && !kst) {   /* a state that does not fold: it goes first, then the rest */
     cl_ring_kst_flush(r);

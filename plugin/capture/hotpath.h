@@ -10,6 +10,9 @@
  * counts the union member used (rank/pad come on top). */
 void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint64_t parent,
                      const cl_payload *p, unsigned payload_bytes);
+/* cl_event_start for a KernelCh (CL_EV_KERNEL_CH; its payload's fields as arguments). */
+void *cl_event_kch_start(uint32_t comm_serial, unsigned flags, uint64_t parent, int32_t rank, unsigned channel,
+                         uint64_t ptimer);
 /* An API or KernelLaunch event not recorded (gate.h cl_skip_launch_events): counted; returns
  * the handle NCCL gets, NULL. */
 void *cl_event_skipped(void);

@@ -39,13 +39,14 @@ static inline uint64_t cl_sample_floor(unsigned b) {
 }
 
 /* A KernelCh held back by its thread until its stop, to go out as one record (hotpath.c; gate.h
- * cl_digest_only): its START record's fields, the payload slot as it would be written. */
+ * cl_digest_only): its START record's fields and its payload's (cl_kernel_ch and the rank). */
 #define CL_KCH_OPEN 64          /* held at once per thread, by id: a newer one sends the older out */
 typedef struct cl_kch_open {
   uint64_t id, parent, ts;      /* id 0: free; ts 0: not read (cl_ring_kch_out gives it one) */
+  uint64_t ptimer;
   uint32_t comm;
-  uint8_t flags;
-  unsigned char p[CL_SLOT_BYTES];
+  int32_t rank;
+  uint8_t flags, channel;
 } cl_kch_open;
 
 typedef struct cl_ring {
@@ -194,16 +195,31 @@ static inline __attribute__((always_inline)) void cl_ring_kch_out(cl_ring *r, cl
                       .flags = (uint8_t)(o->flags | (stop ? CL_F_SPAN : 0)), .aux = o->comm, .id = o->id,
                       .ts = ts, .arg = o->parent};
     if (stop) {
-      cl_kch_tail t = {.stop_ts = stop->ts, .stop_arg = stop->arg, .stop_aux = stop->aux,
-                       .channel = o->p[offsetof(cl_payload, kernel_ch.channel)], .stop_flags = stop->flags};
-      __builtin_memcpy(&t.ptimer, o->p + offsetof(cl_payload, kernel_ch.ptimer), sizeof t.ptimer);
-      __builtin_memcpy(rec + 1, &t, sizeof t);
-    } else {
-      __builtin_memcpy(rec + 1, o->p, CL_SLOT_BYTES);
+      cl_kch_tail *t = (cl_kch_tail *)(void *)(rec + 1);   /* in place: a copy cost the hot path */
+      t->ptimer = o->ptimer;
+      t->stop_ts = stop->ts;
+      t->stop_arg = stop->arg;
+      t->stop_aux = stop->aux;
+      t->channel = o->channel;
+      t->stop_flags = stop->flags;
+      t->_pad = 0;
+    } else {   /* the payload slot as cl_event_start writes it: rank, pad, cl_kernel_ch, zeros */
+      unsigned char slot[CL_SLOT_BYTES] = {0};
+      cl_kernel_ch k = {.ptimer = o->ptimer, .channel = o->channel};
+      __builtin_memcpy(slot + offsetof(cl_payload, rank), &o->rank, sizeof o->rank);
+      __builtin_memcpy(slot + offsetof(cl_payload, kernel_ch), &k, sizeof k);
+      __builtin_memcpy(rec + 1, slot, CL_SLOT_BYTES);
     }
     cl_ring_commit(r, pos, 2);
   }
   o->id = 0;
+}
+/* Producer: cl_ring_kch_out of a held-back KernelCh whose stop comes at once after its
+ * KernelChStop state (seen at `ts`, timer `arg`): the stop's record as cl_event_stop folds it
+ * (CL_F_STOP_KCH_STATE, aux 0). */
+static inline void cl_ring_kch_span(cl_ring *r, cl_kch_open *o, uint64_t ts, uint64_t arg) {
+  const cl_rec stop = {.kind = CL_REC_STOP, .nslots = 1, .flags = CL_F_STOP_KCH_STATE, .id = o->id, .ts = ts, .arg = arg};
+  cl_ring_kch_out(r, o, &stop, 0);
 }
 /* Producer: the KernelChStop state waiting for its stop (kst_id), written out as the STATE
  * record it is (hotpath.c; the thread's exit), after its KernelCh's start if that was held. */

@@ -364,24 +364,29 @@ static void *held_then_exit(void *arg) {
   return NULL;
 }
 
-TL_TEST(kernel_ch_is_one_record_when_only_a_digest_is_written) {
-  cl_config_load();
-  atomic_store(&cl_enabled, 1);
-  atomic_store(&cl_capturing, 1);
-  atomic_store(&cl_digest_only, 1);
+/* A KernelCh's start through the general entry (`fast` 0) or the shims' own (1), rank 5,
+ * channel 3, timer 1000, parent 77. */
+static void *kch_start(int fast) {
+  cl_payload kp = {.rank = 5, .kernel_ch = {.ptimer = 1000, .channel = 3}};
+  return fast ? cl_event_kch_start(1, 0, 77, 5, 3, 1000) : cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+}
+
+static void held_one_record(int fast) {
   static whole_list l;
+  l.n = 0;
+  l.serial = 0;
   cl_rings_drain(collect_whole, &l);                 /* what earlier tests left */
   l.n = 0;
-  cl_payload kp = {.kernel_ch = {.ptimer = 1000, .channel = 3}}, ph = {.kernel_phase = {.phase = 1}};
-  void *a = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  cl_payload ph = {.kernel_phase = {.phase = 1}};
+  void *a = kch_start(fast);
   cl_event_state(a, CL_ST_KERNEL_CH_STOP, 5000);
   cl_event_stop(a);                                  /* start, state and stop: one record */
-  void *b = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  void *b = kch_start(fast);
   cl_event_stop(b);                                  /* no state: one record still */
-  void *c = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  void *c = kch_start(fast);
   cl_event_state(c, CL_ST_STEP_SEND_WAIT, 64);       /* another state: the start goes out first */
   cl_event_stop(c);
-  void *d = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  void *d = kch_start(fast);
   void *e = cl_event_start(1, CL_EV_KERNEL_PHASE, 0, (uint64_t)(uintptr_t)d, &ph, sizeof ph.kernel_phase);
   cl_event_stop(e);                                  /* a child: its parent's start goes first */
   cl_event_stop(d);
@@ -403,12 +408,16 @@ TL_TEST(kernel_ch_is_one_record_when_only_a_digest_is_written) {
   CHECK(l.r[2][0].ts && l.r[2][0].ts <= l.r[3][0].ts, "c: a start written before its stop has a time of its own");
   CHECK(rec_is(l.r[2], CL_REC_START, c, 0) && l.r[2][0].nslots == 2 && rec_is(l.r[3], CL_REC_STATE, c, 0) &&
         rec_is(l.r[4], CL_REC_STOP, c, 0), "c: start, state, stop");
+  const cl_start_rec *cs = (const cl_start_rec *)l.r[2];
+  CHECK(cs->p.rank == 5 && cs->p.kernel_ch.ptimer == 1000 && cs->p.kernel_ch.channel == 3 && l.r[2][0].arg == 77 &&
+        l.r[2][0].aux == 1, "c: the start written out whole (rank %d, timer %llu, channel %u)", cs->p.rank,
+        (unsigned long long)cs->p.kernel_ch.ptimer, cs->p.kernel_ch.channel);
   CHECK(rec_is(l.r[5], CL_REC_START, d, 0) && rec_is(l.r[6], CL_REC_START, e, 0) && rec_is(l.r[7], CL_REC_STOP, e, 0) &&
         rec_is(l.r[8], CL_REC_STOP, d, 0), "d and its phase: d's start, e's start and stop, d's stop");
   CHECK(rec_is(l.r[9], CL_REC_START, f, 0) && rec_is(l.r[10], CL_REC_STOP, f, 0), "f alone");
   /* more open at once than the table holds: the oldest's start goes out, nothing is lost */
   void *h[CL_KCH_OPEN + 1];
-  for (int i = 0; i <= CL_KCH_OPEN; i++) h[i] = cl_event_start(1, CL_EV_KERNEL_CH, 0, 77, &kp, sizeof kp.kernel_ch);
+  for (int i = 0; i <= CL_KCH_OPEN; i++) h[i] = kch_start(fast);
   for (int i = 0; i <= CL_KCH_OPEN; i++) cl_event_stop(h[i]);
   l.n = 0;
   cl_rings_drain(collect_whole, &l);
@@ -417,6 +426,31 @@ TL_TEST(kernel_ch_is_one_record_when_only_a_digest_is_written) {
   int spans = 0;
   for (int i = 1; i <= CL_KCH_OPEN; i++) spans += span_is(l.r[i + 1], h[i], 3, 0);
   CHECK(spans == CL_KCH_OPEN, "%d of %d spans", spans, CL_KCH_OPEN);
+}
+
+TL_TEST(kernel_ch_is_one_record_when_only_a_digest_is_written) {
+  cl_config_load();
+  atomic_store(&cl_enabled, 1);
+  atomic_store(&cl_capturing, 1);
+  atomic_store(&cl_digest_only, 1);
+  held_one_record(0);
+  held_one_record(1);
+  static whole_list l;
+  /* the shims' entry goes the general way when nothing is held: a START at once; a lost parent */
+  atomic_store(&cl_digest_only, 0);
+  void *x = cl_event_kch_start(1, 0, 77, 5, 3, 1000);
+  void *y = cl_event_kch_start(1, 0, CL_ID_DROPPED | 9, 5, 3, 1000);
+  atomic_store(&cl_digest_only, 1);
+  l.n = 0;
+  l.serial = CL_ID_SERIAL((uint64_t)(uintptr_t)x);
+  cl_rings_drain(collect_whole, &l);
+  const cl_start_rec *xs = (const cl_start_rec *)l.r[0];
+  CHECK(l.n == 1 && rec_is(l.r[0], CL_REC_START, x, 0) && xs->p.rank == 5 && xs->p.kernel_ch.ptimer == 1000 &&
+        xs->p.kernel_ch.channel == 3 && l.r[0][0].ts, "not held: %d records", l.n);
+  CHECK((uintptr_t)y == (uintptr_t)CL_ID_DROPPED, "a KernelCh of a lost parent is lost with it");
+  cl_event_stop(x);
+  l.n = 0;
+  cl_rings_drain(collect_whole, &l);
   /* a thread that ends with one held: its start is written at the exit */
   pthread_t t;
   void *g = NULL;
