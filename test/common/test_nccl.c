@@ -46,6 +46,13 @@ TL_TEST(datatype_sizes_and_bytes) {
   CHECK(cl_coll_bytes("AllReduce", 1000, "ncclFloat32", 8) == 4000, "AllReduce bytes");
   CHECK(cl_coll_bytes("AllGather", 1000, "ncclFloat32", 8) == 32000, "AllGather counts every rank");
   CHECK(cl_coll_bytes("ReduceScatter", 10, "ncclHalf", 2) == 40, "ReduceScatter");
+  CHECK(cl_coll_bytes("allgather", 10, "ncclInt8", 4) == 40 && cl_coll_bytes("REDUCESCATTER", 10, "ncclInt8", 4) == 40,
+        "names in any case");
+  CHECK(cl_coll_bytes("AllGatherV", 10, "ncclInt8", 4) == 10 && cl_coll_bytes("AllGathe", 10, "ncclInt8", 4) == 10 &&
+        cl_coll_bytes("All@ather", 10, "ncclInt8", 4) == 10 && cl_coll_bytes("", 10, "ncclInt8", 4) == 10,
+        "only the whole name, letters only");
+  CHECK(cl_coll_bytes("AllGather", 10, "ncclInt8", 0) == 10 && cl_coll_bytes(NULL, 10, "ncclInt8", 4) == 10,
+        "no rank count, no name");
 }
 
 /* The summary's busbw is algbw times the shared factor, for 1, 2 and 8 ranks. */
