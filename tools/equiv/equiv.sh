@@ -1,5 +1,5 @@
 #!/bin/sh
-# equiv.sh: proves that two builds of commlens produce the same output. Every recording under
+# equiv.sh: compares the output of two builds of commlens. Every recording under
 # test/data/real (real NCCL runs, two ranks each) is replayed through each build's plugin by one
 # replay tool with --virtual-clock (host times are the recorded ones), one process per rank;
 # then each build's own `commlens report --json` runs on each mode's directory. The canonical
@@ -8,6 +8,9 @@
 #   sh tools/equiv/equiv.sh BUILD_A BUILD_B [OUTDIR]
 # BUILD_*: directories holding libnccl-profiler-commlens.so and commlens. The replay tool is
 # BUILD_B's commlens-replay (or $REPLAY). Prints one line per mode; exit 1 if anything differs.
+# One build against itself differs too (live clock offsets per replayed rank; some collectives
+# on their communicator's track in one run, the overlap track in the next): compare with a run
+# of BUILD_B against itself (README, "Checking a refactor").
 set -u
 A=${1:?usage: equiv.sh BUILD_A BUILD_B [OUTDIR]}
 B=${2:?usage: equiv.sh BUILD_A BUILD_B [OUTDIR]}
