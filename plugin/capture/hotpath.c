@@ -46,6 +46,23 @@ static inline void sample_cost(cl_ring *r, uint64_t t0) {
   }
 }
 
+/* A KernelCh (event `id`) held back in its thread's table until its stop, when only a digest is
+ * written: the two records become one (cl_event_stop). Its start reads no clock (ts 0): it takes
+ * the time its stop is seen, or that of what sends it out first (cl_ring_kch_out), one read
+ * fewer a channel. What reads it: the GPU clock's calibration, which that later time only
+ * loosens (a channel's stop sample is the tighter one: docs/decisions.md), and a plausibility
+ * bound the stop's time also keeps. The call whose cost is sampled reads it. */
+static inline __attribute__((always_inline)) void *kch_hold(cl_ring *r, uint64_t id, uint32_t comm_serial, unsigned flags, uint64_t parent,
+                             int32_t rank, unsigned channel, uint64_t ptimer) {
+  uint64_t t0 = sample_due(r) ? cl_now() : 0;
+  cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
+  if (o->id) cl_ring_kch_out(r, o, NULL, 0);
+  *o = (cl_kch_open){.id = id, .parent = parent, .ts = t0, .ptimer = ptimer, .comm = comm_serial, .rank = rank,
+                     .flags = (uint8_t)flags, .channel = (uint8_t)channel};
+  sample_cost(r, t0);
+  return (void *)(uintptr_t)id;
+}
+
 void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint64_t parent,
                      const cl_payload *p, unsigned payload_bytes) {
   if (__builtin_expect(!atomic_load_explicit(&cl_enabled, memory_order_relaxed), 0)) return NULL;
@@ -65,19 +82,7 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
   unsigned bytes = (unsigned)offsetof(cl_payload, group_api) + payload_bytes;
   if (etype == CL_EV_KERNEL_CH && r->kch && bytes <= CL_SLOT_BYTES &&
       atomic_load_explicit(&cl_digest_only, memory_order_relaxed)) {
-    /* held back until its stop: the two records become one (cl_event_stop). Its start reads no
-     * clock (ts 0): it takes the time its stop is seen, or that of what sends it out first
-     * (cl_ring_kch_out), one read fewer a channel. What reads it: the GPU clock's calibration,
-     * which that later time only loosens (a channel's stop sample is the tighter one:
-     * docs/decisions.md), and a plausibility bound the stop's time also keeps. The call whose
-     * cost is sampled reads it. */
-    uint64_t t0 = sample_due(r) ? cl_now() : 0;
-    cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
-    if (o->id) cl_ring_kch_out(r, o, NULL, 0);
-    o->id = id; o->parent = parent; o->ts = t0; o->comm = comm_serial; o->flags = (uint8_t)flags;
-    o->ptimer = p->kernel_ch.ptimer; o->rank = p->rank; o->channel = p->kernel_ch.channel;
-    sample_cost(r, t0);
-    return (void *)(uintptr_t)id;
+    return kch_hold(r, id, comm_serial, flags, parent, p->rank, p->kernel_ch.channel, p->kernel_ch.ptimer);
   }
   uint64_t t0 = cl_now();
   if (__builtin_expect(etype == CL_EV_KERNEL_PHASE, 0)) {   /* a child of a held-back KernelCh */
@@ -118,14 +123,7 @@ void *cl_event_kch_start(uint32_t comm_serial, unsigned flags, uint64_t parent, 
     cl_payload p = {.rank = rank, .kernel_ch = {.ptimer = ptimer, .channel = (uint8_t)channel}};
     return cl_event_start(comm_serial, CL_EV_KERNEL_CH, flags, parent, &p, (unsigned)sizeof p.kernel_ch);
   }
-  uint64_t id = r->id_base | ++r->seq;
-  uint64_t t0 = sample_due(r) ? cl_now() : 0;   /* as in cl_event_start */
-  cl_kch_open *o = &r->kch[id & (CL_KCH_OPEN - 1)];
-  if (o->id) cl_ring_kch_out(r, o, NULL, 0);
-  *o = (cl_kch_open){.id = id, .parent = parent, .ts = t0, .ptimer = ptimer, .comm = comm_serial, .rank = rank,
-                     .flags = (uint8_t)flags, .channel = (uint8_t)channel};
-  sample_cost(r, t0);
-  return (void *)(uintptr_t)id;
+  return kch_hold(r, r->id_base | ++r->seq, comm_serial, flags, parent, rank, channel, ptimer);
 }
 
 void *cl_event_skipped(void) {
@@ -155,7 +153,7 @@ void cl_event_stop(void *handle) {
   if (o && r->kst_id == id && !sample_due(r)) {
     cl_ring_kch_span(r, o, r->kst_ts, r->kst_arg);
     r->kst_id = 0;
-    atomic_store_explicit(&r->calls, atomic_load_explicit(&r->calls, memory_order_relaxed) + 1, memory_order_relaxed);
+    sample_cost(r, 0);   /* counted; not sampled (sample_due said so) */
     return;
   }
   uint64_t t0 = cl_now();

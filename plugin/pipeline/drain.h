@@ -16,9 +16,9 @@ int cl_drain_start(cl_stage *st);
 int cl_drain_stop(int timeout_ms);
 /* The format thread alone (the thread that stops it takes staging only): copies whole records,
  * up to `cap` slots, from the rings into `buf` when staging `st` is empty (staged records go
- * first, to keep each thread's order) and the drain thread is not reading them. The copy is the only work done
- * holding the rings: a nice-19 thread preempted there would keep the drain out. Returns the
- * slots copied (0: none, or not now). */
+ * first, to keep each thread's order) and the drain thread is not reading them. The copy is
+ * the only work done holding the rings: a nice-19 thread preempted there would keep the drain
+ * out. Returns the slots copied (0: none, or not now). */
 size_t cl_drain_direct(cl_stage *st, cl_rec *buf, size_t cap);
 /* In a fork child (the writer's fork handler): the parent's readers are gone; so is their lock. */
 void cl_drain_after_fork_child(void);
