@@ -61,7 +61,27 @@ struct cl_asm {
   uint32_t pend_head, pend_tail, pend_cap;
   cl_asm_stats stats;
   uint64_t m_span, m_expo;  /* the same over every communicator (sampled mode) */
+  uint64_t read_until;      /* every record committed before it was fed (cl_asm_read_until) */
+  int read_known;           /* 0: never said; the waits run to the caller's time */
 };
+
+/* ---- waiting for records not read yet ----
+ * A collective waits for its channels and children, a child for its parent's start, up to a
+ * bound. That bound is measured to the time up to which the rings have been read, not to the
+ * clock: on a busy machine the format thread (at the lowest priority) can be seconds behind,
+ * and a bound measured to the clock then gives up on records still in the rings (a collective
+ * left untimed). A reader more than READ_LAG_MAX_NS behind is waited for no longer. */
+#define READ_LAG_MAX_NS 30000000000ull
+static uint64_t read_to(const cl_asm *a, uint64_t now) {
+  if (!a->read_known || a->read_until >= now) return now;
+  return now - a->read_until > READ_LAG_MAX_NS ? now - READ_LAG_MAX_NS : a->read_until;
+}
+/* How long since `t` at `now` (0 when `now` is earlier: a record's time can pass the horizon). */
+static uint64_t waited(uint64_t now, uint64_t t) { return now > t ? now - t : 0; }
+void cl_asm_read_until(cl_asm *a, uint64_t t) {
+  if (!a->read_known || t > a->read_until) a->read_until = t;
+  a->read_known = 1;
+}
 
 
 /* ---- small tables ---- */
@@ -464,19 +484,20 @@ static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
   if (!force) {
     if (!c->stopped || c->open_children) return;
     unsigned exp = expected_kch(c);
+    uint64_t since_stop = waited(read_to(a, now), c->stop);
     /* channels still to come, and too soon to give up on them or on CUPTI: the common case,
      * answered before CUPTI is asked (each channel's stop asks) */
-    if (exp && c->kch_done < exp && now - c->stop < CL_ASM_CUPTI_WAIT_NS && now - c->stop < CHILD_WAIT_NS) return;
+    if (exp && c->kch_done < exp && since_stop < CL_ASM_CUPTI_WAIT_NS && since_stop < CHILD_WAIT_NS) return;
     uint64_t last = c->last_child > c->stop ? c->last_child : c->stop;
     uint64_t s, e;
     uint32_t dev;
     int cupti_pending = cupti_expected(a, c) && !cupti_span(a, c, 0, &s, &e, &dev);
-    if (cupti_pending) { if (now - c->stop < CL_ASM_CUPTI_WAIT_NS) return; }
+    if (cupti_pending) { if (since_stop < CL_ASM_CUPTI_WAIT_NS) return; }
     else if (exp && c->kch_done < exp) {
       /* KernelCh starts when the GPU reaches the work, which can be long after the enqueue
        * (a long kernel ahead in the stream): wait for every channel, up to CHILD_WAIT_NS */
-      if (now - c->stop < CHILD_WAIT_NS) return;
-    } else if (!exp && now - last < CL_ASM_GRACE_NS) return;
+      if (since_stop < CHILD_WAIT_NS) return;
+    } else if (!exp && waited(read_to(a, now), last) < CL_ASM_GRACE_NS) return;
   }
   if (finish_coll(a, c)) remove_ev(a, c);
 }
@@ -735,7 +756,7 @@ static void adopt_orphans(cl_asm *a, cl_ev *parent, uint64_t now, int final) {
   for (uint32_t i = 0; i < a->norph; i++) {
     cl_ev *o = a->orph[i];
     if (parent && o->parent == parent->id) finish_child(a, o, parent);
-    else if (!parent && (final || now - o->stop > ORPHAN_WAIT_NS)) finish_child(a, o, NULL);
+    else if (!parent && (final || waited(read_to(a, now), o->stop) > ORPHAN_WAIT_NS)) finish_child(a, o, NULL);
     else a->orph[k++] = o;
   }
   a->norph = k;
@@ -865,8 +886,9 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final) {
       /* children still open (a KernelCh held for clock calibration, a slow proxy op) keep it,
        * up to CHILD_WAIT_NS: finishing now would cut them off their collective */
       unsigned exp = expected_kch(c);
-      int children_open = (c->open_children || (exp && c->kch_done < exp)) && now - c->stop < CHILD_WAIT_NS;
-      if (now - last < wait || children_open) {
+      uint64_t seen = read_to(a, now);
+      int children_open = (c->open_children || (exp && c->kch_done < exp)) && waited(seen, c->stop) < CHILD_WAIT_NS;
+      if (waited(seen, last) < wait || children_open) {
         maybe_finish(a, c, now, 0);           /* its CUPTI span may have arrived */
         if (lookup(a, id) != c) c = NULL;     /* finished just now (and freed): forget it */
         else if (!c->awaiting) break;

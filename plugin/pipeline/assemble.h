@@ -58,6 +58,12 @@ void cl_asm_feed(cl_asm *a, const cl_rec *r);
 #define CL_ASM_CUPTI_KCH_TOL_NS 500000ull
 /* Finishes collectives whose children are done or who waited longer than the grace time. */
 void cl_asm_tick(cl_asm *a, uint64_t now, int final);
+/* Every record committed to a ring before `t` has been fed (the format thread, after a pass
+ * that read that far). The waits for records not read yet (a child's parent; a collective's
+ * channels, children and kernel) are then measured to it, not to the tick's `now`: a reader
+ * starved on a busy machine does not give up on records still in the rings. Never said (tests,
+ * streams fed whole): they run to `now`. */
+void cl_asm_read_until(cl_asm *a, uint64_t t);
 void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s);
 /* The open event with this id, NULL if none (valid until the next feed or tick). */
 const cl_ev *cl_asm_open_event(cl_asm *a, uint64_t id);

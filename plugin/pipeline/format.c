@@ -106,12 +106,37 @@ static void gate_launch_events(const cl_format_deps *d, uint64_t now) {
                         (d->gj && cl_cupti_wants_launches(now, LAUNCH_LEAD_NS)));
 }
 
+/* How far the rings have been read (cl_asm_read_until): their heads marked at `t`; passed once
+ * their tails are past the mark and staging has handed out everything it held by then (its count
+ * read after the tails: it includes every copy made before them; flight.c reads a signal's the
+ * same way). Then a new mark. */
+static struct { cl_rings_mark m; uint64_t t, stage_in; int marked, tails_past; } g_read;
+static void note_read(const cl_format_deps *d) {
+  uint64_t in, out;
+  if (!d->stage) return;
+  if (g_read.marked) {
+    if (!g_read.tails_past) {
+      if (cl_rings_behind(&g_read.m)) return;
+      cl_stage_counts(d->stage, &g_read.stage_in, &out);
+      g_read.tails_past = 1;
+    }
+    cl_stage_counts(d->stage, &in, &out);
+    if (out < g_read.stage_in) return;
+    cl_asm_read_until(d->asm_, g_read.t);
+  }
+  g_read.t = cl_now();   /* before the mark: a record committed before it is behind the mark */
+  cl_rings_mark_now(&g_read.m);
+  g_read.marked = 1;
+  g_read.tails_past = 0;
+}
+
 static void *format_main(void *arg) {
   cl_format_deps *d = arg;
   /* Formatting yields to everything else on the machine, the job and the drain thread first. */
   if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0) { /* best effort */ }
   uint64_t last_flush = cl_now(), last_busy = last_flush, last_cupti = last_flush;
   int idle_us = FORMAT_PAUSE_US, saw_op = 0;   /* saw_op: the job's first collective was read */
+  cl_asm_read_until(d->asm_, 0);   /* from now on the waits count to the reading (note_read) */
   gate_launch_events(d, last_flush);
   while (!atomic_load(&g_stop)) {
     int rings_idle = cl_rings_idle();   /* before staging is read: then "nothing to take" means caught up */
@@ -133,6 +158,7 @@ static void *format_main(void *arg) {
      * above all no new write. The stopper either joined us and finishes the run itself, or
      * gave up on us and the trace ends at its last complete flush. */
     if (atomic_load(&g_stop)) break;
+    note_read(d);
     cl_asm_tick(d->asm_, now, 0);
     cl_flight_tick(now, rings_idle && got == 0 && cl_stage_empty(d->stage), d->stage);
     cl_window_tick(now - cl_proc.start_ns);
@@ -165,6 +191,7 @@ void cl_format_backlog(cl_format_deps *d) {
 int cl_format_start(cl_format_deps *d) {
   atomic_store(&g_stop, 0);
   cl_pause_init(&g_pause);
+  g_read.marked = 0;   /* a run's assembler is new: nothing is known read */
   return pthread_create(&g_thr, NULL, format_main, d) == 0 ? 0 : -1;
 }
 

@@ -378,6 +378,87 @@ TL_TEST(collective_timed_by_kernel_channel_spans) {
   fx_close(&f);
 }
 
+/* 20 collectives of one channel 10 ms apart from 1 ms: the GPU clock (host - 499 ms) calibrates. */
+static const uint64_t cal_gpu0 = 500000000;
+static void calibrate(fixture *f, uint32_t comm) {
+  for (uint64_t i = 0; i < 20; i++) {
+    uint64_t t0 = 1000000 + i * 10000000, coll = ev_id(3, i + 1), stop = cal_gpu0 + t0 + 50000;
+    cl_payload c = coll_payload(100 + i, 1), k;
+    memset(&k, 0, sizeof k);
+    k.kernel_ch = (cl_kernel_ch){.ptimer = cal_gpu0 + t0, .channel = 0};
+    t_start(f, coll, CL_EV_COLL, comm, 0, t0, &c, 0);
+    t_stop(f, coll, t0 + 1000);
+    t_span(f, ev_id(4, i + 1), comm, coll, t0 + 2000, &k, stop - cal_gpu0 + 3000, stop, 1000, 2);
+  }
+  cl_asm_tick(f->a, 300000000, 0);
+}
+/* One channel of the collective `coll` started at host time t0 (10 ms, calibrated), as a span. */
+static void late_span(fixture *f, uint32_t comm, uint64_t coll, uint64_t t0) {
+  cl_payload k;
+  memset(&k, 0, sizeof k);
+  k.kernel_ch = (cl_kernel_ch){.ptimer = cal_gpu0 + t0, .channel = 0};
+  uint64_t stop = cal_gpu0 + t0 + 50000;
+  t_span(f, ev_id(2, 1), comm, coll, t0 + 2000, &k, stop - cal_gpu0 + 3000, stop, 1000, 2);
+}
+static uint64_t timed_of(fixture *f, uint64_t *done) {
+  cl_asm_stats st;
+  cl_asm_get_stats(f->a, &st);
+  *done = st.colls_done;
+  return st.colls_timed;
+}
+
+/* A format thread starved for seconds on a busy machine (the lowest priority) reads a channel's
+ * span from one ring, and only seconds later the collective's start from another (or the
+ * other way round): the waits are measured to how far the rings were read (cl_asm_read_until),
+ * not to the clock, so the two still meet. One collective and its channel, 1 s in: the first
+ * read (the span when `span_first`), then the reader says it has read up to `read` (0: it never
+ * says), a tick at `tick`, then the other. Returns whether the collective was GPU-timed. */
+static const uint64_t late_t0 = 1000000000;
+static int late_case(int span_first, uint64_t read, uint64_t tick) {
+  fixture f;
+  fx_open_out(&f, 0, CL_OUT_DIGEST);
+  uint32_t comm = add_comm(0x5555666677779900ull + (uint64_t)span_first, 1);
+  calibrate(&f, comm);
+  uint64_t coll = ev_id(1, 1), done0, done;
+  uint64_t timed0 = timed_of(&f, &done0);
+  cl_payload c = coll_payload(7, 1);
+  for (int k = 0; k < 2; k++) {
+    if (k == span_first) {   /* the collective */
+      t_start(&f, coll, CL_EV_COLL, comm, 0, late_t0 - 1000, &c, 0);
+      t_stop(&f, coll, late_t0);
+    } else {
+      late_span(&f, comm, coll, late_t0);
+    }
+    if (k) break;
+    if (read) cl_asm_read_until(f.a, read);
+    cl_asm_tick(f.a, tick, 0);
+  }
+  cl_asm_tick(f.a, tick + 1000, 1);
+  uint64_t timed = timed_of(&f, &done) - timed0;
+  CHECK(timed0 == 20 && done - done0 == 1, "calibrating: %llu timed; then %llu done", (unsigned long long)timed0,
+        (unsigned long long)(done - done0));
+  fx_close(&f);
+  return (int)timed;
+}
+TL_TEST(a_starved_reader_does_not_give_up_on_unread_parents) {
+  const uint64_t later = late_t0 + 2000000000ull;   /* 2 s after the span */
+  CHECK(late_case(1, late_t0 - 1000000, later) == 1, "the channel gave up on a parent not read yet");
+  /* read past it, or never said: the orphan's 1 s is over, and its parent is not waited for */
+  CHECK(late_case(1, later, later) == 0, "an orphan waited past its time with everything read");
+  CHECK(late_case(1, 0, later) == 0, "an orphan waited past its time by the clock");
+  /* a reader more than 30 s behind is waited for no longer */
+  CHECK(late_case(1, late_t0 - 1000000, late_t0 + 32000000000ull) == 0, "waited on a reader 32 s behind");
+}
+
+/* The same for a collective whose channel is not read yet: it is not finished untimed while the
+ * reader is behind, even past the 10 s a collective waits for its channels. */
+TL_TEST(a_starved_reader_does_not_give_up_on_unread_channels) {
+  const uint64_t later = late_t0 + 11000000000ull;
+  CHECK(late_case(0, late_t0, later) == 1, "the collective gave up on a channel not read yet");
+  CHECK(late_case(0, later, later) == 0, "the collective waited past its 10 s with everything read");
+  CHECK(late_case(0, 0, later) == 0, "the collective waited past its 10 s by the clock");
+}
+
 /* 200 collectives of three channels 10 ms apart (the GPU clock calibrates on the way), each
  * channel fed as START, KernelChStop state and STOP records, or as one span; the digest's
  * bytes into *out, the events started into *starts. */
