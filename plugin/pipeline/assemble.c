@@ -484,7 +484,7 @@ static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
   if (!force) {
     if (!c->stopped || c->open_children) return;
     unsigned exp = expected_kch(c);
-    uint64_t since_stop = waited(read_to(a, now), c->stop);
+    uint64_t seen = read_to(a, now), since_stop = waited(seen, c->stop);
     /* channels still to come, and too soon to give up on them or on CUPTI: the common case,
      * answered before CUPTI is asked (each channel's stop asks) */
     if (exp && c->kch_done < exp && since_stop < CL_ASM_CUPTI_WAIT_NS && since_stop < CHILD_WAIT_NS) return;
@@ -497,7 +497,7 @@ static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
       /* KernelCh starts when the GPU reaches the work, which can be long after the enqueue
        * (a long kernel ahead in the stream): wait for every channel, up to CHILD_WAIT_NS */
       if (since_stop < CHILD_WAIT_NS) return;
-    } else if (!exp && waited(read_to(a, now), last) < CL_ASM_GRACE_NS) return;
+    } else if (!exp && waited(seen, last) < CL_ASM_GRACE_NS) return;
   }
   if (finish_coll(a, c)) remove_ev(a, c);
 }
@@ -753,10 +753,11 @@ static void feed_stop(cl_asm *a, cl_ev *e, uint64_t ts) {
 /* A new event may be the parent that parked children were waiting for; or orphans expire. */
 static void adopt_orphans(cl_asm *a, cl_ev *parent, uint64_t now, int final) {
   uint32_t k = 0;
+  uint64_t seen = read_to(a, now);
   for (uint32_t i = 0; i < a->norph; i++) {
     cl_ev *o = a->orph[i];
     if (parent && o->parent == parent->id) finish_child(a, o, parent);
-    else if (!parent && (final || waited(read_to(a, now), o->stop) > ORPHAN_WAIT_NS)) finish_child(a, o, NULL);
+    else if (!parent && (final || waited(seen, o->stop) > ORPHAN_WAIT_NS)) finish_child(a, o, NULL);
     else a->orph[k++] = o;
   }
   a->norph = k;

@@ -26,13 +26,11 @@ static int g_sig;                           /* the signal installed (0: none) */
 static int g_dumps;
 static uint64_t g_last_signal, g_last_late, g_last_hang_check, g_hang_id;
 static uint64_t g_sig_since;   /* a signal taken, its dump waiting for the records before it */
-/* What the signal's dump waits for: each ring's head when the signal was taken, then staging's
- * count of slots handed in once the rings were read past those heads. Records the plugin lost
- * (a full ring, a thread without one, an unreadable spill) never come: they are counted from
- * the previous signal dump on, and a dump that lacks any says so. */
-static cl_rings_mark g_mark;
-static uint64_t g_stage_target;
-static int g_stage_target_set;
+/* What the signal's dump waits for: the records committed before the signal, until they are
+ * read into the window (cl_read_mark_unread). Records the plugin lost (a full ring, a thread
+ * without one, an unreadable spill) never come: they are counted from the previous signal dump
+ * on, and a dump that lacks any says so. */
+static cl_read_mark g_mark;
 static uint64_t g_lost_at_mark, g_lost_base, g_stage_lost_base;
 
 static uint64_t events_lost(void) {
@@ -112,24 +110,6 @@ static void dump(const char *trigger, const char *why, uint64_t now) {
                 (unsigned long long)s.evicted_age, (unsigned long long)s.evicted_room);
 }
 
-/* Slots of the signal's records not yet read into the window: still in a ring, or in staging
- * (memory, spill file, or a chunk the drain is writing). Both 0: every record committed before
- * the signal has been fed. Counting, not "staging looked empty": a chunk in the drain's hands
- * while it is written to the spill file is in neither the queue nor the fill buffer. */
-static void signal_unread(const cl_stage *stage, uint64_t *ring_slots, uint64_t *staged_slots) {
-  *ring_slots = cl_rings_behind(&g_mark);
-  *staged_slots = 0;
-  if (!stage) return;
-  uint64_t in, out;
-  cl_stage_counts(stage, &in, &out);
-  if (!*ring_slots && !g_stage_target_set) {   /* read after the tails: includes every copy before them */
-    g_stage_target = in;
-    g_stage_target_set = 1;
-  }
-  uint64_t want = g_stage_target_set ? g_stage_target : in;
-  *staged_slots = want > out ? want - out : 0;
-}
-
 static void signal_dump(uint64_t now, const cl_stage *stage, uint64_t ring_slots, uint64_t staged_slots) {
   uint64_t lost = g_lost_at_mark - g_lost_base, slost = stage_lost(stage) - g_stage_lost_base;
   int caught_up = !ring_slots && !staged_slots && !lost && !slost;
@@ -154,12 +134,12 @@ void cl_flight_tick(uint64_t now, int caught_up, const cl_stage *stage) {
   if (!g_ring) return;
   char why[512];
   /* A signal is dumped once every record committed before it has been fed to the window
-   * (signal_unread), or SIGNAL_WAIT_NS later under a backlog that does not clear, saying
+   * (cl_read_mark_unread), or SIGNAL_WAIT_NS later under a backlog that does not clear, saying
    * what was still missing. Only the signal's records are waited for: on a busy job the
    * rings are never all empty at once. */
   if (g_sig_since) {
     uint64_t ring_slots, staged_slots;
-    signal_unread(stage, &ring_slots, &staged_slots);
+    cl_read_mark_unread(&g_mark, stage, &ring_slots, &staged_slots);
     if ((!ring_slots && !staged_slots) || now - g_sig_since > SIGNAL_WAIT_NS) {
       if (g_last_signal && now - g_last_signal < SIGNAL_GAP_NS)
         cl_log_once("flight-coalesced", CL_LOG_INFO, "flight recorder: a signal within %.0f s of the last signal dump "
@@ -171,8 +151,7 @@ void cl_flight_tick(uint64_t now, int caught_up, const cl_stage *stage) {
   }
   if (atomic_exchange(&g_sig_asked, 0) && !g_sig_since) {
     g_sig_since = now ? now : 1;
-    cl_rings_mark_now(&g_mark);
-    g_stage_target_set = 0;
+    cl_read_mark_now(&g_mark);
     g_lost_at_mark = events_lost();
   }
   cl_watch_late late;
@@ -207,6 +186,6 @@ void cl_flight_after_fork_child(void) {
   atomic_store(&g_sig_asked, 0);
   g_dumps = 0;
   g_last_signal = g_last_late = g_last_hang_check = g_hang_id = g_sig_since = 0;
-  g_stage_target_set = 0;
+  g_mark.target_set = 0;
   g_lost_at_mark = g_lost_base = g_stage_lost_base = 0;
 }

@@ -106,28 +106,21 @@ static void gate_launch_events(const cl_format_deps *d, uint64_t now) {
                         (d->gj && cl_cupti_wants_launches(now, LAUNCH_LEAD_NS)));
 }
 
-/* How far the rings have been read (cl_asm_read_until): their heads marked at `t`; passed once
- * their tails are past the mark and staging has handed out everything it held by then (its count
- * read after the tails: it includes every copy made before them; flight.c reads a signal's the
- * same way). Then a new mark. */
-static struct { cl_rings_mark m; uint64_t t, stage_in; int marked, tails_past; } g_read;
+/* How far the rings have been read (cl_asm_read_until): the records committed before `t`, once
+ * all of them were handed to the assembler (this thread is staging's consumer: handed is fed),
+ * as the flight recorder waits for a signal's. Then a new mark. */
+static struct { cl_read_mark m; uint64_t t; int marked; } g_read;
 static void note_read(const cl_format_deps *d) {
-  uint64_t in, out;
   if (!d->stage) return;
   if (g_read.marked) {
-    if (!g_read.tails_past) {
-      if (cl_rings_behind(&g_read.m)) return;
-      cl_stage_counts(d->stage, &g_read.stage_in, &out);
-      g_read.tails_past = 1;
-    }
-    cl_stage_counts(d->stage, &in, &out);
-    if (out < g_read.stage_in) return;
+    uint64_t ring_slots, staged_slots;
+    cl_read_mark_unread(&g_read.m, d->stage, &ring_slots, &staged_slots);
+    if (ring_slots || staged_slots) return;
     cl_asm_read_until(d->asm_, g_read.t);
   }
   g_read.t = cl_now();   /* before the mark: a record committed before it is behind the mark */
-  cl_rings_mark_now(&g_read.m);
+  cl_read_mark_now(&g_read.m);
   g_read.marked = 1;
-  g_read.tails_past = 0;
 }
 
 static void *format_main(void *arg) {

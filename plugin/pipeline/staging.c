@@ -306,3 +306,21 @@ int cl_stage_empty(const cl_stage *s) {
   return in == out;
 }
 uint64_t cl_stage_dropped(const cl_stage *s) { return locked_read(s, &s->dropped); }
+
+void cl_read_mark_now(cl_read_mark *m) {
+  cl_rings_mark_now(&m->rings);
+  m->target_set = 0;
+}
+void cl_read_mark_unread(cl_read_mark *m, const cl_stage *st, uint64_t *ring_slots, uint64_t *staged_slots) {
+  *ring_slots = cl_rings_behind(&m->rings);
+  *staged_slots = 0;
+  if (!st) return;
+  uint64_t in, out;
+  cl_stage_counts(st, &in, &out);
+  if (!*ring_slots && !m->target_set) {   /* read after the tails: includes every copy before them */
+    m->stage_target = in;
+    m->target_set = 1;
+  }
+  uint64_t want = m->target_set ? m->stage_target : in;
+  *staged_slots = want > out ? want - out : 0;
+}

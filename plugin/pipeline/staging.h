@@ -7,6 +7,7 @@
 #ifndef COMMLENS_STAGING_H
 #define COMMLENS_STAGING_H
 #include "commlens/event.h"
+#include "plugin/capture/ring.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,17 @@ size_t cl_stage_take(cl_stage *s, size_t max, cl_stage_sink fn, void *arg);
 void cl_stage_counts(const cl_stage *s, uint64_t *in, uint64_t *out);
 /* in == out: nothing staged, nor on its way (NULL: empty). Any thread. */
 int cl_stage_empty(const cl_stage *s);
+/* The records committed to the rings before a moment, to tell when all of them have been read:
+ * each ring's head then, and staging's count of slots handed in once the rings' tails were past
+ * those heads (read after the tails, it includes every copy made before them). */
+typedef struct { cl_rings_mark rings; uint64_t stage_target; int target_set; } cl_read_mark;
+void cl_read_mark_now(cl_read_mark *m);
+/* Slots of the mark's records not yet taken out of staging `st` (NULL: no staging): still in a
+ * ring (*ring_slots), or in staging (*staged_slots: memory, spill file, or a chunk the drain is
+ * writing). Both 0: every record committed before the mark has been handed to staging's
+ * consumer. Counting, not "staging looked empty": a chunk in the drain's hands while it is
+ * written to the spill file is in neither the queue nor the fill buffer. */
+void cl_read_mark_unread(cl_read_mark *m, const cl_stage *st, uint64_t *ring_slots, uint64_t *staged_slots);
 uint64_t cl_stage_spilled(const cl_stage *s);   /* slots that went through the file */
 uint64_t cl_stage_dropped(const cl_stage *s);   /* slots lost (spill failed) */
 /* The spill file's descriptor (-1: none yet) and the bytes written to it so far: for tests
