@@ -125,6 +125,11 @@ static int p_cupti(const char *v) {
   cl_cfg.cupti = on ? CL_CUPTI_KERNELS : CL_CUPTI_OFF;
   return 0;
 }
+static int p_channels(const char *v) {
+  if (!strcasecmp(v, "all")) { cl_cfg.channels = CL_CHANNELS_ALL; return 0; }
+  if (!strcasecmp(v, "sampled")) { cl_cfg.channels = CL_CHANNELS_SAMPLED; return 0; }
+  return -1;
+}
 /* W:P seconds (decimals allowed, at most 3), 0 < W < P <= 3600 */
 static int p_cupti_sample(const char *v) {
   char *e;
@@ -310,6 +315,12 @@ static const cl_var g_vars[] = {
    "with COMMLENS_CUPTI=sampled: CUPTI records kernels for W seconds in every P (W:P), the "
    "first window from the start until W after the first collective (P at most); exposure of collectives outside the windows is estimated "
    "from those inside", "W:P seconds, 0.05 <= W < P <= 3600", p_cupti_sample},
+  {"COMMLENS_CHANNELS", "sampled",
+   "which channels of a collective NCCL's kernel-channel timers time: sampled (where only a digest is "
+   "written, between COMMLENS_CUPTI=sampled's windows, the first channel of each collective to start on "
+   "the GPU: its GPU span is that channel's, and the channel verdict rests on the windows; every channel "
+   "elsewhere) or all (every channel of every collective: costs NCCL's threads and the writer about a "
+   "third more per collective, see README)", "sampled or all", p_channels},
   {"COMMLENS_CUPTI_CLOCK", "callback",
    "how CUPTI's timestamps reach the plugin's clock: callback (CUPTI calls the plugin's clock "
    "for its timestamps) or offset (CUPTI's own clock, shifted by an offset measured once a "
@@ -374,6 +385,7 @@ static void set_defaults(void) {
   cl_cfg.exit_wait_ms = 30000;
   cl_cfg.summary = CL_SUMMARY_PRINT;
   cl_cfg.cupti = CL_CUPTI_SAMPLED;
+  cl_cfg.channels = CL_CHANNELS_SAMPLED;
   cl_cfg.sample_on_ns = 1000000000ull;
   cl_cfg.sample_period_ns = 30000000000ull;
   cl_cfg.rank = -1;

@@ -27,6 +27,11 @@ typedef enum { CL_FLIGHT_SIGUSR2 = 0, CL_FLIGHT_SIGUSR1, CL_FLIGHT_SIGNAL_OFF } 
  * by its kernel-channel timers (KernelCh) everywhere; exposure outside the windows estimated. */
 typedef enum { CL_CUPTI_OFF = 0, CL_CUPTI_KERNELS = 1, CL_CUPTI_FULL = 2, CL_CUPTI_SAMPLED = 3 } cl_cupti_level;
 
+/* COMMLENS_CHANNELS: which of a collective's channels NCCL's kernel-channel timers time.
+ * SAMPLED: where only a digest is written, between CUPTI's sampling windows, the first channel
+ * of each collective to start on the GPU (plugin/capture/hotpath.c); every channel elsewhere. */
+typedef enum { CL_CHANNELS_ALL = 0, CL_CHANNELS_SAMPLED = 1 } cl_channels_mode;
+
 /* COMMLENS_OUTPUT: which files each rank writes (bits). */
 #define CL_OUT_TRACE  1u   /* the Chrome-trace JSON */
 #define CL_OUT_DIGEST 2u   /* the per-collective digest (docs/digest.md) */
@@ -47,6 +52,7 @@ typedef struct {
   cl_summary_mode summary;
   int cupti;                 /* cl_cupti_level (COMMLENS_CUPTI) */
   uint64_t sample_on_ns, sample_period_ns;   /* COMMLENS_CUPTI_SAMPLE: window length, period */
+  int channels;              /* cl_channels_mode (COMMLENS_CHANNELS) */
   int cupti_clock_offset;    /* COMMLENS_CUPTI_CLOCK=offset: no timestamp callback (see cupti.c) */
   char record[1024];         /* record the ABI call stream to this file ("" = off) */
   char cupti_lib[1024];      /* libcupti to load ("" = search) */

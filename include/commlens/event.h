@@ -91,6 +91,10 @@ enum { CL_F_STOP_KCH_STATE = 1 << 2 };
  * reads of a KernelCh, is left out). A KernelCh is held back on its thread until it stops when
  * only a digest is written (plugin/capture/hotpath.c): 64 bytes where a start and a stop took 96. */
 enum { CL_F_SPAN = 1 << 3 };
+/* flag of a KernelCh's START record: the only channel of its collective recorded (gate.h
+ * cl_kch_first), so the collective's GPU span is this channel's; its other channels were not
+ * asked for. */
+enum { CL_F_KCH_FIRST = 1 << 4 };
 
 typedef struct {
   uint8_t kind;      /* cl_rec_kind */

@@ -12,6 +12,7 @@ _Atomic int cl_capturing = 1;
 _Atomic int cl_window_by_coll;
 _Atomic int cl_skip_launch_events;
 _Atomic int cl_digest_only;
+_Atomic int cl_kch_first;
 static _Atomic uint64_t g_colls;
 static win_state g_window_state;       /* time window; writer thread only */
 static _Atomic(int *) g_mask_ptr;      /* NCCL's process-global mask (NCCL reads it relaxed) */
@@ -37,6 +38,12 @@ void cl_gate_launch_events(int needed) {
   atomic_store_explicit(&cl_skip_launch_events, !needed, memory_order_relaxed);
 }
 
+void cl_gate_channels(int one) {
+  one = one && atomic_load_explicit(&cl_digest_only, memory_order_relaxed);
+  if (atomic_load_explicit(&cl_kch_first, memory_order_relaxed) == one) return;
+  atomic_store_explicit(&cl_kch_first, one, memory_order_relaxed);
+}
+
 void cl_gate_setup(int abi) {
   int windowed = cl_cfg.window != CL_WIN_NONE;
   atomic_store(&cl_window_by_coll, cl_cfg.window == CL_WIN_COLL);
@@ -44,6 +51,7 @@ void cl_gate_setup(int abi) {
   g_window_state = WIN_BEFORE;
   atomic_store(&g_colls, 0);
   atomic_store(&cl_skip_launch_events, 0);   /* the writer says when they can go */
+  atomic_store(&cl_kch_first, 0);            /* and when one channel is enough */
   atomic_store(&cl_digest_only, !(cl_cfg.output & CL_OUT_TRACE) && !cl_cfg.flight_s && abi >= 4);
 }
 

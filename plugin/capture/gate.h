@@ -24,6 +24,13 @@ extern _Atomic int cl_skip_launch_events;
  * names one as its parent) get a handle that records nothing, and a KernelCh travels as one
  * record written at its stop (hotpath.c). Set with the gate. */
 extern _Atomic int cl_digest_only;
+/* COMMLENS_CHANNELS=sampled, while only a digest is written and CUPTI is between two sampling
+ * windows: a KernelCh is recorded only for the first channel of its collective that NCCL's
+ * proxy thread sees start; the others get no handle (hotpath.c), and the recorded one says so
+ * (CL_F_KCH_FIRST). Inside the windows every channel is recorded, so the error of the one
+ * channel's span is measured there (plugin/pipeline/assemble.c). Set by the writer
+ * (cl_gate_channels). */
+extern _Atomic int cl_kch_first;
 
 /* Hot path, only while cl_window_by_coll: counts collectives, opens and closes the window;
  * 1 if an event of type `etype` is inside it. */
@@ -38,6 +45,9 @@ void cl_gate_attach_mask(int *mask);
 void cl_window_tick(uint64_t since_start_ns);
 /* Writer: whether the API and KernelLaunch events are needed now (see cl_skip_launch_events). */
 void cl_gate_launch_events(int needed);
+/* Writer: whether one channel of each collective is enough now (cl_kch_first); no effect
+ * unless only a digest is written. */
+void cl_gate_channels(int one);
 /* Stops profiling for the rest of the process: nothing more is recorded and NCCL is asked
  * for no events (when output cannot be written, or the writer cannot start). */
 void cl_disable(void);

@@ -50,14 +50,14 @@ static cl_ring *free_ring(int n, uint64_t cap) {
   return NULL;
 }
 
-/* A ring's table of held-back KernelCh, empty (allocated at its first claim, 4 KiB, inside the
- * budget; without room or memory none is held back). The caller owns the ring's producer side
+/* A ring's table of held-back KernelCh and of collectives timed lately, empty (allocated at its
+ * first claim, 3.5 KiB, inside the budget; without room or memory none is held back). The caller owns the ring's producer side
  * and holds g_ring_mu. */
 static void kch_table(cl_ring *r) {
-  size_t bytes = CL_KCH_OPEN * sizeof *r->kch;
+  size_t bytes = CL_KCH_OPEN * sizeof *r->kch + CL_KCH_TIMED * sizeof(uint64_t);   /* cl_ring_kch_timed */
   if (r->kch) { memset(r->kch, 0, bytes); return; }
   if (g_bytes + bytes > rings_budget()) return;
-  if ((r->kch = calloc(CL_KCH_OPEN, sizeof *r->kch))) g_bytes += bytes;
+  if ((r->kch = calloc(1, bytes))) g_bytes += bytes;
 }
 
 cl_ring *cl_ring_claim(void) {
@@ -330,6 +330,7 @@ void cl_rings_totals(cl_ring_totals *t) {
     t->dropped_children += atomic_load_explicit(&cl_rings[i].dropped_children, memory_order_relaxed);
     t->calls += atomic_load_explicit(&cl_rings[i].calls, memory_order_relaxed);
     t->skipped += atomic_load_explicit(&cl_rings[i].skipped, memory_order_relaxed);
+    t->kch_untimed += atomic_load_explicit(&cl_rings[i].kch_untimed, memory_order_relaxed);
     t->sampled_ns += atomic_load_explicit(&cl_rings[i].sampled_ns, memory_order_relaxed);
     t->nsampled += atomic_load_explicit(&cl_rings[i].nsampled, memory_order_relaxed);
     for (int b = 0; b < CL_SAMPLE_BUCKETS; b++)

@@ -10,6 +10,7 @@
 #ifndef COMMLENS_RING_H
 #define COMMLENS_RING_H
 #include "commlens/event.h"
+#include "common/loghist.h"
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,21 +23,11 @@
 
 enum { CL_RING_FREE = 0, CL_RING_LIVE = 1, CL_RING_DEAD = 2 };
 
-/* Timed calls are also counted by duration, four buckets an octave (bucket b holds
- * [cl_sample_floor(b), cl_sample_floor(b + 1)) ns; the last, everything longer), so the writer
- * can give a median beside the mean: the mean also counts the calls the OS interrupted. */
+/* Timed calls are also counted by duration (common/loghist.h: four buckets an octave), so the
+ * writer can give a median beside the mean: the mean also counts the calls the OS interrupted. */
 #define CL_SAMPLE_BUCKETS 64
-static inline unsigned cl_sample_bucket(uint64_t ns) {
-  if (ns < 4) return (unsigned)ns;
-  unsigned o = 63u - (unsigned)__builtin_clzll(ns);     /* ns in [2^o, 2^(o+1)) */
-  unsigned b = 4 * (o - 1) + (unsigned)((ns >> (o - 2)) & 3);
-  return b < CL_SAMPLE_BUCKETS ? b : CL_SAMPLE_BUCKETS - 1;
-}
-static inline uint64_t cl_sample_floor(unsigned b) {
-  if (b < 4) return b;
-  unsigned o = b / 4 + 1, sub = b % 4;
-  return (uint64_t)(4 + sub) << (o - 2);
-}
+static inline unsigned cl_sample_bucket(uint64_t ns) { return cl_loghist_bucket(ns, CL_SAMPLE_BUCKETS); }
+static inline uint64_t cl_sample_floor(unsigned b) { return cl_loghist_floor(b); }
 
 /* A KernelCh held back by its thread until its stop, to go out as one record (hotpath.c; gate.h
  * cl_digest_only): its START record's fields and its payload's (cl_kernel_ch and the rank). */
@@ -49,6 +40,15 @@ typedef struct cl_kch_open {
   uint8_t flags, channel;
 } cl_kch_open;
 
+/* After the held-back table, in the same allocation: the collectives (parent ids) whose channel
+ * this thread recorded lately, by cl_kch_timed_slot, while one channel a collective is enough
+ * (gate.h cl_kch_first). A collective's channels start one after another on NCCL's proxy
+ * thread, interleaved with a few others' at most. */
+#define CL_KCH_TIMED 64
+static inline unsigned cl_kch_timed_slot(uint64_t parent) {
+  return (unsigned)((parent ^ (parent >> CL_ID_SEQ_BITS)) & (CL_KCH_TIMED - 1));
+}
+
 typedef struct cl_ring {
   /* producer's cache line */
   _Alignas(64) _Atomic uint64_t head;   /* slots written and committed */
@@ -60,6 +60,8 @@ typedef struct cl_ring {
   _Atomic uint64_t calls;               /* hot-path calls, for the overhead figure */
   _Atomic uint64_t skipped;             /* API and KernelLaunch events answered with no handle
                                            (gate.h cl_skip_launch_events; producer-only) */
+  _Atomic uint64_t kch_untimed;         /* KernelCh not asked for: their collective had a channel
+                                           recorded (gate.h cl_kch_first; producer-only) */
   _Atomic uint64_t sampled_ns, nsampled;/* timed calls (1 in CL_SAMPLE_EVERY) */
   struct cl_ring *_Atomic next;         /* a larger ring the drain prepared: move at next event */
   uint64_t kst_id, kst_ts, kst_arg;     /* a KernelChStop state waiting for its stop (hotpath.c);
@@ -118,7 +120,7 @@ void cl_rings_mark_now(cl_rings_mark *m);
  * handed to the drain's sink, whose copy happened before its ring's tail moved). Any thread. */
 uint64_t cl_rings_behind(const cl_rings_mark *m);
 /* Counters of every ring together (relaxed reads; any thread). */
-typedef struct { uint64_t dropped, dropped_children, unclaimed, calls, skipped, sampled_ns, nsampled, hist[CL_SAMPLE_BUCKETS]; } cl_ring_totals;
+typedef struct { uint64_t dropped, dropped_children, unclaimed, calls, skipped, kch_untimed, sampled_ns, nsampled, hist[CL_SAMPLE_BUCKETS]; } cl_ring_totals;
 /* The median timed call from t->hist (the middle of its bucket), 0 if none. */
 uint64_t cl_rings_median_ns(const cl_ring_totals *t);
 void cl_rings_totals(cl_ring_totals *t);
@@ -172,6 +174,8 @@ static inline void cl_ring_put1(cl_ring *r, uint64_t id, unsigned kind, unsigned
  * KernelCh's start written before its stop, with no time to take) stays a call in the hot
  * path's inlined copies of it. */
 uint64_t cl_ring_now(void);
+/* Producer: the ring's table of collectives timed lately (CL_KCH_TIMED entries; r->kch set). */
+static inline uint64_t *cl_ring_kch_timed(cl_ring *r) { return (uint64_t *)(void *)(r->kch + CL_KCH_OPEN); }
 /* Producer: the held-back KernelCh with id `id`, or NULL. */
 static inline cl_kch_open *cl_ring_kch_find(cl_ring *r, uint64_t id) {
   if (!r->kch || !id) return NULL;       /* 0 marks a free entry */

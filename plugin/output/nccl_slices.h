@@ -29,6 +29,8 @@ typedef struct cl_ev {
   /* ---- the assembler's ---- */
   uint32_t open_children, kch_done, nchild;
   uint64_t gmin, gmax, pmin, pmax, last_child;
+  uint64_t gsmax, gtmin;              /* Coll/P2p: its channels' latest start and earliest end */
+  int kch_first;                      /* Coll/P2p: one channel recorded (CL_F_KCH_FIRST) */
   int registered;
   int untabled;                       /* not in the table of open events (a span: one record) */
   uint32_t enq_tid;                   /* the enqueue slice's track, for the GPU span's flow */

@@ -19,6 +19,8 @@
 
 typedef struct { const char *func; uint64_t seq, comm, exposed, dur; } cl_top;
 
+#define CL_SPREAD_BUCKETS 96   /* up to 2^25 ns (33 ms); longer in the last */
+
 typedef struct cl_part {
   int index;                /* 0.. in creation order */
   int dev;                  /* CUDA device, -1 unknown */
@@ -35,6 +37,10 @@ typedef struct cl_part {
   uint64_t est_comm_ns, est_expo_ns;   /* their GPU time and estimated exposed time (sums) */
   uint64_t colls_expo_unknown;   /* ... of them before any was measured: exposure not known, not in est_expo_ns */
   uint64_t est_check_n, est_check_pred_ns, est_check_meas_ns;   /* estimate vs measured, in windows */
+  uint64_t colls_one_ch;    /* ... GPU-timed on one channel (COMMLENS_CHANNELS=sampled, between windows) */
+  /* collectives with every channel timed, by how far one channel's span can be from theirs: the
+   * larger of latest start - earliest start and latest end - earliest end (common/loghist.h) */
+  uint32_t ch_spread_hist[CL_SPREAD_BUCKETS];
   cl_top top[CL_NTOP];      /* most exposed first */
   cl_prom_comms prom;       /* per communicator, for COMMLENS_PROM */
   /* ---- the writer's ---- */

@@ -6,6 +6,7 @@
 #include "plugin/pipeline/assemble.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/loghist.h"
 #include "common/digest_codec.h"
 #include "common/grow.h"
 #include "common/hash.h"
@@ -226,6 +227,11 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
       cl_prom_comms_add(&p->prom, cc ? cc->info.d.hash : 0, bytes, src != NULL, src ? e - s : 0,
                         src && s > c->start ? s - c->start : 0);
     if (p->dg) digest_coll(a, p, c, s, e, src, exposed_ns, est, bytes);
+    if (c->kch_first && src && c->gmax > c->gmin && s == c->gmin && e == c->gmax) p->colls_one_ch++;
+    else if (c->kch_done >= 2 && c->gtmin && c->gmax >= c->gtmin && c->gsmax >= c->gmin) {
+      uint64_t ds = c->gsmax - c->gmin, de = c->gmax - c->gtmin;
+      p->ch_spread_hist[cl_loghist_bucket(ds > de ? ds : de, CL_SPREAD_BUCKETS)]++;
+    }
     if (est) {
       p->colls_expo_est++;
       if (src && e > s) p->est_comm_ns += e - s;
@@ -272,7 +278,7 @@ static void kch_stop_timer(const cl_ev *e, uint64_t *pt, uint64_t *obs) {
  * counted in the digest; `ph` its v7 phases (NULL: none); `cc` the communicator `comm` (comm_of).
  * Returns whether implausible. */
 static int kch_fold(cl_asm *a, comm_cache *cc, uint32_t comm, unsigned channel, uint64_t pt0, uint64_t obs0,
-                    uint64_t pt1, uint64_t obs1, const cl_ev *ph, cl_ev *parent, uint64_t *s_, uint64_t *t_) {
+                    uint64_t pt1, uint64_t obs1, const cl_ev *ph, cl_ev *parent, int first, uint64_t *s_, uint64_t *t_) {
   cl_gpu_clock *o = clock_cc(a, cc);
   uint64_t s = cl_gpu_clock_to_host(o, pt0, obs0);
   uint64_t t = pt1 ? cl_gpu_clock_to_host(o, pt1, obs1) : 0;
@@ -280,14 +286,17 @@ static int kch_fold(cl_asm *a, comm_cache *cc, uint32_t comm, unsigned channel, 
   if (implausible) { s = obs0; t = obs1; a->stats.implausible_gpu++; }
   if (parent && !implausible) {
     if (!parent->gmin || s < parent->gmin) parent->gmin = s;
-    if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = (int)channel; }
+    /* one channel of the collective (CL_F_KCH_FIRST): which finished last is not known */
+    if (t > parent->gmax) { parent->gmax = t; parent->tail_ch = first ? -1 : (int)channel; }
+    if (s > parent->gsmax) parent->gsmax = s;
+    if (!parent->gtmin || t < parent->gtmin) parent->gtmin = t;
     int any = 0;
     for (int i = 0; ph && i < 3; i++)   /* per phase, the channel that spent longest in it */
       if (ph->ph_t[i]) { any = 1; if (ph->ph_t[i] - ph->ph_s[i] > parent->ph_ns[i]) parent->ph_ns[i] = ph->ph_t[i] - ph->ph_s[i]; }
     parent->ph_n += any;
   }
   cl_part *p = part_cc(a, cc, comm);
-  if (p && p->dg && !implausible) {
+  if (p && p->dg && !implausible && !first) {   /* a channel's place among its collective's */
     cl_digest_chan(p->dg, cc ? cc->info.d.hash : 0, (int)channel, t - s,
                    parent && parent->etype == CL_EV_COLL ? (int64_t)parent->p.coll.seq : -1);
   }
@@ -300,8 +309,10 @@ static int kch_fold(cl_asm *a, comm_cache *cc, uint32_t comm, unsigned channel, 
 static void kch_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
   uint64_t stop_pt, stop_obs, s, t;
   kch_stop_timer(e, &stop_pt, &stop_obs);
+  int first = (e->flags & CL_F_KCH_FIRST) != 0;
+  if (parent && first) parent->kch_first = 1;
   int implausible = kch_fold(a, comm_of(a, e->comm), e->comm, e->p.kernel_ch.channel, e->p.kernel_ch.ptimer,
-                             e->start, stop_pt, stop_obs, e, parent, &s, &t);
+                             e->start, stop_pt, stop_obs, e, parent, first, &s, &t);
   const cl_draw *d = draw_for(a, e->comm);
   if (d) cl_draw_kernel_ch(d, e, parent, s, t, stop_pt, implausible);
 }
@@ -477,6 +488,7 @@ static void on_exposed(void *arg, const cl_expo_result *r) {
 static int coll_like(const cl_ev *e) { return e->etype == CL_EV_COLL || e->etype == CL_EV_P2P; }
 static unsigned expected_kch(const cl_ev *c) {
   if (!(cl_cfg.mask & (1u << CL_EV_KERNEL_CH))) return 0;
+  if (c->kch_first) return 1;   /* its other channels were not asked for */
   return c->etype == CL_EV_COLL ? c->p.coll.nchannels : c->p.p2p.nchannels;
 }
 static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
@@ -614,6 +626,8 @@ static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   if (e->etype == CL_EV_CE_COLL) ce_as_coll(e);
   e->open_children = e->kch_done = e->nchild = 0;
   e->gmin = e->gmax = e->pmin = e->pmax = e->last_child = e->bytes = 0;
+  e->gsmax = e->gtmin = 0;
+  e->kch_first = 0;
   e->tail_ch = -1;
   memset(e->ph_s, 0, sizeof e->ph_s); memset(e->ph_t, 0, sizeof e->ph_t); memset(e->ph_ns, 0, sizeof e->ph_ns);
   e->ph_n = 0;
@@ -795,7 +809,9 @@ static int span_fast(cl_asm *a, const cl_rec *h, const cl_kch_tail *t) {
   cl_gpu_clock_sample(o, pt1, obs1);
   a->stats.starts++;
   a->stats.spans_folded++;
-  kch_fold(a, cc, h->aux, t->channel, t->ptimer, h->ts, pt1, obs1, NULL, parent, &s, &tt);
+  int first = (h->flags & CL_F_KCH_FIRST) != 0;
+  if (first) parent->kch_first = 1;
+  kch_fold(a, cc, h->aux, t->channel, t->ptimer, h->ts, pt1, obs1, NULL, parent, first, &s, &tt);
   parent->nchild++;
   parent->kch_done++;
   parent->last_child = stop_ts;

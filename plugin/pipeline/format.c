@@ -102,8 +102,12 @@ static void track_cupti(cl_format_deps *d, uint64_t now) {
  * had it is armed at a poll too, and they are on all the while another tool has it. */
 #define LAUNCH_LEAD_NS (2 * CUPTI_POLL_NS)
 static void gate_launch_events(const cl_format_deps *d, uint64_t now) {
-  cl_gate_launch_events((cl_cfg.output & CL_OUT_TRACE) || cl_cfg.flight_s ||
-                        (d->gj && cl_cupti_wants_launches(now, LAUNCH_LEAD_NS)));
+  int needed = (cl_cfg.output & CL_OUT_TRACE) || cl_cfg.flight_s ||
+               (d->gj && cl_cupti_wants_launches(now, LAUNCH_LEAD_NS));
+  cl_gate_launch_events(needed);
+  /* one channel a collective between the windows: every channel inside them, where the one
+   * channel's error is measured, and without CUPTI (no windows to measure it in) */
+  cl_gate_channels(!needed && d->gj && cl_cfg.cupti == CL_CUPTI_SAMPLED && cl_cfg.channels == CL_CHANNELS_SAMPLED);
 }
 
 /* How far the rings have been read (cl_asm_read_until): the records committed before `t`, once

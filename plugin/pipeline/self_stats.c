@@ -4,6 +4,7 @@
 #include "plugin/pipeline/self_stats.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/loghist.h"
 #include "plugin/capture/ring.h"
 #include "plugin/gpu/cupti.h"
 #include "plugin/output/identity.h"
@@ -16,7 +17,7 @@ double cl_stats_overhead_pct(const cl_run_stats *s) {
 
 /* The tail: closes traceEvents and writes commlensStats; the three JSON texts go as they are. */
 static void write_tail(cl_sb *b, int as_tail, const cl_run_stats *s, int final, const char *gpu_offsets,
-                       const char *cupti, const char *exposure, uint64_t digest_lost) {
+                       const char *cupti, const char *exposure, const char *channels, uint64_t digest_lost) {
   sb_reset(b);
   if (as_tail) sb_puts(b, "\n],\"commlensStats\":");
   sb_printf(b, "{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
@@ -38,6 +39,8 @@ static void write_tail(cl_sb *b, int as_tail, const cl_run_stats *s, int final, 
   sb_puts(b, cupti);
   sb_puts(b, ",\"exposure\":");
   sb_puts(b, exposure);
+  sb_puts(b, ",\"channels\":");
+  sb_puts(b, channels);
   sb_printf(b, ",\"digest_lost\":%llu", (unsigned long long)digest_lost);
   sb_puts(b, as_tail ? "}}\n" : "}");
 }
@@ -70,6 +73,7 @@ void cl_stats_gather(cl_run_stats *s, const cl_format_deps *run, const cl_part *
   s->cupti_rejected = as.cupti_rejected;
   s->calls = rt.calls;
   s->launch_events_skipped = rt.skipped;
+  s->kch_untimed = rt.kch_untimed;
   s->per_call_ns = rt.nsampled ? rt.sampled_ns / rt.nsampled : 0;
   s->per_call_median_ns = cl_rings_median_ns(&rt);
   s->elapsed_ns = cl_now() - cl_proc.start_ns;
@@ -94,12 +98,28 @@ static void stats_text(cl_sb *tail, int as_tail, const cl_format_deps *run, cl_p
                            : (cl_cfg.cupti ? cs.status : "off (COMMLENS_CUPTI=off)"));
   sb_puts(&cupti, "}");
   cl_asm_exposure_json(run->asm_, p, &expo);
+  cl_sb ch = {0};
+  uint64_t spread_n = 0;
+  for (unsigned b = 0; b < CL_SPREAD_BUCKETS; b++) spread_n += p->ch_spread_hist[b];
+  sb_printf(&ch, "{\"mode\":\"%s\",\"one_channel\":%llu,\"not_asked\":%llu,\"spread_n\":%llu,"
+            "\"spread_p50_ns\":%llu,\"spread_p95_ns\":%llu}",
+            cl_cfg.channels == CL_CHANNELS_SAMPLED ? "sampled" : "all", (unsigned long long)p->colls_one_ch,
+            (unsigned long long)s.kch_untimed, (unsigned long long)spread_n,
+            (unsigned long long)cl_loghist_quantile(p->ch_spread_hist, CL_SPREAD_BUCKETS, 0.5),
+            (unsigned long long)cl_loghist_quantile(p->ch_spread_hist, CL_SPREAD_BUCKETS, 0.95));
   write_tail(tail, as_tail, &s, final, offsets.p ? offsets.p : "[]", cupti.p ? cupti.p : "null",
-             expo.p ? expo.p : "null", cl_digest_lost(p->dg));
-  sb_free(&offsets); sb_free(&cupti); sb_free(&expo);
+             expo.p ? expo.p : "null", ch.p ? ch.p : "null", cl_digest_lost(p->dg));
+  sb_free(&offsets); sb_free(&cupti); sb_free(&expo); sb_free(&ch);
 }
 void cl_stats_tail(cl_sb *tail, const cl_format_deps *run, cl_part *p, int final) { stats_text(tail, 1, run, p, final); }
 void cl_stats_object(cl_sb *b, const cl_format_deps *run, cl_part *p, int final) { stats_text(b, 0, run, p, final); }
+
+/* A quantile of the channel spreads in microseconds, 1 at least (the buckets below are finer than
+ * the line shows). */
+static double spread_us(const uint32_t *h, double q) {
+  uint64_t ns = cl_loghist_quantile(h, CL_SPREAD_BUCKETS, q);
+  return ns < 1000 ? 1.0 : (double)ns / 1e3;
+}
 
 /* The summary's line on GPU timing: how many collectives got a GPU span, from what, and the
  * exposure, or why there is none. */
@@ -137,6 +157,20 @@ void cl_stats_gpu_line(const cl_format_deps *run, cl_part *p, const cl_run_stats
     if (p->colls_expo_unknown && p->colls_expo_unknown < p->colls_expo_est && used < n)
       snprintf(out + used, n - used, ", not known for %llu of them (before the first measured one)",
                (unsigned long long)p->colls_expo_unknown);
+    used = strlen(out);
+  }
+  if (p->colls_one_ch && used < n) {   /* COMMLENS_CHANNELS=sampled: how far one channel can be off */
+    uint64_t m = 0;
+    for (unsigned b = 0; b < CL_SPREAD_BUCKETS; b++) m += p->ch_spread_hist[b];
+    snprintf(out + used, n - used, "; %llu collectives GPU-timed on one channel between the windows (COMMLENS_CHANNELS=sampled)",
+             (unsigned long long)p->colls_one_ch);
+    used = strlen(out);
+    if (m && used < n)
+      snprintf(out + used, n - used, ", their spans off by at most the spread of a collective's channels, measured "
+               "in the windows over %llu collectives: median under %.1f us, 95th percentile under %.1f us",
+               (unsigned long long)m, spread_us(p->ch_spread_hist, 0.5), spread_us(p->ch_spread_hist, 0.95));
+    else if (used < n)
+      snprintf(out + used, n - used, ", their error not measured (no collective with every channel timed)");
     used = strlen(out);
   }
   if (s->colls_gpu_lost && used < n)   /* exposure above counts only what CUPTI timed */

@@ -16,6 +16,8 @@ typedef struct {
   uint64_t cupti_rejected;         /* CUPTI spans left for NCCL's own (assemble.h) */
   uint64_t launch_events_skipped;  /* API and KernelLaunch events answered with no handle while
                                       neither the trace nor CUPTI's join needed them (gate.h) */
+  uint64_t kch_untimed;            /* KernelCh not asked for: one channel a collective (gate.h
+                                      cl_kch_first) */
   unsigned process_gpus;    /* participants of this process (files it writes) */
 } cl_run_stats;
 

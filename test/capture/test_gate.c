@@ -2,7 +2,9 @@
  * ncclProfiler_v5 as NCCL drives it. NCCL's API events (GroupApi, CollApi, P2pApi) and
  * KernelLaunch feed only the trace and the CUPTI join: with a digest and CUPTI detached between
  * sampling windows (or off), they are not recorded (capture/gate.h), and every collective is
- * still counted and GPU-timed by its KernelCh; with a trace, or inside a window, they are. */
+ * still counted and GPU-timed by its KernelCh; with a trace, or inside a window, they are.
+ * Between the windows only the first channel of each collective is asked for
+ * (COMMLENS_CHANNELS=sampled); inside them, with a trace or the flight recorder, every one. */
 #include "tl.h"
 #include "harness.h"
 #include <string.h>
@@ -32,7 +34,7 @@ static void say_driven(uint64_t n) {
   FILE *f = fopen(path, "w");
   if (f) { fprintf(f, "%llu\n", (unsigned long long)n); fclose(f); }
 }
-static void check_counted(const char *dir, int timed) {
+static void check_counted(const char *dir, int timed, const char *also) {
   char path[600];
   snprintf(path, sizeof path, "%s/driven", dir);
   char *d = h_read_file(path, NULL);
@@ -49,6 +51,7 @@ static void check_counted(const char *dir, int timed) {
   int gn = gl ? (int)strcspn(gl, ";\n") : 0;
   CHECK(colls > 10 && text && strstr(text, want), "want \"%s\", the summary says \"%.*s\"; summary:\n%s", want, gn,
         gl ? gl : "", text ? text : "(unreadable)");
+  CHECK(!also || (text && strstr(text, also)), "want \"%s\" in the summary:\n%s", also ? also : "", text ? text : "(unreadable)");
   free(text);
   free(sums[0]);
 }
@@ -71,14 +74,18 @@ H_CHILD(sampled_digest) {
   uint64_t seq = 0;
   h_drive_coll(&p, ctx, NULL, seq++, &c);
   check_launch_answered(&c, &zero, 1, "in the first window");
+  CHECK(c.answered[B_KCH] == 2, "in the first window: KernelCh %ld answered (want both channels)", c.answered[B_KCH]);
   int took = drive_until_skipped(&p, ctx, &seq, &c, 20000);
   REQUIRE(took > 0, "API events still recorded 20 s after a 50 ms window");
   h_counts after = c;
   for (int i = 0; i < 10; i++) h_drive_coll(&p, ctx, NULL, seq++, &c);
   check_launch_answered(&c, &after, 0, "between windows");
-  CHECK(c.answered[B_COLL] - after.answered[B_COLL] == 10 && c.answered[B_KCH] - after.answered[B_KCH] == 20,
-        "between windows: Coll +%ld (want 10), KernelCh +%ld (want 20)", c.answered[B_COLL] - after.answered[B_COLL],
-        c.answered[B_KCH] - after.answered[B_KCH]);
+  /* COMMLENS_CHANNELS=sampled (the default): one of each collective's two channels */
+  const char *chm = getenv("COMMLENS_CHANNELS");
+  long want_k = chm && !strcmp(chm, "all") ? 20 : 10;
+  CHECK(c.answered[B_COLL] - after.answered[B_COLL] == 10 && c.answered[B_KCH] - after.answered[B_KCH] == want_k,
+        "between windows: Coll +%ld (want 10), KernelCh +%ld (want %ld)", c.answered[B_COLL] - after.answered[B_COLL],
+        c.answered[B_KCH] - after.answered[B_KCH], want_k);
   h_finalize(&p, ctx);
   h_close(&p);
   say_driven(seq);
@@ -93,6 +100,7 @@ H_CHILD(answered_all_along) {
   h_counts c = {0}, zero = {0};
   for (uint64_t seq = 0; seq < 25; seq++) { h_drive_coll(&p, ctx, NULL, seq, &c); usleep(20000); }   /* 0.5 s: past the window */
   check_launch_answered(&c, &zero, 25, getenv("COMMLENS_FLIGHT_S") ? "with the flight recorder" : "with a trace");
+  CHECK(c.answered[B_KCH] == 50, "KernelCh %ld answered (want every channel: 50)", c.answered[B_KCH]);
   h_finalize(&p, ctx);
   h_close(&p);
 }
@@ -112,7 +120,7 @@ H_CHILD(no_cupti_digest) {
   say_driven(seq);
 }
 
-static void run(const char *name, const char *cupti, const char *output, const char *more, int check) {
+static void run(const char *name, const char *cupti, const char *output, const char *more, int check, const char *also) {
   char lib[600], libkv[700], dir[256], kv[300], cu[64], out[64];
   h_fake_path(NULL, "libcommlens-fakecupti.so", lib, sizeof lib);
   REQUIRE(access(lib, R_OK) == 0, "no stand-in libcupti at %s (make builds it)", lib);
@@ -124,15 +132,22 @@ static void run(const char *name, const char *cupti, const char *output, const c
   int rc = h_spawn(name, (const char *const[]){kv, cu, out, libkv, "COMMLENS_CUPTI_SAMPLE=0.05:30",
                                                "COMMLENS_SUMMARY=file", more, NULL});
   CHECK(rc == 0, "child exited %d (dir %s)", rc, dir);
-  if (check >= 0) check_counted(dir, check);
+  if (check >= 0) check_counted(dir, check, also);
   if (!tl_cur_failed) h_rm_rf(dir);
 }
 
-TL_TEST(api_and_launch_events_skipped_between_sampling_windows) { run("sampled_digest", "sampled", "digest", NULL, 1); }
-TL_TEST(api_and_launch_events_kept_for_a_trace) { run("answered_all_along", "sampled", "both", NULL, -1); }
-TL_TEST(api_and_launch_events_kept_for_the_flight_recorder) {
-  run("answered_all_along", "sampled", "digest", "COMMLENS_FLIGHT_S=30", -1);   /* past its window too */
+/* between the windows, one channel a collective (COMMLENS_CHANNELS=sampled, the default): every
+ * collective still GPU-timed, those on one channel counted */
+TL_TEST(api_and_launch_events_skipped_between_sampling_windows) {
+  run("sampled_digest", "sampled", "digest", NULL, 1, " collectives GPU-timed on one channel between the windows");
 }
-TL_TEST(api_and_launch_events_skipped_without_cupti) { run("no_cupti_digest", "off", "digest", NULL, 0); }
+TL_TEST(every_channel_timed_with_channels_all) {
+  run("sampled_digest", "sampled", "digest", "COMMLENS_CHANNELS=all", 1, NULL);
+}
+TL_TEST(api_and_launch_events_kept_for_a_trace) { run("answered_all_along", "sampled", "both", NULL, -1, NULL); }
+TL_TEST(api_and_launch_events_kept_for_the_flight_recorder) {
+  run("answered_all_along", "sampled", "digest", "COMMLENS_FLIGHT_S=30", -1, NULL);   /* past its window too */
+}
+TL_TEST(api_and_launch_events_skipped_without_cupti) { run("no_cupti_digest", "off", "digest", NULL, 0, NULL); }
 
 H_MAIN("capture/gate")

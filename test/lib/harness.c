@@ -376,6 +376,7 @@ static void proxy_work(proxy_job *j) {
     for (int i = 0; i < nops; i++) h_stop(p, ops[i]);
   }
   for (int ch = 0; ch < nch && ch < 64 && want_k; ch++) {
+    if (!kch[ch]) continue;   /* as NCCL: no state or stop for a KernelCh answered with no handle */
     if (p->abi >= 4) {
       uint64_t stop = gpu_now(o);
       if (stop < kstart[ch] + (uint64_t)kns) stop = kstart[ch] + (uint64_t)kns;

@@ -3,6 +3,7 @@
  * threads, out of order), CUPTI records go to the GPU join, and the Chrome-trace body is read
  * back as JSON. Communicators are registered in the real registry (capture/contexts.c). */
 #include "tl.h"
+#include "common/loghist.h"
 #include "trace_read.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -495,6 +496,57 @@ static void digest_of(int spans, cl_dg_buf *out, uint64_t *starts, uint64_t *fol
   *folded = st.spans_folded;
   cl_part *p = cl_parts_of_dev(f.ps, -1);
   REQUIRE(p && p->dg && cl_digest_take(p->dg, out) == 0, "no digest");
+  fx_close(&f);
+}
+
+/* COMMLENS_CHANNELS=sampled between CUPTI's windows: a collective of three channels whose one
+ * recorded channel says so (CL_F_KCH_FIRST) is finished with that channel's span as soon as it
+ * is read, not after waiting for the two never asked for, and counted; one with all three
+ * channels measures how far one channel's span can be from the collective's (starts 1 us
+ * apart, ends 7 us apart: 14 us); neither has a tail channel it does not know. */
+TL_TEST(a_collective_timed_on_its_one_recorded_channel) {
+  fixture f;
+  fx_open_out(&f, 0, CL_OUT_DIGEST);
+  uint32_t comm = add_comm(0x5555666677770002ull, 0);
+  calibrate(&f, comm);
+  uint64_t t0 = 400000000, full = ev_id(5, 1), one = ev_id(5, 2);
+  cl_payload c = coll_payload(500, 3), k;
+  t_start(&f, full, CL_EV_COLL, comm, 0, t0, &c, 0);
+  t_stop(&f, full, t0 + 1000);
+  for (unsigned ch = 0; ch < 3; ch++) {
+    memset(&k, 0, sizeof k);
+    k.kernel_ch = (cl_kernel_ch){.ptimer = cal_gpu0 + t0 + 1000 * ch, .channel = (uint8_t)ch};
+    uint64_t stop = cal_gpu0 + t0 + 50000 + 7000 * ch;
+    t_span(&f, ev_id(6, ch + 1), comm, full, t0 + 2000 + 1000 * ch, &k, stop - cal_gpu0 + 3000, stop, 1000, 2);
+  }
+  uint64_t t1 = t0 + 10000000;
+  c = coll_payload(501, 3);
+  t_start(&f, one, CL_EV_COLL, comm, 0, t1, &c, 0);
+  t_stop(&f, one, t1 + 1000);
+  memset(&k, 0, sizeof k);
+  k.kernel_ch = (cl_kernel_ch){.ptimer = cal_gpu0 + t1, .channel = 1};
+  uint64_t stop = cal_gpu0 + t1 + 50000;
+  cl_rec r[2];
+  memset(r, 0, sizeof r);
+  r[0] = (cl_rec){.kind = CL_REC_START, .nslots = 2, .etype = CL_EV_KERNEL_CH, .flags = CL_F_SPAN | CL_F_KCH_FIRST,
+                  .aux = comm, .id = ev_id(6, 4), .ts = t1 + 2000, .arg = one};
+  cl_kch_tail tl = {.ptimer = k.kernel_ch.ptimer, .stop_ts = stop - cal_gpu0 + 3000, .stop_arg = stop, .stop_aux = 1000,
+                    .channel = 1, .stop_flags = CL_F_STOP_KCH_STATE};
+  memcpy(&r[1], &tl, sizeof tl);
+  cl_asm_feed(f.a, r);
+  cl_asm_read_until(f.a, t1 + 1000000);
+  cl_asm_tick(f.a, t1 + 1000000, 0);   /* 1 ms on: long before a wait for two more channels ends */
+  uint64_t done, timed = timed_of(&f, &done);
+  CHECK(done == 22 && timed == 22, "done %llu, timed %llu (want 22 each: 20 to calibrate, two here)",
+        (unsigned long long)done, (unsigned long long)timed);
+  cl_part *p = cl_parts_of_dev(f.ps, -1);
+  REQUIRE(p, "no participant");
+  uint64_t m = 0;
+  for (unsigned b = 0; b < CL_SPREAD_BUCKETS; b++) m += p->ch_spread_hist[b];
+  uint64_t q = cl_loghist_quantile(p->ch_spread_hist, CL_SPREAD_BUCKETS, 0.5);
+  CHECK(p->colls_one_ch == 1 && m == 1 && q > 14000 && q <= 16384,
+        "one channel: %llu (want 1); spreads measured %llu (want 1), its bucket's top %llu ns (want 14 us's: 16384)",
+        (unsigned long long)p->colls_one_ch, (unsigned long long)m, (unsigned long long)q);
   fx_close(&f);
 }
 
