@@ -73,15 +73,20 @@ static void *kch_untimed(cl_ring *r) {
 
 /* While one channel a collective is enough (gate.h cl_kch_first): 1 for the first KernelCh of
  * its collective (parent) on this thread, marked CL_F_KCH_FIRST in *flags; 0 for its others,
- * also once the gate has turned off again (a window opened meanwhile), so that a collective
- * has one channel recorded or all of them. 1 for every other KernelCh, and for one whose
+ * also once the gate has turned off again (a window opened meanwhile), so that no collective is
+ * left with part of its channels; 1 again, marked, for a channel seen before of it (a CUDA
+ * graph's next replay, ring.h cl_kch_timed). 1 for every other KernelCh, and for one whose
  * collective is not ours to name (none, or another process's). */
-static inline int kch_pick(cl_ring *r, uint64_t parent, unsigned *flags) {
+static inline int kch_pick(cl_ring *r, uint64_t parent, unsigned channel, unsigned *flags) {
   if (!r->kch || !parent || (*flags & CL_F_FOREIGN)) return 1;
-  uint64_t *t = &cl_ring_kch_timed(r)[cl_kch_timed_slot(parent)];
-  if (*t == parent) return 0;
+  cl_kch_timed *t = &cl_ring_kch_timed(r)[cl_kch_timed_slot(parent)];
+  uint64_t bit = 1ull << (channel & 63);
+  if (t->parent == parent && !(t->chans & bit)) {
+    t->chans |= bit;
+    return 0;
+  }
   if (!atomic_load_explicit(&cl_kch_first, memory_order_relaxed)) return 1;
-  *t = parent;
+  *t = (cl_kch_timed){parent, bit};
   *flags |= CL_F_KCH_FIRST;
   return 1;
 }
@@ -101,7 +106,7 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
     return (void *)(uintptr_t)CL_ID_DROPPED;
   }
   if (__builtin_expect(r->kst_id != 0, 0)) cl_ring_kst_flush(r);   /* records keep their thread's order */
-  if (etype == CL_EV_KERNEL_CH && !kch_pick(r, parent, &flags)) return kch_untimed(r);
+  if (etype == CL_EV_KERNEL_CH && !kch_pick(r, parent, p->kernel_ch.channel, &flags)) return kch_untimed(r);
   uint64_t id = r->id_base | ++r->seq;
   unsigned bytes = (unsigned)offsetof(cl_payload, group_api) + payload_bytes;
   if (etype == CL_EV_KERNEL_CH && r->kch && bytes <= CL_SLOT_BYTES &&
@@ -147,7 +152,7 @@ void *cl_event_kch_start(uint32_t comm_serial, unsigned flags, uint64_t parent, 
     cl_payload p = {.rank = rank, .kernel_ch = {.ptimer = ptimer, .channel = (uint8_t)channel}};
     return cl_event_start(comm_serial, CL_EV_KERNEL_CH, flags, parent, &p, (unsigned)sizeof p.kernel_ch);
   }
-  if (!kch_pick(r, parent, &flags)) return kch_untimed(r);
+  if (!kch_pick(r, parent, channel, &flags)) return kch_untimed(r);
   return kch_hold(r, r->id_base | ++r->seq, comm_serial, flags, parent, rank, channel, ptimer);
 }
 

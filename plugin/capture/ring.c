@@ -51,10 +51,10 @@ static cl_ring *free_ring(int n, uint64_t cap) {
 }
 
 /* A ring's table of held-back KernelCh and of collectives timed lately, empty (allocated at its
- * first claim, 3.5 KiB, inside the budget; without room or memory none is held back). The caller owns the ring's producer side
+ * first claim, 4 KiB, inside the budget; without room or memory none is held back). The caller owns the ring's producer side
  * and holds g_ring_mu. */
 static void kch_table(cl_ring *r) {
-  size_t bytes = CL_KCH_OPEN * sizeof *r->kch + CL_KCH_TIMED * sizeof(uint64_t);   /* cl_ring_kch_timed */
+  size_t bytes = CL_KCH_OPEN * sizeof *r->kch + CL_KCH_TIMED * sizeof(cl_kch_timed);   /* cl_ring_kch_timed */
   if (r->kch) { memset(r->kch, 0, bytes); return; }
   if (g_bytes + bytes > rings_budget()) return;
   if ((r->kch = calloc(1, bytes))) g_bytes += bytes;

@@ -42,9 +42,12 @@ typedef struct cl_kch_open {
 
 /* After the held-back table, in the same allocation: the collectives (parent ids) whose channel
  * this thread recorded lately, by cl_kch_timed_slot, while one channel a collective is enough
- * (gate.h cl_kch_first). A collective's channels start one after another on NCCL's proxy
- * thread, interleaved with a few others' at most. */
+ * (gate.h cl_kch_first), with the channels seen of them since (bit c for channel c mod 64). A
+ * collective's channels start one after another on NCCL's proxy thread, interleaved with a few
+ * others' at most; a channel seen again is a CUDA graph's next replay of the collective (its
+ * KernelCh name the collective captured), which gets a channel of its own. */
 #define CL_KCH_TIMED 64
+typedef struct { uint64_t parent, chans; } cl_kch_timed;
 static inline unsigned cl_kch_timed_slot(uint64_t parent) {
   return (unsigned)((parent ^ (parent >> CL_ID_SEQ_BITS)) & (CL_KCH_TIMED - 1));
 }
@@ -175,7 +178,7 @@ static inline void cl_ring_put1(cl_ring *r, uint64_t id, unsigned kind, unsigned
  * path's inlined copies of it. */
 uint64_t cl_ring_now(void);
 /* Producer: the ring's table of collectives timed lately (CL_KCH_TIMED entries; r->kch set). */
-static inline uint64_t *cl_ring_kch_timed(cl_ring *r) { return (uint64_t *)(void *)(r->kch + CL_KCH_OPEN); }
+static inline cl_kch_timed *cl_ring_kch_timed(cl_ring *r) { return (cl_kch_timed *)(void *)(r->kch + CL_KCH_OPEN); }
 /* Producer: the held-back KernelCh with id `id`, or NULL. */
 static inline cl_kch_open *cl_ring_kch_find(cl_ring *r, uint64_t id) {
   if (!r->kch || !id) return NULL;       /* 0 marks a free entry */

@@ -86,6 +86,14 @@ H_CHILD(sampled_digest) {
   CHECK(c.answered[B_COLL] - after.answered[B_COLL] == 10 && c.answered[B_KCH] - after.answered[B_KCH] == want_k,
         "between windows: Coll +%ld (want 10), KernelCh +%ld (want %ld)", c.answered[B_COLL] - after.answered[B_COLL],
         c.answered[B_KCH] - after.answered[B_KCH], want_k);
+  /* a CUDA graph's collective, replayed three times after its capture: its channels name the
+   * captured collective every time, and each replay gets a channel of its own */
+  h_counts g0 = c;
+  h_opts go = {.graph_replays = 3};
+  h_drive_coll(&p, ctx, &go, seq++, &c);
+  long ks = c.started[B_KCH] - g0.started[B_KCH], ka = c.answered[B_KCH] - g0.answered[B_KCH];
+  CHECK(ks == 8 && ka == (want_k == 20 ? 8 : 4), "a graph's collective and 3 replays: KernelCh %ld started (want 8), "
+        "%ld answered (want %d)", ks, ka, want_k == 20 ? 8 : 4);
   h_finalize(&p, ctx);
   h_close(&p);
   say_driven(seq);

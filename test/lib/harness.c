@@ -441,6 +441,7 @@ void h_drive_coll(h_plugin *p, void *ctx, const h_opts *oin, uint64_t seq, h_cou
   if (h_mask_wants(mask, CLABI_EV_GROUP)) h_stop(p, grp);
   proxy_job j = {p, ctx, &o, mask, coll, coll, 0, 0, -1, c};
   run_proxy(&j);
+  for (int r = 0; r < o.graph_replays; r++) run_proxy(&j);
 }
 
 void h_drive_sendrecv(h_plugin *p, void *ctx, const h_opts *oin, int peer, h_counts *c) {

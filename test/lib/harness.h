@@ -77,6 +77,8 @@ typedef struct {
   const char *func;       /* default "AllReduce" */
   size_t count;           /* default 1048576 */
   int same_thread_proxy;  /* run the proxy part on the calling thread (no extra thread) */
+  int graph_replays;      /* h_drive_coll: the proxy part again this many times with the same
+                             collective, as NCCL runs a CUDA graph's captured one at each replay */
   /* v7 */
   uint64_t user_tag;      /* the tag of the collective's API and Coll events (0: none) */
   int64_t sync_wait_ns;   /* KernelPhase initial_sync length per channel (default kernel_ns/4);
