@@ -52,6 +52,17 @@ static void check_counted(const char *dir, int timed, const char *also) {
   CHECK(colls > 10 && text && strstr(text, want), "want \"%s\", the summary says \"%.*s\"; summary:\n%s", want, gn,
         gl ? gl : "", text ? text : "(unreadable)");
   CHECK(!also || (text && strstr(text, also)), "want \"%s\" in the summary:\n%s", also ? also : "", text ? text : "(unreadable)");
+  if (also) {   /* and the report over the digest says it, from the stats' channels block */
+    char args[700], want_r[160];
+    snprintf(args, sizeof args, "report '%s'", dir);
+    int st = -1;
+    char *rep = h_run_cli(args, &st);
+    snprintf(want_r, sizeof want_r, " of %ld collectives on 1 rank(s), outside CUPTI's windows", colls);
+    const char *line = rep ? strstr(rep, "GPU spans from one channel (COMMLENS_CHANNELS=sampled): ") : NULL;
+    CHECK(st == 0 && line && strstr(line, want_r), "commlens report (exit %d) lacks \"...%s\":\n%s", st, want_r,
+          rep ? rep : "(no output)");
+    free(rep);
+  }
   free(text);
   free(sums[0]);
 }

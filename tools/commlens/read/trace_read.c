@@ -625,6 +625,16 @@ void cl_info_stats(cl_info *in, const char *s, size_t n) {
         in->st_est_colls = -1;   /* nothing read from disk is trusted: a negative total is no total */
     }
   }
+  in->st_one_ch = -1;
+  if (json_object_object_get_ex(o, "channels", &x) && json_object_is_type(x, json_type_object)) {
+    in->st_one_ch = get_i64(x, "one_channel", -1);
+    in->st_spread_n = get_i64(x, "spread_n", -1);
+    in->st_spread_p50_ns = get_i64(x, "spread_p50_ns", -1);
+    in->st_spread_p95_ns = get_i64(x, "spread_p95_ns", -1);
+    if (in->st_one_ch < 0 || in->st_spread_n < 0 || in->st_spread_p50_ns < 0 || in->st_spread_p95_ns < 0 ||
+        in->st_spread_p50_ns > in->st_spread_p95_ns)
+      in->st_one_ch = -1;   /* nothing read from disk is trusted */
+  }
   json_object_put(o);
 }
 

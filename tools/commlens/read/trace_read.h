@@ -65,6 +65,10 @@ typedef struct {
    * windows (n, what it said, what was measured); st_est_colls -1: not said */
   int64_t st_est_colls, st_est_comm_ns, st_est_exposed_ns, st_est_check_n, st_est_check_pred_ns, st_est_check_meas_ns;
   int64_t st_est_unknown;   /* ... of st_est_colls estimated from nothing (none measured before): not known */
+  /* commlensStats.channels (COMMLENS_CHANNELS=sampled): collectives GPU-timed on one channel, -1
+   * when not said; collectives whose channel spread was measured, its median and 95th percentile
+   * (bucket tops, ns) */
+  int64_t st_one_ch, st_spread_n, st_spread_p50_ns, st_spread_p95_ns;
   /* scan outcome */
   int64_t n_events, bytes_events;   /* complete events delivered, their raw bytes */
   int saw_events, events_closed, truncated, bad;   /* bad: damage seen (the first: msg) */

@@ -226,6 +226,25 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     else
       fputc('\n', o);
   }
+  int64_t one = 0, sp_n = 0, sp50 = 0, sp95 = 0; int none = 0;
+  for (int i = 0; i < job->n; i++) {   /* COMMLENS_CHANNELS=sampled: the worst rank's spread */
+    cl_info *in = &job->r[i]->info;
+    if (in->st_one_ch <= 0) continue;
+    one += in->st_one_ch; none++;
+    sp_n += in->st_spread_n;
+    if (in->st_spread_p50_ns > sp50) sp50 = in->st_spread_p50_ns;
+    if (in->st_spread_p95_ns > sp95) sp95 = in->st_spread_p95_ns;
+  }
+  if (one) {
+    fprintf(o, "  GPU spans from one channel (COMMLENS_CHANNELS=sampled): %lld of %lld collectives on %d rank(s), "
+            "outside CUPTI's windows; ", (long long)one, (long long)colls, none);
+    if (sp_n)
+      fprintf(o, "each may be short of its collective's by the spread of its channels, measured in the windows over "
+              "%lld collectives: median under %.1f us, 95th percentile under %.1f us (the worst rank's)\n", (long long)sp_n,
+              sp50 < 1000 ? 1.0 : (double)sp50 / 1e3, sp95 < 1000 ? 1.0 : (double)sp95 / 1e3);
+    else
+      fprintf(o, "the spread of a collective's channels was not measured (no collective with every channel timed)\n");
+  }
   if (lost)   /* the plugin's own count (commlensStats.collectives_gpu_lost), the one rule */
     fprintf(o, "  %lld of %lld collectives lack GPU timing from CUPTI on %d rank(s): lost (CUPTI taken by another "
             "tool, e.g. torch.profiler; set TEARDOWN_CUPTI=1 so it lets go after its window)\n",
