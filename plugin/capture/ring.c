@@ -51,8 +51,8 @@ static cl_ring *free_ring(int n, uint64_t cap) {
 }
 
 /* A ring's table of held-back KernelCh and of collectives timed lately, empty (allocated at its
- * first claim, 4 KiB, inside the budget; without room or memory none is held back). The caller owns the ring's producer side
- * and holds g_ring_mu. */
+ * first claim, 4 KiB, inside the budget; without room or memory none is held back). The caller
+ * owns the ring's producer side and holds g_ring_mu. */
 static void kch_table(cl_ring *r) {
   size_t bytes = CL_KCH_OPEN * sizeof *r->kch + CL_KCH_TIMED * sizeof(cl_kch_timed);   /* cl_ring_kch_timed */
   if (r->kch) { memset(r->kch, 0, bytes); return; }

@@ -275,7 +275,9 @@ static void kch_stop_timer(const cl_ev *e, uint64_t *pt, uint64_t *obs) {
 
 /* A KernelCh's timers on the host clock [*s, *t] (its device calibrated, or final; the host's
  * observations when implausible), folded into its parent's GPU span and tail channel and
- * counted in the digest; `ph` its v7 phases (NULL: none); `cc` the communicator `comm` (comm_of).
+ * counted in the digest; `ph` its v7 phases (NULL: none); `cc` the communicator `comm` (comm_of);
+ * `first`: the one channel of its collective recorded (CL_F_KCH_FIRST), which the parent then
+ * expects alone and which counts in neither its tail channel nor the digest's channel totals.
  * Returns whether implausible. */
 static int kch_fold(cl_asm *a, comm_cache *cc, uint32_t comm, unsigned channel, uint64_t pt0, uint64_t obs0,
                     uint64_t pt1, uint64_t obs1, const cl_ev *ph, cl_ev *parent, int first, uint64_t *s_, uint64_t *t_) {
@@ -284,6 +286,7 @@ static int kch_fold(cl_asm *a, comm_cache *cc, uint32_t comm, unsigned channel, 
   uint64_t t = pt1 ? cl_gpu_clock_to_host(o, pt1, obs1) : 0;
   int implausible = !s || !t || pt1 < pt0;
   if (implausible) { s = obs0; t = obs1; a->stats.implausible_gpu++; }
+  if (parent && first) parent->kch_first = 1;   /* expected_kch: this channel alone */
   if (parent && !implausible) {
     if (!parent->gmin || s < parent->gmin) parent->gmin = s;
     /* one channel of the collective (CL_F_KCH_FIRST): which finished last is not known */
@@ -309,10 +312,8 @@ static int kch_fold(cl_asm *a, comm_cache *cc, uint32_t comm, unsigned channel, 
 static void kch_done(cl_asm *a, const cl_ev *e, cl_ev *parent) {
   uint64_t stop_pt, stop_obs, s, t;
   kch_stop_timer(e, &stop_pt, &stop_obs);
-  int first = (e->flags & CL_F_KCH_FIRST) != 0;
-  if (parent && first) parent->kch_first = 1;
   int implausible = kch_fold(a, comm_of(a, e->comm), e->comm, e->p.kernel_ch.channel, e->p.kernel_ch.ptimer,
-                             e->start, stop_pt, stop_obs, e, parent, first, &s, &t);
+                             e->start, stop_pt, stop_obs, e, parent, (e->flags & CL_F_KCH_FIRST) != 0, &s, &t);
   const cl_draw *d = draw_for(a, e->comm);
   if (d) cl_draw_kernel_ch(d, e, parent, s, t, stop_pt, implausible);
 }
@@ -809,9 +810,8 @@ static int span_fast(cl_asm *a, const cl_rec *h, const cl_kch_tail *t) {
   cl_gpu_clock_sample(o, pt1, obs1);
   a->stats.starts++;
   a->stats.spans_folded++;
-  int first = (h->flags & CL_F_KCH_FIRST) != 0;
-  if (first) parent->kch_first = 1;
-  kch_fold(a, cc, h->aux, t->channel, t->ptimer, h->ts, pt1, obs1, NULL, parent, first, &s, &tt);
+  kch_fold(a, cc, h->aux, t->channel, t->ptimer, h->ts, pt1, obs1, NULL, parent, (h->flags & CL_F_KCH_FIRST) != 0, &s,
+           &tt);
   parent->nchild++;
   parent->kch_done++;
   parent->last_child = stop_ts;

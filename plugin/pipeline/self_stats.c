@@ -99,8 +99,7 @@ static void stats_text(cl_sb *tail, int as_tail, const cl_format_deps *run, cl_p
   sb_puts(&cupti, "}");
   cl_asm_exposure_json(run->asm_, p, &expo);
   cl_sb ch = {0};
-  uint64_t spread_n = 0;
-  for (unsigned b = 0; b < CL_SPREAD_BUCKETS; b++) spread_n += p->ch_spread_hist[b];
+  uint64_t spread_n = cl_loghist_total(p->ch_spread_hist, CL_SPREAD_BUCKETS);
   sb_printf(&ch, "{\"mode\":\"%s\",\"one_channel\":%llu,\"not_asked\":%llu,\"spread_n\":%llu,"
             "\"spread_p50_ns\":%llu,\"spread_p95_ns\":%llu}",
             cl_cfg.channels == CL_CHANNELS_SAMPLED ? "sampled" : "all", (unsigned long long)p->colls_one_ch,
@@ -114,12 +113,8 @@ static void stats_text(cl_sb *tail, int as_tail, const cl_format_deps *run, cl_p
 void cl_stats_tail(cl_sb *tail, const cl_format_deps *run, cl_part *p, int final) { stats_text(tail, 1, run, p, final); }
 void cl_stats_object(cl_sb *b, const cl_format_deps *run, cl_part *p, int final) { stats_text(b, 0, run, p, final); }
 
-/* A quantile of the channel spreads in microseconds, 1 at least (the buckets below are finer than
- * the line shows). */
-static double spread_us(const uint32_t *h, double q) {
-  uint64_t ns = cl_loghist_quantile(h, CL_SPREAD_BUCKETS, q);
-  return ns < 1000 ? 1.0 : (double)ns / 1e3;
-}
+/* A quantile of the channel spreads in microseconds, as the GPU line prints it. */
+static double spread_us(const uint32_t *h, double q) { return cl_loghist_us(cl_loghist_quantile(h, CL_SPREAD_BUCKETS, q)); }
 
 /* The summary's line on GPU timing: how many collectives got a GPU span, from what, and the
  * exposure, or why there is none. */
@@ -160,8 +155,7 @@ void cl_stats_gpu_line(const cl_format_deps *run, cl_part *p, const cl_run_stats
     used = strlen(out);
   }
   if (p->colls_one_ch && used < n) {   /* COMMLENS_CHANNELS=sampled: how far one channel can be off */
-    uint64_t m = 0;
-    for (unsigned b = 0; b < CL_SPREAD_BUCKETS; b++) m += p->ch_spread_hist[b];
+    uint64_t m = cl_loghist_total(p->ch_spread_hist, CL_SPREAD_BUCKETS);
     snprintf(out + used, n - used, "; %llu collectives GPU-timed on one channel between the windows (COMMLENS_CHANNELS=sampled)",
              (unsigned long long)p->colls_one_ch);
     used = strlen(out);

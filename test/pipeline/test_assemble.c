@@ -541,8 +541,7 @@ TL_TEST(a_collective_timed_on_its_one_recorded_channel) {
         (unsigned long long)done, (unsigned long long)timed);
   cl_part *p = cl_parts_of_dev(f.ps, -1);
   REQUIRE(p, "no participant");
-  uint64_t m = 0;
-  for (unsigned b = 0; b < CL_SPREAD_BUCKETS; b++) m += p->ch_spread_hist[b];
+  uint64_t m = cl_loghist_total(p->ch_spread_hist, CL_SPREAD_BUCKETS);
   uint64_t q = cl_loghist_quantile(p->ch_spread_hist, CL_SPREAD_BUCKETS, 0.5);
   CHECK(p->colls_one_ch == 1 && m == 1 && q > 14000 && q <= 16384,
         "one channel: %llu (want 1); spreads measured %llu (want 1), its bucket's top %llu ns (want 14 us's: 16384)",

@@ -2,6 +2,7 @@
  * communication and exposure, the waits each rank caused, slow channels, low-bandwidth collectives, clock offsets and plugin
  * health, top N rows per table. Reads the analysis (analyse/); computes nothing. */
 #include "tools/commlens/render/report.h"
+#include "common/loghist.h"
 #include "common/nccl.h"
 #include <math.h>
 #include <stdlib.h>
@@ -241,7 +242,7 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     if (sp_n)
       fprintf(o, "each may be short of its collective's by the spread of its channels, measured in the windows over "
               "%lld collectives: median under %.1f us, 95th percentile under %.1f us (the worst rank's)\n", (long long)sp_n,
-              sp50 < 1000 ? 1.0 : (double)sp50 / 1e3, sp95 < 1000 ? 1.0 : (double)sp95 / 1e3);
+              cl_loghist_us((uint64_t)sp50), cl_loghist_us((uint64_t)sp95));
     else
       fprintf(o, "the spread of a collective's channels was not measured (no collective with every channel timed)\n");
   }
