@@ -41,6 +41,8 @@ struct cl_digest {
   uint32_t kc_ix[KC_CACHE];                /* ... are at chans[kc_ix[channel] - 1] (0: not known) */
   step_ent *steps; size_t nsteps, capsteps;
   uint64_t lost, taken;
+  cl_dg_buf enc;                           /* a block's encoding, kept from take to take */
+  uint64_t *col; size_t capcol;            /* one column of the collectives, the same */
 };
 
 cl_digest *cl_digest_new(void) { return calloc(1, sizeof(cl_digest)); }
@@ -56,6 +58,7 @@ void cl_digest_free(cl_digest *d) {
   if (!d) return;
   forget(d);
   free(d->rows); free(d->strs); free(d->comms); free(d->chans); free(d->chix); free(d->steps);
+  free(d->enc.p); free(d->col);
   free(d);
 }
 
@@ -189,21 +192,30 @@ static void strings(cl_dg_buf *b, const cl_digest *d) {
 
 /* A column: in runs of equal values when that halves what is written (most columns repeat
  * from row to row: communicator, function, algorithm, size, source, even the seq delta), else
- * value by value. The block is stored as it is (cl_dg_block_stored): fewer bytes, no zlib. */
-static void put_col(cl_dg_buf *b, const uint64_t *v, size_t n) {
-  size_t runs = 0;
-  for (size_t i = 0; i < n; i++) runs += !i || v[i] != v[i - 1];
+ * value by value (`runs`: how many runs v[0..n) makes). The block is stored as it is
+ * (cl_dg_block_stored): fewer bytes, no zlib. Either way at most 10 bytes a row are written
+ * (in runs: two varints a run, at most n/2 runs), reserved once; the values then go out
+ * through a local pointer, unchecked. */
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) { *p++ = (uint8_t)(v | 0x80); v >>= 7; }
+  *p++ = (uint8_t)v;
+  return p;
+}
+static void put_col(cl_dg_buf *b, const uint64_t *v, size_t n, size_t runs) {
+  if (cl_dg_reserve(b, 10 * n + 10)) return;
+  uint8_t *p = b->p + b->len;
   if (2 * runs > n) {
-    cl_dg_varint(b, CL_DG_COL_RAW);
-    for (size_t i = 0; i < n; i++) cl_dg_varint(b, v[i]);
-    return;
+    *p++ = CL_DG_COL_RAW;
+    for (size_t i = 0; i < n; i++) p = put_varint(p, v[i]);
+  } else {
+    *p++ = CL_DG_COL_RUNS;
+    for (size_t i = 0, j; i < n; i = j) {
+      for (j = i + 1; j < n && v[j] == v[i]; j++) {}
+      p = put_varint(p, j - i);
+      p = put_varint(p, v[i]);
+    }
   }
-  cl_dg_varint(b, CL_DG_COL_RUNS);
-  for (size_t i = 0, j; i < n; i = j) {
-    for (j = i + 1; j < n && v[j] == v[i]; j++) {}
-    cl_dg_varint(b, j - i);
-    cl_dg_varint(b, v[i]);
-  }
+  b->len = (size_t)(p - b->p);
 }
 
 /* Column k of row r (docs/digest.md, block R); prev: the previous row's, for the deltas.
@@ -230,7 +242,7 @@ static inline __attribute__((always_inline)) uint64_t col_of(int k, const row *r
 }
 #define NCOLS 16
 
-static void colls_block(cl_dg_buf *b, const cl_digest *d) {
+static void colls_block(cl_dg_buf *b, cl_digest *d) {
   cl_dg_varint(b, d->nrows);
   strings(b, d);
   cl_dg_varint(b, d->ncomms);
@@ -239,17 +251,24 @@ static void colls_block(cl_dg_buf *b, const cl_digest *d) {
     cl_dg_varint(b, c->hash); cl_dg_varint(b, c->name);
     cl_dg_varint(b, cl_dg_zz(c->rank)); cl_dg_varint(b, cl_dg_zz(c->nranks));
   }
-  uint64_t *v = malloc((d->nrows ? d->nrows : 1) * sizeof *v);
-  if (!v) { b->oom = 1; return; }
+  if (cl_grow(&d->col, &d->capcol, d->nrows ? d->nrows : 1, sizeof *d->col, 256, 0) != 0) { b->oom = 1; return; }
+  uint64_t *v = d->col;
 #pragma GCC unroll 16
   for (int k = 0; k < NCOLS; k++) {
-    for (size_t i = 0; i < d->nrows; i++) v[i] = col_of(k, &d->rows[i], i ? &d->rows[i - 1] : NULL);
-    put_col(b, v, d->nrows);
+    if (!d->nrows) { put_col(b, v, 0, 0); continue; }
+    /* the runs are counted as the column is made: each value is compared in a register */
+    uint64_t prev = v[0] = col_of(k, &d->rows[0], NULL);
+    size_t runs = 1;
+    for (size_t i = 1; i < d->nrows; i++) {
+      uint64_t x = col_of(k, &d->rows[i], &d->rows[i - 1]);
+      runs += x != prev;
+      v[i] = prev = x;
+    }
+    put_col(b, v, d->nrows, runs);
   }
-  free(v);
 }
 
-static void chans_block(cl_dg_buf *b, const cl_digest *d) {
+static void chans_block(cl_dg_buf *b, cl_digest *d) {
   cl_dg_varint(b, d->nchans);
   for (size_t i = 0; i < d->nchans; i++) {
     const chan_ent *c = &d->chans[i];
@@ -260,7 +279,7 @@ static void chans_block(cl_dg_buf *b, const cl_digest *d) {
   }
 }
 
-static void steps_block(cl_dg_buf *b, const cl_digest *d) {
+static void steps_block(cl_dg_buf *b, cl_digest *d) {
   cl_dg_varint(b, d->nsteps);
   for (size_t i = 0; i < d->nsteps; i++) {
     const step_ent *s = &d->steps[i];
@@ -270,20 +289,20 @@ static void steps_block(cl_dg_buf *b, const cl_digest *d) {
 
 int cl_digest_take(cl_digest *d, cl_dg_buf *out) {
   if (!d) return 0;
-  cl_dg_buf raw = {0};
+  cl_dg_buf *raw = &d->enc;
   int rc = 0;
-  void (*enc[3])(cl_dg_buf *, const cl_digest *) = {colls_block, chans_block, steps_block};
+  void (*enc[3])(cl_dg_buf *, cl_digest *) = {colls_block, chans_block, steps_block};
   const int type[3] = {CL_DG_COLLS_RUNS, CL_DG_CHANS, CL_DG_STEPS};
   const size_t n[3] = {d->nrows, d->nchans, d->nsteps};
   for (int k = 0; k < 3; k++) {
     if (!n[k]) continue;
-    raw.len = 0;
-    enc[k](&raw, d);
-    int bad = raw.oom || (type[k] == CL_DG_COLLS_RUNS ? cl_dg_block_stored : cl_dg_block)(out, type[k], raw.p, raw.len) != 0;
+    raw->len = 0;
+    raw->oom = 0;
+    enc[k](raw, d);
+    int bad = raw->oom || (type[k] == CL_DG_COLLS_RUNS ? cl_dg_block_stored : cl_dg_block)(out, type[k], raw->p, raw->len) != 0;
     if (bad) { d->lost += n[k]; rc = -1; }
     else d->taken += n[k];
   }
-  free(raw.p);
   forget(d);
   return rc;
 }
