@@ -32,10 +32,12 @@ int cl_datatype_size(const char *dt) {
   }
 }
 
+int cl_coll_bytes_per_rank(const char *func) {
+  return func && (same_nocase(func, "AllGather") || same_nocase(func, "ReduceScatter"));
+}
 uint64_t cl_coll_bytes(const char *func, uint64_t count, const char *dt, int nranks) {
   uint64_t b = count * (uint64_t)cl_datatype_size(dt);
-  if (func && nranks > 0 && (same_nocase(func, "AllGather") || same_nocase(func, "ReduceScatter")))
-    b *= (uint64_t)nranks;
+  if (nranks > 0 && cl_coll_bytes_per_rank(func)) b *= (uint64_t)nranks;
   return b;
 }
 

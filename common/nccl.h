@@ -9,6 +9,8 @@
 int cl_datatype_size(const char *dt);
 /* nccl-tests' size for a task: count * type size, times nranks for AllGather/ReduceScatter. */
 uint64_t cl_coll_bytes(const char *func, uint64_t count, const char *dt, int nranks);
+/* 1 when cl_coll_bytes multiplies by nranks for this function (AllGather, ReduceScatter). */
+int cl_coll_bytes_per_rank(const char *func);
 /* nccl-tests' bus-bandwidth factor (busbw = algbw * factor): AllReduce 2(n-1)/n; AllGather,
  * ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce, Send, Recv and anything else 1. As in
  * nccl-tests, one rank moves nothing over a bus (0 for the n-dependent ones), and an unknown

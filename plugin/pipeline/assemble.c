@@ -24,6 +24,7 @@ _Static_assert(CL_STEP_NWAITS == CL_DG_NWAITS, "the digest keeps every proxy-ste
 #define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered ... */
 #define API_WAYS 4                   /* ... in sets of this many, by a hash of the whole id */
 #define CHILD_WAIT_NS 10000000000ull   /* a collective waits this long for open children */
+#define SIZE_MEMO 16                   /* (function, datatype) names whose sizes are remembered */
 
 typedef struct { uint64_t api, group, seq; } api_link;
 
@@ -61,6 +62,7 @@ struct cl_asm {
   uint64_t held_on[2];      /* the clocks (a->off index) some held event waits for, a bit each */
   uint32_t pend_head, pend_tail, pend_cap;
   cl_asm_stats stats;
+  struct size_memo { const char *func, *dt; uint32_t size; uint8_t per_rank, known; } sizes[SIZE_MEMO];   /* bytes_per */
   uint64_t m_span, m_expo;  /* the same over every communicator (sampled mode) */
   uint64_t read_until;      /* every record committed before it was fed (cl_asm_read_until) */
   int read_known;           /* 0: never said; the waits run to the caller's time */
@@ -184,24 +186,36 @@ static cl_part *part_of(cl_asm *a, uint32_t comm) { return part_cc(a, comm_of(a,
  * none, or when out of memory); NULL when that GPU writes no trace (COMMLENS_OUTPUT=digest:
  * no JSON is formatted at all). */
 static int drawn(const cl_part *p) { return !p || p->trace; }
-static const cl_draw *draw_for(cl_asm *a, uint32_t comm) {
-  cl_part *p = part_of(a, comm);
+static const cl_draw *draw_part(cl_asm *a, cl_part *p) {
   if (!drawn(p)) return NULL;
   if (p) a->draw.ct = p->ct;
   return &a->draw;
 }
+static const cl_draw *draw_for(cl_asm *a, uint32_t comm) { return draw_part(a, part_of(a, comm)); }
+
+/* Bytes a unit of `count` moves: the datatype's size, times the ranks for AllGather and
+ * ReduceScatter (`func`; NULL for p2p), as cl_coll_bytes reckons it. Every finished collective
+ * asks, with a few distinct names: NCCL's are static strings (its ABI; the shims give the old
+ * ABIs' the same), so a name's address stands for its text here, and the answer is remembered
+ * by the two addresses, direct-mapped. */
+static uint64_t bytes_per(cl_asm *a, const char *func, const char *dt, int nranks) {
+  struct size_memo *m = &a->sizes[(((uintptr_t)func >> 4) ^ ((uintptr_t)dt >> 4) * 7u) % SIZE_MEMO];
+  if (!m->known || m->func != func || m->dt != dt) {
+    *m = (struct size_memo){func, dt, (uint32_t)cl_datatype_size(dt), (uint8_t)cl_coll_bytes_per_rank(func), 1};
+  }
+  return (uint64_t)m->size * (m->per_rank && nranks > 0 ? (uint64_t)nranks : 1);
+}
 
 /* The digest's row of a finished collective (exporters/digest.h). */
-static void digest_coll(cl_asm *a, cl_part *p, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
-                        int64_t exposed_ns, int est, uint64_t bytes) {
-  comm_cache *cc = comm_of(a, c->comm);
+static void digest_coll(const comm_cache *cc, cl_part *p, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
+                        int code, int64_t exposed_ns, int est, uint64_t bytes) {
   int coll = c->etype == CL_EV_COLL;
   cl_dg_coll r = {.comm_hash = cc && cc->info.d.hash ? cc->info.d.hash : coll ? c->p.coll.comm_hash : c->p.p2p.comm_hash,
                   .comm_name = cc ? cc->f.name : "", .rank = cc ? cc->f.rank : -1, .nranks = cc ? cc->f.nranks : -1,
                   .p2p = !coll, .func = cl_ev_func(c), .algo = coll ? c->p.coll.algo : NULL,
                   .proto = coll ? c->p.coll.proto : NULL, .seq = coll ? c->p.coll.seq : 0, .bytes = bytes,
                   .nchannels = coll ? c->p.coll.nchannels : c->p.p2p.nchannels, .peer = coll ? 0 : c->p.p2p.peer,
-                  .enq_start = c->start, .enq_stop = c->stop, .src = cl_dg_src_code(src),
+                  .enq_start = c->start, .enq_stop = c->stop, .src = code,
                   .gpu_start = src ? s : c->start, .gpu_end = src ? e : c->start,
                   .exposed_ns = exposed_ns, .tail_ch = c->tail_ch, .expo_est = est};
   cl_digest_coll(p->dg, &r);
@@ -215,10 +229,11 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
   comm_cache *cc = comm_of(a, c->comm);
   int nranks = cc ? cc->info.d.nranks : -1;
   const char *func = cl_ev_func(c);
-  uint64_t bytes = c->etype == CL_EV_COLL
-                   ? cl_coll_bytes(func, c->p.coll.count, c->p.coll.datatype, nranks)
-                   : (uint64_t)c->p.p2p.count * (uint64_t)cl_datatype_size(c->p.p2p.datatype);
-  cl_part *p = part_of(a, c->comm);
+  uint64_t bytes = c->etype == CL_EV_COLL ? c->p.coll.count * bytes_per(a, func, c->p.coll.datatype, nranks)
+                                          : c->p.p2p.count * bytes_per(a, NULL, c->p.p2p.datatype, 0);
+  cl_part *p = part_cc(a, cc, c->comm);
+  const cl_draw *dr = draw_part(a, p);
+  int code = cl_dg_src_code(src);
   a->stats.colls_done++;
   if (p) {
     p->colls_done++;
@@ -226,7 +241,7 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
     if (cl_cfg.prom[0])                    /* enqueue to GPU start: 0 when the GPU was there first */
       cl_prom_comms_add(&p->prom, cc ? cc->info.d.hash : 0, bytes, src != NULL, src ? e - s : 0,
                         src && s > c->start ? s - c->start : 0);
-    if (p->dg) digest_coll(a, p, c, s, e, src, exposed_ns, est, bytes);
+    if (p->dg) digest_coll(cc, p, c, s, e, src, code, exposed_ns, est, bytes);
     if (c->kch_first && src && c->gmax > c->gmin && s == c->gmin && e == c->gmax) p->colls_one_ch++;
     else if (c->kch_done >= 2 && c->gtmin && c->gmax >= c->gtmin && c->gsmax >= c->gmin) {
       uint64_t ds = c->gsmax - c->gmin, de = c->gmax - c->gtmin;
@@ -243,7 +258,6 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
   /* CUPTI taken by another tool at its end: said on its slice and on the counter track */
   /* sampled mode: NCCL's kernel-channel timers time it whoever holds CUPTI (not lost; its
    * exposure is estimated) */
-  int code = cl_dg_src_code(src);
   int kch_timed = cl_cfg.cupti == CL_CUPTI_SAMPLED && code == CL_DG_SRC_KERNEL_CH;
   int cupti = code == CL_DG_SRC_CUPTI || code == CL_DG_SRC_CUPTI_GRAPH || code == CL_DG_SRC_CUPTI_CE;
   const char *lost = a->gj && !kch_timed && !cupti && cl_gj_lost(a->gj, c->stop)
@@ -252,15 +266,13 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
     a->stats.colls_gpu_lost++;
     if (p) {
       p->colls_gpu_lost++;
-      const cl_draw *dl = draw_for(a, c->comm);
-      if (dl) cl_draw_gpu_lost(dl, c, lost, p->colls_gpu_lost);
+      if (dr) cl_draw_gpu_lost(dr, c, lost, p->colls_gpu_lost);
     }
   }
   if (!src) return;
   a->stats.colls_timed++;
   if (p) p->colls_timed++;
-  const cl_draw *d = draw_for(a, c->comm);
-  if (d) cl_draw_coll_gpu(d, c, s, e, src, exposed_ns, est, bytes, lost);
+  if (dr) cl_draw_coll_gpu(dr, c, s, e, src, exposed_ns, est, bytes, lost);
   if (p && exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
     cl_part_top_add(p, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
 }

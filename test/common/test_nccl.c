@@ -53,6 +53,9 @@ TL_TEST(datatype_sizes_and_bytes) {
         "only the whole name, letters only");
   CHECK(cl_coll_bytes("AllGather", 10, "ncclInt8", 0) == 10 && cl_coll_bytes(NULL, 10, "ncclInt8", 4) == 10,
         "no rank count, no name");
+  CHECK(cl_coll_bytes_per_rank("AllGather") && cl_coll_bytes_per_rank("reducescatter") &&
+        !cl_coll_bytes_per_rank("AllReduce") && !cl_coll_bytes_per_rank("AllGatherV") && !cl_coll_bytes_per_rank(NULL),
+        "the functions whose size counts every rank (the assembler remembers it by name)");
 }
 
 /* The summary's busbw is algbw times the shared factor, for 1, 2 and 8 ranks. */
