@@ -45,6 +45,13 @@ static int private_tmpfs(const char *dir, unsigned long flags, const char *opts)
   return 0;
 }
 static int count_warn(void) { return h_log_count(CLABI_LOG_WARN, NULL); }
+/* The same, less the rings' budget warning: a case that starts a proxy thread a collective
+ * leaves the drain a ring to free for each, and a loaded machine that starves the nice-19
+ * writer holds them all (seen in CI, ASan beside the plain and TSan groups: 23 threads'
+ * rings, 2 runs in 8 at 35a43aa and after). That warning is true, and not the one asked about. */
+static int count_warn_but_budget(void) {
+  return h_log_count(CLABI_LOG_WARN, NULL) - h_log_count(CLABI_LOG_WARN, "buffer budget exhausted");
+}
 
 /* ---- output directory missing: created (0755), trace 0644 ---------------------------- */
 H_CHILD(missing_dir) {
@@ -116,7 +123,7 @@ H_CHILD(full_fs) {
   h_finalize(&p, ctx);
   h_close(&p);
   CHECK(h_bad_rc == 0, "%d calls did not return ncclSuccess", h_bad_rc);
-  CHECK(count_warn() == 1 && h_log_count(CLABI_LOG_WARN, "No space") == 1,
+  CHECK(count_warn_but_budget() == 1 && h_log_count(CLABI_LOG_WARN, "No space") == 1,
         "want one warning saying no space; log:\n%s", h_log_text());
   char *paths[4];
   int n = h_find_traces(dir, paths, 4);
