@@ -40,13 +40,17 @@ typedef struct { uint8_t *p; size_t len, cap; int oom; } cl_dg_buf;
 void cl_dg_put(cl_dg_buf *b, const void *s, size_t n);
 /* Room for n more bytes; -1 (and oom set) when out of memory. */
 int cl_dg_reserve(cl_dg_buf *b, size_t n);
+/* v as a varint at p, which has room for 10 bytes (the most one takes); returns the byte after
+ * it. For a writer that reserved room for many at once. */
+static inline uint8_t *cl_dg_varint_at(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) { *p++ = (uint8_t)(v | 0x80); v >>= 7; }
+  *p++ = (uint8_t)v;
+  return p;
+}
 /* Inline: a digest row is a few dozen of them (bench/replay_cost.c). */
 static inline void cl_dg_varint(cl_dg_buf *b, uint64_t v) {
   if (b->cap - b->len < 10 && cl_dg_reserve(b, 10)) return;   /* a varint is at most 10 bytes */
-  uint8_t *p = b->p + b->len;
-  while (v >= 0x80) { *p++ = (uint8_t)(v | 0x80); v >>= 7; }
-  *p++ = (uint8_t)v;
-  b->len = (size_t)(p - b->p);
+  b->len = (size_t)(cl_dg_varint_at(b->p + b->len, v) - b->p);
 }
 static inline uint64_t cl_dg_zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t cl_dg_unzz(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }

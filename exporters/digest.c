@@ -196,23 +196,18 @@ static void strings(cl_dg_buf *b, const cl_digest *d) {
  * (cl_dg_block_stored): fewer bytes, no zlib. Either way at most 10 bytes a row are written
  * (in runs: two varints a run, at most n/2 runs), reserved once; the values then go out
  * through a local pointer, unchecked. */
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
-  while (v >= 0x80) { *p++ = (uint8_t)(v | 0x80); v >>= 7; }
-  *p++ = (uint8_t)v;
-  return p;
-}
 static void put_col(cl_dg_buf *b, const uint64_t *v, size_t n, size_t runs) {
   if (cl_dg_reserve(b, 10 * n + 10)) return;
   uint8_t *p = b->p + b->len;
   if (2 * runs > n) {
     *p++ = CL_DG_COL_RAW;
-    for (size_t i = 0; i < n; i++) p = put_varint(p, v[i]);
+    for (size_t i = 0; i < n; i++) p = cl_dg_varint_at(p, v[i]);
   } else {
     *p++ = CL_DG_COL_RUNS;
     for (size_t i = 0, j; i < n; i = j) {
       for (j = i + 1; j < n && v[j] == v[i]; j++) {}
-      p = put_varint(p, j - i);
-      p = put_varint(p, v[i]);
+      p = cl_dg_varint_at(p, j - i);
+      p = cl_dg_varint_at(p, v[i]);
     }
   }
   b->len = (size_t)(p - b->p);

@@ -227,18 +227,18 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     else
       fputc('\n', o);
   }
-  int64_t one = 0, sp_n = 0, sp50 = 0, sp95 = 0; int none = 0;
+  int64_t one = 0, sp_n = 0, sp50 = 0, sp95 = 0; int one_ranks = 0;
   for (int i = 0; i < job->n; i++) {   /* COMMLENS_CHANNELS=sampled: the worst rank's spread */
     cl_info *in = &job->r[i]->info;
     if (in->st_one_ch <= 0) continue;
-    one += in->st_one_ch; none++;
+    one += in->st_one_ch; one_ranks++;
     sp_n += in->st_spread_n;
     if (in->st_spread_p50_ns > sp50) sp50 = in->st_spread_p50_ns;
     if (in->st_spread_p95_ns > sp95) sp95 = in->st_spread_p95_ns;
   }
   if (one) {
     fprintf(o, "  GPU spans from one channel (COMMLENS_CHANNELS=sampled): %lld of %lld collectives on %d rank(s), "
-            "outside CUPTI's windows; ", (long long)one, (long long)colls, none);
+            "outside CUPTI's windows; ", (long long)one, (long long)colls, one_ranks);
     if (sp_n)
       fprintf(o, "each may be short of its collective's by the spread of its channels, measured in the windows over "
               "%lld collectives: median under %.1f us, 95th percentile under %.1f us (the worst rank's)\n", (long long)sp_n,
