@@ -356,6 +356,16 @@ static double du_bytes(const char *dir) {
  * kernel's records are taken inside windows only, so they are priced in a window as long as
  * the run (g_window). FIRST_WINDOW is the default. */
 #define FIRST_WINDOW "0.05:3600"
+/* Paced children hold every call after the first operation's start back by this much: the
+ * first window closes (50 ms after the writer saw that start, at its next tick) while nothing
+ * else happens, so it holds the same calls in a short stream and a long one. Without it, a
+ * window of 50 ms plus the writer's lag held more of a denser stream's collectives, and the
+ * slope priced their in-window work (the join, exposure) as if every eighth collective had it
+ * (136 of the 1,152 operations of the 8-copy stream under callgrind, none of the 2-copy one's). */
+#define FIRST_PAUSE_NS 1000000000ull
+/* COMMLENS_CUPTI_SAMPLE's default (common/config.c): a window of 1 s in every 30 */
+#define DEFAULT_WINDOW_NS 1000000000ull
+#define DEFAULT_PERIOD_NS 30000000000ull
 static const char *const g_window = "600:3600";
 static const char *g_sample = FIRST_WINDOW;
 static uint64_t g_burst_ns;   /* paced children: bursts kept whole (rp_set_burst); 0: none */
@@ -621,6 +631,7 @@ int main(int argc, char **argv) {
     char *end = NULL;   /* SPAN_S[:BURST_NS] */
     double span = argc == 7 ? strtod(argv[6], &end) : 0;
     if (end && *end == ':') rp_set_burst(strtoull(end + 1, NULL, 10));
+    if (span > 0) rp_set_first_pause(FIRST_PAUSE_NS);
     return child_main(argv[2], argv[3], argv[4], atoi(argv[5]), span);
   }
   if (argc == 3 && !strcmp(argv[1], "--split")) {   /* a callgrind file's launch and writer counts */
@@ -741,13 +752,26 @@ int main(int argc, char **argv) {
     g_burst_ns = BURST_NS;
     unit_cost st = slope_paced(lib, s1, s2, 1, 0, 0, u1, u2, runs, SPAN_S);
     unit_cost nl = slope_paced(null_lib, s1, s2, 0, 0, 0, u1, u2, runs, SPAN_S);
+    unit_cost in = st;
+    if (abi == 5) {   /* inside a CUPTI window all the run: the join, exposure */
+      g_sample = g_window;
+      in = slope_paced(lib, s1, s2, 1, 0, 0, u1, u2, runs, SPAN_S);
+      g_sample = FIRST_WINDOW;
+    }
     g_burst_ns = 0;
     if (abi == 5)
       printf("\nsteady state (%s x%d and x%d, each spread evenly over %g s: %.0f and %.0f a second,\n"
              "bursts of calls under %.0f us apart kept whole):\n", recs[0], W1, W2, SPAN_S, u1 / SPAN_S,
              u2 / SPAN_S, BURST_NS / 1e3);
-    printf("  ABI v%d, per collective: launch %.0f ns (null plugin %.0f), writer %.0f ns (GPU-timed %ld of %ld)\n",
-           abi, st.launch, nl.launch, st.writer, st.timed, st.colls);
+    printf("  ABI v%d, per collective: launch %.0f ns (null plugin %.0f), writer %.0f ns between CUPTI windows "
+           "(GPU-timed %ld of %ld)\n", abi, st.launch, nl.launch, st.writer, st.timed, st.colls);
+    if (abi == 5) {
+      double duty = (double)DEFAULT_WINDOW_NS / (double)DEFAULT_PERIOD_NS;
+      printf("           inside a window: launch %.0f ns, writer %.0f ns; at the default's duty (%g s in %g): "
+             "launch %.0f ns over null, writer %.0f ns\n", in.launch, in.writer, DEFAULT_WINDOW_NS / 1e9,
+             DEFAULT_PERIOD_NS / 1e9, (st.launch * (1 - duty) + in.launch * duty) - nl.launch,
+             st.writer * (1 - duty) + in.writer * duty);
+    }
   }
 
   /* 1b: per compute-kernel record */
@@ -773,17 +797,24 @@ int main(int argc, char **argv) {
     double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
     ir_split a = cg_run(lib, s1, 0, "k1", SPAN_S), z = cg_run(lib, s2, 0, "k2", SPAN_S);
     double il = (z.launch - a.launch) / (u2 - u1), iw = (z.writer - a.writer) / (u2 - u1);
-    g_sample = g_window;        /* compute kernels: recorded inside a window (all of the run) */
-    ir_split zw = cg_run(lib, s2, 0, "kw", SPAN_S), cn = cg_run(lib, s2, C, "cn", SPAN_S);
+    g_sample = g_window;        /* inside a window (all of the run): collectives, compute kernels */
+    ir_split aw = cg_run(lib, s1, 0, "k1w", SPAN_S), zw = cg_run(lib, s2, 0, "kw", SPAN_S);
+    ir_split cn = cg_run(lib, s2, C, "cn", SPAN_S);
     g_sample = FIRST_WINDOW;
     double ic = (cn.writer - zw.writer) / ((double)C * (double)c2.launches);
+    double iww = (zw.writer - aw.writer) / (u2 - u1);
+    /* the default's windows (1 s in every 30) hold a thirtieth of a steady job's collectives */
+    double duty = (double)DEFAULT_WINDOW_NS / (double)DEFAULT_PERIOD_NS, iwd = iw * (1 - duty) + iww * duty;
     if (make_pair(data, recs[0], K1, K2, 6, s1, s2, sizeof s1, &c1, &c2)) return 1;
     ir_split a6 = cg_run(lib, s1, 0, "k1v6", SPAN_S), z6 = cg_run(lib, s2, 0, "k2v6", SPAN_S);
     double il6 = (z6.launch - a6.launch) / (u2 - u1), iw6 = (z6.writer - a6.writer) / (u2 - u1);
-    printf("  per collective (%s): launch %.0f, writer %.0f (ABI v6: launch %.0f, writer %.0f)\n"
-           "  per compute-kernel record: writer %.0f\n", recs[0], il, iw, il6, iw6, ic);
+    printf("  per collective (%s): launch %.0f, writer %.0f between windows, %.0f inside one;\n"
+           "    at the default's duty (%g s in %g): writer %.0f (ABI v6 between windows: launch %.0f, writer %.0f)\n"
+           "  per compute-kernel record: writer %.0f\n", recs[0], il, iw, iww, DEFAULT_WINDOW_NS / 1e9,
+           DEFAULT_PERIOD_NS / 1e9, iwd, il6, iw6, ic);
     add_metric("launch_instr_per_collective", il);
     add_metric("writer_instr_per_collective", iw);
+    add_metric("writer_instr_per_collective_in_window", iww);
     add_metric("launch_instr_per_collective_v6", il6);
     add_metric("writer_instr_per_compute_kernel", ic);
     if (nrecs) printf("  (recordings given: not compared with %s, which prices the default ones)\n", baseline);

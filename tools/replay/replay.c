@@ -243,6 +243,8 @@ static _Atomic uint64_t g_uniform_ns;   /* rp_set_uniform_span */
 void rp_set_uniform_span(uint64_t ns) { atomic_store(&g_uniform_ns, ns); }
 static _Atomic uint64_t g_burst_ns;     /* rp_set_burst */
 void rp_set_burst(uint64_t ns) { atomic_store(&g_burst_ns, ns); }
+static _Atomic uint64_t g_first_pause_ns;   /* rp_set_first_pause */
+void rp_set_first_pause(uint64_t ns) { atomic_store(&g_first_pause_ns, ns); }
 
 /* A GPU timer a call carries (KernelCh and kernel-phase starts, KernelChStop and KernelPhaseStop
  * states): where its value sits, 0 when none. */
@@ -271,10 +273,16 @@ static int cmp_u64(const void *a, const void *b) {
  * job, the two calls now 14 us apart, moved 270 ms less than the start: before it). Through one
  * monotone map, a timer stays between the calls around its time, and before its observation. */
 static void plan_spread(rp_run *r, uint64_t span, uint64_t burst) {
+  uint64_t pause = atomic_load_explicit(&g_first_pause_ns, memory_order_relaxed), held = 0;
   for (size_t i = 0; i < r->ncalls; i++) {
     rp_call *c = &r->calls[i];
     if (burst && i && c->t - c[-1].t < burst) c->due = c[-1].due + (c->t - c[-1].t);
-    else c->due = (uint64_t)((double)i * ((double)span / (double)r->ncalls));
+    else c->due = (uint64_t)((double)i * ((double)span / (double)r->ncalls)) + held;
+    if (pause && !held && c->kind == 'S' && c->dlen >= 8) {   /* the first operation's start */
+      uint64_t type = c->descr[0];
+      if (c->abi >= 5) memcpy(&type, c->descr, 8);
+      if (type == CLABI_EV_COLL || type == CLABI_EV_P2P) held = pause;
+    }
   }
   /* the GPU timers' offset from the recorded host clock: the tightest observation */
   int have_off = 0;

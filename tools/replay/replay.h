@@ -58,4 +58,9 @@ void rp_set_uniform_span(uint64_t ns);
  * each would find the caches cold, as no real job has them); 0, the default: every call on its
  * own place in the spread. */
 void rp_set_burst(uint64_t ns);
+/* With an even spread only: ns > 0 holds every call after the first collective's or p2p's start
+ * back by ns, so that what a time window opened at the job's first operation holds (the plugin's
+ * first CUPTI window, COMMLENS_CUPTI=sampled) is the same in streams of any length (bench/
+ * replay_cost.c); 0, the default: no pause. */
+void rp_set_first_pause(uint64_t ns);
 #endif
