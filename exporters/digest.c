@@ -24,8 +24,9 @@ typedef struct { uint64_t id, start, end; } step_ent;
 #define MAX_CHANS 65536
 
 /* Every finished collective and channel asks for its strings and its channel entry: a string
- * remembers the address it was last asked by (NCCL's names are static; a hit is still checked
- * against the text), and channel entries are found through a hash of their key. */
+ * remembers the address it was last asked by (a hit is checked against the text unless the
+ * caller vouches for its names, cl_dg_coll.static_names), and channel entries are found
+ * through a hash of their key. */
 #define STR_MEMO 64
 #define KC_CACHE 64   /* channels of the last communicator a KernelCh row was asked for */
 typedef struct { const char *at; uint32_t id; } str_memo;
@@ -65,11 +66,8 @@ void cl_digest_free(cl_digest *d) {
 /* Room for one more element in *arr (count n, capacity *cap); -1 when out of memory. */
 static int room(void *arr, size_t n, size_t *cap, size_t elem) { return cl_grow(arr, cap, n + 1, elem, 64, 0); }
 
-/* The block's index of string s ("" for NULL), added when new; UINT32_MAX when out of room. */
-static uint32_t str_id(cl_digest *d, const char *s) {
-  if (!s) s = "";
-  str_memo *m = &d->memo[cl_hash_slot((uint64_t)(uintptr_t)s, STR_MEMO)];
-  if (m->at == s && m->id < d->nstrs && !strcmp(d->strs[m->id], s)) return m->id;
+/* str_id's search by text, and the string's addition when new; it remembers the address in m. */
+static __attribute__((noinline)) uint32_t str_find(cl_digest *d, const char *s, str_memo *m) {
   size_t n = strnlen(s, MAX_STR);
   for (size_t i = d->nstrs; i-- > 0;)
     if (!strncmp(d->strs[i], s, n) && d->strs[i][n] == 0) { *m = (str_memo){s, (uint32_t)i}; return (uint32_t)i; }
@@ -82,11 +80,19 @@ static uint32_t str_id(cl_digest *d, const char *s) {
   *m = (str_memo){s, (uint32_t)d->nstrs};   /* a cut string never passes the check: found by its text */
   return (uint32_t)d->nstrs++;
 }
+/* The block's index of string s ("" for NULL), added when new; UINT32_MAX when out of room.
+ * fixed: s is a static name (cl_dg_coll.static_names). The memo's hit is inline. */
+static inline uint32_t str_id(cl_digest *d, const char *s, int fixed) {
+  if (!s) s = "";
+  str_memo *m = &d->memo[cl_hash_slot((uint64_t)(uintptr_t)s, STR_MEMO)];
+  if (m->at == s && m->id < d->nstrs && (fixed || !strcmp(d->strs[m->id], s))) return m->id;
+  return str_find(d, s, m);
+}
 
 static uint32_t comm_id(cl_digest *d, const cl_dg_coll *c) {
   for (size_t i = d->ncomms; i-- > 0;)
     if (d->comms[i].hash == c->comm_hash && d->comms[i].rank == c->rank) return (uint32_t)i;
-  uint32_t name = str_id(d, c->comm_name);
+  uint32_t name = str_id(d, c->comm_name, 0);
   if (name == UINT32_MAX || room(&d->comms, d->ncomms, &d->capcomms, sizeof *d->comms)) return UINT32_MAX;
   d->comms[d->ncomms] = (comm_ent){c->comm_hash, name, c->rank, c->nranks};
   return (uint32_t)d->ncomms++;
@@ -95,8 +101,9 @@ static uint32_t comm_id(cl_digest *d, const cl_dg_coll *c) {
 void cl_digest_coll(cl_digest *d, const cl_dg_coll *c) {
   if (!d) return;
   if (d->nrows >= CL_DG_MAX_ROWS || room(&d->rows, d->nrows, &d->caprows, sizeof *d->rows)) { d->lost++; return; }
-  row r = {.comm = comm_id(d, c), .func = str_id(d, c->func), .algo = str_id(d, c->algo),
-           .proto = str_id(d, c->proto), .p2p = c->p2p != 0, .src = (uint8_t)(c->src | (c->expo_est ? CL_DG_SRC_EST : 0)),
+  int fixed = c->static_names;
+  row r = {.comm = comm_id(d, c), .func = str_id(d, c->func, fixed), .algo = str_id(d, c->algo, fixed),
+           .proto = str_id(d, c->proto, fixed), .p2p = c->p2p != 0, .src = (uint8_t)(c->src | (c->expo_est ? CL_DG_SRC_EST : 0)),
            .tail_ch = (int16_t)(c->tail_ch >= 0 && c->tail_ch < 32767 ? c->tail_ch : -1),
            .nchannels = c->nchannels, .peer = c->peer, .seq = c->seq, .bytes = c->bytes,
            .enq_start = c->enq_start, .enq_stop = c->enq_stop, .gpu_start = c->gpu_start,

@@ -11,7 +11,9 @@
 #define CL_DG_MAX_ROWS CL_DG_BLOCK_ROWS
 
 /* One finished collective or p2p operation (times: monotonic ns). Strings are borrowed for
- * the call; exposed_ns < 0 and tail_ch < 0 when not known; src: CL_DG_SRC_*. */
+ * the call; exposed_ns < 0 and tail_ch < 0 when not known; src: CL_DG_SRC_*. static_names:
+ * func, algo and proto are strings whose text never changes (NCCL's names are, by its ABI), so
+ * an address met before in the block stands for its text; 0: each is compared in full. */
 typedef struct {
   uint64_t comm_hash; const char *comm_name; int rank, nranks;
   int p2p; const char *func, *algo, *proto;
@@ -20,6 +22,7 @@ typedef struct {
   int src; uint64_t gpu_start, gpu_end;
   int64_t exposed_ns; int tail_ch;
   int expo_est;   /* exposed_ns estimated (sampled mode): written as src | CL_DG_SRC_EST */
+  int static_names;
 } cl_dg_coll;
 
 typedef struct cl_digest cl_digest;

@@ -9,10 +9,12 @@
 #include <string.h>
 #include <strings.h>
 
-typedef struct { char func[24]; int bucket, nranks; uint64_t n, n_timed, bytes, bytes_timed, gpu_ns, min_ns, max_ns; } row;
+/* at: the address of a static name (cl_summary_add_static) last found to be this row's */
+typedef struct { char func[24]; int bucket, nranks; uint64_t n, n_timed, bytes, bytes_timed, gpu_ns, min_ns, max_ns; const char *at; } row;
 /* A job's collectives cycle through a few (function, size) rows, not always the last one: rows
- * are also found by the name's address and the bucket, in a small table (each hit still
- * compared in full: an address is only a hint). */
+ * are also found by the name's address and the bucket, in a small table (each hit compared in
+ * full, unless the name is static and the row knows its address: else an address is only a
+ * hint). */
 #define ROW_CACHE 64
 struct cl_summary {
   row *rows; int n; size_t cap;
@@ -24,22 +26,26 @@ cl_summary *cl_summary_new(void) { return calloc(1, sizeof(cl_summary)); }
 void cl_summary_free(cl_summary *s) { if (s) { free(s->rows); free(s); } }
 
 static int bucket_of(uint64_t bytes) { return bytes ? 63 - __builtin_clzll(bytes) : 0; }
-static int row_is(const row *r, const char *func, int bk, int nranks) {
-  return r->bucket == bk && r->nranks == nranks && !strncmp(r->func, func, sizeof r->func - 1);
+static int row_is(row *r, const char *func, int fixed, int bk, int nranks) {
+  if (r->bucket != bk || r->nranks != nranks) return 0;
+  if (fixed && r->at == func) return 1;
+  if (strncmp(r->func, func, sizeof r->func - 1)) return 0;
+  if (fixed) r->at = func;
+  return 1;
 }
 
-void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks, uint64_t gpu_ns) {
+static void add(cl_summary *s, const char *func, int fixed, uint64_t bytes, int nranks, uint64_t gpu_ns) {
   if (!s) return;
   int bk = bucket_of(bytes);
-  if (!func) func = "?";
-  row *r = s->last < s->n && row_is(&s->rows[s->last], func, bk, nranks) ? &s->rows[s->last] : NULL;
+  if (!func) { func = "?"; fixed = 1; }
+  row *r = s->last < s->n && row_is(&s->rows[s->last], func, fixed, bk, nranks) ? &s->rows[s->last] : NULL;
   unsigned slot = (unsigned)(((uintptr_t)func >> 3) * 31u + (unsigned)bk * 7u + (unsigned)nranks) % ROW_CACHE;
-  if (!r && s->cache[slot] && row_is(&s->rows[s->cache[slot] - 1], func, bk, nranks)) {
+  if (!r && s->cache[slot] && row_is(&s->rows[s->cache[slot] - 1], func, fixed, bk, nranks)) {
     s->last = s->cache[slot] - 1;
     r = &s->rows[s->last];
   }
   for (int i = 0; i < s->n && !r; i++)
-    if (row_is(&s->rows[i], func, bk, nranks)) { r = &s->rows[i]; s->last = i; }
+    if (row_is(&s->rows[i], func, fixed, bk, nranks)) { r = &s->rows[i]; s->last = i; }
   if (r) s->cache[slot] = s->last + 1;
   if (!r) {
     if (cl_grow(&s->rows, &s->cap, (size_t)s->n + 1, sizeof *s->rows, 32, 0) != 0) return;
@@ -51,6 +57,7 @@ void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks,
     r->bucket = bk;
     r->nranks = nranks;
     r->min_ns = UINT64_MAX;
+    r->at = fixed ? func : NULL;
   }
   r->n++;
   r->bytes += bytes;
@@ -61,6 +68,13 @@ void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks,
     if (gpu_ns < r->min_ns) r->min_ns = gpu_ns;
     if (gpu_ns > r->max_ns) r->max_ns = gpu_ns;
   }
+}
+
+void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks, uint64_t gpu_ns) {
+  add(s, func, 0, bytes, nranks, gpu_ns);
+}
+void cl_summary_add_static(cl_summary *s, const char *func, uint64_t bytes, int nranks, uint64_t gpu_ns) {
+  add(s, func, 1, bytes, nranks, gpu_ns);
 }
 
 static int cmp_rows(const void *a, const void *b) {

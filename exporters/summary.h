@@ -11,6 +11,9 @@ cl_summary *cl_summary_new(void);
 void cl_summary_free(cl_summary *s);
 /* One collective: `bytes` is nccl-tests' size; gpu_ns = 0 when no GPU span was known. */
 void cl_summary_add(cl_summary *s, const char *func, uint64_t bytes, int nranks, uint64_t gpu_ns);
+/* Same, for a name whose text never changes (NCCL's, by its ABI): a row it found before is found
+ * again by its address, not its text. */
+void cl_summary_add_static(cl_summary *s, const char *func, uint64_t bytes, int nranks, uint64_t gpu_ns);
 /* The table, one header line and one line per (collective, size bucket). */
 void cl_summary_print(const cl_summary *s, FILE *f, const char *prefix);
 /* JSON array of the same rows. */

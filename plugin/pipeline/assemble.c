@@ -206,7 +206,8 @@ static uint64_t bytes_per(cl_asm *a, const char *func, const char *dt, int nrank
   return (uint64_t)m->size * (m->per_rank && nranks > 0 ? (uint64_t)nranks : 1);
 }
 
-/* The digest's row of a finished collective (exporters/digest.h). */
+/* The digest's row of a finished collective (exporters/digest.h). Its names are NCCL's static
+ * strings (bytes_per), so the digest and the summary find them by address. */
 static void digest_coll(const comm_cache *cc, cl_part *p, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
                         int code, int64_t exposed_ns, int est, uint64_t bytes) {
   int coll = c->etype == CL_EV_COLL;
@@ -217,7 +218,7 @@ static void digest_coll(const comm_cache *cc, cl_part *p, const cl_ev *c, uint64
                   .nchannels = coll ? c->p.coll.nchannels : c->p.p2p.nchannels, .peer = coll ? 0 : c->p.p2p.peer,
                   .enq_start = c->start, .enq_stop = c->stop, .src = code,
                   .gpu_start = src ? s : c->start, .gpu_end = src ? e : c->start,
-                  .exposed_ns = exposed_ns, .tail_ch = c->tail_ch, .expo_est = est};
+                  .exposed_ns = exposed_ns, .tail_ch = c->tail_ch, .expo_est = est, .static_names = 1};
   cl_digest_coll(p->dg, &r);
 }
 
@@ -237,7 +238,7 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
   a->stats.colls_done++;
   if (p) {
     p->colls_done++;
-    cl_summary_add(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0);
+    cl_summary_add_static(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0);
     if (cl_cfg.prom[0])                    /* enqueue to GPU start: 0 when the GPU was there first */
       cl_prom_comms_add(&p->prom, cc ? cc->info.d.hash : 0, bytes, src != NULL, src ? e - s : 0,
                         src && s > c->start ? s - c->start : 0);

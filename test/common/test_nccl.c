@@ -110,4 +110,27 @@ TL_TEST(summary_rows_found_by_name_not_address) {
   cl_summary_free(s);
 }
 
+/* NCCL's names are static: a row found once by a name's text is found again by its address,
+ * a second address with the same text finds the same row, and a name lent for one call
+ * (cl_summary_add) is still compared by its text beside them. */
+TL_TEST(summary_static_names_found_by_address_and_text) {
+  static const char ar1[] = "AllReduce", ar2[] = "AllReduce", ag[] = "AllGather";
+  cl_summary *s = cl_summary_new();
+  char lent[24];
+  for (int i = 0; i < 12; i++) {
+    cl_summary_add_static(s, i % 3 == 2 ? ag : i % 2 ? ar2 : ar1, 4096, 2, 1000);
+    snprintf(lent, sizeof lent, "%s", i % 2 ? "AllGather" : "Broadcast");
+    cl_summary_add(s, lent, 4096, 2, 1000);
+  }
+  rows_seen v = {0};
+  cl_summary_each(s, see_row, &v);
+  CHECK(v.n == 3, "%d rows", v.n);
+  for (int i = 0; i < 3 && i < v.n; i++) {
+    uint64_t want = !strcmp(v.func[i], "AllReduce") ? 8 : !strcmp(v.func[i], "AllGather") ? 10 : 6;
+    CHECK(v.count[i] == want, "%s: %llu collectives (want %llu)", v.func[i], (unsigned long long)v.count[i],
+          (unsigned long long)want);
+  }
+  cl_summary_free(s);
+}
+
 TL_MAIN("common/nccl")

@@ -248,6 +248,51 @@ TL_TEST(a_damaged_digest_keeps_its_whole_blocks) {
   free(f.p);
 }
 
+/* Names in the digest: NCCL's static ones found by address (cl_dg_coll.static_names), two
+ * addresses with one text one string, and a name lent for one call compared by its text
+ * (the same buffer holds another name next). Each row decodes with its own names. */
+typedef struct { long n; char func[8][16], proto[8][16]; } names_seen;
+static void see_names(const cl_dg_row *r, void *arg) {
+  names_seen *v = arg;
+  if (v->n < 8) {
+    snprintf(v->func[v->n], sizeof v->func[0], "%s", r->func);
+    snprintf(v->proto[v->n], sizeof v->proto[0], "%s", r->proto);
+  }
+  v->n++;
+}
+TL_TEST(digest_names_static_by_address_lent_by_text) {
+  static const char ar1[] = "AllReduce", ar2[] = "AllReduce", ll[] = "LL", simple[] = "Simple";
+  cl_dg_buf f = {0};
+  const char *hdr = "{\"format\":1,\"rank\":0,\"host\":\"h\",\"job\":\"j\",\"clock\":{\"realtime_offset_ns\":0}}";
+  REQUIRE(cl_digest_file_head(&f, hdr, strlen(hdr)) == 0, "head");
+  cl_digest *dg = cl_digest_new();
+  char lent[16];
+  const char *want_func[6] = {"AllReduce", "AllReduce", "Broadcast", "AllReduce", "AllGather", "AllReduce"};
+  const char *want_proto[6] = {"LL", "Simple", "LL", "LL", "Simple", "Simple"};
+  for (int i = 0; i < 6; i++) {
+    int is_static = i == 0 || i == 5;
+    if (!is_static) snprintf(lent, sizeof lent, "%s", want_func[i]);
+    cl_dg_coll c = {.comm_hash = 0xabc, .comm_name = "c", .rank = 0, .nranks = 2,
+                    .func = is_static ? (i == 5 ? ar2 : ar1) : lent, .algo = "Ring",
+                    .proto = i == 1 || i == 4 || i == 5 ? simple : ll, .seq = (uint64_t)i, .bytes = 4096,
+                    .nchannels = 1, .enq_start = 1000000ull * (uint64_t)(i + 1), .enq_stop = 1000000ull * (uint64_t)(i + 1) + 500,
+                    .exposed_ns = -1, .tail_ch = -1, .static_names = is_static};
+    cl_digest_coll(dg, &c);
+  }
+  REQUIRE(cl_digest_take(dg, &f) == 0, "take");
+  cl_digest_free(dg);
+  names_seen v = {0};
+  cl_dg_sink sink = {.coll = see_names};
+  cl_info info;
+  memset(&info, 0, sizeof info);
+  CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &v, &info, 0) == 0 && v.n == 6, "%ld rows (%s)", v.n, info.msg);
+  for (int i = 0; i < 6 && i < v.n; i++)
+    CHECK(!strcmp(v.func[i], want_func[i]) && !strcmp(v.proto[i], want_proto[i]), "row %d: %s %s (want %s %s)", i,
+          v.func[i], v.proto[i], want_func[i], want_proto[i]);
+  cl_info_free(&info);
+  free(f.p);
+}
+
 /* Format 1 (C blocks, every column raw) still reads: a digest the plugin wrote before format 2.
  * And an R block is whole or damage: runs that fill the column exactly, else the block is
  * skipped and counted, never read past. */
