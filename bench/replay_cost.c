@@ -578,7 +578,7 @@ static int compare_baseline(const char *path) {
       double ch = v > 0 ? (g_metrics[i].v - v) / v * 100 : 0;
       int bad = ch >= 10.0;
       regressions += bad;
-      printf("  %-34s %12.0f instr  baseline %12.0f  %+6.1f%%%s\n", name, g_metrics[i].v, v, ch,
+      printf("  %-38s %12.0f instr  baseline %12.0f  %+6.1f%%%s\n", name, g_metrics[i].v, v, ch,
              bad ? "   <== REGRESSION (>= 10% more instructions)" : "");
     }
   fclose(f);
