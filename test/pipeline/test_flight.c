@@ -96,8 +96,11 @@ static int signal_and_load(const char *suffix, int want_files, tr_trace *t, char
   int said = h_log_count(-1, "signal dump written");
   if (kill(getpid(), SIGUSR2) != 0) { CHECK(0, "kill: %s", strerror(errno)); return -1; }
   /* the message comes after the rename: before it, a taken name may show as the empty file
-   * the dump made exclusively to rename over (planted_name) */
-  for (int i = 0; i < 600 && h_log_count(-1, "signal dump written") == said; i++) nap_ms(100);
+   * the dump made exclusively to rename over (planted_name). Up to 5 min: the dump is written
+   * by the format thread at nice 19, which two busy loops beside a ThreadSanitizer run left
+   * about 1.5% of a core (eviction_by_memory's third dump, 1 MiB of records, was not there
+   * after 2 min, in 1 of 2 such runs) */
+  for (int i = 0; i < 3000 && h_log_count(-1, "signal dump written") == said; i++) nap_ms(100);
   char *paths[8];
   int n = wait_dumps(suffix, want_files, paths, 8), rc = -1;
   CHECK(n == want_files, "%d file(s) ending %s in %s/flight, found %d; log: %s", want_files, suffix,

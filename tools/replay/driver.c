@@ -120,7 +120,23 @@ void h_log_reset(void) {
   pthread_mutex_unlock(&g_log_mu);
 }
 
-const char *h_log_text(void) { return g_log ? g_log : ""; }
+/* A copy taken under the lock: the plugin's threads may log (and grow the buffer) meanwhile. */
+const char *h_log_text(void) {
+  static _Thread_local char *snap;
+  static _Thread_local size_t snap_cap;
+  pthread_mutex_lock(&g_log_mu);
+  size_t n = g_log ? g_log_len : 0;
+  if (n + 1 > snap_cap) {
+    char *nb = realloc(snap, n + 1);
+    if (!nb) { pthread_mutex_unlock(&g_log_mu); return ""; }
+    snap = nb;
+    snap_cap = n + 1;
+  }
+  if (n) memcpy(snap, g_log, n);
+  snap[n] = 0;
+  pthread_mutex_unlock(&g_log_mu);
+  return snap;
+}
 
 int h_log_count(int level, const char *needle) {
   int n = 0;

@@ -40,7 +40,8 @@ void h_log_reset(void);
 extern void (*h_log_hook)(int level, const char *msg);
 /* Number of captured messages of `level` (-1: any) containing `needle` (NULL: any). */
 int h_log_count(int level, const char *needle);
-/* All captured text, one message per line, "<level> <text>". Owned by the harness. */
+/* All captured text, one message per line, "<level> <text>": a copy owned by the harness,
+ * valid until the calling thread's next call. */
 const char *h_log_text(void);
 
 /* ---- init / finalize ------------------------------------------------------------------ */
