@@ -366,6 +366,11 @@ static double du_bytes(const char *dir) {
 /* COMMLENS_CUPTI_SAMPLE's default (common/config.c): a window of 1 s in every 30 */
 #define DEFAULT_WINDOW_NS 1000000000ull
 #define DEFAULT_PERIOD_NS 30000000000ull
+/* A per-collective cost at that duty: the windows hold a thirtieth of a steady job's collectives. */
+static double at_duty(double between, double inside) {
+  double duty = (double)DEFAULT_WINDOW_NS / (double)DEFAULT_PERIOD_NS;
+  return between * (1 - duty) + inside * duty;
+}
 static const char *const g_window = "600:3600";
 static const char *g_sample = FIRST_WINDOW;
 static uint64_t g_burst_ns;   /* paced children: bursts kept whole (rp_set_burst); 0: none */
@@ -765,13 +770,10 @@ int main(int argc, char **argv) {
              u2 / SPAN_S, BURST_NS / 1e3);
     printf("  ABI v%d, per collective: launch %.0f ns (null plugin %.0f), writer %.0f ns between CUPTI windows "
            "(GPU-timed %ld of %ld)\n", abi, st.launch, nl.launch, st.writer, st.timed, st.colls);
-    if (abi == 5) {
-      double duty = (double)DEFAULT_WINDOW_NS / (double)DEFAULT_PERIOD_NS;
+    if (abi == 5)
       printf("           inside a window: launch %.0f ns, writer %.0f ns; at the default's duty (%g s in %g): "
              "launch %.0f ns over null, writer %.0f ns\n", in.launch, in.writer, DEFAULT_WINDOW_NS / 1e9,
-             DEFAULT_PERIOD_NS / 1e9, (st.launch * (1 - duty) + in.launch * duty) - nl.launch,
-             st.writer * (1 - duty) + in.writer * duty);
-    }
+             DEFAULT_PERIOD_NS / 1e9, at_duty(st.launch, in.launch) - nl.launch, at_duty(st.writer, in.writer));
   }
 
   /* 1b: per compute-kernel record */
@@ -802,9 +804,7 @@ int main(int argc, char **argv) {
     ir_split cn = cg_run(lib, s2, C, "cn", SPAN_S);
     g_sample = FIRST_WINDOW;
     double ic = (cn.writer - zw.writer) / ((double)C * (double)c2.launches);
-    double iww = (zw.writer - aw.writer) / (u2 - u1);
-    /* the default's windows (1 s in every 30) hold a thirtieth of a steady job's collectives */
-    double duty = (double)DEFAULT_WINDOW_NS / (double)DEFAULT_PERIOD_NS, iwd = iw * (1 - duty) + iww * duty;
+    double iww = (zw.writer - aw.writer) / (u2 - u1), iwd = at_duty(iw, iww);
     if (make_pair(data, recs[0], K1, K2, 6, s1, s2, sizeof s1, &c1, &c2)) return 1;
     ir_split a6 = cg_run(lib, s1, 0, "k1v6", SPAN_S), z6 = cg_run(lib, s2, 0, "k2v6", SPAN_S);
     double il6 = (z6.launch - a6.launch) / (u2 - u1), iw6 = (z6.writer - a6.writer) / (u2 - u1);

@@ -246,11 +246,19 @@ void rp_set_burst(uint64_t ns) { atomic_store(&g_burst_ns, ns); }
 static _Atomic uint64_t g_first_pause_ns;   /* rp_set_first_pause */
 void rp_set_first_pause(uint64_t ns) { atomic_store(&g_first_pause_ns, ns); }
 
+/* The event type of a start ('S') whose descriptor holds at least 8 bytes: a uint64_t from v5
+ * on, a byte before. */
+static uint64_t start_type(const rp_call *c) {
+  uint64_t type = c->descr[0];
+  if (c->abi >= 5) memcpy(&type, c->descr, sizeof type);
+  return type;
+}
+
 /* A GPU timer a call carries (KernelCh and kernel-phase starts, KernelChStop and KernelPhaseStop
  * states): where its value sits, 0 when none. */
 static unsigned char *timer_of(rp_call *c, unsigned char *d) {
   if (c->kind == 'S' && c->abi >= 4 && c->dlen >= 8) {
-    uint64_t type = c->abi >= 5 ? *(uint64_t *)c->descr : c->descr[0];
+    uint64_t type = start_type(c);
     size_t off = type == CLABI_EV_KERNEL_CH ? offsetof(clabi_descr_v5, kernelCh.pTimer)
                  : c->abi >= 7 && type == CLABI_EV_KERNEL_PHASE ? offsetof(clabi_descr_v7, kernelPhase.pTimer) : 0;
     return off && off + 8 <= c->dlen ? d + off : NULL;
@@ -278,11 +286,9 @@ static void plan_spread(rp_run *r, uint64_t span, uint64_t burst) {
     rp_call *c = &r->calls[i];
     if (burst && i && c->t - c[-1].t < burst) c->due = c[-1].due + (c->t - c[-1].t);
     else c->due = (uint64_t)((double)i * ((double)span / (double)r->ncalls)) + held;
-    if (pause && !held && c->kind == 'S' && c->dlen >= 8) {   /* the first operation's start */
-      uint64_t type = c->descr[0];
-      if (c->abi >= 5) memcpy(&type, c->descr, 8);
-      if (type == CLABI_EV_COLL || type == CLABI_EV_P2P) held = pause;
-    }
+    if (pause && !held && c->kind == 'S' && c->dlen >= 8 &&   /* the first operation's start */
+        (start_type(c) == CLABI_EV_COLL || start_type(c) == CLABI_EV_P2P))
+      held = pause;
   }
   /* the GPU timers' offset from the recorded host clock: the tightest observation */
   int have_off = 0;
