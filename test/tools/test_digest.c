@@ -293,6 +293,85 @@ TL_TEST(digest_names_static_by_address_lent_by_text) {
   free(f.p);
 }
 
+/* Each column is written raw or in runs, whichever is shorter for its block (exporters/digest.c):
+ * blocks whose patterns change from one to the next (constant, alternating, every row new, runs
+ * of varied length), in every column, decode to their rows. */
+typedef struct { long n; cl_dg_row r[400]; char names[400][3][16]; } rows_seen;
+static void keep_row(const cl_dg_row *r, void *arg) {   /* the names live as long as the call */
+  rows_seen *v = arg;
+  if (v->n < 400) {
+    v->r[v->n] = *r;
+    const char *nm[3] = {r->func, r->algo, r->proto};
+    for (int k = 0; k < 3; k++) snprintf(v->names[v->n][k], sizeof v->names[0][0], "%s", nm[k] ? nm[k] : "");
+  }
+  v->n++;
+}
+/* Row i of block b: pattern (b + field) % 4 in each field, so that every field changes its
+ * pattern from block to block. */
+static uint64_t pat(int b, int field, int i) {
+  switch ((b + field) % 4) {
+  case 0: return 7;                                   /* constant */
+  case 1: return (uint64_t)(i & 1) * 3 + 1;           /* alternating */
+  case 2: return (uint64_t)i * 977 + (uint64_t)field; /* every row new */
+  default: {                                          /* runs growing from 1 to 5 or so */
+    uint64_t r = 0;
+    while ((r + 1) * (r + 1) <= (uint64_t)i * 8) r++;
+    return r;
+  }
+  }
+}
+static cl_dg_coll pat_row(int b, int i, uint64_t *enq) {
+  static const char *const fn[4] = {"AllReduce", "AllGather", "Broadcast", "ReduceScatter"};
+  *enq += 1000 + pat(b, 9, i);
+  return (cl_dg_coll){.comm_hash = 0x100 + pat(b, 1, i) % 3, .comm_name = "c", .rank = 0, .nranks = 4,
+                      .p2p = (int)(pat(b, 0, i) & 1), .func = fn[pat(b, 2, i) % 4], .algo = fn[pat(b, 3, i) % 4],
+                      .proto = fn[pat(b, 4, i) % 4], .seq = 50 + pat(b, 5, i), .bytes = pat(b, 6, i) << 10,
+                      .nchannels = (int)(pat(b, 7, i) % 33), .peer = (int)(pat(b, 8, i) % 9) - 1, .enq_start = *enq,
+                      .enq_stop = *enq + pat(b, 10, i), .src = (int)(pat(b, 11, i) % 5), .gpu_start = *enq + 50 + pat(b, 12, i),
+                      .gpu_end = *enq + 50 + pat(b, 12, i) + pat(b, 13, i),
+                      .exposed_ns = pat(b, 14, i) % 3 == 0 ? -1 : (int64_t)pat(b, 14, i), .tail_ch = (int)(pat(b, 15, i) % 40) - 1,
+                      .static_names = 1};
+}
+TL_TEST(digest_columns_decode_as_their_patterns_change) {
+  const char *hdr = "{\"format\":1,\"rank\":0,\"host\":\"h\",\"job\":\"j\",\"clock\":{\"realtime_offset_ns\":0}}";
+  cl_digest *dg = cl_digest_new();
+  REQUIRE(dg, "digest");
+  uint64_t enq = 1000000;
+  for (int b = 0; b < 8; b++) {
+    int n = 40 + 37 * b;
+    cl_dg_buf f = {0};
+    REQUIRE(cl_digest_file_head(&f, hdr, strlen(hdr)) == 0, "head");
+    uint64_t enq0 = enq;
+    for (int i = 0; i < n; i++) { cl_dg_coll c = pat_row(b, i, &enq); cl_digest_coll(dg, &c); }
+    REQUIRE(cl_digest_take(dg, &f) == 0, "take %d", b);
+    static rows_seen v;
+    v.n = 0;
+    cl_dg_sink sink = {.coll = keep_row};
+    cl_info info;
+    memset(&info, 0, sizeof info);
+    CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &v, &info, 0) == 0 && !info.bad && v.n == n, "block %d: %ld of %d rows, bad %d (%s)",
+          b, v.n, n, info.bad, info.msg);
+    enq = enq0;
+    for (int i = 0; i < n && i < v.n; i++) {
+      cl_dg_coll c = pat_row(b, i, &enq);
+      const cl_dg_row *r = &v.r[i];
+      /* a row with no GPU source reads with no GPU span (the reader's rule) */
+      int ok = r->comm == c.comm_hash && r->p2p == c.p2p && !strcmp(v.names[i][0], c.func) &&
+               !strcmp(v.names[i][1], c.algo) && !strcmp(v.names[i][2], c.proto) && r->seq == (int64_t)c.seq &&
+               r->bytes == (int64_t)c.bytes && r->nchannels == c.nchannels && r->peer == c.peer &&
+               r->enq_start == (int64_t)c.enq_start && r->enq_end == (int64_t)c.enq_stop && r->src == c.src &&
+               (!c.src || (r->gpu_start == (int64_t)c.gpu_start && r->gpu_end == (int64_t)c.gpu_end)) &&
+               r->exposed_ns == (c.exposed_ns < 0 ? -1 : c.exposed_ns) && r->tail_ch == c.tail_ch;
+      CHECK(ok, "block %d row %d decodes to other values (seq %lld/%llu, bytes %lld/%llu, tail %d/%d)", b, i,
+            (long long)r->seq, (unsigned long long)c.seq, (long long)r->bytes, (unsigned long long)c.bytes, r->tail_ch, c.tail_ch);
+      if (!ok) break;
+    }
+    cl_info_free(&info);
+    free(f.p);
+  }
+  cl_digest_free(dg);
+}
+
 /* Format 1 (C blocks, every column raw) still reads: a digest the plugin wrote before format 2.
  * And an R block is whole or damage: runs that fill the column exactly, else the block is
  * skipped and counted, never read past. */
