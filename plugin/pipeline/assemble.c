@@ -462,7 +462,7 @@ static int finish_coll(cl_asm *a, cl_ev *c) {
   /* outside the windows: queued like the measured ones (then estimated, in end-time order after
    * them, from what the windows before it taught) */
   c->expo_est = src && a->gj && sampled_out(a, s, e) &&
-                (!cl_gj_lost(a->gj, c->stop) || cl_dg_src_code(src) == CL_DG_SRC_KERNEL_CH);
+                (cl_dg_src_code(src) == CL_DG_SRC_KERNEL_CH || !cl_gj_lost(a->gj, c->stop));
   if (src && a->gj && c->expo_est && cl_gj_expo_idle(a->gj)) {
     /* nothing measured waits ahead of it: estimated now, as its report would have been */
     coll_done(a, c, s, e, src, expo_estimate(a, c, s, e), 1);
