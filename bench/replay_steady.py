@@ -7,12 +7,14 @@ over 8 s with bursts under 20 us kept whole (`bench-replay-cost --child LIB STRE
 8:20000`, the default's settings: digest only, CUPTI sampled through the fake CUPTI, one 50 ms
 window at the first operation). What a collective costs is the slope between the two lengths:
   writer  the plugin's own threads' CPU (process CPU less the replay's threads'), ns
-  launch  the time inside the plugin's calls on the replaying threads, ns
+  launch  the time inside the plugin's calls on the replaying threads, ns, with the replay's
+          two clock reads a call in it: only its difference to the null plugin's is the plugin's
+(the arithmetic of bench/replay_cost.c's run_child, less its clock-pair correction).
 The slope divides the runs' noise (a few ms of CPU between two runs of one stream) by the
 collectives between the lengths: K1=32, K2=480 (the default) has three times the collectives of
 32 and 160, and a third of that noise. The variants run in a different order each round (rotated):
-on an `nvidia-h200` host the second of two identical libraries read about 70 ns more a
-collective on the launch side than the first, in one fixed order, over 5 rounds. Prints each
+on an `nvidia-h200` host, of two libraries with the same code on the replaying threads, the
+one run second read 73 ns more a collective there (median of 5 rounds in one fixed order). Prints each
 round, then per variant the median and range, and each variant's median paired difference to
 the first variant's round by round.
 
@@ -55,6 +57,7 @@ def replay(v, stream):
     f = out.split()
     try:
         x = {f[i]: int(f[i + 1]) for i in range(1, len(f) - 1, 2)}
+        # everything not on the main thread or the replaying threads, and the main thread's exit
         writer = (x['total_cpu_ns'] - x['main_final_ns'] - x['threads_cpu_ns']) + (x['main_final_ns'] - x['main_pre_ns'])
         launch = x['plugin_ns'] / x['calls'] * (x['calls'] + x['preempted'])
     except (KeyError, ValueError, ZeroDivisionError, IndexError):

@@ -286,9 +286,8 @@ static void plan_spread(rp_run *r, uint64_t span, uint64_t burst) {
     rp_call *c = &r->calls[i];
     if (burst && i && c->t - c[-1].t < burst) c->due = c[-1].due + (c->t - c[-1].t);
     else c->due = (uint64_t)((double)i * ((double)span / (double)r->ncalls)) + held;
-    if (pause && !held && c->kind == 'S' && c->dlen >= 8 &&   /* the first operation's start */
-        (start_type(c) == CLABI_EV_COLL || start_type(c) == CLABI_EV_P2P))
-      held = pause;
+    uint64_t type = pause && !held && c->kind == 'S' && c->dlen >= 8 ? start_type(c) : 0;
+    if (type == CLABI_EV_COLL || type == CLABI_EV_P2P) held = pause;   /* the first operation's start */
   }
   /* the GPU timers' offset from the recorded host clock: the tightest observation */
   int have_off = 0;
