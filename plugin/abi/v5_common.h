@@ -27,11 +27,36 @@ static inline unsigned cl_v5_descr_len(int abi) {
   return abi == 5 ? sizeof(clabi_descr_v5) : abi == 6 ? sizeof(clabi_descr_v6) : sizeof(clabi_descr_v7);
 }
 
+static __attribute__((noinline)) void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank,
+                                                       const void *dv, int abi, uint64_t tag);
 /* `d` is a clabi_descr_v5, v6 or v7 (same offsets for these members); CE members and v7's
  * KernelPhase are handled by their versions. `tag`: the v7 userTag of an API or Coll/P2p
- * event (0 before v7). */
+ * event (0 before v7). A KernelCh (most of NCCL's calls: no payload to assemble) and the
+ * events answered without a record are started here; the rest apart (cl_v5_start_any), so
+ * that the frequent calls save no registers. */
 static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj, int rank,
                                        const void *dv, int abi, uint64_t tag) {
+  const clabi_descr_v5 *d = dv;
+  if (!CL_RECORDING()) {   /* the recorder keeps every event whole: cl_v5_start_any */
+    if (type == CLABI_EV_KERNEL_CH) {
+      unsigned flags = 0;
+      uint32_t serial = cl_shim_comm(ctx, &flags);
+      return cl_event_kch_start(serial, flags, (uint64_t)(uintptr_t)parentObj, rank, d->kernelCh.channelId,
+                                d->kernelCh.pTimer);
+    }
+    /* GroupApi, CollApi, P2pApi, KernelLaunch: not needed now (gate.h) */
+    if ((type & ~(uint64_t)CL_V5_LAUNCH_EVENTS) == 0 && type &&
+        atomic_load_explicit(&cl_skip_launch_events, memory_order_relaxed))
+      return cl_event_skipped();
+    /* a Group (no event's parent since v5) when only a digest is written: a handle, no record */
+    if (type == CLABI_EV_GROUP && atomic_load_explicit(&cl_digest_only, memory_order_relaxed))
+      return cl_event_quiet();
+  }
+  return cl_v5_start_any(ctx, type, parentObj, rank, dv, abi, tag);
+}
+/* Every other start, and every start while the recorder records. */
+static void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank, const void *dv, int abi,
+                             uint64_t tag) {
   const clabi_descr_v5 *d = dv;
   cl_payload p;
   unsigned flags = 0, size, et;
@@ -39,18 +64,6 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
   int nrefs = 0;
   /* the recorder's string references; their lengths are read only when it records */
   const int rec = CL_RECORDING();
-  if (type == CLABI_EV_KERNEL_CH && !rec) {   /* most of NCCL's calls: no payload to assemble */
-    uint32_t serial = cl_shim_comm(ctx, &flags);
-    return cl_event_kch_start(serial, flags, (uint64_t)(uintptr_t)parentObj, rank, d->kernelCh.channelId,
-                              d->kernelCh.pTimer);
-  }
-  /* GroupApi, CollApi, P2pApi, KernelLaunch: not needed now (gate.h); the recorder keeps all */
-  if ((type & ~(uint64_t)CL_V5_LAUNCH_EVENTS) == 0 && type &&
-      atomic_load_explicit(&cl_skip_launch_events, memory_order_relaxed) && !rec)
-    return cl_event_skipped();
-  /* a Group (no event's parent since v5) when only a digest is written: a handle, no record */
-  if (type == CLABI_EV_GROUP && atomic_load_explicit(&cl_digest_only, memory_order_relaxed) && !rec)
-    return cl_event_quiet();
   uint32_t serial = cl_shim_comm(ctx, &flags);
   p.rank = rank;
   p._pad = 0;

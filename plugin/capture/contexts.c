@@ -1,5 +1,5 @@
 /* contexts.c: see contexts.h. One mutex guards registration and lookups; nothing here is on
- * the hot path except cl_ctx_serial(), a bounds check and one relaxed load. */
+ * the hot path (cl_ctx_serial, inline in contexts.h, reads the slots). */
 #include "plugin/capture/contexts.h"
 #include "common/clock.h"
 #include "common/grow.h"
@@ -8,20 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { _Alignas(64) _Atomic uint32_t serial; } cl_ctx_slot;
-static cl_ctx_slot g_ctx[CL_MAX_COMMS];
+cl_ctx_slot cl_ctx_slots[CL_MAX_COMMS];
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static cl_comm_info *g_infos;          /* by serial - 1 */
 static uint32_t g_ninfos;
 static size_t g_cap_infos;
 static int g_active;                   /* live communicators */
-
-uint32_t cl_ctx_serial(void *ctx) {
-  uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)g_ctx;
-  if (p - base >= sizeof g_ctx || (p - base) % sizeof(cl_ctx_slot)) return 0;
-  return atomic_load_explicit(&((cl_ctx_slot *)ctx)->serial, memory_order_relaxed);
-}
 
 int cl_contexts_add(const cl_comm_desc *d, int cuda_dev, void **ctx, uint32_t *serial, int *first) {
   pthread_mutex_lock(&g_mu);
@@ -32,7 +25,7 @@ int cl_contexts_add(const cl_comm_desc *d, int cuda_dev, void **ctx, uint32_t *s
   }
   int slot = -1;
   for (int i = 0; i < CL_MAX_COMMS && slot < 0; i++)
-    if (atomic_load(&g_ctx[i].serial) == 0) slot = i;
+    if (atomic_load(&cl_ctx_slots[i].serial) == 0) slot = i;
   if (slot < 0) {
     pthread_mutex_unlock(&g_mu);
     cl_log_once("too-many-comms", CL_LOG_WARN, "more than %d live communicators; not profiling the rest", CL_MAX_COMMS);
@@ -44,9 +37,9 @@ int cl_contexts_add(const cl_comm_desc *d, int cuda_dev, void **ctx, uint32_t *s
   ci->d = *d;
   ci->cuda_dev = cuda_dev;
   ci->init_ns = cl_now();
-  atomic_store(&g_ctx[slot].serial, ci->serial);
+  atomic_store(&cl_ctx_slots[slot].serial, ci->serial);
   *first = g_active++ == 0;
-  *ctx = &g_ctx[slot];
+  *ctx = &cl_ctx_slots[slot];
   *serial = ci->serial;
   pthread_mutex_unlock(&g_mu);
   return 0;
@@ -56,9 +49,9 @@ int cl_contexts_remove(void *ctx) {
   uint32_t serial = cl_ctx_serial(ctx);
   if (!serial) return 0;                     /* NULL, foreign, or already finalized */
   pthread_mutex_lock(&g_mu);
-  uintptr_t i = ((uintptr_t)ctx - (uintptr_t)g_ctx) / sizeof(cl_ctx_slot);
-  if (atomic_load(&g_ctx[i].serial) != serial) { pthread_mutex_unlock(&g_mu); return 0; }
-  atomic_store(&g_ctx[i].serial, 0);
+  uintptr_t i = ((uintptr_t)ctx - (uintptr_t)cl_ctx_slots) / sizeof(cl_ctx_slot);
+  if (atomic_load(&cl_ctx_slots[i].serial) != serial) { pthread_mutex_unlock(&g_mu); return 0; }
+  atomic_store(&cl_ctx_slots[i].serial, 0);
   g_infos[serial - 1].fini_ns = cl_now();
   int last = --g_active == 0;
   pthread_mutex_unlock(&g_mu);
@@ -92,7 +85,7 @@ void cl_comm_learn(uint32_t serial, uint64_t hash, int rank) {
 
 void cl_contexts_reset_after_fork(void) {
   pthread_mutex_init(&g_mu, NULL);
-  memset(g_ctx, 0, sizeof g_ctx);
+  memset(cl_ctx_slots, 0, sizeof cl_ctx_slots);
   g_active = 0;
   g_ninfos = 0;
 }

@@ -5,6 +5,7 @@
 #ifndef COMMLENS_CONTEXTS_H
 #define COMMLENS_CONTEXTS_H
 #include "common/log.h"
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define CL_MAX_COMMS 4096
@@ -26,9 +27,17 @@ typedef struct {
   uint64_t init_ns, fini_ns;/* monotonic; fini_ns = 0 while alive */
 } cl_comm_info;
 
+/* The slots contexts point into (contexts.c owns them; cl_ctx_serial reads them inline). */
+typedef struct { _Alignas(64) _Atomic uint32_t serial; } cl_ctx_slot;
+extern cl_ctx_slot cl_ctx_slots[CL_MAX_COMMS];
+
 /* Hot path: serial of a context we handed out, 0 if ctx is NULL, foreign or stale (never
- * dereferenced unless it lies inside our own slot table). */
-uint32_t cl_ctx_serial(void *ctx);
+ * dereferenced unless it lies inside our own slot table). Inline: every event's start asks. */
+static inline uint32_t cl_ctx_serial(void *ctx) {
+  uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)cl_ctx_slots;
+  if (p - base >= sizeof cl_ctx_slots || (p - base) % sizeof(cl_ctx_slot)) return 0;
+  return atomic_load_explicit(&((cl_ctx_slot *)ctx)->serial, memory_order_relaxed);
+}
 /* Registers a communicator; *ctx receives its slot, *serial its serial, *first whether it is
  * the only live one. Returns 0, or -1 (logged) when the table or memory is exhausted. */
 int cl_contexts_add(const cl_comm_desc *d, int cuda_dev, void **ctx, uint32_t *serial, int *first);

@@ -65,7 +65,7 @@ static inline __attribute__((always_inline)) void *kch_hold(cl_ring *r, uint64_t
 
 /* A KernelCh not asked for (cl_kch_first: its collective has a channel recorded): counted, no
  * handle (NCCL then neither records its states nor stops it). */
-static void *kch_untimed(cl_ring *r) {
+static inline void *kch_untimed(cl_ring *r) {
   atomic_store_explicit(&r->kch_untimed, atomic_load_explicit(&r->kch_untimed, memory_order_relaxed) + 1,
                         memory_order_relaxed);
   return NULL;
@@ -77,16 +77,20 @@ static void *kch_untimed(cl_ring *r) {
  * left with part of its channels; 1 again, marked, for a channel seen before of it (a CUDA
  * graph's next replay, ring.h cl_kch_timed). 1 for every other KernelCh, and for one whose
  * collective is not ours to name (none, or another process's). */
-static inline int kch_pick(cl_ring *r, uint64_t parent, unsigned channel, unsigned *flags) {
-  if (!r->kch || !parent || (*flags & CL_F_FOREIGN)) return 1;
+/* kch_pick's 0 (r->kch, a parent of ours): a further channel of a collective with its channel
+ * recorded on this thread, now marked seen. */
+static inline int kch_further(cl_ring *r, uint64_t parent, unsigned channel) {
   cl_kch_timed *t = &cl_ring_kch_timed(r)[cl_kch_timed_slot(parent)];
   uint64_t bit = 1ull << (channel & 63);
-  if (t->parent == parent && !(t->chans & bit)) {
-    t->chans |= bit;
-    return 0;
-  }
+  if (t->parent != parent || (t->chans & bit)) return 0;
+  t->chans |= bit;
+  return 1;
+}
+static inline int kch_pick(cl_ring *r, uint64_t parent, unsigned channel, unsigned *flags) {
+  if (!r->kch || !parent || (*flags & CL_F_FOREIGN)) return 1;
+  if (kch_further(r, parent, channel)) return 0;
   if (!atomic_load_explicit(&cl_kch_first, memory_order_relaxed)) return 1;
-  *t = (cl_kch_timed){parent, bit};
+  cl_ring_kch_timed(r)[cl_kch_timed_slot(parent)] = (cl_kch_timed){parent, 1ull << (channel & 63)};
   *flags |= CL_F_KCH_FIRST;
   return 1;
 }
@@ -137,12 +141,11 @@ void *cl_event_start(uint32_t comm_serial, unsigned etype, unsigned flags, uint6
   return (void *)(uintptr_t)(rec ? id : id | CL_ID_DROPPED);
 }
 
-/* A KernelCh's start, the most frequent call NCCL makes (a start, a KernelChStop state and a
- * stop per channel of every collective): held back as cl_event_start would hold it, without
- * the payload's assembly; anything unusual goes the general way. */
-void *cl_event_kch_start(uint32_t comm_serial, unsigned flags, uint64_t parent, int32_t rank, unsigned channel,
-                         uint64_t ptimer) {
-  cl_ring *r = cl_t_ring;
+/* A KernelCh's start past the check for a further channel (cl_event_kch_start): held back as
+ * cl_event_start would hold it, without the payload's assembly; anything unusual goes the
+ * general way. Apart, so that the frequent answer above it saves no registers. */
+static __attribute__((noinline)) void *kch_start(cl_ring *r, uint32_t comm_serial, unsigned flags, uint64_t parent,
+                                                int32_t rank, unsigned channel, uint64_t ptimer) {
   if (__builtin_expect(!r || !r->kch || r->kst_id || (parent & CL_ID_DROPPED) ||
                        atomic_load_explicit(&r->next, memory_order_relaxed) != NULL ||
                        !atomic_load_explicit(&cl_digest_only, memory_order_relaxed) ||
@@ -154,6 +157,25 @@ void *cl_event_kch_start(uint32_t comm_serial, unsigned flags, uint64_t parent, 
   }
   if (!kch_pick(r, parent, channel, &flags)) return kch_untimed(r);
   return kch_hold(r, r->id_base | ++r->seq, comm_serial, flags, parent, rank, channel, ptimer);
+}
+
+/* A KernelCh's start, the most frequent call NCCL makes (a start, a KernelChStop state and a
+ * stop per channel of every collective). Most of them, while the gate says one channel a
+ * collective is enough, are a further channel of a collective whose one channel is recorded
+ * (a collective has up to 64): answered here, as kch_pick would answer it once kch_start's
+ * gates pass. Nothing is written, so no KernelChStop state waiting on the thread need go out
+ * first. */
+void *cl_event_kch_start(uint32_t comm_serial, unsigned flags, uint64_t parent, int32_t rank, unsigned channel,
+                         uint64_t ptimer) {
+  cl_ring *r = cl_t_ring;
+  if (__builtin_expect(r && r->kch && parent && !(flags & CL_F_FOREIGN) &&
+                       atomic_load_explicit(&r->next, memory_order_relaxed) == NULL &&
+                       atomic_load_explicit(&cl_enabled, memory_order_relaxed) &&
+                       atomic_load_explicit(&cl_capturing, memory_order_relaxed) &&
+                       !atomic_load_explicit(&cl_window_by_coll, memory_order_relaxed), 1) &&
+      kch_further(r, parent, channel))
+    return kch_untimed(r);
+  return kch_start(r, comm_serial, flags, parent, rank, channel, ptimer);
 }
 
 void *cl_event_skipped(void) {
