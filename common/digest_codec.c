@@ -10,11 +10,6 @@
 #endif
 
 static const char *const g_src[CL_DG_SRC_N] = {NULL, "cupti", "cupti_graph", "kernel_ch", "proxy", "cupti_ce"};
-int cl_dg_src_code(const char *src) {
-  for (int i = 1; src && i < CL_DG_SRC_N; i++) if (src == g_src[i]) return i;   /* cl_dg_src_name's own */
-  for (int i = 1; src && i < CL_DG_SRC_N; i++) if (!strcmp(src, g_src[i])) return i;
-  return CL_DG_SRC_NONE;
-}
 const char *cl_dg_src_name(int code) { return code > 0 && code < CL_DG_SRC_N ? g_src[code] : NULL; }
 
 int cl_dg_reserve(cl_dg_buf *b, size_t n) {

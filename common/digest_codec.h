@@ -29,9 +29,8 @@ enum { CL_DG_SRC_NONE = 0, CL_DG_SRC_CUPTI, CL_DG_SRC_CUPTI_GRAPH, CL_DG_SRC_KER
 /* A flag or'ed into the src column: the row's exposed time is estimated (COMMLENS_CUPTI=sampled,
  * outside CUPTI's windows), not measured. */
 #define CL_DG_SRC_EST 8
-/* The source's code (CL_DG_SRC_NONE for NULL or an unknown name) and name (NULL for none); a
- * name cl_dg_src_name gave is coded without a string compare (the writer codes every row's). */
-int cl_dg_src_code(const char *src);
+/* The source's name (the trace's "source"; NULL for none). The writer keeps a collective's
+ * source as its code (assemble.c), and names it only where it is drawn. */
 const char *cl_dg_src_name(int code);
 
 /* A growable byte buffer of the encoder (caller owns .p; free() it). oom: a growth failed,

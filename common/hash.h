@@ -13,7 +13,10 @@ static inline uint64_t cl_hash64(uint64_t x) {
  * times 2^64 / golden ratio (each depends on every key bit below it; consecutive keys land far
  * apart). Three instructions where the finalizer takes nine: the plugin's writer looks up
  * several slots a collective (its event table, the digest's names and channels). */
+static inline uint32_t cl_hash_top(uint64_t key, unsigned shift) {   /* shift: 64 - log2(cap), < 64 */
+  return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> shift);
+}
 static inline uint32_t cl_hash_slot(uint64_t key, uint64_t cap) {
-  return cap > 1 ? (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctzll(cap))) : 0;
+  return cap > 1 ? cl_hash_top(key, 64u - (unsigned)__builtin_ctzll(cap)) : 0;
 }
 #endif

@@ -3,6 +3,7 @@
  * adds no time. */
 #include "exporters/summary.h"
 #include "common/grow.h"
+#include "common/hash.h"
 #include "common/nccl.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,7 +16,8 @@ typedef struct { char func[24]; int bucket, nranks; uint64_t n, n_timed, bytes, 
  * are also found by the name's address and the bucket, in a small table (each hit compared in
  * full, unless the name is static and the row knows its address: else an address is only a
  * hint). */
-#define ROW_CACHE 64
+#define ROW_CACHE_BITS 8
+#define ROW_CACHE (1 << ROW_CACHE_BITS)
 struct cl_summary {
   row *rows; int n; size_t cap;
   int last;                          /* the row added to last: a job repeats its calls */
@@ -38,12 +40,15 @@ static void add(cl_summary *s, const char *func, int fixed, uint64_t bytes, int 
   if (!s) return;
   int bk = bucket_of(bytes);
   if (!func) { func = "?"; fixed = 1; }
-  row *r = s->last < s->n && row_is(&s->rows[s->last], func, fixed, bk, nranks) ? &s->rows[s->last] : NULL;
-  unsigned slot = (unsigned)(((uintptr_t)func >> 3) * 31u + (unsigned)bk * 7u + (unsigned)nranks) % ROW_CACHE;
-  if (!r && s->cache[slot] && row_is(&s->rows[s->cache[slot] - 1], func, fixed, bk, nranks)) {
+  /* the table first: its row knows the name's address (no compare), where the last row added
+   * to may be another function of the same size (a compare of the names) */
+  unsigned slot = cl_hash_top((uint64_t)(uintptr_t)func ^ (uint64_t)bk << 48 ^ (uint64_t)(uint32_t)nranks << 56, 64 - ROW_CACHE_BITS);
+  row *r = NULL;
+  if (s->cache[slot] && row_is(&s->rows[s->cache[slot] - 1], func, fixed, bk, nranks)) {
     s->last = s->cache[slot] - 1;
     r = &s->rows[s->last];
   }
+  if (!r && s->last < s->n && row_is(&s->rows[s->last], func, fixed, bk, nranks)) r = &s->rows[s->last];
   for (int i = 0; i < s->n && !r; i++)
     if (row_is(&s->rows[i], func, fixed, bk, nranks)) { r = &s->rows[i]; s->last = i; }
   if (r) s->cache[slot] = s->last + 1;

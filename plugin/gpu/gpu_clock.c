@@ -26,6 +26,7 @@ int cl_gpu_clock_sample(cl_gpu_clock *c, uint64_t gpu_ns, uint64_t obs) {
     c->period_start = obs;
   }
   if (!c->have_cur || d < c->cur_min) { c->cur_min = d; c->have_cur = 1; }
+  c->off = c->have_prev && c->prev_min < c->cur_min ? c->prev_min : c->cur_min;   /* have_cur holds here */
   c->samples++;
   if (obs > c->last_obs) c->last_obs = obs;
   return 1;

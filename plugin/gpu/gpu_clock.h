@@ -18,15 +18,13 @@ typedef struct {
   int have_cur, have_prev;
   uint64_t period_start, first_obs, last_obs;
   uint64_t samples, implausible;
+  int64_t off;                     /* cl_gpu_clock_offset, kept as samples come (read far more often) */
 } cl_gpu_clock;                    /* zero-initialised = no samples yet */
 
 /* Adds one (GPU timer, host observation time) pair; returns 0 (and counts it) if implausible. */
 int cl_gpu_clock_sample(cl_gpu_clock *c, uint64_t gpu_ns, uint64_t host_obs_ns);
 /* host - gpu, the current estimate (0 without samples). */
-static inline int64_t cl_gpu_clock_offset(const cl_gpu_clock *c) {
-  if (c->have_cur && c->have_prev) return c->cur_min < c->prev_min ? c->cur_min : c->prev_min;
-  return c->have_cur ? c->cur_min : c->have_prev ? c->prev_min : 0;
-}
+static inline int64_t cl_gpu_clock_offset(const cl_gpu_clock *c) { return c->off; }
 /* Enough samples over enough time for the estimate to be trusted. */
 static inline int cl_gpu_clock_ready(const cl_gpu_clock *c) {
   return c->samples >= CL_GPU_CLOCK_MIN_SAMPLES && c->last_obs - c->first_obs >= CL_GPU_CLOCK_MIN_SPAN_NS;

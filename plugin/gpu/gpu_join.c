@@ -152,7 +152,15 @@ void cl_gj_stop_window(cl_gj *g, uint64_t t) {
   g->cover[g->ncover - 1].gap = 1;
 }
 
+/* Whether t is past every coverage: none yet, or t at or after the end of the last (they are in
+ * time order and apart, so no earlier one holds it). Between sampled windows every collective
+ * asks a few times: answered without walking the NCOVER kept. */
+static int past_all(const cl_gj *g, uint64_t t) {
+  return !g->ncover || (g->cover[g->ncover - 1].e && t >= g->cover[g->ncover - 1].e);
+}
+
 int cl_gj_covered_for(const cl_gj *g, uint64_t s, uint64_t e, uint64_t guard) {
+  if (past_all(g, s)) return 0;
   for (uint32_t i = g->ncover; i-- > 0;)
     if (s >= g->cover[i].s && (!g->cover[i].e || e < g->cover[i].e)) return s - g->cover[i].s >= guard;
   return 0;
@@ -175,6 +183,7 @@ void cl_gj_stop(cl_gj *g, uint64_t t) {
 
 /* The coverage holding t, or NULL. */
 static const cover_t *cover_of(const cl_gj *g, uint64_t t) {
+  if (past_all(g, t)) return NULL;
   for (uint32_t i = g->ncover; i-- > 0;)
     if (t >= g->cover[i].s && (!g->cover[i].e || t < g->cover[i].e)) return &g->cover[i];
   return NULL;
@@ -384,6 +393,7 @@ static void set_span(cl_gj *g, uint64_t group, uint32_t comm, const cl_gpu_activ
 int cl_gj_graph_seen(const cl_gj *g, uint32_t device) {
   return device < 64 ? (int)(g->graph_devs >> device & 1) : g->graph_kernels != 0;
 }
+int cl_gj_graph_any(const cl_gj *g) { return g->graph_devs != 0 || g->graph_kernels != 0; }
 
 int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_t *ks, uint64_t *ke) {
   gk_ent *best = NULL;

@@ -83,6 +83,8 @@ void cl_gj_join_check(const cl_gj *g, uint64_t *agree, uint64_t *differ, uint64_
 /* CUDA-graph replays: 1 if replayed NCCL kernels were seen on `device` (a collective with no
  * kernel span yet may be waiting for one). */
 int cl_gj_graph_seen(const cl_gj *g, uint32_t device);
+/* ... on any device (cl_gj_graph_seen is 0 for every device when this is). */
+int cl_gj_graph_any(const cl_gj *g);
 /* The replayed NCCL kernel on `device` that best overlaps [s, e] (a collective's KernelCh or
  * proxy span): 1 and its span in *ks, *ke, and it is no longer counted on its own. */
 int cl_gj_graph_claim(cl_gj *g, uint32_t device, uint64_t s, uint64_t e, uint64_t *ks, uint64_t *ke);

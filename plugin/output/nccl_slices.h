@@ -37,7 +37,7 @@ typedef struct cl_ev {
   uint64_t enq_ts;
   uint64_t api_group;                 /* Coll/P2p (v5+): the GroupApi its launch belongs to */
   uint64_t gs, ge;                    /* chosen GPU span while waiting for its exposure */
-  const char *src;
+  uint8_t src;                        /* the chosen span's source (common/digest_codec.h CL_DG_SRC_) */
   int awaiting;
   int expo_est;                /* sampled mode: outside CUPTI's windows, exposure to be estimated */
   /* a copy-engine collective (its CeColl read as a Coll: algo "CE", proto its sync strategy):

@@ -38,10 +38,13 @@ struct cl_asm {
                                read-only lookups into this state */
   cl_ev **tab;                 /* open addressing by id */
   uint32_t cap, n;
+  unsigned shift;              /* 64 - log2(cap): the home slot's bits (hash_id) */
   cl_ev *free_list;
   cl_ev *kch_parent;           /* the last span's collective (span_fast), NULL once removed */
   comm_cache *comms;
   size_t ncomms;
+  uint32_t memo_serial;        /* the communicator comm_of answered last (loaded, hash known) ... */
+  comm_cache *memo_cc;         /* ... and its entry; serial 0 and NULL: none (comm_of(0) is NULL) */
   cl_gpu_clock off[MAX_DEV];
   uint64_t *pend;           /* retained collectives awaiting completion (ids, FIFO) */
   cl_ev **held;                /* stopped KernelCh events waiting for their device's calibration */
@@ -88,9 +91,10 @@ void cl_asm_read_until(cl_asm *a, uint64_t t) {
 
 
 /* ---- small tables ---- */
-static inline uint32_t hash_id(uint64_t id, uint32_t cap) { return cl_hash_slot(id, cap); }
+/* cl_hash_slot with the table's shift kept (every open event is looked up a few times) */
+static inline uint32_t hash_id(const cl_asm *a, uint64_t id) { return cl_hash_top(id, a->shift); }
 static cl_ev **slot_of(cl_asm *a, uint64_t id) {
-  uint32_t i = hash_id(id, a->cap);
+  uint32_t i = hash_id(a, id);
   while (a->tab[i] && a->tab[i]->id != id) i = (i + 1) & (a->cap - 1);
   return &a->tab[i];
 }
@@ -104,6 +108,7 @@ static int grow(cl_asm *a) {
   uint32_t ocap = a->cap;
   a->tab = nt;
   a->cap = ncap;
+  a->shift--;
   for (uint32_t i = 0; i < ocap; i++) if (old[i]) *slot_of(a, old[i]->id) = old[i];
   free(old);
   return 0;
@@ -111,7 +116,7 @@ static int grow(cl_asm *a) {
 static void remove_ev(cl_asm *a, cl_ev *e) {
   if (e == a->kch_parent) a->kch_parent = NULL;
   if (e->untabled) goto free_it;
-  uint32_t i = hash_id(e->id, a->cap);
+  uint32_t i = hash_id(a, e->id);
   while (a->tab[i] != e) i = (i + 1) & (a->cap - 1);
   a->tab[i] = NULL;
   for (uint32_t j = (i + 1) & (a->cap - 1); a->tab[j]; j = (j + 1) & (a->cap - 1)) {
@@ -134,6 +139,8 @@ static cl_ev *alloc_ev(cl_asm *a) {
  * Every finished event asks several times: the cached case is the inline test. */
 static comm_cache *comm_load(cl_asm *a, uint32_t serial) {
   if (!serial) return NULL;
+  a->memo_serial = 0;                  /* the table may move */
+  a->memo_cc = NULL;
   if (cl_grow(&a->comms, &a->ncomms, serial, sizeof *a->comms, 16, 0) != 0) return NULL;
   comm_cache *c = &a->comms[serial - 1];
   if (!c->loaded || !c->info.d.hash) {
@@ -151,9 +158,14 @@ static comm_cache *comm_load(cl_asm *a, uint32_t serial) {
   return c;
 }
 static inline comm_cache *comm_of(cl_asm *a, uint32_t serial) {
+  if (serial == a->memo_serial) return a->memo_cc;   /* a collective's events ask several times */
   if (serial - 1u < a->ncomms) {       /* serial 0 wraps past ncomms */
     comm_cache *c = &a->comms[serial - 1];
-    if (c->loaded && c->info.d.hash) return c;
+    if (c->loaded && c->info.d.hash) {
+      a->memo_serial = serial;
+      a->memo_cc = c;
+      return c;
+    }
   }
   return comm_load(a, serial);
 }
@@ -208,8 +220,8 @@ static uint64_t bytes_per(cl_asm *a, const char *func, const char *dt, int nrank
 
 /* The digest's row of a finished collective (exporters/digest.h). Its names are NCCL's static
  * strings (bytes_per), so the digest and the summary find them by address. */
-static void digest_coll(const comm_cache *cc, cl_part *p, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
-                        int code, int64_t exposed_ns, int est, uint64_t bytes) {
+static void digest_coll(const comm_cache *cc, cl_part *p, const cl_ev *c, uint64_t s, uint64_t e, int code,
+                        int64_t exposed_ns, int est, uint64_t bytes) {
   int coll = c->etype == CL_EV_COLL;
   cl_dg_coll r = {.comm_hash = cc && cc->info.d.hash ? cc->info.d.hash : coll ? c->p.coll.comm_hash : c->p.p2p.comm_hash,
                   .comm_name = cc ? cc->f.name : "", .rank = cc ? cc->f.rank : -1, .nranks = cc ? cc->f.nranks : -1,
@@ -217,16 +229,16 @@ static void digest_coll(const comm_cache *cc, cl_part *p, const cl_ev *c, uint64
                   .proto = coll ? c->p.coll.proto : NULL, .seq = coll ? c->p.coll.seq : 0, .bytes = bytes,
                   .nchannels = coll ? c->p.coll.nchannels : c->p.p2p.nchannels, .peer = coll ? 0 : c->p.p2p.peer,
                   .enq_start = c->start, .enq_stop = c->stop, .src = code,
-                  .gpu_start = src ? s : c->start, .gpu_end = src ? e : c->start,
+                  .gpu_start = code ? s : c->start, .gpu_end = code ? e : c->start,
                   .exposed_ns = exposed_ns, .tail_ch = c->tail_ch, .expo_est = est, .static_names = 1};
   cl_digest_coll(p->dg, &r);
 }
 
-/* A collective or p2p operation is finished with GPU span [s, e] from `src` (NULL: none);
+/* A collective or p2p operation is finished with GPU span [s, e] from source `code`
+ * (CL_DG_SRC_NONE: none);
  * exposed_ns < 0 when exposure is not known; est: it is estimated (sampled mode, outside the
  * windows). Counts it, feeds the summary, draws it. */
-static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const char *src, int64_t exposed_ns,
-                      int est) {
+static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, int code, int64_t exposed_ns, int est) {
   comm_cache *cc = comm_of(a, c->comm);
   int nranks = cc ? cc->info.d.nranks : -1;
   const char *func = cl_ev_func(c);
@@ -234,23 +246,23 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
                                           : c->p.p2p.count * bytes_per(a, NULL, c->p.p2p.datatype, 0);
   cl_part *p = part_cc(a, cc, c->comm);
   const cl_draw *dr = draw_part(a, p);
-  int code = cl_dg_src_code(src);
+  int timed = code != CL_DG_SRC_NONE;
   a->stats.colls_done++;
   if (p) {
     p->colls_done++;
-    cl_summary_add_static(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, src ? e - s : 0);
+    cl_summary_add_static(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, timed ? e - s : 0);
     if (cl_cfg.prom[0])                    /* enqueue to GPU start: 0 when the GPU was there first */
-      cl_prom_comms_add(&p->prom, cc ? cc->info.d.hash : 0, bytes, src != NULL, src ? e - s : 0,
-                        src && s > c->start ? s - c->start : 0);
-    if (p->dg) digest_coll(cc, p, c, s, e, src, code, exposed_ns, est, bytes);
-    if (c->kch_first && src && c->gmax > c->gmin && s == c->gmin && e == c->gmax) p->colls_one_ch++;
+      cl_prom_comms_add(&p->prom, cc ? cc->info.d.hash : 0, bytes, timed, timed ? e - s : 0,
+                        timed && s > c->start ? s - c->start : 0);
+    if (p->dg) digest_coll(cc, p, c, s, e, code, exposed_ns, est, bytes);
+    if (c->kch_first && timed && c->gmax > c->gmin && s == c->gmin && e == c->gmax) p->colls_one_ch++;
     else if (c->kch_done >= 2 && c->gtmin && c->gmax >= c->gtmin && c->gsmax >= c->gmin) {
       uint64_t ds = c->gsmax - c->gmin, de = c->gmax - c->gtmin;
       p->ch_spread_hist[cl_loghist_bucket(ds > de ? ds : de, CL_SPREAD_BUCKETS)]++;
     }
     if (est) {
       p->colls_expo_est++;
-      if (src && e > s) p->est_comm_ns += e - s;
+      if (timed && e > s) p->est_comm_ns += e - s;
       if (exposed_ns > 0) p->est_expo_ns += (uint64_t)exposed_ns;
       if (exposed_ns < 0) p->colls_expo_unknown++;
     }
@@ -270,10 +282,10 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, const c
       if (dr) cl_draw_gpu_lost(dr, c, lost, p->colls_gpu_lost);
     }
   }
-  if (!src) return;
+  if (!timed) return;
   a->stats.colls_timed++;
   if (p) p->colls_timed++;
-  if (dr) cl_draw_coll_gpu(dr, c, s, e, src, exposed_ns, est, bytes, lost);
+  if (dr) cl_draw_coll_gpu(dr, c, s, e, cl_dg_src_name(code), exposed_ns, est, bytes, lost);
   if (p && exposed_ns > 0 && c->etype == CL_EV_COLL)    /* the most exposed collectives, for the summary */
     cl_part_top_add(p, func, c->p.coll.seq, cc ? cc->info.d.hash : c->p.coll.comm_hash, (uint64_t)exposed_ns, e - s);
 }
@@ -376,30 +388,33 @@ static void phase_done(cl_asm *a, const cl_ev *e, cl_ev *kch) {
   kch->ph_t[ph] = stop_pt;
 }
 
-/* The collective's own span from its children: KernelCh (GPU timer), else proxy ops. */
-static const char *child_span(const cl_ev *c, uint64_t *s, uint64_t *e) {
-  if (c->gmax > c->gmin && c->gmin) { *s = c->gmin; *e = c->gmax; return cl_dg_src_name(CL_DG_SRC_KERNEL_CH); }
-  if (c->pmax > c->pmin && c->pmin) { *s = c->pmin; *e = c->pmax; return cl_dg_src_name(CL_DG_SRC_PROXY); }
-  return NULL;
+/* The collective's own span from its children: KernelCh (GPU timer), else proxy ops; its source
+ * (CL_DG_SRC_NONE: neither). */
+static int child_span(const cl_ev *c, uint64_t *s, uint64_t *e) {
+  if (c->gmax > c->gmin && c->gmin) { *s = c->gmin; *e = c->gmax; return CL_DG_SRC_KERNEL_CH; }
+  if (c->pmax > c->pmin && c->pmin) { *s = c->pmin; *e = c->pmax; return CL_DG_SRC_PROXY; }
+  return CL_DG_SRC_NONE;
 }
 
 /* The collective's kernel from CUPTI: its launch group's kernel ("cupti"), or, for a CUDA-graph
- * replay, the replayed NCCL kernel its own span overlaps ("cupti_graph"). NULL if none yet. */
-static const char *cupti_span(cl_asm *a, cl_ev *c, int settle, uint64_t *s, uint64_t *e, uint32_t *dev) {
-  if (!a->gj) return NULL;
+ * replay, the replayed NCCL kernel its own span overlaps ("cupti_graph"); its source
+ * (CL_DG_SRC_NONE: none yet). */
+static int cupti_span(cl_asm *a, cl_ev *c, int settle, uint64_t *s, uint64_t *e, uint32_t *dev) {
+  if (!a->gj) return CL_DG_SRC_NONE;
   if (c->ce) {                   /* its copies ("cupti_ce"); settle: the last time it asks */
-    if (!cl_gj_ce_span(a->gj, c->ce_ticket, c->id, settle, s, e)) return NULL;
+    if (!cl_gj_ce_span(a->gj, c->ce_ticket, c->id, settle, s, e)) return CL_DG_SRC_NONE;
     *dev = comm_dev(a, c->comm);
-    return cl_dg_src_name(CL_DG_SRC_CUPTI_CE);
+    return CL_DG_SRC_CUPTI_CE;
   }
-  if (cl_gj_span(a->gj, c->api_group, c->comm, s, e, dev)) return cl_dg_src_name(CL_DG_SRC_CUPTI);
+  if (cl_gj_span(a->gj, c->api_group, c->comm, s, e, dev)) return CL_DG_SRC_CUPTI;
+  if (!cl_gj_graph_any(a->gj)) return CL_DG_SRC_NONE;
   uint32_t d = comm_dev(a, c->comm);
   uint64_t cs, ce;
   if (cl_gj_graph_seen(a->gj, d) && child_span(c, &cs, &ce) && cl_gj_graph_claim(a->gj, d, cs, ce, s, e)) {
     *dev = d;
-    return cl_dg_src_name(CL_DG_SRC_CUPTI_GRAPH);
+    return CL_DG_SRC_CUPTI_GRAPH;
   }
-  return NULL;
+  return CL_DG_SRC_NONE;
 }
 
 /* Whether a CUPTI span agrees with the collective's own KernelCh span: both are the GPU's times,
@@ -456,13 +471,13 @@ static void expo_learn(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, int64_
 static int finish_coll(cl_asm *a, cl_ev *c) {
   uint64_t s = 0, e = 0;
   uint32_t dev = 0;
-  const char *src = cupti_span(a, c, 1, &s, &e, &dev);
-  if (src && !cupti_agrees(c, s, e)) { a->stats.cupti_rejected++; src = NULL; }
+  int src = cupti_span(a, c, 1, &s, &e, &dev);
+  if (src && !cupti_agrees(c, s, e)) { a->stats.cupti_rejected++; src = CL_DG_SRC_NONE; }
   if (!src) { src = child_span(c, &s, &e); dev = comm_dev(a, c->comm); }
   /* outside the windows: queued like the measured ones (then estimated, in end-time order after
    * them, from what the windows before it taught) */
   c->expo_est = src && a->gj && sampled_out(a, s, e) &&
-                (cl_dg_src_code(src) == CL_DG_SRC_KERNEL_CH || !cl_gj_lost(a->gj, c->stop));
+                (src == CL_DG_SRC_KERNEL_CH || !cl_gj_lost(a->gj, c->stop));
   if (src && a->gj && c->expo_est && cl_gj_expo_idle(a->gj)) {
     /* nothing measured waits ahead of it: estimated now, as its report would have been */
     coll_done(a, c, s, e, src, expo_estimate(a, c, s, e), 1);
@@ -470,7 +485,7 @@ static int finish_coll(cl_asm *a, cl_ev *c) {
   }
   if (src && a->gj) {
     comm_cache *cc = comm_of(a, c->comm);
-    c->gs = s; c->ge = e; c->src = src; c->awaiting = 1;
+    c->gs = s; c->ge = e; c->src = (uint8_t)src; c->awaiting = 1;
     cl_gj_expose(a->gj, c->id | (c->expo_est ? CL_GJ_TAG_ORDER_ONLY : 0), dev, cc ? cc->info.d.hash : 0, s, e);
     return 0;
   }
@@ -649,6 +664,8 @@ static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   e->enq_tid = 0;
   e->enq_ts = 0;
   e->expo_est = 0;
+  e->api_group = 0;
+  e->awaiting = 0;
   e->untabled = span;
   if (!span) {
     *slot_of(a, e->id) = e;
@@ -659,13 +676,15 @@ static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   if (e->comm && (e->etype == CL_EV_COLL || e->etype == CL_EV_P2P)) {
     uint64_t hash = e->etype == CL_EV_COLL ? e->p.coll.comm_hash : e->p.p2p.comm_hash;
     comm_cache *c = comm_of(a, e->comm);
-    if (hash && c && !c->info.d.hash) { a->deps.comm_learn(e->comm, hash, e->p.rank); c->loaded = 0; }
+    if (hash && c && !c->info.d.hash) {
+      a->deps.comm_learn(e->comm, hash, e->p.rank);
+      c->loaded = 0;
+      if (a->memo_cc == c) { a->memo_serial = 0; a->memo_cc = NULL; }
+    }
   }
   if (parent) { parent->open_children++; parent->nchild++; parent->last_child = h->ts; }
   else if (early && !span && cl_grow(&a->early, &a->cap_early, (size_t)a->nearly + 1, sizeof *a->early, 64, 0) == 0)
     a->early[a->nearly++] = (struct early){e->id, pid};
-  e->api_group = 0;
-  e->awaiting = 0;
   if ((e->etype == CL_EV_COLL_API || e->etype == CL_EV_P2P_API) && pid) link_put(a, h->id, pid);
   if ((e->etype == CL_EV_COLL || e->etype == CL_EV_P2P) && pid)
     e->api_group = link_group(a, pid);   /* v5+: parent is the API event */
@@ -836,27 +855,33 @@ static int span_fast(cl_asm *a, const cl_rec *h, const cl_kch_tail *t) {
   return 1;
 }
 
+/* A span record: folded (span_fast), else unpacked as the start (header, payload slot) and the
+ * stop it stands for. */
+static __attribute__((noinline)) void feed_span(cl_asm *a, const cl_rec *r) {
+  if (r->nslots != 2 || r->etype != CL_EV_KERNEL_CH) {   /* a span is a KernelCh in two slots */
+    a->stats.stale++;
+    return;
+  }
+  cl_kch_tail t;
+  memcpy(&t, r + 1, sizeof t);
+  if (span_fast(a, r, &t)) return;
+  cl_start_rec st;
+  st.hdr = *r;
+  memset(&st.p, 0, CL_SLOT_BYTES);
+  st.p.kernel_ch.ptimer = t.ptimer;
+  st.p.kernel_ch.channel = t.channel;
+  const cl_rec stop = {.kind = CL_REC_STOP, .nslots = 1, .flags = t.stop_flags, .aux = t.stop_aux, .id = r->id,
+                       .ts = t.stop_ts, .arg = t.stop_arg};
+  cl_ev *e = feed_start(a, &st, 1);
+  if (e) feed_stop_rec(a, e, &stop);
+}
+
+/* Every record: a dispatch, each kind's work apart (no registers saved for the others'). */
 void cl_asm_feed(cl_asm *a, const cl_rec *r) {
   a->stats.records++;
   if (r->kind == CL_REC_START) {
-    if (!(r->flags & CL_F_SPAN)) { feed_start(a, (const cl_start_rec *)r, 0); return; }
-    if (r->nslots != 2 || r->etype != CL_EV_KERNEL_CH) {   /* a span is a KernelCh in two slots */
-      a->stats.stale++;
-      return;
-    }
-    cl_kch_tail t;
-    memcpy(&t, r + 1, sizeof t);
-    if (span_fast(a, r, &t)) return;
-    /* else unpacked as the start (header, payload slot) and the stop it stands for */
-    cl_start_rec st;
-    st.hdr = *r;
-    memset(&st.p, 0, CL_SLOT_BYTES);
-    st.p.kernel_ch.ptimer = t.ptimer;
-    st.p.kernel_ch.channel = t.channel;
-    const cl_rec stop = {.kind = CL_REC_STOP, .nslots = 1, .flags = t.stop_flags, .aux = t.stop_aux, .id = r->id,
-                         .ts = t.stop_ts, .arg = t.stop_arg};
-    cl_ev *e = feed_start(a, &st, 1);
-    if (e) feed_stop_rec(a, e, &stop);
+    if (!(r->flags & CL_F_SPAN)) feed_start(a, (const cl_start_rec *)r, 0);
+    else feed_span(a, r);
     return;
   }
   cl_ev *e = lookup(a, r->id);
@@ -947,6 +972,7 @@ cl_asm *cl_asm_new(cl_parts *parts, cl_gj *gj, const cl_asm_deps *deps) {
   a->gj = gj;
   if (gj) cl_gj_on_exposed(gj, on_exposed, a);
   a->cap = 1 << 12;
+  a->shift = 64 - 12;
   a->tab = calloc(a->cap, sizeof *a->tab);
   if (!a->tab) { free(a); return NULL; }
   return a;
