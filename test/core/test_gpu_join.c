@@ -792,3 +792,30 @@ TL_TEST(sampled_windows_launches_between_them_wait_for_no_kernel) {
   CHECK(all == 0 && lead == 0 && none == 0, "second window: %d, %d, %d of 50 launches without their own kernel "
         "(launches all through the gap, in its last 300 ms, none)", all, lead, none);
 }
+
+/* Sampled windows, more of them than the join keeps (the oldest merge): times past the last
+ * window's end are in none (answered without walking the windows), inside the last or an older
+ * one in it, between two in none; a span is covered only inside one, past its guard. */
+TL_TEST(coverage_of_many_windows_past_the_last_and_between) {
+  cl_parts *ps;
+  uint64_t T = 10 * SEC, MS = 1000000ull;
+  cl_gj *g = stream_join(&ps, T);
+  CHECK(g != NULL, "join");
+  if (!g) return;
+  for (int i = 0; i < 40; i++) {                  /* windows [T + i s, T + i s + 100 ms) */
+    if (i) cl_gj_start(g, T + (uint64_t)i * SEC);
+    cl_gj_stop_window(g, T + (uint64_t)i * SEC + 100 * MS);
+  }
+  uint64_t last = T + 39 * SEC;
+  CHECK(!cl_gj_covered(g, last + 100 * MS) && !cl_gj_covered(g, last + 5 * SEC), "past the last window");
+  CHECK(cl_gj_covered(g, last + 50 * MS) && cl_gj_covered(g, T + 20 * SEC + 50 * MS), "inside a window");
+  CHECK(!cl_gj_covered(g, T + 20 * SEC + 500 * MS), "between two windows");
+  CHECK(!cl_gj_covered_for(g, last + 200 * MS, last + 300 * MS, 0), "a span past the last window");
+  CHECK(cl_gj_covered_for(g, last + 30 * MS, last + 60 * MS, 25 * MS) &&
+        !cl_gj_covered_for(g, last + 10 * MS, last + 60 * MS, 25 * MS), "a span in the last window, past its guard or not");
+  CHECK(!cl_gj_covered_for(g, last + 50 * MS, last + 150 * MS, 0), "a span that outlasts the last window");
+  CHECK(!cl_gj_lost(g, last + 500 * MS), "after a window's end: not lost (a sampling gap)");
+  cl_gj_start(g, T + 41 * SEC);                   /* open again: from its start on, covered */
+  CHECK(cl_gj_covered(g, T + 60 * SEC) && !cl_gj_covered(g, T + 40 * SEC), "an open window");
+  done(g, ps);
+}
