@@ -16,7 +16,8 @@ collectives between the lengths: K1=32, K2=480 (the default) has three times the
 on an `nvidia-h200` host, of two libraries with the same code on the replaying threads, the
 one run second read 73 ns more a collective there (median of 5 rounds in one fixed order). Prints each
 round, then per variant the median and range, and each variant's median paired difference to
-the first variant's round by round.
+the first variant's round by round, and, with a variant named `null`, each other's writer plus
+its launch over the null plugin's in the same round (the plugin's CPU a collective).
 
 Environment: BUILD (bench-replay-cost, libcommlens-fakecupti.so; default ./build), REC (the
 recording's name; default the 2-GPU NVLink one), ABI (5), K1, K2, TMPD (scratch; /tmp/steady),
@@ -112,6 +113,17 @@ def main():
             line += '  paired to %s: writer %+.0f, launch %+.0f (medians of %d)' % (
                 first, statistics.median(dw), statistics.median(dl), len(both))
         print(line)
+    # the figure issue 29 asks for: the plugin's CPU a collective, its writer and its time on the
+    # replaying threads over the null plugin's in the same round
+    if 'null' in res:
+        for v in variants:
+            r = res[v['name']]
+            both = [i for i in r if i in res['null']]
+            if v['name'] == 'null' or not both:
+                continue
+            tot = sorted(r[i][0] + r[i][1] - res['null'][i][1] for i in both)
+            print('%-12s plugin CPU a collective (writer + launch over null, per round) %5.0f ns (%.0f-%.0f)  n=%d' % (
+                v['name'], statistics.median(tot), tot[0], tot[-1], len(tot)))
     return 0
 
 
