@@ -20,6 +20,7 @@
 _Static_assert(CL_STEP_NWAITS == CL_DG_NWAITS, "the digest keeps every proxy-step wait the trace shows");
 
 #define MAX_OPEN (1u << 22)          /* open events kept at most (memory bound) */
+#define TAB_BITS 12                  /* the open-event table's first size: 2^TAB_BITS slots */
 #define MAX_DEV 65
 #define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered ... */
 #define API_WAYS 4                   /* ... in sets of this many, by a hash of the whole id */
@@ -971,8 +972,8 @@ cl_asm *cl_asm_new(cl_parts *parts, cl_gj *gj, const cl_asm_deps *deps) {
   a->draw = (cl_draw){.ct = NULL, .comm = draw_comm, .os_tid = draw_os_tid, .arg = a};
   a->gj = gj;
   if (gj) cl_gj_on_exposed(gj, on_exposed, a);
-  a->cap = 1 << 12;
-  a->shift = 64 - 12;
+  a->cap = 1u << TAB_BITS;
+  a->shift = 64 - TAB_BITS;
   a->tab = calloc(a->cap, sizeof *a->tab);
   if (!a->tab) { free(a); return NULL; }
   return a;
