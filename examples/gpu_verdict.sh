@@ -24,24 +24,7 @@ if [ -n "${VERDICT_CUPTI:-}" ]; then export COMMLENS_CUPTI=$VERDICT_CUPTI; sfx=$
 BUDGET=${BUDGET:-480}          # seconds; a run not started by then is skipped (one device call)
 STEPS=${STEPS:-80}
 RUNS=${RUNS:-}
-want() { [ -z "$RUNS" ] && return 0; case " $RUNS " in *" $1 "*) return 0 ;; esac; return 1; }
-
-# run NAME MODE NRANKS PATTERN PLANTED_JSON DESCRIPTION train.py-args...
-run() {
-  local name=$1 mode=$2 n=$3 pattern=$4 planted=$5 what=$6; shift 6
-  want "$name" || return 0
-  name=$name$sfx
-  if [ $SECONDS -ge "$BUDGET" ]; then log "$name: skipped (budget of $BUDGET s spent)"; return 0; fi
-  local d=$OUT/runs/$name t0=$SECONDS
-  mkdir -p "$d/traces"
-  NCCL_PROFILER_PLUGIN=$PLUGIN COMMLENS_DIR=$d/traces timeout -k 10 120 \
-    python3 -m torch.distributed.run --standalone --nproc-per-node "$n" "$here/verdict/train.py" \
-    --mode "$mode" --steps "$STEPS" --out "$d" "$@" >"$d/log.txt" 2>&1
-  local rc=$?
-  python3 "$here/verdict/manifest.py" "$d" "$name" "$mode" "$n" "$pattern" "$planted" "$what" "$rc"
-  [ $rc = 0 ] || tail -n 5 "$d/log.txt" | tee -a "$OUT/status.txt"
-  log "$name: exit $rc in $((SECONDS - t0)) s, $(ls "$d/traces" | grep -c 'trace.json') trace(s), $(du -sk "$d/traces" | cut -f1) KiB"
-}
+. "$here/verdict/run_lib.sh"
 
 # SEPARATE_GPUS=N: N ranks, each on a GPU of its own on one host (NVLink), instead of the runs below.
 if [ -n "${SEPARATE_GPUS:-}" ]; then

@@ -14,11 +14,12 @@ for p in sorted(glob.glob(os.path.join(run, "truth-r*.json"))):
     with open(p) as f:
         t = json.load(f)
     truth[str(t["rank"])] = [[s["step"], s["start_ns"], s["end_ns"], s["sleep_ms"], s["gpu_products"]]
-                             for s in t["steps"]]
+                             + ([s["ready_ns"]] if "ready_ns" in s else []) for s in t["steps"]]
     os.remove(p)
 m = {"run": name, "mode": mode, "ranks": int(nranks), "pattern": pattern,
      "planted": json.loads(planted), "description": what, "exit_status": int(status),
-     "steps_columns": ["step", "start_unix_ns", "end_unix_ns", "host_sleep_ms", "gpu_products"],
+     "steps_columns": ["step", "start_unix_ns", "end_unix_ns", "host_sleep_ms", "gpu_products"]
+                      + (["ready_unix_ns"] if any(len(s) > 5 for v in truth.values() for s in v) else []),
      "steps": truth}
 head = json.dumps({k: v for k, v in m.items() if k != "steps"}, indent=1)
 rows = ",\n".join(' "%s": [\n  %s\n ]' % (r, ",\n  ".join(json.dumps(s) for s in steps))

@@ -7,11 +7,19 @@ What is planted (each flag may repeat):
   --late RANK:MS[:EVERY[:PHASE]]  RANK sleeps MS ms before the forward pass of every step whose
                                   number is PHASE modulo EVERY (default every step)
   --stall RANK:STEP:MS            RANK sleeps MS ms once, before step STEP
-  --gpu-slow RANK:N               RANK runs N extra 8192^3 bf16 matrix products on its own
+  --burst RANK:FIRST:LAST:MS      RANK sleeps MS ms before every step FIRST..LAST (inclusive)
+  --gpu-slow RANK:N[:EVERY[:PHASE]]  RANK runs N extra 8192^3 bf16 matrix products on its own
                                   stream of work before its backward pass (late on the GPU, not
-                                  on the host)
-Each rank writes OUT/truth-r<RANK>.json: per step, its Unix start and end time (ns) and what
-was planted on it that step, so the recorded lateness can be checked against what was done.
+                                  on the host), on every step whose number is PHASE modulo EVERY
+Not a straggler, on every rank alike:
+  --profile-window FIRST:LAST     torch.profiler (CPU and CUDA activities) records steps
+                                  FIRST..LAST-1 on every rank: a burst of host work at its start
+                                  and end, and a second CUPTI client beside the plugin's
+The GPU: ranks share GPU 0 as emulated nodes, or the GPU VERDICT_GPU names; with
+VERDICT_SEPARATE_GPUS=1 each rank takes the GPU of its local rank.
+Each rank writes OUT/truth-r<RANK>.json: per step, its Unix start, ready (the forward pass and any
+planted sleep done, the backward pass and its collectives next) and end time (ns) and what was
+planted on it that step, so the recorded lateness can be checked against what was done.
 """
 import argparse
 import json
@@ -36,7 +44,9 @@ def parse_args():
     ap.add_argument("--bucket-mb", type=float, default=2.0, help="DDP bucket_cap_mb")
     ap.add_argument("--late", action="append", default=[])
     ap.add_argument("--stall", action="append", default=[])
+    ap.add_argument("--burst", action="append", default=[])
     ap.add_argument("--gpu-slow", action="append", default=[])
+    ap.add_argument("--profile-window", default="")
     ap.add_argument("--groups", action="store_true",
                     help="two more communicators, as jobs with tensor or pipeline groups have: a "
                          "metrics group of every rank (the loss all_reduced each step) and groups "
@@ -61,10 +71,16 @@ def planted(args, rank, step):
         r, s, ms = spec.split(":")
         if int(r) == rank and int(s) == step:
             sleep_ms += float(ms)
+    for spec in args.burst:
+        r, first, last, ms = spec.split(":")
+        if int(r) == rank and int(first) <= step <= int(last):
+            sleep_ms += float(ms)
     for spec in args.gpu_slow:
-        r, n = spec.split(":")
-        if int(r) == rank:
-            products += int(n)
+        f = spec.split(":")
+        every = int(f[2]) if len(f) > 2 else 1
+        phase = int(f[3]) if len(f) > 3 else 0
+        if int(f[0]) == rank and step % every == phase:
+            products += int(f[1])
     return sleep_ms, products
 
 
@@ -88,7 +104,8 @@ def main():
     args = parse_args()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if os.environ.get("VERDICT_SEPARATE_GPUS") != "1":   # else one GPU per rank, one host, NVLink
-        local_rank = share_gpu0(local_rank)
+        share_gpu0(local_rank)
+        local_rank = int(os.environ.get("VERDICT_GPU", "0"))
     device = torch.device("cuda", local_rank)
     torch.cuda.set_device(device)
     dist.init_process_group("nccl", device_id=device)
@@ -109,9 +126,18 @@ def main():
     if any(int(s.split(":")[0]) == rank for s in args.gpu_slow):
         heavy = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16, generator=gen)
 
+    prof_first, prof_last = (int(v) for v in args.profile_window.split(":")) if args.profile_window else (-1, -1)
+    prof = None
     steps = []
     for step in range(args.steps):
         sleep_ms, products = planted(args, rank, step)
+        if step == prof_first:
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                      torch.profiler.ProfilerActivity.CUDA])
+            prof.__enter__()
+        elif step == prof_last and prof is not None:
+            prof.__exit__(None, None, None)
+            prof = None
         t0 = time.time_ns()
         torch.cuda.nvtx.range_push("step %d" % step)
         if sleep_ms > 0:
@@ -120,6 +146,7 @@ def main():
         loss = torch.nn.functional.mse_loss(model(x), y)
         for _ in range(products):   # queued ahead of the backward pass's collectives
             heavy = torch.mm(heavy, heavy).mul_(1.0 / 90.5)   # keeps its scale
+        ready = time.time_ns()
         loss.backward()
         opt.step()
         if metrics is not None:
@@ -129,7 +156,9 @@ def main():
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
         steps.append({"step": step, "start_ns": t0, "end_ns": time.time_ns(), "sleep_ms": sleep_ms,
-                      "gpu_products": products})
+                      "gpu_products": products, "ready_ns": ready})
+    if prof is not None:
+        prof.__exit__(None, None, None)
     dist.barrier()
     dist.destroy_process_group()
     os.makedirs(args.out, exist_ok=True)
