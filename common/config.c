@@ -184,7 +184,8 @@ static int p_window(const char *v) {
   return 0;
 }
 static int p_summary(const char *v) {
-  if (!strcmp(v, "print")) cl_cfg.summary = CL_SUMMARY_PRINT;
+  if (!strcmp(v, "line")) cl_cfg.summary = CL_SUMMARY_LINE;
+  else if (!strcmp(v, "print")) cl_cfg.summary = CL_SUMMARY_PRINT;
   else if (!strcmp(v, "file")) cl_cfg.summary = CL_SUMMARY_FILE;
   else if (!strcmp(v, "off")) cl_cfg.summary = CL_SUMMARY_OFF;
   else return -1;
@@ -302,7 +303,10 @@ static const cl_var g_vars[] = {
    "capture window: coll:A-B (collectives A..B) or time:A-B (seconds since the first "
    "communicator); B may be left out",
    "coll:A-B with whole numbers, or time:A-B with seconds (up to 9 decimals), A < B, B optional", p_window},
-  {"COMMLENS_SUMMARY", "print", "per-rank summary at exit: print (stderr and file), file, off", "print, file or off", p_summary},
+  {"COMMLENS_SUMMARY", "line",
+   "at exit: line (each rank's summary in files beside its profile; the process of rank 0 prints one "
+   "line to stderr: where the files are and the command that reads them), print (also each rank's "
+   "summary table on stderr), file (the files only), off (no summary)", "line, print, file or off", p_summary},
   {"COMMLENS_CUPTI", "sampled",
    "GPU timing from CUPTI: kernels (every collective and p2p operation GPU-timed from CUPTI's "
    "kernel records alone, matched to NCCL's launches by stream and launch order; exposed "
@@ -383,7 +387,7 @@ static void set_defaults(void) {
   cl_cfg.ring_bytes = 2ull << 20;
   cl_cfg.flush_ms = 250;
   cl_cfg.exit_wait_ms = 30000;
-  cl_cfg.summary = CL_SUMMARY_PRINT;
+  cl_cfg.summary = CL_SUMMARY_LINE;
   cl_cfg.cupti = CL_CUPTI_SAMPLED;
   cl_cfg.channels = CL_CHANNELS_SAMPLED;
   cl_cfg.sample_on_ns = 1000000000ull;

@@ -15,7 +15,9 @@
 #define CL_RING_ROOM 4
 
 typedef enum { CL_WIN_NONE = 0, CL_WIN_COLL, CL_WIN_TIME } cl_window_kind;
-typedef enum { CL_SUMMARY_PRINT = 0, CL_SUMMARY_FILE, CL_SUMMARY_OFF } cl_summary_mode;
+/* COMMLENS_SUMMARY: LINE writes the summary files and has rank 0's process say where they are
+ * in one line; PRINT adds each rank's table on stderr. */
+typedef enum { CL_SUMMARY_LINE = 0, CL_SUMMARY_PRINT, CL_SUMMARY_FILE, CL_SUMMARY_OFF } cl_summary_mode;
 
 /* COMMLENS_CUPTI: what CUPTI records. KERNELS: kernel records only (NCCL's kernels are
  * matched to their launches by stream and launch order); FULL: also the driver API launch

@@ -4,10 +4,12 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/newfile.h"
+#include "common/utf8.h"
 #include "plugin/output/identity.h"
 #include "exporters/digest.h"
-#include <stdlib.h>
+#include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -161,6 +163,53 @@ void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, 
     fprintf(f, "}\n");
     fclose(f);
   }
+}
+
+/* The UTF-8 sequence at p (or the one byte that starts none), its length; *esc when a terminal
+ * must not get it as it is: a C0 or C1 control, DEL, or no well-formed sequence. */
+static size_t word_piece(const unsigned char *p, const unsigned char *e, int *esc) {
+  size_t l = cl_utf8_len(p, e);
+  *esc = l == 0 || *p < 0x20 || *p == 0x7f || (l == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+  return l ? l : 1;
+}
+
+/* `s` as one shell word that a terminal shows as it is: plain when every byte is safe, in single
+ * quotes when nothing needs escaping, else in $'...' with those bytes as \xNN. `out` holds at
+ * least 4 * strlen(s) + 4 bytes. */
+static void shell_word(char *out, const char *s) {
+  const unsigned char *c, *e = (const unsigned char *)s + strlen(s);
+  int plain = *s != 0, escape = 0, esc = 0;
+  for (c = (const unsigned char *)s; c < e; c++)
+    if (!(isascii(*c) && (isalnum(*c) || strchr("_./+,:@%=-", *c)))) plain = 0;
+  if (plain) { strcpy(out, s); return; }
+  for (c = (const unsigned char *)s; c < e; escape |= esc) c += word_piece(c, e, &esc);
+  char *o = out + sprintf(out, escape ? "$'" : "'");
+  for (c = (const unsigned char *)s; c < e;) {
+    size_t l = word_piece(c, e, &esc);
+    for (size_t i = 0; i < l; i++, c++) {
+      if (esc) o += sprintf(o, "\\x%02x", *c);
+      else if (*c == '\'') o += sprintf(o, escape ? "\\'" : "'\\''");
+      else if (*c == '\\' && escape) o += sprintf(o, "\\\\");
+      else *o++ = (char)*c;
+    }
+  }
+  strcpy(o, "'");
+}
+
+/* (the buffers on the heap: the exit path may run on a thread with a small stack) */
+void cl_out_pointer(const char *dir) {
+  char *real = realpath(dir, NULL);
+  const char *d = real ? real : dir;
+  size_t n = strlen(d), cap = 8 * n + 128;
+  char *word = malloc(4 * n + 4), *line = malloc(cap);
+  if (word && line) {
+    shell_word(word, d);
+    int k = snprintf(line, cap, "commlens: this job's profiles are in %s; read them with: commlens report %s\n", word, word);
+    if (k > 0 && (size_t)k < cap && write(STDERR_FILENO, line, (size_t)k) < 0) { /* nowhere to say it */ }
+  }
+  free(word);
+  free(line);
+  free(real);
 }
 
 void cl_out_close(cl_rank_output *o) {

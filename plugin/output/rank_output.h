@@ -41,6 +41,10 @@ int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail);
  * `gpu` one line saying what was timed on the GPU and how; `exposure` is JSON or NULL. */
 void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, uint64_t dropped,
                     const cl_summary *sum, const char *gpu, const char *exposure, int print);
+/* The one line a job prints at exit (rank 0's process, COMMLENS_SUMMARY line or print): where
+ * the files are (`dir`, made absolute) and the command that reads them, the path quoted as one
+ * shell word; one write to stderr, so the line stays whole beside other processes' output. */
+void cl_out_pointer(const char *dir);
 void cl_out_close(cl_rank_output *o);
 /* The digest: creates <base>.digest (new, never through a link) and writes its magic and
  * header block (the trace header's object). 0, or -1 with errno and *what. */

@@ -251,6 +251,28 @@ void cl_writer_stop(void) {
   pthread_mutex_unlock(&g_wmu);
 }
 
+/* At exit: each participant's summary files (and its table on stderr with COMMLENS_SUMMARY=print);
+ * then, from the process that holds world rank 0 and made its files, the job's one line. */
+static void write_summaries(void) {
+  int pointer = 0;
+  for (size_t i = 0; cl_cfg.summary != CL_SUMMARY_OFF && i < cl_parts_count(g_run.parts); i++) {
+    cl_part *p = cl_parts_at(g_run.parts, i);
+    if (p->out_state == 0) continue;      /* output was off before its file was made */
+    cl_run_stats s;
+    cl_stats_gather(&s, &g_run, p);
+    cl_sb ex = {0};
+    if (g_run.gj) cl_asm_exposure_json(g_run.asm_, p, &ex);
+    char head[512], gpu[768];
+    cl_stats_summary_head(&s, head, sizeof head);
+    cl_stats_gpu_line(&g_run, p, &s, gpu, sizeof gpu);
+    cl_out_summary(&p->out, head, s.records, s.dropped, p->sum, gpu, g_run.gj ? (ex.p ? ex.p : "null") : NULL,
+                   cl_cfg.summary == CL_SUMMARY_PRINT);
+    sb_free(&ex);
+    pointer |= p->rank == 0 && p->out_state > 0;
+  }
+  if (pointer && (cl_cfg.summary == CL_SUMMARY_LINE || cl_cfg.summary == CL_SUMMARY_PRINT)) cl_out_pointer(cl_cfg.dir);
+}
+
 void cl_writer_finish(void) {
   pthread_mutex_lock(&g_wmu);
   if (g_setup && !g_finished) {
@@ -266,20 +288,7 @@ void cl_writer_finish(void) {
     if (g_run.gj) cl_cupti_stop();
     if (g_run.asm_) {
       flush_file(1);
-      for (size_t i = 0; cl_cfg.summary != CL_SUMMARY_OFF && i < cl_parts_count(g_run.parts); i++) {
-        cl_part *p = cl_parts_at(g_run.parts, i);
-        if (p->out_state == 0) continue;      /* output was off before its file was made */
-        cl_run_stats s;
-        cl_stats_gather(&s, &g_run, p);
-        cl_sb ex = {0};
-        if (g_run.gj) cl_asm_exposure_json(g_run.asm_, p, &ex);
-        char head[512], gpu[768];
-        cl_stats_summary_head(&s, head, sizeof head);
-        cl_stats_gpu_line(&g_run, p, &s, gpu, sizeof gpu);
-        cl_out_summary(&p->out, head, s.records, s.dropped, p->sum, gpu, g_run.gj ? (ex.p ? ex.p : "null") : NULL,
-                       cl_cfg.summary == CL_SUMMARY_PRINT);
-        sb_free(&ex);
-      }
+      write_summaries();
     }
     for (size_t i = 0; i < cl_parts_count(g_run.parts); i++) cl_out_close(&cl_parts_at(g_run.parts, i)->out);
     if (!g_stage_lent) cl_stage_free(g_run.stage);
