@@ -4,7 +4,8 @@
 CC      ?= cc
 CUDA    ?= /usr/local/cuda
 BUILD   ?= build
-VERSION := 0.1.0
+# the one version (VERSION, semver): the CLI's, the plugin's trace header's, the wheel's
+VERSION := $(shell cat VERSION)
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -fPIC -I. -Iinclude -I$(CUDA)/include \
                -DCOMMLENS_VERSION=\"$(VERSION)\"
 OPT     ?= -O2
@@ -87,10 +88,10 @@ lib: $(LIB) $(LIBLINK)
 LIB_A := $(BUILD)/libcommlens.a
 $(LIB_A): $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $(LIB_OBJ)
-$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard include/commlens/*.h common/*.h plugin/*.h plugin/*/*.h exporters/*.h) VERSION
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
-$(BUILD)/obj/tools/%.o: tools/%.c $(wildcard include/commlens/*.h common/*.h) $(CLI_HDR)
+$(BUILD)/obj/tools/%.o: tools/%.c $(wildcard include/commlens/*.h common/*.h) $(CLI_HDR) VERSION
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 ifeq ($(HAVE_CUPTI),)
@@ -130,7 +131,7 @@ TEST_LIB_SRC := $(wildcard test/lib/*.c) tools/replay/driver.c tools/replay/repl
 TEST_SRC := $(wildcard test/*/test_*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 TEST_HDR := $(wildcard common/*.h plugin/*.h plugin/*/*.h exporters/*.h) $(CLI_HDR)
-$(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h tools/replay/*.h include/commlens/*.h) $(TEST_HDR) $(CLI_A) $(LIB_A) | test-deps
+$(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h tools/replay/*.h include/commlens/*.h) $(TEST_HDR) $(CLI_A) $(LIB_A) VERSION | test-deps
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itest/lib -o $@ $< $(TEST_LIB_SRC) $(CLI_A) $(LIB_A) -ljson-c -lz -ldl -lpthread -lm
 # mk/*.mk add variants (sanitizers, fuzz runs) as prerequisites and as run.sh arguments in
