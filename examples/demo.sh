@@ -3,7 +3,8 @@
 # and runs it over NVLink with commlens loaded. Without one: replays the real two-rank NCCL
 # runs recorded on 2x H200 (test/data/real) through the plugin, one process per rank, at the
 # recorded pace. Then, either way: `commlens report` (text, and the HTML page with its charts,
-# plus a screenshot of it where chromium is installed) and `commlens merge` on the traces.
+# plus a screenshot of it where chromium is installed) and `commlens merge` on the traces, with the
+# CLI built here or else an installed one (the wheel's); it names only the files it wrote.
 #   sh examples/demo.sh BUILD_DIR     (absolute; holds the plugin, commlens, commlens-replay)
 # Everything lands in ./commlens-demo. POSIX sh (dash). Exit status non-zero if a step failed.
 set -u
@@ -18,6 +19,8 @@ REAL=$top/test/data/real
 CUDA=${CUDA:-/usr/local/cuda}
 fail=0
 modes=
+htmls=
+mergeds=
 
 say() { printf '%s\n' "$*"; }
 # screenshot HTML PNG: headless chromium, bounded in time; silent, non-zero if it failed
@@ -32,8 +35,20 @@ chromium=$(command -v chromium || command -v chromium-browser || true)
 die() { say "demo: $*" >&2; exit 1; }
 indent() { sed 's/^/    /'; }
 [ -e "$LIB" ] || die "$LIB is missing (run make demo)"
+# the CLI: the one built here; else an installed one (the wheel: `commlens` on PATH, or the module)
 have_cli=1
-[ -x "$CLI" ] || { have_cli=0; say "commlens demo: the commlens CLI was not built (it needs json-c: see make's message); showing the per-rank summaries instead of the report"; }
+if [ -x "$CLI" ]; then cli() { "$CLI" "$@"; }
+elif command -v commlens >/dev/null 2>&1; then
+  CLI=$(command -v commlens); cli() { "$CLI" "$@"; }
+  say "commlens demo: the CLI was not built here (see make's message); using the installed $CLI ($(cli --version))"
+elif python3 -c 'import commlens' >/dev/null 2>&1; then
+  cli() { python3 -m commlens "$@"; }
+  say "commlens demo: the CLI was not built here (see make's message); using python3 -m commlens ($(cli --version))"
+else
+  have_cli=0
+  say "commlens demo: no commlens CLI (not built here: see make's message; none installed: pip install the wheel"
+  say "  from make wheel); showing the per-rank summaries instead of the report"
+fi
 
 rm -rf "$OUT/traces" "$OUT/nvlink" "$OUT/socket" "$OUT"/merged-*.json "$OUT"/report-*.txt "$OUT"/merge-*.log \
   "$OUT"/replay-*.log "$OUT"/report-*.html "$OUT"/report-*.png "$OUT"/report-*.log
@@ -98,11 +113,13 @@ for m in $modes; do
   if [ "$have_cli" -eq 0 ]; then
     say "  per-rank traces:    $(printf '%s\n' "$traces" | tr '\n' ' ')"
     for s in "$dir"/*.summary.txt; do [ -r "$s" ] && { say "  $s:"; head -n 12 "$s" | indent; }; done
-    say "  (commlens report / merge need the CLI: install libjson-c-dev and run make cli)"
+    say "  (commlens report / merge need the CLI: make cli where json-c is installed, or pip install the wheel"
+    say "   that make wheel builds there)"
     continue
   fi
   html=$(cd "$OUT" && pwd)/report-$mode.html
-  if "$CLI" report "$dir" --html "$html" >"$OUT/report-$mode.txt" 2>"$OUT/report-$mode.log"; then
+  if cli report "$dir" --html "$html" >"$OUT/report-$mode.txt" 2>"$OUT/report-$mode.log" && [ -s "$html" ]; then
+    htmls="$htmls $html"
     shot=
     if [ -z "$chromium" ]; then shot="  (no chromium: no screenshot)"
     elif screenshot "$html" "${html%.html}.png"; then shot="  screenshot: ${html%.html}.png"
@@ -115,14 +132,16 @@ for m in $modes; do
   else
     say "  commlens report $dir failed:"; tail -n 5 "$OUT/report-$mode.txt" "$OUT/report-$mode.log" | indent; fail=1
   fi
-  if "$CLI" merge "$dir" -o "$merged" >"$OUT/merge-$mode.log" 2>&1 && [ -s "$merged" ]; then
+  if cli merge "$dir" -o "$merged" >"$OUT/merge-$mode.log" 2>&1 && [ -s "$merged" ]; then
+    mergeds="$mergeds $merged"
     say "  merged trace:       $merged  ($(sed -n 's/.*wrote [^:]*: //p' "$OUT/merge-$mode.log" | head -n 1))"
   else
     say "  commlens merge $dir failed:"; tail -n 5 "$OUT/merge-$mode.log" | indent; fail=1
   fi
 done
 say ""
-say "open the .html reports in any browser (self-contained, offline), and the .json files at https://ui.perfetto.dev"
-say "(per-rank traces, or the merged ones for all ranks on one clock)"
+# only what this run wrote
+[ -n "$htmls" ] && say "open the HTML reports in any browser (self-contained, offline):$htmls"
+[ -n "$mergeds" ] && say "open the merged traces (every rank on one clock) at https://ui.perfetto.dev:$mergeds"
 [ "$fail" -eq 0 ] || say "demo: some steps failed (see above)" >&2
 exit "$fail"
