@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# launch_bound.sh: what commlens costs a launch-bound training step, on the GPU machine (issue 29),
+# launch_bound.sh: what commlens costs a launch-bound training step, on the GPU machine,
 # in about 6 minutes at most.
 #
 #   bench/launch_bound.sh OUTDIR PLUGIN        (run from the repository root)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nccltests_overhead.sh: the NVLink overhead table of issue 27 (run 4) with nccl-tests, one process
+# nccltests_overhead.sh: the NVLink overhead table (docs/performance.md) with nccl-tests, one process
 # driving 2 GPUs: all_reduce_perf -g 2 -b 8 -e 1M -f 8, configurations interleaved round-robin
 # ROUNDS times, per NCCL library given. Each round runs every configuration once, in an order
 # rotated per round, so drift and warm-up spread evenly.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# prom_scale.sh: issue 30's 4,096 ranks through a real Prometheus. A simulated exporter (the
+# prom_scale.sh: 4,096 ranks through a real Prometheus. A simulated exporter (the
 # sim_exporter case of test/exporters/test_prom_live.c: one exposition of NRANKS ranks written
 # every second by the plugin's formatter, one planted straggler, rank NRANKS*3/4+1) is scraped
 # every 1 s by Prometheus with the shipped rules; prints how long CommlensStraggler took to fire

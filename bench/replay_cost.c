@@ -10,7 +10,7 @@
  * `--callgrind` adds instruction counts (valgrind) of replays whose calls are spread evenly over
  * SPAN_S seconds (cg_run says why), compared with bench/replay_cost.baseline: 10% more is flagged
  * as a regression. The writer's CPU per second of such a spread replay is printed beside them.
- * It asserts nothing else; the numbers are for docs/decisions.md and the README. */
+ * It asserts nothing else; the numbers are for docs/performance.md and docs/decisions.md. */
 #include "commlens/nccl_profiler_abi.h"
 #include "tools/replay/replay.h"
 #include <dirent.h>
@@ -30,7 +30,7 @@
 #include <zlib.h>
 
 /* The events NCCL sends the default: CL_MASK_DEFAULT | CL_MASK_KERNEL_LAUNCH, and KernelCh
- * (0x40) for COMMLENS_CUPTI=sampled, the default since issue 29; --cupti kernels prices the
+ * (0x40) for COMMLENS_CUPTI=sampled, the default; --cupti kernels prices the
  * previous default (0x0F0F, CUPTI's kernel records all the time). */
 static int MASK_DEFAULT = 0x5F4F;
 static const char *g_cupti = "sampled";
@@ -288,7 +288,7 @@ static int child_main(const char *lib, const char *stream, const char *cupti, in
   if (rp_replay_paced(stream, lib, span_s > 0 ? 1.0 : 0, &g_st) != 0) { fprintf(stderr, "replay: %s\n", g_st.err); return 2; }
   /* The replay freed its stream (~100 small chunks a collective) into the main arena's fastbins:
    * the first large malloc on this thread, the plugin's exit path, would coalesce them all
-   * (malloc_consolidate: 0.9 us a collective on this VM, 1.25 on an nvidia-h200 host, counted
+   * (malloc_consolidate: 0.9 us a collective on this VM, 1.25 on an H200 host's CPU, counted
    * as the writer's). Coalesced here, before the exit path's clock starts, they stay the
    * replay's. The callgrind runs turn fastbins off instead (run_child). */
   malloc_trim(0);

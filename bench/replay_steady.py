@@ -13,7 +13,7 @@ window at the first operation). What a collective costs is the slope between the
 The slope divides the runs' noise (a few ms of CPU between two runs of one stream) by the
 collectives between the lengths: K1=32, K2=480 (the default) has three times the collectives of
 32 and 160, and a third of that noise. The variants run in a different order each round (rotated):
-on an `nvidia-h200` host, of two libraries with the same code on the replaying threads, the
+on an H200 host's CPU, of two libraries with the same code on the replaying threads, the
 one run second read 73 ns more a collective there (median of 5 rounds in one fixed order). Prints each
 round, then per variant the median and range, and each variant's median paired difference to
 the first variant's round by round, and, with a variant named `null`, each other's writer plus
@@ -113,7 +113,7 @@ def main():
             line += '  paired to %s: writer %+.0f, launch %+.0f (medians of %d)' % (
                 first, statistics.median(dw), statistics.median(dl), len(both))
         print(line)
-    # the figure issue 29 asks for: the plugin's CPU a collective, its writer and its time on the
+    # the headline figure: the plugin's CPU a collective, its writer and its time on the
     # replaying threads over the null plugin's in the same round
     if 'null' in res:
         for v in variants:

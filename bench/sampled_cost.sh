@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# sampled_cost.sh: the sampled default's cost on a launch-bound step, read inside one process
-# (issue 29), on the GPU machine, in about 6 minutes.
+# sampled_cost.sh: the sampled default's cost on a launch-bound step, read inside one process,
+# on the GPU machine, in about 6 minutes.
 #
 #   bench/sampled_cost.sh OUTDIR PLUGIN        (run from the repository root)
 #

@@ -312,7 +312,7 @@ static const cl_var g_vars[] = {
    "kernel records alone, matched to NCCL's launches by stream and launch order; exposed "
    "communication per collective, rank, communicator and NVTX step; on says the same), full "
     "(also a slice per compute kernel, CUDA launch calls, memcpy and memset: NCCL's kernels matched by correlation id; "
-    "costs more per launch, see README), sampled (NCCL's kernels timed by their kernel-channel timers, "
+    "costs more per launch: docs/performance.md), sampled (NCCL's kernels timed by their kernel-channel timers, "
     "CUPTI's kernel records only in windows, exposure outside them estimated and marked), off (NCCL's own events only)",
     "kernels, sampled, full, on or off", p_cupti},
   {"COMMLENS_CUPTI_SAMPLE", "1:30",
@@ -324,11 +324,11 @@ static const cl_var g_vars[] = {
    "written, between COMMLENS_CUPTI=sampled's windows, the first channel of each collective to start on "
    "the GPU: its GPU span is that channel's, and the channel verdict rests on the windows; every channel "
    "elsewhere) or all (every channel of every collective: costs NCCL's threads and the writer about a "
-   "third more per collective, see README)", "sampled or all", p_channels},
+   "third more per collective: docs/performance.md)", "sampled or all", p_channels},
   {"COMMLENS_CUPTI_CLOCK", "callback",
    "how CUPTI's timestamps reach the plugin's clock: callback (CUPTI calls the plugin's clock "
    "for its timestamps) or offset (CUPTI's own clock, shifted by an offset measured once a "
-   "second); a diagnostic: see README, what it costs", "callback or offset", p_cupti_clock},
+   "second); a diagnostic (docs/performance.md)", "callback or offset", p_cupti_clock},
   {"COMMLENS_CUPTI_LIB", "(search)",
    "path of libcupti to load; default: the one already loaded, then libcupti.so(.13/.12) on the "
    "library path, $CUDA_HOME/extras/CUPTI/lib64, /usr/local/cuda/{extras/CUPTI/,}lib64", NULL, p_cupti_lib},
@@ -344,7 +344,7 @@ static const cl_var g_vars[] = {
    "for a process of one GPU, else the GPU's rank in its largest communicator", "an integer 0..16777216", p_rank},
   {"COMMLENS_RECORD", "(off)",
    "directory: also record the raw profiler ABI call stream there (for replay in tests)", NULL, p_record},
-  /* clock identity (issue 25): a process whose timestamps are not on its host's shared timeline */
+  /* clock identity: a process whose timestamps are not on its host's shared timeline */
   {"COMMLENS_CLOCK_ID", "(the host's clock)",
    "names this process's timeline when it is not its host's shared clock (commlens-replay sets "
    "one per replay: each replays on a timeline of its own); the trace header carries it, and "
@@ -355,7 +355,7 @@ static const cl_var g_vars[] = {
    "what each rank writes: digest (one compact record per collective and p2p operation, "
    "<base>.digest, docs/digest.md), trace (the Chrome-trace JSON), both",
    "digest, trace or both", p_output},
-  /* the flight recorder (plugin/pipeline/flight.c, README "Flight recorder") */
+  /* the flight recorder (plugin/pipeline/flight.c, docs/flight-recorder.md) */
   {"COMMLENS_FLIGHT_S", "0",
    "flight recorder: keep the last N seconds of events in memory (compact records, bounded by "
    "COMMLENS_FLIGHT_MB) and write them as a trace into <dir>/flight/ on a signal, a hang or a late "
@@ -372,7 +372,7 @@ static const cl_var g_vars[] = {
    "flight dump when a collective ran longer than this on this GPU (first channel start to last "
    "channel stop, KernelCh events needed): this rank waited that long for a late peer; 0: off",
    "an integer 0..3600000 (ms)", p_late_ms},
-  /* ---- live straggler detection through Prometheus (issue 30) ---- */
+  /* ---- live straggler detection through Prometheus (docs/prometheus.md) ---- */
   {"COMMLENS_PROM_S", "5",
    "seconds between two writes of the COMMLENS_PROM metrics (1..60): 1 lets a 1 s scrape and the "
    "shipped rules name a straggler within 10 s", "an integer 1..60 (s)", p_prom_s},

@@ -1,6 +1,7 @@
 /* config.h: every COMMLENS_* environment variable, parsed once per process into cl_cfg.
  * The table in config.c is the single place a variable is declared, with its default and
- * meaning; README's table is generated from the same text (`commlens env`). */
+ * meaning; docs/environment.md's table is generated from the same text (`commlens env`,
+ * tools/env_doc.py). */
 #ifndef COMMLENS_CONFIG_H
 #define COMMLENS_CONFIG_H
 #include <stdint.h>

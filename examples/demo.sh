@@ -23,14 +23,8 @@ htmls=
 mergeds=
 
 say() { printf '%s\n' "$*"; }
-# screenshot HTML PNG: headless chromium, bounded in time; silent, non-zero if it failed
-screenshot() {
-  ud=$(mktemp -d) || return 1
-  timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync --user-data-dir="$ud" \
-    --hide-scrollbars --window-size=1400,3000 --screenshot="$2" "file://$1" >/dev/null 2>&1
-  rc=$?; rm -rf "$ud"; [ "$rc" -eq 0 ] && [ -s "$2" ]
-}
+# screenshot HTML PNG: headless chromium (tools/screenshot.sh); silent, non-zero if it failed
+screenshot() { sh "$top/tools/screenshot.sh" "$1" "$2"; }
 chromium=$(command -v chromium || command -v chromium-browser || true)
 die() { say "demo: $*" >&2; exit 1; }
 indent() { sed 's/^/    /'; }

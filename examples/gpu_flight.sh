@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_flight.sh: the flight recorder on a real GPU run (issue 30), on ONE GPU: a few ranks of
+# gpu_flight.sh: the flight recorder on a real GPU run, on ONE GPU: a few ranks of
 # examples/flight/hang.py, each its own torchrun process on GPU 0 as its own emulated node
 # (NCCL_HOSTID, sockets, NCCL_NVLS_ENABLE=0), with COMMLENS_FLIGHT_S on.
 #   1. while they all-reduce, every rank gets SIGUSR2: each writes a signal dump;

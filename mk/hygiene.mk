@@ -1,11 +1,14 @@
 # hygiene.mk: rules of the tree that the compiler does not enforce, checked in `make test`:
 # test/hygiene/check_tree.py: no global symbol that nothing references (dead code, or it
 # should be static), and no comment citing a file or function that does not exist;
+# and no text citing a tracker issue, a lent machine's kind or a development session
+# (the history is CHANGELOG.md's);
 # test/hygiene/check_circles.py: no circle of source files (includes and calls), and the
 # CLI's stages only call down.
 HYGIENE ?= 1
 ifeq ($(HYGIENE),1)
 TEST_MORE += --clear --cmd 'python3 test/hygiene/check_tree.py symbols $(abspath $(BUILD))' \
              --cmd 'python3 test/hygiene/check_tree.py comments' \
+             --cmd 'python3 test/hygiene/check_tree.py history' \
              --cmd 'python3 test/hygiene/check_circles.py $(abspath $(BUILD))'
 endif

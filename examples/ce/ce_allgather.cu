@@ -1,4 +1,4 @@
-// ce_allgather.cu: copy-engine collectives (NCCL 2.28+, CE collectives, issue 26) on every GPU of
+// ce_allgather.cu: copy-engine collectives (NCCL 2.28+, CE collectives) on every GPU of
 // one process: communicators with CTAPolicy NCCL_CTA_POLICY_ZERO, buffers from ncclMemAlloc
 // registered as symmetric windows, then ITERS AllGathers of BYTES per rank. NCCL runs them on
 // the copy engines where it can (NVLink between all ranks, symmetric support); elsewhere, as

@@ -1,7 +1,7 @@
 /* drain.h: the rings' readers. The format thread reads them itself when staging is empty
  * (cl_drain_direct), a few hundred records at a time into its own small buffer, with no second
- * thread and no staging between (issue 29: the hop through staging was about 0.25 us a
- * collective on an H200 host). The drain thread is the safety net: it copies ring records into staging when
+ * thread and no staging between (the hop through staging was about 0.25 us a collective on an
+ * H200 host's CPU). The drain thread is the safety net: it copies ring records into staging when
  * the format thread has not read them for 100 ms (a long write, a CUPTI flush) or a ring is a
  * sixteenth full, so a producer's ring is emptied whatever formatting and disk writes do. */
 #ifndef COMMLENS_DRAIN_H

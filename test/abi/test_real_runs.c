@@ -707,7 +707,7 @@ TL_TEST(real_graph_replays) {
   else fprintf(stderr, "  kept %s\n", base);
 }
 
-/* Traces written by the plugin on the GPU (issue 28; examples/gpu_verdict.sh on one H200, 4 ranks
+/* Traces written by the plugin on the GPU (examples/gpu_verdict.sh on one H200, 4 ranks
  * as emulated nodes over sockets, default events, COMMLENS_OUTPUT=both, 2026-11-26): rank 0 of a
  * FSDP2 and of a DDP job. Each loads under Perfetto's import rules as the project checks them
  * (tr_load: thread slices nest; async slices pair by id, close, nest) and fits the track budget.

@@ -406,7 +406,7 @@ static void run_gate(const char *version, const char *scope, const char *want) {
   h_run_case("v7_gate", NULL, extra, NULL);
 }
 TL_TEST(v7_refused_by_nccl_before_2_31) {
-  run_gate("22907", "global", "refused");   /* NVIDIA/nccl PR #2045: another v7 on 2.29.7 */
+  run_gate("22907", "global", "refused");   /* NVIDIA/nccl pull request 2045: another v7 on 2.29.7 */
   run_gate("23007", "local", "refused");    /* a fork's v7 (device FIFO) on 2.30.7, NCCL loaded RTLD_LOCAL */
 }
 TL_TEST(v7_accepted_from_nccl_2_31) {

@@ -79,7 +79,7 @@ TL_TEST(library_without_symbols) {
 }
 
 /* Another tool holds CUPTI when NCCL starts us: nothing of CUPTI's is touched (no callbacks,
- * no kinds, no flush) until it lets go; then GPU timing starts (it never did before issue 29). */
+ * no kinds, no flush) until it lets go; then GPU timing starts (a regression once: it never started). */
 TL_TEST(busy_subscriber_backs_off) {
   reset();
   REQUIRE(find_fake() == 0, "no stand-in libcupti at %s (make builds it)", g_fake);

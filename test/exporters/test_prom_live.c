@@ -1,4 +1,4 @@
-/* test_prom_live.c: issue 30's live straggler detection, end to end, through a real Prometheus
+/* test_prom_live.c: the live straggler detection, end to end, through a real Prometheus
  * (the Debian package; skipped with a message where it is not installed).
  *
  * - The shipped rules pass their own unit test (promtool test rules), and name the planted

@@ -465,7 +465,7 @@ H_CHILD(cupti_missing) {
   tr_free(&t);
 }
 
-/* ---- another tool holds CUPTI from the start (issue 29) --------------------------------- */
+/* ---- another tool holds CUPTI from the start ------------------------------------------ */
 /* A torch.profiler window (here the stand-in libcupti's busy slot) open when NCCL starts us:
  * commlens leaves CUPTI alone, says so once, and every collective is counted and reported as
  * lacking CUPTI's GPU timing, and why (before: CUPTI was given up for the run, and the summary

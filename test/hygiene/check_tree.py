@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_tree.py: two rules of the tree that a compiler does not enforce.
+"""check_tree.py: three rules of the tree that a compiler does not enforce.
 
   symbols   every global symbol the plugin or the CLI defines is referenced by another
             object file of the same programs, or is exported (plugin/exports.map): a global
@@ -7,8 +7,12 @@
   comments  every file path and every function name `name()` quoted in a comment of our
             C sources exists: a path in the tree, a function defined in our code, or one
             declared in a system or CUDA header. Comments that cite what is gone mislead.
+  history   no text of the tree (code, scripts, docs) cites a tracker issue number, names a
+            lent machine by the kind it was lent as (name the hardware: "one H200", "2xH200")
+            or narrates development sessions: the history lives in CHANGELOG.md and the
+            design decisions in docs/decisions.md, which this check leaves to themselves.
 
-usage: check_tree.py symbols BUILD_DIR  |  check_tree.py comments
+usage: check_tree.py symbols BUILD_DIR  |  check_tree.py comments  |  check_tree.py history
 Prints "hygiene/<check>: N passed, N failed" (test/run.sh reads it) and every finding."""
 import os, re, subprocess, sys, glob, tempfile
 
@@ -148,10 +152,54 @@ def check_comments():
     return report("comments", findings, checked)
 
 
+HISTORY = [
+    (re.compile(r"\bissues? #?[0-9]+\b", re.I), "cites a tracker issue"),
+    (re.compile(r"\bnvidia-[ahbl][0-9]+(?:-x[0-9]+)?\b", re.I), "names a machine by its kind"),
+    (re.compile(r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|"
+                r"twelfth|[a-z]+teenth|twentieth|[0-9]+(?:st|nd|rd|th)) session\b", re.I), "narrates a session"),
+    (re.compile(r"\bWhat changed (?:last|before|earlier|in the session)"), "narrates a session"),
+]
+HISTORY_EXTS = (".c", ".h", ".cu", ".py", ".sh", ".md", ".mk", ".yml", ".map", ".proto")
+HISTORY_LEFT = {"CHANGELOG.md", os.path.join("docs", "decisions.md")}
+
+
+def history_files():
+    for name in sorted(os.listdir(ROOT)):
+        if os.path.isfile(os.path.join(ROOT, name)) and (name.endswith(HISTORY_EXTS) or name == "Makefile"):
+            yield os.path.join(ROOT, name)
+    for d in OUR_DIRS + ["docs", "mk", "python"]:
+        for dp, dns, fs in os.walk(os.path.join(ROOT, d)):
+            rel = os.path.relpath(dp, ROOT)
+            dns[:] = [n for n in dns if not (rel == "fuzz" and n in ("corpus", "regress"))]
+            for f in sorted(fs):
+                # recorded data holds what the recorded programs wrote; its READMEs are ours
+                if rel.startswith(os.path.join("test", "data")) and not f.endswith(".md"):
+                    continue
+                if f.endswith(HISTORY_EXTS) or f == "Makefile":
+                    yield os.path.join(dp, f)
+
+
+def check_history():
+    findings, checked = [], 0
+    for f in history_files():
+        rel = os.path.relpath(f, ROOT)
+        if rel in HISTORY_LEFT:
+            continue
+        checked += 1
+        for n, line in enumerate(open(f, errors="replace"), 1):
+            for rx, why in HISTORY:
+                m = rx.search(line)
+                if m:
+                    findings.append("%s:%d: %s ('%s')" % (rel, n, why, m.group(0)))
+    return report("history", findings, checked)
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "symbols":
         sys.exit(check_symbols(os.path.abspath(sys.argv[2])))
     if len(sys.argv) == 2 and sys.argv[1] == "comments":
         sys.exit(check_comments())
+    if len(sys.argv) == 2 and sys.argv[1] == "history":
+        sys.exit(check_history())
     print(__doc__)
     sys.exit(2)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """prom_rules_real.py RULES DATA_DIR: the shipped Prometheus rules on the real runs of
-test/data/verdict (issue 25's one-GPU and two-GPU PyTorch jobs with a planted truth).
+test/data/verdict (one-GPU and two-GPU PyTorch jobs with a planted truth).
 
 Each rank's trace gives its collectives' GPU spans (coll_gpu slices: kernel start to end, as
 the plugin counts them in commlens_comm_kernel_seconds); they become the series a 1 s scrape

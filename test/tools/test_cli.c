@@ -669,7 +669,7 @@ TL_TEST(merge_pftrace_decodes_with_protoc) {
   rm_rf(d); free(d);
 }
 
-/* Issue 29: each rank's tail says how many collectives CUPTI did not time because another tool
+/* Each rank's tail says how many collectives CUPTI did not time because another tool
  * (torch.profiler) had it; the report adds them up in its plugin section and --json keeps each
  * rank's; a trace that says nothing of it (older plugins) adds no key. */
 TL_TEST(report_says_how_many_collectives_lack_gpu_timing) {

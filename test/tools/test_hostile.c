@@ -1,4 +1,4 @@
-/* test_hostile.c: the CLI on a shared machine and on hostile traces (issue 23): outputs never
+/* test_hostile.c: the CLI on a shared machine and on hostile traces: outputs never
  * written through planted links or over an input, FIFOs among the inputs, damaged and torn
  * gzip traces (single and multi-member), flow ids and ranks at the edges of their ranges,
  * invalid UTF-8 and terminal escapes in trace strings, and numeric options out of range. */

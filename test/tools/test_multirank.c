@@ -1,4 +1,4 @@
-/* test_multirank.c: issue 5's acceptance test. Four rank processes (fresh processes, one per
+/* test_multirank.c: the whole pipeline on one job. Four rank processes (fresh processes, one per
  * rank, RANK=r, one shared COMMLENS_DIR) drive the plugin through ncclProfiler_v5 exactly as
  * NCCL's user thread and proxy thread would, for 60 AllReduce collectives of one
  * communicator, with a timeline the test designs in one true time base (CLOCK_MONOTONIC,

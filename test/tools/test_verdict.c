@@ -1,5 +1,5 @@
 /* test_verdict.c: the straggler verdict (tools/commlens/analyse/straggler.c) on synthetic jobs
- * shaped like the real runs of issue 25: ranks time-sharing one GPU (arrivals on a 2.26 ms
+ * shaped like the real runs of test/data/verdict: ranks time-sharing one GPU (arrivals on a 2.26 ms
  * scheduler slice, every rank last about equally often), persistent, every-third-step,
  * alternating and GPU-side stragglers, a one-off 400 ms stall, start-up outliers; and a
  * property test: over many clean jobs the false-accusation rate stays under the stated one. */
@@ -46,7 +46,7 @@ static void sliced(int R, double *off) {
   for (int i = R - 1; i > 0; i--) { int k = (int)(urand() * (i + 1)); int t = perm[i]; perm[i] = perm[k]; perm[k] = t; }
   for (int i = 0; i < R; i++) off[perm[i]] = i * SLICE + urand() * 30000;
 }
-/* The start-up of the issue's clean run: AllGather #0 with rank 0 25.7 ms late, a one-off
+/* The start-up of the recorded clean run: AllGather #0 with rank 0 25.7 ms late, a one-off
  * Broadcast with rank 0 18.0 ms late, and two slow first AllReduces (connection set-up). */
 static void startup(job *j, int R, uint32_t *ag, uint32_t *bc) {
   double off[64];

@@ -10,7 +10,7 @@
 # BUILD_B's commlens-replay (or $REPLAY). Prints one line per mode; exit 1 if anything differs.
 # One build against itself differs too (live clock offsets per replayed rank; some collectives
 # on their communicator's track in one run, the overlap track in the next): compare with a run
-# of BUILD_B against itself (README, "Checking a refactor").
+# of BUILD_B against itself (docs/development.md, "Checking a refactor").
 set -u
 A=${1:?usage: equiv.sh BUILD_A BUILD_B [OUTDIR]}
 B=${2:?usage: equiv.sh BUILD_A BUILD_B [OUTDIR]}

@@ -106,7 +106,7 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
       for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
         if (v[k] >= 0) json_object_object_add(p, said[k], ji(v[k]));
     }
-    if (r->info.st_colls_gpu_lost >= 0) {   /* traces since issue 29 */
+    if (r->info.st_colls_gpu_lost >= 0) {   /* traces of 0.1.0 and later that say it */
       json_object_object_add(p, "collectives", ji(r->info.st_colls));
       json_object_object_add(p, "collectives_gpu_lost", ji(r->info.st_colls_gpu_lost));
     }
