@@ -10,7 +10,7 @@ program must need no json-c or zlib: link them statically). The version comes fr
 VERSION file and must be semver. Same inputs, same bytes: entries sorted, times fixed.
 
 usage: build_wheel.py --plugin SO --cli PROGRAM --out DIR [--glibc-max 2.34]
-Prints the wheel's path on its last line."""
+Prints one line: the wheel's path, its size and the glibc it needs."""
 import argparse
 import base64
 import hashlib
@@ -70,7 +70,6 @@ def check_binaries(binaries, glibc_max):
             fail("%s needs %s at run time; the wheel's binaries may need only glibc%s (link the "
                  "rest statically)" % (path, ", ".join(extra), " and zlib" if kind == "plugin" else ""))
         top = max(top, glibc[:2])
-        print("  %s: glibc %s, needs %s" % (os.path.basename(path), ".".join(map(str, glibc)), ", ".join(needed)))
     if top > glibc_max:
         fail("the binaries need glibc %d.%d, past the %d.%d allowed (--glibc-max): build them on an "
              "older system, or raise WHEEL_GLIBC_MAX knowing who can no longer install it" % (top + glibc_max))
@@ -167,8 +166,7 @@ def main():
             os.unlink(os.path.join(a.out, old))
     path = os.path.join(a.out, name)
     write_wheel(path, files)
-    print("  %s: %d bytes, glibc %d.%d or later" % (name, os.path.getsize(path), glibc[0], glibc[1]))
-    print(path)
+    print("built %s (%d bytes; needs glibc %d.%d or later)" % (path, os.path.getsize(path), glibc[0], glibc[1]))
 
 
 if __name__ == "__main__":
