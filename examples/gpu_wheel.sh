@@ -49,6 +49,13 @@ else
 fi
 py=$venv/bin/python
 cl=$venv/bin/commlens
+# --system-site-packages sees the base interpreter's packages only; where python3 is itself a
+# venv (PyTorch installed there), a .pth file lets the new venv see that one's packages too
+if ! "$py" -c 'import torch' 2>/dev/null; then
+  python3 -c 'import site; print("\n".join(site.getsitepackages()))' \
+    >"$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine-python.pth"
+  run "$py" -c 'import torch; print("torch from", torch.__file__)' || fail=1
+fi
 [ -x "$cl" ] || { say "gpu_wheel: the install left no $cl (see $T)"; exit 1; }
 run "$cl" --version || fail=1
 run "$py" -m commlens --version || fail=1
