@@ -2,6 +2,7 @@
 # check_wheel.sh: the wheel `make wheel` built, as a user gets it. Checks the file (its name and
 # platform tag, every RECORD hash), installs it with `pip install --no-index` into a fresh venv,
 # and runs what it installed: `commlens --version` and `python -m commlens` (the one VERSION),
+# the license (METADATA says Apache-2.0, the dist-info holds the tree's LICENSE),
 # the module (commlens.plugin_path() loads and exports the profiler ABI), the CLI reading a real
 # recorded job (test/data/verdict/persistent_ddp: the report byte for byte its golden, the HTML
 # page), the CLI's shared libraries (glibc only), and commlens.enable() end to end: the recorded
@@ -63,9 +64,11 @@ else no "pip install --no-index $whl:"; tail -n 5 "$tmp/pip.log"; echo "wheel/in
 
 check "commlens --version is not 'commlens $version'" [ "$("$venv/bin/commlens" --version)" = "commlens $version" ]
 check "python -m commlens --version is not 'commlens $version'" [ "$("$py" -m commlens --version)" = "commlens $version" ]
-if out=$("$py" - "$version" <<'EOF' 2>&1
-import ctypes, os, sys, commlens
+if out=$("$py" - "$version" "$top/LICENSE" <<'EOF' 2>&1
+import ctypes, importlib.metadata as md, os, sys, commlens
 assert commlens.__version__ == sys.argv[1], commlens.__version__
+assert md.metadata("commlens")["License"] == "Apache-2.0", md.metadata("commlens")["License"]
+assert md.distribution("commlens").read_text("LICENSE") == open(sys.argv[2]).read(), "the wheel's LICENSE is not the tree's"
 p = commlens.plugin_path()
 assert os.path.isabs(p) and p.startswith(sys.prefix), p
 lib = ctypes.CDLL(p)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """build_wheel.py: packs the plugin, the `commlens` program and the Python package python/commlens
 into one wheel for x86-64 Linux, with the standard library only (a wheel is a zip file with a
-.dist-info folder: METADATA, WHEEL, entry_points.txt and RECORD, every file's sha256).
+.dist-info folder: METADATA, WHEEL, entry_points.txt, the LICENSE and RECORD, every file's sha256).
 
 The platform tag is named after the highest glibc symbol version the binaries need
 (manylinux_2_NN_x86_64), read from their version references; the build fails when that is past
@@ -103,6 +103,7 @@ def metadata(version):
               "the Python module `commlens` (`commlens.enable()`, `commlens.plugin_path()`).\n")
     return ("Metadata-Version: 2.1\nName: %s\nVersion: %s\n"
             "Summary: NCCL profiler plugin: which rank and channel made everyone wait\n"
+            "License: Apache-2.0\nClassifier: License :: OSI Approved :: Apache Software License\n"
             "Requires-Python: >=3.9\nClassifier: Operating System :: POSIX :: Linux\n"
             "Classifier: Programming Language :: C\nClassifier: Programming Language :: Python :: 3\n"
             "Description-Content-Type: text/markdown\n\n%s" % (NAME, version, readme))
@@ -154,6 +155,8 @@ def main():
         files.append(("%s/bin/commlens" % NAME, stripped(a.cli, os.path.join(tmp, "cli")), True))
         files.append(("%s/lib/libnccl-profiler-commlens.so" % NAME, stripped(a.plugin, os.path.join(tmp, "so")), False))
     files.append((dist + "/METADATA", metadata(version).encode(), False))
+    with open(os.path.join(ROOT, "LICENSE"), "rb") as fh:
+        files.append((dist + "/LICENSE", fh.read(), False))
     files.append((dist + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: commlens build_wheel.py\n"
                                     "Root-Is-Purelib: false\nTag: %s\n" % tag).encode(), False))
     files.append((dist + "/entry_points.txt",
