@@ -1,6 +1,6 @@
 # commlens build. `make` builds the plugin and the CLI; `make test` builds and runs every test
-# suite; `make demo` runs the main job. Missing packages are installed on first use where a
-# package source answers (see "dependencies" below).
+# suite; `make demo` runs the main job; `make deps` installs the build's packages. Only deps,
+# test and demo install anything (see "dependencies" below).
 CC      ?= cc
 CUDA    ?= /usr/local/cuda
 BUILD   ?= build
@@ -26,43 +26,30 @@ CLI_HDR := $(wildcard tools/commlens/*.h tools/commlens/*/*.h)
 CLI     := $(BUILD)/commlens
 Q       := @
 
-.PHONY: all lib cli test soak demo clean bench examples
+.PHONY: all deps lib cli test soak demo clean bench examples
 all: lib cli
 
 # ---- dependencies ----
 # Each target needs only what it uses. The plugin: a C compiler, libc and CUDA's headers (CUPTI
 # types; libcupti is loaded at run time), and zlib if present (without it: no gzip output and no
-# ABI recording, said once). The CLI and the tests: json-c and zlib (the tests: protoc too, if it
-# can be had). Missing Debian packages are installed once per build directory where a package
-# source answers (we are root on fresh machines); where none does (offline GPU nodes), make
-# builds what it can and says in one line what it could not and why.
+# ABI recording, said once). The CLI and the tests: json-c and zlib. The goals deps, test and
+# demo install the missing Debian packages where a package source answers (we are root on fresh
+# machines); every other goal (all, lib, cli, wheel...) never calls apt-get: it builds what it can
+# and says in one line what is missing and that `make deps` installs it. make decides how to
+# build (the zlib flag, whether there is a CLI) as it reads this file, so the install runs while
+# it reads, before anything is built: for test and demo once per build directory (an offline GPU
+# node does not wait on apt-get at every run), for deps each time it is asked. The tests' own
+# tools (protoc, chromium, prometheus, clang, python3-venv) are installed by `make test` alone,
+# in mk/*.mk.
 JSONC_INC ?= /usr/include/json-c/json.h
 ZLIB_INC  ?= /usr/include/zlib.h
 CUPTI_INC ?= $(CUDA)/include/cupti.h
-ifeq ($(filter clean,$(MAKECMDGOALS)),)
-ifneq ($(wildcard $(JSONC_INC)),$(JSONC_INC))
-APT_WANT := libjson-c-dev
-endif
-ifneq ($(wildcard $(ZLIB_INC)),$(ZLIB_INC))
-APT_WANT += zlib1g-dev
-endif
-ifneq ($(strip $(APT_WANT)),)
-ifeq ($(wildcard $(BUILD)/.apt-tried),)
+APT_WANT := $(if $(wildcard $(JSONC_INC)),,libjson-c-dev) $(if $(wildcard $(ZLIB_INC)),,zlib1g-dev)
+ifneq ($(and $(filter deps test demo,$(MAKECMDGOALS)),$(strip $(APT_WANT))),)
+ifneq ($(or $(filter deps,$(MAKECMDGOALS)),$(if $(wildcard $(BUILD)/.apt-tried),,first)),)
 $(info installing build dependencies ($(strip $(APT_WANT))))
 APT_RC := $(shell mkdir -p $(BUILD) && touch $(BUILD)/.apt-tried && \
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_WANT)) >$(BUILD)/apt.log 2>&1; echo $$?)
-endif
-endif
-endif
-# protoc (Debian protobuf-compiler) only for `make test`: a test decodes the merge's Perfetto
-# protobuf output with it, independently of our encoder, and says it skipped when it is missing.
-ifneq ($(filter test,$(MAKECMDGOALS)),)
-ifeq ($(shell command -v protoc 2>/dev/null),)
-ifeq ($(wildcard $(BUILD)/.apt-protoc-tried),)
-$(info installing the test dependency protobuf-compiler (protoc))
-PROTOC_RC := $(shell mkdir -p $(BUILD) && touch $(BUILD)/.apt-protoc-tried && \
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler) >>$(BUILD)/apt.log 2>&1; echo $$?)
-endif
 endif
 endif
 # (test -f, not $(wildcard): make caches directories, and apt-get may just have filled them)
@@ -73,12 +60,21 @@ ifeq ($(HAVE_ZLIB),)
 CFLAGS += -DCOMMLENS_NO_ZLIB
 ZLIB_LIBS :=
 NO_ZLIB_WHY := zlib headers missing ($(ZLIB_INC))$(if $(filter-out 0,$(APT_RC)), and apt-get could not install zlib1g-dev (see $(BUILD)/apt.log))
-$(info commlens: $(NO_ZLIB_WHY): the plugin is built without gzip output and ABI recording)
+$(info commlens: $(NO_ZLIB_WHY): the plugin is built without gzip output and ABI recording; `make deps` installs zlib1g-dev)
 else
 ZLIB_LIBS := -lz
 endif
 NO_CLI_WHY := $(strip $(if $(HAVE_JSONC),,json-c headers missing ($(JSONC_INC)))$(if $(or $(HAVE_JSONC),$(HAVE_ZLIB)),,;)$(if $(HAVE_ZLIB),, zlib headers missing ($(ZLIB_INC))))
-NO_CLI_HOW := install libjson-c-dev and zlib1g-dev (Debian/Ubuntu) or json-c-devel and zlib-devel, then run make again
+NO_CLI_HOW := `make deps` installs libjson-c-dev and zlib1g-dev where apt-get can (elsewhere: json-c-devel and zlib-devel), then run make again
+# What deps says: what is still missing and why; with all there, nothing unless asked by name.
+DEPS_MISSING := $(strip $(if $(HAVE_JSONC),,libjson-c-dev) $(if $(HAVE_ZLIB),,zlib1g-dev))
+DEPS_WHY := $(if $(APT_RC),apt-get could not install it (see $(BUILD)/apt.log),apt-get was tried once for $(BUILD) before; `make deps` tries again)
+DEPS_ASKED := $(filter deps,$(MAKECMDGOALS))
+
+.PHONY: deps
+deps:
+	$(Q)$(if $(DEPS_MISSING),echo "make deps: $(DEPS_MISSING) missing: $(DEPS_WHY)"$(if $(DEPS_ASKED),; exit 1),$(if $(DEPS_ASKED),echo "make deps: json-c and zlib are installed",:))
+	$(Q)$(if $(HAVE_CUPTI),:,echo "make deps: CUDA's headers are missing ($(CUPTI_INC)), which the plugin needs: set CUDA=<toolkit dir>")
 
 # ---- the plugin ----
 lib: $(LIB) $(LIBLINK)
@@ -140,7 +136,7 @@ $(BUILD)/test/%: test/%.c $(TEST_LIB_SRC) $(wildcard test/lib/*.h tools/replay/*
 .PHONY: test-deps
 test-deps:
 	$(Q)if [ -n "$(strip $(NO_CLI_WHY))" ]; then echo "make test: cannot build the tests: $(strip $(NO_CLI_WHY)); $(NO_CLI_HOW)"; exit 1; fi
-test: test-deps lib cli $(TEST_BIN)
+test: deps test-deps lib cli $(TEST_BIN)
 	$(Q)COMMLENS_LIB=$(abspath $(LIB)) COMMLENS_CLI=$(abspath $(CLI)) BUILD=$(BUILD) \
 	  sh test/run.sh $(TEST_BIN) $(TEST_MORE)
 
@@ -159,7 +155,7 @@ SOAK_RUNS ?= 30
 soak:
 	$(Q)BUILD=$(BUILD) sh test/soak.sh $(SOAK_RUNS)
 
-demo: lib cli
+demo: deps lib cli
 	$(Q)sh examples/demo.sh $(abspath $(BUILD))
 
 # Further targets live in mk/*.mk, one concern per fragment (replay tool, sanitizers, fuzzing).

@@ -4,11 +4,13 @@
 # and no text citing a tracker issue, a lent machine's kind or a development session
 # (the history is CHANGELOG.md's);
 # test/hygiene/check_circles.py: no circle of source files (includes and calls), and the
-# CLI's stages only call down.
+# CLI's stages only call down;
+# test/hygiene/check_deps.sh: only the goals deps, test and demo call apt-get.
 HYGIENE ?= 1
 ifeq ($(HYGIENE),1)
 TEST_MORE += --clear --cmd 'python3 test/hygiene/check_tree.py symbols $(abspath $(BUILD))' \
              --cmd 'python3 test/hygiene/check_tree.py comments' \
              --cmd 'python3 test/hygiene/check_tree.py history' \
-             --cmd 'python3 test/hygiene/check_circles.py $(abspath $(BUILD))'
+             --cmd 'python3 test/hygiene/check_circles.py $(abspath $(BUILD))' \
+             --cmd 'sh test/hygiene/check_deps.sh'
 endif
