@@ -10,7 +10,7 @@
  * `--callgrind` adds instruction counts (valgrind) of replays whose calls are spread evenly over
  * SPAN_S seconds (cg_run says why), compared with bench/replay_cost.baseline: 10% more is flagged
  * as a regression. The writer's CPU per second of such a spread replay is printed beside them.
- * It asserts nothing else; the numbers are for docs/performance.md and docs/decisions.md. */
+ * It asserts nothing else; the numbers are for docs/performance.md. */
 #include "commlens/nccl_profiler_abi.h"
 #include "tools/replay/replay.h"
 #include <dirent.h>

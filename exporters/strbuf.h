@@ -19,7 +19,7 @@ void sb_us(cl_sb *b, int64_t ns);             /* exact microseconds "12.345" */
 /* A JSON string literal with quotes: valid UTF-8 kept, each byte that starts no well-formed
  * sequence replaced by U+FFFD and counted (sb_utf8_replaced), control characters escaped
  * (\n, \t, else \u00XX: JSON forbids them raw, and Perfetto's importer refuses them raw while
- * it reads \u escapes; docs/decisions.md). */
+ * it reads \u escapes; docs/decisions/0032-trace-strings.md). */
 void sb_jstr(cl_sb *b, const char *s);
 /* Bytes sb_jstr replaced in this process so far (any thread). */
 uint64_t sb_utf8_replaced(void);

@@ -80,7 +80,7 @@ static long gz_member(cl_tfile *f, const char *in, size_t n) {
 
 /* The bytes of body[0..n) that go into one gzip member: all of them up to CL_GZ_MEMBER_BYTES,
  * else up to the last event boundary (",\n{": the separator before an event) at or below it,
- * so the next member's text starts at one (docs/decisions.md). An event larger than a member
+ * so the next member's text starts at one (docs/decisions/0031-gzip-members.md). An event larger than a member
  * (none is) would go whole into an oversized one. */
 static size_t member_len(const char *body, size_t n) {
   if (n <= CL_GZ_MEMBER_BYTES) return n;

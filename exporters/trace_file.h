@@ -10,7 +10,7 @@
 
 /* Gzip: a body is written as independent RFC 1952 members of at most this many uncompressed
  * bytes, each starting at an event boundary, so a reader can start again at the next member
- * after damage (layout: docs/decisions.md). */
+ * after damage (layout: docs/decisions/0031-gzip-members.md). */
 #define CL_GZ_MEMBER_BYTES (4u << 20)
 
 typedef struct cl_tfile cl_tfile;

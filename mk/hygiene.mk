@@ -1,8 +1,9 @@
 # hygiene.mk: rules of the tree that the compiler does not enforce, checked in `make test`:
 # test/hygiene/check_tree.py: no global symbol that nothing references (dead code, or it
 # should be static), and no comment citing a file or function that does not exist;
-# and no text citing a tracker issue, a lent machine's kind or a development session
-# (the history is CHANGELOG.md's);
+# no text citing a tracker issue, a lent machine's kind or a development session (the history
+# is CHANGELOG.md's); the decision records' shape (docs/decisions/); and docs/architecture.md
+# naming every stage folder and explaining the code's prefixes, on one page;
 # test/hygiene/check_circles.py: no circle of source files (includes and calls), and the
 # CLI's stages only call down;
 # test/hygiene/check_deps.sh: only the goals deps, test and demo call apt-get.
@@ -11,6 +12,8 @@ ifeq ($(HYGIENE),1)
 TEST_MORE += --clear --cmd 'python3 test/hygiene/check_tree.py symbols $(abspath $(BUILD))' \
              --cmd 'python3 test/hygiene/check_tree.py comments' \
              --cmd 'python3 test/hygiene/check_tree.py history' \
+             --cmd 'python3 test/hygiene/check_tree.py decisions' \
+             --cmd 'python3 test/hygiene/check_tree.py architecture' \
              --cmd 'python3 test/hygiene/check_circles.py $(abspath $(BUILD))' \
              --cmd 'sh test/hygiene/check_deps.sh'
 endif

@@ -1,7 +1,7 @@
 /* nccl_profiler_abi.h: commlens' own transcription of the NCCL profiler plugin ABI,
  * versions 1 to 7, written from NCCL's documented profiler interface (the profiler headers
- * NCCL ships for plugins, v1 to v6; v7 from NVIDIA/nccl master after 2.30, docs/decisions.md
- * says which commit and what is unconfirmed). Every struct is checked field by field against the x86-64
+ * NCCL ships for plugins, v1 to v6; v7 from NVIDIA/nccl master after 2.30,
+ * docs/decisions/0086-abi-v7-version-gate.md says which commit and what is unconfirmed). Every struct is checked field by field against the x86-64
  * LP64 offsets of those layouts (below).
  * Only plugin/abi/ and the test harness may include this file. */
 #ifndef COMMLENS_NCCL_PROFILER_ABI_H

@@ -1,13 +1,14 @@
 /* v7.c: ncclProfiler_v7 (NVIDIA/nccl master after 2.30): v6 plus the application's userTag on
  * API, Coll/P2p and CeColl events, and KernelPhase events (initial_sync, compute, final_sync,
- * GPU-timed) under each KernelCh. The layout is not in a tagged release yet (docs/decisions.md). */
+ * GPU-timed) under each KernelCh. The layout is not in a tagged release yet
+ * (docs/decisions/0086-abi-v7-version-gate.md). */
 #include "shim.h"
 #include "v5_common.h"
 
 #define v7_ABI 7
 
 /* NVIDIA's NCCL has this v7 from 2.31 on. Earlier NCCLs that look up ncclProfiler_v7 are
- * pre-releases or forks with other layouts under the same name (docs/decisions.md: a userTag
+ * pre-releases or forks with other layouts under the same name (docs/decisions/0086-abi-v7-version-gate.md: a userTag
  * event type, device FIFO members in the function table): read as ours, their
  * descriptors would give garbage, or strings read at garbage addresses. Such an NCCL gets an
  * init that fails, which NCCL takes as "continue without a profiler". An NCCL whose version

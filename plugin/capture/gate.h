@@ -16,7 +16,7 @@ extern _Atomic int cl_window_by_coll;  /* the window counts collectives (hot pat
  * group, a launch's stream). When none needs them (no trace written, no flight recorder, CUPTI
  * detached between two sampling windows or off), the ABI shims answer them with no handle, so
  * NCCL neither stops them nor records their states: a third of a collective's calls and records
- * (docs/decisions.md). The writer sets it (cl_gate_launch_events); every other event is
+ * (docs/decisions/0023-launch-events-without-handles.md). The writer sets it (cl_gate_launch_events); every other event is
  * recorded as before. */
 extern _Atomic int cl_skip_launch_events;
 /* Only a digest is written (no trace, no flight recorder), for the whole run, and NCCL's

@@ -50,7 +50,7 @@ static inline void sample_cost(cl_ring *r, uint64_t t0) {
  * written: the two records become one (cl_event_stop). Its start reads no clock (ts 0): it takes
  * the time its stop is seen, or that of what sends it out first (cl_ring_kch_out), one read
  * fewer a channel. What reads it: the GPU clock's calibration, which that later time only
- * loosens (a channel's stop sample is the tighter one: docs/decisions.md), and a plausibility
+ * loosens (a channel's stop sample is the tighter one: docs/decisions/0022-kernelch-records.md), and a plausibility
  * bound the stop's time also keeps. The call whose cost is sampled reads it. */
 static inline __attribute__((always_inline)) void *kch_hold(cl_ring *r, uint64_t id, uint32_t comm_serial, unsigned flags, uint64_t parent,
                              int32_t rank, unsigned channel, uint64_t ptimer) {

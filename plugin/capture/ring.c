@@ -232,7 +232,7 @@ static void ring_recycle_if_done(cl_ring *r) {
  * once. The producer wrote them on its own core; read one record after another, each line's
  * transfer waited for the one before (a record's place is known from the record before it).
  * The window (8 KiB) stays in the core's first cache; a copy to staging can read megabytes in
- * one pass. What it saved on a GPU host's CPU: docs/decisions.md, "Reading the rings". */
+ * one pass. What it saved on a GPU host's CPU: docs/decisions/0017-ring-read-ahead-no-pinning.md. */
 #define PREFETCH_SLOTS 256
 static void prefetch_slots(const cl_rec *recs, size_t from, size_t to) {
   if (to > from + PREFETCH_SLOTS) to = from + PREFETCH_SLOTS;

@@ -6,7 +6,7 @@
  * while the budget keeps room for CL_RING_SPARE more threads): the drain prepares it, the
  * producer moves at its next event, leaving a MOVED record, and the drain reads the old ring
  * to that record before the new one. A busy proxy thread thereby rides out the drain being
- * descheduled for tens of milliseconds (bench-hotpath; docs/decisions.md). */
+ * descheduled for tens of milliseconds (bench-hotpath; docs/decisions/0019-per-thread-rings.md). */
 #ifndef COMMLENS_RING_H
 #define COMMLENS_RING_H
 #include "commlens/event.h"

@@ -1,41 +1,15 @@
 /* cupti.c: the CUPTI bridge. Loads libcupti at run time (never linked), records kernel activity
  * (with COMMLENS_CUPTI=full also memcpy, memset and kernel-launch API records) into bounded
- * buffers with timestamps on our CLOCK_MONOTONIC base, and hands parsed records to the writer
- * thread. It also tells NCCL's launching threads the CUPTI id of a launch's stream.
- * It must never disturb another CUPTI client (Nsight, Kineto): when one is present it backs
- * off with one message, and it never flushes, disables or finalizes what it did not enable.
- *
+ * buffers with timestamps on our CLOCK_MONOTONIC base, hands parsed records to the writer
+ * thread, and tells NCCL's launching threads the CUPTI id of a launch's stream.
+ * It must never disturb another CUPTI client (Nsight, Kineto): it probes the one subscriber slot
+ * (subscribe, then unsubscribe at once) and never keeps it; it suspends while another tool holds
+ * the slot and re-arms when it is free again, after a backoff when our records stopped with no
+ * holder seen (cl_cupti_displaced); it never flushes, disables or finalizes what it did not
+ * enable (docs/decisions/0048-cupti-coexistence.md says why, and what was measured).
  * Threads: CUPTI calls buf_requested/buf_completed on its own threads; they only move buffer
- * pointers under cl_cupti_g.mu (no parsing: the completed callback stays short). Everything else,
- * parsing included, runs on the writer thread (cl_cupti_flush / cl_cupti_drain).
- *
- * Coexistence, the decision: the activity API has one global set of buffer callbacks, and
- * registering ours silently replaces another client's (and vice versa); CUPTI 13.0 has no call
- * to ask whether callbacks are registered. The documented cooperation point is the single
- * subscriber slot: cuptiSubscribe fails with MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED while another
- * tool holds it (Nsight Systems/Compute, compute-sanitizer, an active torch.profiler session).
- * So we PROBE that slot (subscribe, then unsubscribe at once) before touching anything, and
- * back off if it is taken. We do not keep it: holding it would make a later torch.profiler
- * session fail ("cbapi->getCuptiStatus() failed with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS..."),
- * which is worse than losing our own data. While active, cl_cupti_flush re-probes about once
- * a second: if another tool took the slot, we suspend (no more FlushAll or enables: its
- * session, its callbacks) with one message, and re-arm when the slot is free again (that tool
- * usually disabled our kinds or finalized CUPTI on its way out).
- *
- * Measured on H200 with PyTorch 2.11: torch.profiler (Kineto) takes the slot when a profile
- * starts and keeps it until the process exits; Kineto's trace had every kernel with commlens
- * beside it (1350 of 1350, as without commlens). With TEARDOWN_CUPTI=1 Kineto finalizes CUPTI at
- * the end of its window (our callbacks and kinds are gone, the slot is free): that is the case
- * resumption is for (bench/launch_bound.sh measures it).
- * The probe runs once a second, so records between the other tool's start and our probe go
- * to it, and a window shorter than a second may come and go unseen. Either way our records
- * stop: the join notices (NCCL's KernelLaunch events keep coming, kernel or launch records do
- * not, even after a forced flush: gpu_join.h) and the writer calls cl_cupti_displaced. From
- * then on the probe still runs: a taken slot means suspended; a free one, after a backoff, means
- * the other client is probably gone (it finalized CUPTI), and we re-arm. Collectives that ended
- * while we did not record are marked (CL_GPU_LOST_WHY). CUPTI 13.0 (this tree's headers) has
- * no per-subscriber activity API (CUpti_SubscriberParams has no allowMultipleSubscribers); the
- * multi-subscriber mode of later CUPTI (13.3+, r610+ drivers) is not used: see decisions.md. */
+ * pointers under cl_cupti_g.mu. Everything else, parsing included, runs on the writer thread
+ * (cl_cupti_flush / cl_cupti_drain). */
 #include "plugin/gpu/cupti.h"
 #include "plugin/gpu/cupti_internal.h"
 #include "common/config.h"
@@ -306,7 +280,7 @@ static int arm(void) {
 
 /* NVTX ranges reach CUPTI's marker records only through NVTX's injection, which each module's
  * NVTX reads from NVTX_INJECTION64_PATH at its first NVTX call. The plugin does not set it
- * (setenv while the job's threads call getenv is a use-after-free; docs/decisions.md): it says,
+ * (setenv while the job's threads call getenv is a use-after-free; docs/decisions/0046-nvtx-steps.md): it says,
  * once, what to set, naming the libcupti it loaded. */
 static void nvtx_hint(const char *loaded) {
   const char *inj = getenv("NVTX_INJECTION64_PATH");

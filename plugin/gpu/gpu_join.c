@@ -619,7 +619,7 @@ static int use_kernel(cl_gj *g, const cl_gpu_activity *k, int force) {
   if (nccl && !known) q->by_name++;
   /* compute kernels: a slice each only when asked (COMMLENS_CUPTI=full); the default keeps
    * them as exposure's compute intervals and a count (a slice cost more CPU than all the rest
-   * of a record's work: docs/decisions.md) */
+   * of a record's work: docs/decisions/0045-compute-kernels-not-drawn.md) */
   if ((nccl || g->draw_compute) && q->p->trace) cl_draw_gpu_kernel(q->p->ct, k, nccl);
   if (!nccl) {
     q->compute_kernels++;

@@ -30,7 +30,7 @@ typedef enum {
   CL_TRACK__COUNT
 } cl_track_family;
 
-/* Top-level tracks per rank that the detail may fill (docs/decisions.md, "Track budget"):
+/* Top-level tracks per rank that the detail may fill (docs/decisions/0034-track-budget.md):
  * past it, detail not yet drawn goes to one shared track, CL_TRACK_FOLD_NAME. */
 #define CL_TRACK_BUDGET 20u
 #define CL_TRACK_FOLD_NAME "more detail (past the track budget)"

@@ -6,7 +6,7 @@
  * (96 bytes in a ring) takes about a fifth of that. On this project's 2-core VM a fresh page of
  * spill file costs the drain about 1.7 ms per MiB written, so the bytes that leave the process
  * set the lossless event rate there; on a many-core host the encoder's own time does, so it
- * works on whole words (docs/decisions.md). */
+ * works on whole words (docs/decisions/0014-spill-file.md). */
 #ifndef COMMLENS_SPILL_CODEC_H
 #define COMMLENS_SPILL_CODEC_H
 #include "commlens/event.h"

@@ -239,7 +239,7 @@ static void check_rank(const char *mode, int rank, const rec_facts *f, const tr_
    * in: 3 more under load than alone) may go past it; there are never more than 8. On main
    * before the budget (a thread track per lane) socket had 36 and 32, twonode 34 and 32,
    * nvlink 58 and 60, multicomm 168 and 165; with the budget on the detail alone, multicomm had
-   * 29 (docs/decisions.md, "Track budget"). */
+   * 29 (docs/decisions/0034-track-budget.md). */
   int nasync = 0, late = 0, ntop = tr_top_tracks(t, rank, &nasync, &late), lanes = tr_overlap_lanes(t, rank);
   fprintf(stderr, "  note: %s r%d: %d top-level tracks, %d of them async, %d thread tracks made after the last "
           "async one, %d further overlap lanes\n", mode, rank, ntop, nasync, late, lanes);

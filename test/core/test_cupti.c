@@ -279,7 +279,7 @@ TL_TEST(sampled_first_window_waits_for_the_first_collective) {
 }
 
 /* NVTX ranges need the injection variable at the job's start; the plugin never sets it (see
- * docs/decisions.md) but says once what to set: the libcupti it loaded, by its full path. */
+ * docs/decisions/0046-nvtx-steps.md) but says once what to set: the libcupti it loaded, by its full path. */
 TL_TEST(says_how_nvtx_ranges_reach_it_when_the_injection_is_unset) {
   reset();
   REQUIRE(find_fake() == 0, "no stand-in libcupti at %s", g_fake);

@@ -302,7 +302,7 @@ static void kill_case(int sig, unsigned seed) {
       /* A fatal signal (SIGKILL, or SIGTERM with its default action: the plugin installs no
        * handlers) can land inside a flush's write (the kernel stops a write to a file at a page
        * when a fatal signal is pending), so the file can end mid-event; no ordering of writes
-       * into one growing file avoids that (docs/decisions.md). Seen with SIGTERM in a soak run:
+       * into one growing file avoids that (docs/decisions/0026-crash-safe-trace-file.md). Seen with SIGTERM in a soak run:
        * a trace cut at 1,654,784 bytes, a page boundary. The CLI reads such a file to its last
        * complete event and reports it truncated; that is the promise checked. */
       cl_info info;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_tree.py: three rules of the tree that a compiler does not enforce.
+"""check_tree.py: rules of the tree that a compiler does not enforce.
 
   symbols   every global symbol the plugin or the CLI defines is referenced by another
             object file of the same programs, or is exported (plugin/exports.map): a global
@@ -9,10 +9,19 @@
             declared in a system or CUDA header. Comments that cite what is gone mislead.
   history   no text of the tree (code, scripts, docs) cites a tracker issue number, names a
             lent machine by the kind it was lent as (name the hardware: "one H200", "2xH200")
-            or narrates development sessions: the history lives in CHANGELOG.md and the
-            design decisions in docs/decisions.md, which this check leaves to themselves.
+            or narrates development sessions: the history lives in CHANGELOG.md, which this
+            check leaves to itself.
+  decisions every record docs/decisions/NNNN-title.md is numbered as its name says (0001 up,
+            none missing), has its Status, Context, Decision and Consequences in that order, a
+            status that is "Accepted." or "Superseded by [NNNN](NNNN-....md).", links that lead
+            to files, and a line in docs/decisions/README.md.
+  architecture  docs/architecture.md stays one page (at most 250 lines), names every stage
+            folder (each folder of plugin/, tools/commlens/ and tools/, and common, exporters,
+            include), and its prefix table explains every prefix that names three or more of a
+            header's declarations without being a word of the header's name (cl_gj_* in
+            gpu_join.h), and no prefix the code does not use.
 
-usage: check_tree.py symbols BUILD_DIR  |  check_tree.py comments  |  check_tree.py history
+usage: check_tree.py symbols BUILD_DIR  |  check_tree.py comments|history|decisions|architecture
 Prints "hygiene/<check>: N passed, N failed" (test/run.sh reads it) and every finding."""
 import os, re, subprocess, sys, glob, tempfile
 
@@ -160,7 +169,7 @@ HISTORY = [
     (re.compile(r"\bWhat changed (?:last|before|earlier|in the session)"), "narrates a session"),
 ]
 HISTORY_EXTS = (".c", ".h", ".cu", ".py", ".sh", ".md", ".mk", ".yml", ".map", ".proto")
-HISTORY_LEFT = {"CHANGELOG.md", os.path.join("docs", "decisions.md")}
+HISTORY_LEFT = {"CHANGELOG.md"}
 
 
 def history_files():
@@ -194,6 +203,127 @@ def check_history():
     return report("history", findings, checked)
 
 
+DECISIONS = os.path.join(ROOT, "docs", "decisions")
+RECORD_NAME = re.compile(r"^(\d{4})-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
+RECORD_SECTIONS = ["## Status", "## Context", "## Decision", "## Consequences"]
+STATUS = re.compile(r"^(?:Accepted\.|Superseded by \[(\d{4})\]\((\d{4}-[a-z0-9-]+\.md)\)\.)")
+FENCED = re.compile(r"^```.*?^```", re.S | re.M)
+INDEX_LINE = re.compile(r"^- \[\d{4}\]\(([^)]+)\)", re.M)
+MD_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def md_links_missing(path, text):
+    """Relative links of a markdown text that lead nowhere."""
+    text = FENCED.sub(" ", text)   # a template in a code block links nowhere on purpose
+    return [t for t in MD_LINK.findall(text)
+            if "://" not in t and not t.startswith("mailto:")
+            and not os.path.exists(os.path.join(os.path.dirname(path), t))]
+
+
+def check_record(path, num, findings):
+    rel = os.path.relpath(path, ROOT)
+    lines = open(path, errors="replace").read().split("\n")
+    if not re.match(r"^# %04d\. \S" % num, lines[0]):
+        findings.append("%s: the first line is not '# %04d. <the decision>'" % (rel, num))
+    heads = [l.strip() for l in lines if l.startswith("## ")]
+    if heads != RECORD_SECTIONS:
+        findings.append("%s: sections %s, not %s" % (rel, heads, RECORD_SECTIONS))
+        return
+    status = next((l for l in lines[lines.index("## Status") + 1:] if l.strip()), "")
+    m = STATUS.match(status)
+    if not m:
+        findings.append("%s: status '%s' is neither 'Accepted.' nor 'Superseded by [NNNN](NNNN-....md).'" % (rel, status))
+    elif m.group(1) and not (m.group(2).startswith(m.group(1)) and os.path.exists(os.path.join(DECISIONS, m.group(2)))):
+        findings.append("%s: superseded by %s, which is not a record" % (rel, m.group(2)))
+    for t in md_links_missing(path, "\n".join(lines)):
+        findings.append("%s: links to %s, which does not exist" % (rel, t))
+
+
+def check_decisions():
+    findings = []
+    names = sorted(f for f in os.listdir(DECISIONS) if f.endswith(".md") and f != "README.md")
+    nums = []
+    for f in names:
+        m = RECORD_NAME.match(f)
+        if not m:
+            findings.append("docs/decisions/%s: not named NNNN-short-title.md" % f)
+            continue
+        nums.append(int(m.group(1)))
+        check_record(os.path.join(DECISIONS, f), int(m.group(1)), findings)
+    if nums != list(range(1, len(nums) + 1)):
+        findings.append("docs/decisions: records numbered %s, not 1 to %d once each" % (nums, len(nums)))
+    index = os.path.join(DECISIONS, "README.md")
+    listed = INDEX_LINE.findall(open(index).read()) if os.path.exists(index) else []
+    for f in names:
+        if listed.count(f) != 1:
+            findings.append("docs/decisions/README.md has %d list lines '- [NNNN](%s)', not one" % (listed.count(f), f))
+    for t in md_links_missing(index, open(index).read()) if os.path.exists(index) else ["README.md"]:
+        findings.append("docs/decisions/README.md: links to %s, which does not exist" % t)
+    return report("decisions", findings, len(names))
+
+
+ARCHITECTURE = os.path.join(ROOT, "docs", "architecture.md")
+ARCHITECTURE_MAX_LINES = 250
+DECLARED = re.compile(r"^[A-Za-z_][\w \*]*?\b(cl_[a-z0-9_]+)\s*\(", re.M)
+TYPEDEF = re.compile(r"\}\s*(cl_[a-z0-9_]+)\s*;|typedef struct \w+ (cl_[a-z0-9_]+);")
+
+
+def stage_folders():
+    dirs = ["common", "exporters", "include"]
+    for top in ("plugin", os.path.join("tools", "commlens"), "tools"):
+        for d in sorted(os.listdir(os.path.join(ROOT, top))):
+            if os.path.isdir(os.path.join(ROOT, top, d)) and not d.startswith((".", "__")):
+                dirs.append(os.path.join(top, d))
+    return dirs
+
+
+def prefixes_to_explain():
+    """prefix -> the headers where it names 3+ declarations and is not a word of the name"""
+    need = {}
+    for d in ("common", "plugin", "exporters", "tools/commlens", "include"):
+        for dp, _, fs in os.walk(os.path.join(ROOT, d)):
+            for f in sorted(fs):
+                if not f.endswith(".h"):
+                    continue
+                text = COMMENT.sub(" ", open(os.path.join(dp, f), errors="replace").read())
+                names = set(DECLARED.findall(text)) | {a or b for a, b in TYPEDEF.findall(text)}
+                count = {}
+                for n in names:
+                    p = n[3:].split("_")[0]
+                    count[p] = count.get(p, 0) + 1
+                words = f[:-2].split("_")
+                for p, k in count.items():
+                    if k >= 3 and not any(w == p or w.startswith(p) for w in words):
+                        need.setdefault(p, []).append(os.path.relpath(os.path.join(dp, f), ROOT))
+    return need
+
+
+def check_architecture():
+    findings = []
+    text = open(ARCHITECTURE, errors="replace").read()
+    nlines = text.count("\n")
+    if nlines > ARCHITECTURE_MAX_LINES:
+        findings.append("docs/architecture.md: %d lines, more than %d" % (nlines, ARCHITECTURE_MAX_LINES))
+    folders = stage_folders()
+    for d in folders:
+        if not re.search(r"(?<![\w/])%s(?![\w])" % re.escape(d), text):
+            findings.append("docs/architecture.md does not name the folder %s" % d)
+    table = set()
+    for row in re.findall(r"^\| (`[^|]+`) \|", text, re.M):
+        table.update(re.findall(r"`([a-z0-9]+)`", row))
+    need = prefixes_to_explain()
+    for p, hs in sorted(need.items()):
+        if p not in table:
+            findings.append("docs/architecture.md: no prefix row for cl_%s_ (%s)" % (p, ", ".join(hs)))
+    used = code_identifiers()
+    for p in sorted(table):
+        if not any(w.startswith("cl_%s_" % p) or w == "cl_" + p for w in used):
+            findings.append("docs/architecture.md: prefix row for cl_%s_, which no code uses" % p)
+    for t in md_links_missing(ARCHITECTURE, text):
+        findings.append("docs/architecture.md: links to %s, which does not exist" % t)
+    return report("architecture", findings, len(folders) + len(need) + len(table))
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "symbols":
         sys.exit(check_symbols(os.path.abspath(sys.argv[2])))
@@ -201,5 +331,9 @@ if __name__ == "__main__":
         sys.exit(check_comments())
     if len(sys.argv) == 2 and sys.argv[1] == "history":
         sys.exit(check_history())
+    if len(sys.argv) == 2 and sys.argv[1] == "decisions":
+        sys.exit(check_decisions())
+    if len(sys.argv) == 2 and sys.argv[1] == "architecture":
+        sys.exit(check_architecture())
     print(__doc__)
     sys.exit(2)

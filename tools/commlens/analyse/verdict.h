@@ -36,7 +36,7 @@ typedef struct {
  * (phase_evidence.h: no clock needed), else the GPU start on the modelled clock (a GPU-side straggler shows there and not in
  * its host enqueues); steps are found in the issue order and gaps of the host enqueues when
  * every rank has them (a time-shared GPU's starts blur the gaps between steps), else of the
- * GPU starts. docs/decisions.md has the measurements. Frees with cl_verdict_free. */
+ * GPU starts. docs/decisions/0073-arrival-evidence.md has the measurements. Frees with cl_verdict_free. */
 void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out);
 void cl_verdict_free(cl_verdict_an *out);
 #endif
