@@ -1,5 +1,8 @@
 /* clock.h: the plugin's time base. Host times are CLOCK_MONOTONIC nanoseconds (a vDSO read);
- * they become Unix-epoch time through one offset measured per process. */
+ * they become Unix-epoch time through one offset measured per process. Every timestamp goes
+ * through libc's clock_gettime by name, so that commlens-replay --virtual-clock can interpose it
+ * (tools/replay/main.c defines and exports clock_gettime: a replay's plugin reads the recorded
+ * run's times); what must run on real time reads the kernel's clock (cl_mono_kernel). */
 #ifndef COMMLENS_CLOCK_H
 #define COMMLENS_CLOCK_H
 #include <stdint.h>

@@ -2,17 +2,18 @@
  * each launch group (GroupApi, communicator) its kernel's GPU span, draws GPU kernel tracks, and
  * runs the exposure engine over NCCL spans against compute kernels. Which kernel is a launch's:
  *
- * - By stream and launch order (COMMLENS_CUPTI=kernels, the default: CUPTI's kernel records
- *   only). A KernelLaunch event carries CUPTI's id of the launch's stream; kernels on one
- *   stream run in launch order, so the k-th NCCL kernel of a stream (in correlation-id order:
- *   CUPTI numbers API calls in call order) is its k-th uncaptured NCCL launch (in start order).
- *   Joins are made half a second after a kernel ends; a record later than that (CUPTI hands a
- *   launching thread's buffer over only when all its records are complete) redoes the joins
- *   after it. NCCL's kernels are told from compute kernels by name here. A kernel that starts
- *   before the oldest waiting launch of its stream, or that no launch is left for, is NCCL's
- *   without a known launch: it waits in the pool below like a graph replay (a collective may
- *   claim it by overlap), else counts as communication on its own. With launch records on, the
- *   join by stream order runs too, as a check (cl_gj_join_check).
+ * - By stream and launch order (CUPTI's kernel records only: COMMLENS_CUPTI=kernels, and the
+ *   default, sampled, inside its windows). A KernelLaunch event carries CUPTI's id of the
+ *   launch's stream; kernels on one stream run in launch order, so the k-th NCCL kernel of a
+ *   stream (in correlation-id order: CUPTI numbers API calls in call order) is its k-th
+ *   uncaptured NCCL launch (in start order). Joins are made half a second after a kernel ends; a
+ *   record later than that (CUPTI hands a launching thread's buffer over only when all its
+ *   records are complete) redoes the joins after it. NCCL's kernels are told from compute
+ *   kernels by name here. A kernel that starts before the oldest waiting launch of its stream,
+ *   or that no launch is left for, is NCCL's without a known launch: it waits in the pool below
+ *   like a graph replay (a collective may claim it by overlap), else counts as communication on
+ *   its own. With launch records on, the join by stream order runs too, as a check
+ *   (cl_gj_join_check).
  * - By correlation id (COMMLENS_CUPTI=full: the driver API launch records too): the launch API
  *   record lies inside a KernelLaunch event on the same OS thread, so NCCL's kernels are known
  *   by NCCL's own events, not by names (names serve only where NCCL gives no KernelLaunch: ABI
