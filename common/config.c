@@ -14,16 +14,23 @@ typedef int (*cl_parse_fn)(const char *value);
 /* want: what a valid value is, said when one is refused (numbers: their range) */
 typedef struct { const char *name, *def, *help, *want; cl_parse_fn parse; } cl_var;
 
-/* An integer in [lo, hi]: decimal, or 0x hex; nothing before or after it. */
-static int parse_u64(const char *s, uint64_t *out, uint64_t lo, uint64_t hi) {
-  char *end;
-  if (!isdigit((unsigned char)s[0])) return -1;      /* no sign, no space, no "inf" */
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || end == s || *end || v < lo || v > hi) return -1;
+/* The one parser of integer settings: decimal digits only (a leading zero is no octal: "010" is
+ * ten), nothing before or after them, in [lo, hi]. The event mask's "0x" form is its own. */
+static int parse_digits(const char *s, unsigned base, uint64_t *out, uint64_t lo, uint64_t hi) {
+  uint64_t v = 0;
+  if (!*s) return -1;
+  for (; *s; s++) {
+    unsigned d = isdigit((unsigned char)*s) ? (unsigned)(*s - '0')
+               : base == 16 && isxdigit((unsigned char)*s) ? (unsigned)(tolower((unsigned char)*s) - 'a' + 10) : base;
+    if (d >= base || v > (UINT64_MAX - d) / base) return -1;
+    v = v * base + d;
+  }
+  if (v < lo || v > hi) return -1;
   *out = v;
   return 0;
 }
+int cl_parse_dec(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) { return parse_digits(s, 10, out, lo, hi); }
+static int parse_u64(const char *s, uint64_t *out, uint64_t lo, uint64_t hi) { return cl_parse_dec(s, lo, hi, out); }
 
 /* A non-negative decimal ("12", "1.5"; fractional digits only when frac_digits > 0, at most
  * that many) times `scale` (10^frac_digits or more), exactly, into *out; *end after it. -1 if
@@ -71,7 +78,7 @@ static const struct { const char *name; uint32_t bit; } g_event_names[] = {
  * e.g. "default+kernelch". */
 static int p_events(const char *v) {
   uint64_t m;
-  if (parse_u64(v, &m, 1, 0xFFFF) == 0) {
+  if ((v[0] == '0' && (v[1] == 'x' || v[1] == 'X') ? parse_digits(v + 2, 16, &m, 1, 0xFFFF) : parse_u64(v, &m, 1, 0xFFFF)) == 0) {
     cl_cfg.mask = (uint32_t)m; snprintf(cl_cfg.events_name, sizeof cl_cfg.events_name, "custom");
     return 0;
   }
@@ -130,17 +137,13 @@ static int p_channels(const char *v) {
   if (!strcasecmp(v, "sampled")) { cl_cfg.channels = CL_CHANNELS_SAMPLED; return 0; }
   return -1;
 }
-/* W:P seconds (decimals allowed, at most 3), 0 < W < P <= 3600 */
+/* W:P seconds (decimals allowed, to the nanosecond), 0.05 <= W < P <= 3600 */
 static int p_cupti_sample(const char *v) {
-  char *e;
-  errno = 0;
-  double w = strtod(v, &e);
-  if (e == v || *e != ':' || errno) return -1;
-  const char *q = e + 1;
-  double per = strtod(q, &e);
-  if (e == q || *e || errno || !(w >= 0.05) || !(per > w) || !(per <= 3600.0)) return -1;
-  uint64_t on = (uint64_t)(w * 1e9 + 0.5), period = (uint64_t)(per * 1e9 + 0.5);
-  if (on < 50000000ull || on >= period) return -1;   /* apart by less than a nanosecond */
+  const char *e;
+  uint64_t on, period;
+  if (parse_scaled(v, &e, 1000000000u, 9, &on) || *e != ':' || parse_scaled(e + 1, &e, 1000000000u, 9, &period) || *e)
+    return -1;
+  if (on < 50000000ull || on >= period || period > 3600000000000ull) return -1;
   cl_cfg.sample_on_ns = on;
   cl_cfg.sample_period_ns = period;
   return 0;

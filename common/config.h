@@ -75,6 +75,9 @@ typedef struct {
 
 extern cl_config cl_cfg;
 
+/* The one parser of integer settings (COMMLENS_* and the launcher's rank variables): decimal
+ * digits only, nothing else, in [lo, hi]. 0 with *out set, or -1. */
+int cl_parse_dec(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 /* Parses the environment into cl_cfg. Each bad value gets one warning and its default. */
 void cl_config_load(void);
 /* Prints the variable table (name, default, meaning), one per line. */

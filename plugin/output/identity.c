@@ -19,10 +19,8 @@ static void detect_rank(int comm_rank) {
                                "PMI_RANK"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
-    char *end;
-    if (!v || !*v) continue;
-    long r = strtol(v, &end, 10);
-    if (*end || r < 0 || r > 1 << 24) continue;
+    uint64_t r;
+    if (!v || !*v || cl_parse_dec(v, 0, 1 << 24, &r) != 0) continue;
     cl_proc.rank = cl_proc.env_rank = (int)r;
     snprintf(cl_proc.rank_source, sizeof cl_proc.rank_source, "%s", vars[i]);
     return;

@@ -5,6 +5,7 @@
 #include "tl.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "plugin/output/identity.h"
 #include <stdarg.h>
 
 extern char **environ;
@@ -151,4 +152,31 @@ TL_TEST(output_defaults_to_the_digest_and_full_events_to_the_trace) {
         "bad value: output %u, log: %s", cl_cfg.output, g_log);
   unsetenv("COMMLENS_OUTPUT");
   unsetenv("COMMLENS_EVENTS");
+}
+
+/* Integer settings are decimal whatever their leading zeros (strtoull's base 0 read "010" as
+ * octal 8 and refused "09"); a sign, a space or a base prefix is refused. The launcher's rank
+ * variables are read by the same parser. */
+TL_TEST(integer_settings_are_decimal) {
+  load_with("COMMLENS_RANK", "010");
+  CHECK(g_nlog == 0 && cl_cfg.rank == 10, "COMMLENS_RANK=010: rank %d; log %s", cl_cfg.rank, g_log);
+  load_with("COMMLENS_HANG_S", "060");
+  CHECK(g_nlog == 0 && cl_cfg.hang_s == 60, "COMMLENS_HANG_S=060: %d s; log %s", cl_cfg.hang_s, g_log);
+  load_with("COMMLENS_RANK", "09");
+  CHECK(g_nlog == 0 && cl_cfg.rank == 9, "COMMLENS_RANK=09: rank %d; log %s", cl_cfg.rank, g_log);
+  load_with("COMMLENS_LATE_MS", "0x10");
+  CHECK(g_nlog == 1 && cl_cfg.late_ms == 0, "COMMLENS_LATE_MS=0x10: %d ms; log %s", cl_cfg.late_ms, g_log);
+  load_with("COMMLENS_FLIGHT_S", "0030");
+  CHECK(g_nlog == 0 && cl_cfg.flight_s == 30, "COMMLENS_FLIGHT_S=0030: %d s; log %s", cl_cfg.flight_s, g_log);
+  static const char *const launcher[][3] = {{"010", "10"}, {"07", "7"}, {" 5", NULL}, {"+5", NULL}, {"0x3", NULL},
+                                            {"5 ", NULL}, {"-0", NULL}};
+  load_with(NULL, NULL);
+  for (size_t i = 0; i < sizeof launcher / sizeof launcher[0]; i++) {
+    setenv("RANK", launcher[i][0], 1);
+    cl_identity_settle(-1, 5);
+    int want = launcher[i][1] ? atoi(launcher[i][1]) : (int)cl_proc.pid;
+    CHECK(cl_proc.rank == want && !strcmp(cl_proc.rank_source, launcher[i][1] ? "RANK" : "pid"),
+          "RANK=\"%s\": rank %d from %s, want %d", launcher[i][0], cl_proc.rank, cl_proc.rank_source, want);
+  }
+  unsetenv("RANK");
 }
