@@ -778,6 +778,27 @@ char *h_run_cli(const char *args, int *status) {
   return buf;
 }
 
+int h_cli_run(const char *args, char **out, char **err) {
+  static char wrapped[1200];
+  if (!wrapped[0]) {
+    const char *c = getenv("COMMLENS_CLI");
+    snprintf(wrapped, sizeof wrapped, "timeout 120 %s", c && *c ? c : "build/commlens");
+    setenv("COMMLENS_CLI", wrapped, 1);
+  }
+  char e[64];
+  snprintf(e, sizeof e, "/tmp/commlens_h_err.%d", (int)getpid());
+  size_t n = strlen(args) + 100;
+  char *a = malloc(n);
+  snprintf(a, n, "%s 2>%s </dev/null", args, e);
+  int st;
+  *out = h_run_cli(a, &st); *err = h_read_file(e, NULL);
+  unlink(e);
+  free(a);
+  if (!*out) *out = strdup("");
+  if (!*err) *err = strdup("");
+  return st;
+}
+
 json_object *h_report_json(const char *dir) {
   char args[600];
   int st;

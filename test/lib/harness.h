@@ -146,6 +146,9 @@ char *h_read_file(const char *path, size_t *len);
 /* Runs `$COMMLENS_CLI args` (else build/commlens); returns its stdout (malloc'd) and exit
  * status (-1 if it could not run). */
 char *h_run_cli(const char *args, int *status);
+/* The same under timeout(1) (a hang fails instead of stalling the suite: exit 124), stdout in
+ * *out and stderr in *err (both malloc'd, the caller frees). Returns the exit status. */
+int h_cli_run(const char *args, char **out, char **err);
 /* `commlens report DIR --json`, parsed (owned by the caller); NULL after a failed CHECK. */
 json_object *h_report_json(const char *dir);
 /* o[k], NULL if o is NULL or has no k. */

@@ -22,25 +22,7 @@ static void spit(const char *path, const void *b, size_t n) {
   FILE *f = fopen(path, "wb"); if (f) { fwrite(b, 1, n, f); fclose(f); }
 }
 
-/* "CLI args" under timeout(1) (a hang fails instead of stalling the suite), stdout and stderr
- * captured; returns the exit code (124: it hung). Caller frees. */
-static int run_cli(const char *args, char **out, char **err) {
-  static char wrapped[1200];
-  if (!wrapped[0]) {
-    const char *c = getenv("COMMLENS_CLI");
-    snprintf(wrapped, sizeof wrapped, "timeout 120 %s", c && *c ? c : "build/commlens");
-    setenv("COMMLENS_CLI", wrapped, 1);
-  }
-  char a[4096], e[64];
-  snprintf(e, sizeof e, "/tmp/commlens_h_err.%d", (int)getpid());
-  snprintf(a, sizeof a, "%s 2>%s </dev/null", args, e);
-  int st;
-  *out = h_run_cli(a, &st); *err = h_read_file(e, NULL);
-  unlink(e);
-  if (!*out) *out = strdup("");
-  if (!*err) *err = strdup("");
-  return st;
-}
+static int run_cli(const char *args, char **out, char **err) { return h_cli_run(args, out, err); }
 static char *mkdir_tmp(void) { char t[] = "/tmp/commlens_hostile_XXXXXX"; return strdup(mkdtemp(t)); }
 static void rm_rf(const char *d) { h_rm_rf(d); }
 static int contains(const char *hay, const char *needle) { return hay && strstr(hay, needle) != NULL; }

@@ -219,7 +219,8 @@ int cl_digest_scan_mem(const uint8_t *d, size_t len, const cl_dg_sink *sink, voi
       if (info->has_header && sink && sink->json) sink->json(CL_DG_HEADER, (const char *)b.raw, b.n, arg);
       free(b.raw);
       if (!info->has_header) { snprintf(info->msg, sizeof info->msg, "digest without a header block"); return -1; }
-      off = clamp(info->realtime_offset_ns);
+      if (cl_info_refused(info)) return -1;
+      off = info->realtime_offset_ns;
       if (header_only) return 0;
       continue;
     }

@@ -533,16 +533,22 @@ static int64_t get_i64(json_object *o, const char *key, int64_t dflt) {
   return json_object_get_int64(v);
 }
 
-/* A header integer: `dflt` when absent, not an integer, or outside [lo, hi] (never wrapped
- * into int: a rank of 4294967296 must not read as 0). */
-static int get_int_in(json_object *o, const char *key, int64_t lo, int64_t hi, int dflt) {
+/* A header integer in [lo, hi] into *out: -1 when absent, not an integer, or outside (never
+ * wrapped: a rank of 4294967296 must not read as 0). */
+static int get_i64_in(json_object *o, const char *key, int64_t lo, int64_t hi, int64_t *out) {
   json_object *v;
-  if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int)) return dflt;
+  if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int)) return -1;
   errno = 0;
   int64_t x = json_object_get_int64(v);
-  if (errno || x < lo || x > hi) return dflt;
-  if (x == INT64_MAX || x == INT64_MIN) return dflt;   /* json-c saturates what does not fit */
-  return (int)x;
+  if (errno || x < lo || x > hi) return -1;
+  if (x == INT64_MAX || x == INT64_MIN) return -1;   /* json-c saturates what does not fit */
+  *out = x;
+  return 0;
+}
+/* The same into an int, `dflt` when it is not there or not in range. */
+static int get_int_in(json_object *o, const char *key, int64_t lo, int64_t hi, int dflt) {
+  int64_t x;
+  return get_i64_in(o, key, lo, hi, &x) ? dflt : (int)x;
 }
 
 void cl_info_header(cl_info *in, const char *s, size_t n) {
@@ -579,11 +585,26 @@ void cl_info_header(cl_info *in, const char *s, size_t n) {
     in->sync_maxerror_us = get_i64(c, "maxerror_us", 0);
     if (in->sync_esterror_us < 0 || in->sync_maxerror_us < 0) in->sync_known = 0;   /* nothing read is trusted */
   }
+  in->offset_bad = 0;
   if (json_object_object_get_ex(o, "clock", &c)) {
     in->realtime_offset_ns = get_i64(c, "realtime_offset_ns", 0);
     in->offset_error_ns = get_i64(c, "offset_error_ns", 0);
+    json_object *ov;
+    if (json_object_object_get_ex(c, "realtime_offset_ns", &ov) &&
+        get_i64_in(c, "realtime_offset_ns", 0, CL_OFFSET_MAX, &in->realtime_offset_ns) != 0) {
+      in->offset_bad = 1;
+      in->realtime_offset_ns = 0;
+      snprintf(in->offset_text, sizeof in->offset_text, "%.40s", json_object_to_json_string_ext(ov, JSON_C_TO_STRING_PLAIN));
+    }
   }
   json_object_put(o);
+}
+
+int cl_info_refused(cl_info *in) {
+  if (!in->offset_bad) return 0;
+  snprintf(in->msg, sizeof in->msg, "header clock.realtime_offset_ns %s is not a Unix time in 0..2^62 ns",
+           in->offset_text);
+  return 1;
 }
 
 void cl_info_stats(cl_info *in, const char *s, size_t n) {
@@ -770,6 +791,7 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
   if (state != ST_DONE && !info->bad) info->truncated = 1;
   if (state == ST_ELEM || (info->bad && info->saw_events)) info->truncated = 1;
   reader_close(&r);
+  if (info->has_header && cl_info_refused(info)) return -1;
   if (!info->has_header) {
     if (!info->msg[0] || !info->bad)
       snprintf(info->msg, sizeof info->msg, "not a commlens trace (no \"commlens\" header object%s)",

@@ -43,6 +43,8 @@ typedef struct {
   int cuda_dev;             /* the participant's GPU from the header, -1 if not said */
   int rank_bad;             /* the header's rank is no integer in [0, CL_RANK_MAX]: rank_text */
   char rank_text[48];
+  int offset_bad;           /* clock.realtime_offset_ns is no integer in [0, CL_OFFSET_MAX]: offset_text */
+  char offset_text[48];
   char *version, *host, *job, *rank_source;   /* valid UTF-8: n_utf8 bytes were replaced by U+FFFD */
   int64_t n_utf8;
   int64_t realtime_offset_ns, offset_error_ns;
@@ -78,6 +80,10 @@ typedef struct {
   char msg[256];                    /* what went wrong, if anything */
 } cl_info;
 
+/* clock.realtime_offset_ns is the Unix time of the host's monotonic zero (its boot): a file
+ * whose header says otherwise (negative, past 2^62 ns, not an integer) is refused, never
+ * turned into a clock offset or added to its times. */
+#define CL_OFFSET_MAX (INT64_C(1) << 62)
 /* The largest rank a trace may name (pftrace numbers a rank's packet sequence rank + 2). */
 #define CL_RANK_MAX (INT32_MAX - 2)
 
@@ -97,6 +103,8 @@ void cl_info_free(cl_info *info);
 int cl_input_open(const char *path, cl_info *info);
 void cl_info_header(cl_info *info, const char *s, size_t n);
 void cl_info_stats(cl_info *info, const char *s, size_t n);
+/* 1 (with info->msg saying why) when the header read makes the file unusable (offset_bad). */
+int cl_info_refused(cl_info *info);
 
 /* Helpers for the callers. */
 /* An async event's (b/e) track key, cat and id (id2, else id) as written, into buf: its

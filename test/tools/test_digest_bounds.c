@@ -1,0 +1,68 @@
+/* test_digest_bounds.c: digests that lie, read as a hostile neighbour would leave them: blocks
+ * with valid CRCs whose columns claim far more rows than their bytes can carry (refused, the
+ * file named), names of any length and bytes (every row survives merge to JSON and pftrace),
+ * and header clocks outside any Unix time (refused, never wrapped into an offset). */
+#include "tl.h"
+#include "harness.h"
+#include "exporters/digest.h"
+#include <json-c/json.h>
+#include <unistd.h>
+
+static void spit(const char *path, const void *b, size_t n) {
+  FILE *f = fopen(path, "wb"); if (f) { fwrite(b, 1, n, f); fclose(f); }
+}
+static char *fresh_dir(void) { char t[] = "/tmp/commlens_dgb_XXXXXX"; return strdup(mkdtemp(t)); }
+static int contains(const char *hay, const char *needle) { return hay && strstr(hay, needle) != NULL; }
+
+/* The header of rank `rank` (offset: clock.realtime_offset_ns as JSON text) into f. */
+static void head(cl_dg_buf *f, int rank, const char *offset) {
+  char h[512];
+  snprintf(h, sizeof h, "{\"format\":1,\"version\":\"0.1.0\",\"abi\":5,\"host\":\"vm\",\"os_pid\":%d,\"rank\":%d,"
+           "\"job\":\"j\",\"cuda_device\":0,\"clock\":{\"realtime_offset_ns\":%s,\"offset_error_ns\":25}}",
+           100 + rank, rank, offset);
+  cl_digest_file_head(f, h, strlen(h));
+}
+
+/* n collectives of one communicator, 1 ms apart, each GPU-timed (names as given). */
+static void rows(cl_dg_buf *f, int n, const char *func, const char *algo, const char *comm_name, int rank) {
+  cl_digest *d = cl_digest_new();
+  for (int i = 0; i < n; i++) {
+    uint64_t t = 1000000000ull + (uint64_t)i * 1000000u + (uint64_t)rank * 7000u;
+    cl_dg_coll c = {.comm_hash = 0xabcdef, .comm_name = comm_name, .rank = rank, .nranks = 2, .func = func,
+                    .algo = algo, .proto = "SIMPLE", .seq = (uint64_t)i, .bytes = 4096, .nchannels = 2,
+                    .enq_start = t, .enq_stop = t + 5000, .src = CL_DG_SRC_KERNEL_CH, .gpu_start = t + 9000,
+                    .gpu_end = t + 30000 + (uint64_t)(i % 7) * 1000, .exposed_ns = -1, .tail_ch = i % 2};
+    cl_digest_coll(d, &c);
+  }
+  cl_digest_take(d, f);
+  cl_digest_free(d);
+}
+
+/* ---- a header clock outside any Unix time ---- */
+/* realtime_offset_ns of -9e18 overflowed the clock model (a +6,407,549,096 s offset, 1,601 s of
+ * lateness): such a file is refused, named, and the report stands on the other ranks. */
+TL_TEST(a_clock_offset_outside_unix_time_is_refused) {
+  static const char *const bad[] = {"-9000000000000000000", "9223372036854775807", "-1", "1.5e18", "\"x\""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *d = fresh_dir(), p[600], a[1400], *out, *err;
+    for (int r = 0; r < 3; r++) {
+      cl_dg_buf f = {0};
+      head(&f, r, r == 1 ? bad[i] : "1700000000000000000");
+      rows(&f, 40, "AllReduce", "RING", "world", r);
+      snprintf(p, sizeof p, "%s/r%d.digest", d, r);
+      spit(p, f.p, f.len);
+      free(f.p);
+    }
+    snprintf(a, sizeof a, "report %s --json", d);
+    int rc = h_cli_run(a, &out, &err);
+    json_object *j = json_tokener_parse(out), *rs = h_json_get(j, "ranks");
+    CHECK(rc == 0 && contains(err, "r1.digest") && contains(err, "realtime_offset_ns") && rs &&
+          json_object_array_length(rs) == 2, "offset %s: rc %d, %d rank(s): %s", bad[i], rc,
+          rs ? (int)json_object_array_length(rs) : -1, err);
+    if (j) json_object_put(j);
+    free(out); free(err);
+    h_rm_rf(d); free(d);
+  }
+}
+
+TL_MAIN("tools/digest_bounds")
