@@ -156,5 +156,6 @@ int cl_dg_block_read(const uint8_t *d, size_t len, size_t at, cl_dg_block_view *
   blk->type = h[8];
   blk->raw = out;
   blk->n = raw;
+  blk->stored = stored;
   return 1;
 }

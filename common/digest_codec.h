@@ -71,8 +71,9 @@ static inline uint32_t cl_dg_le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* One block as found in a file image: its type and its raw payload. */
-typedef struct { int type; uint8_t *raw; size_t n; } cl_dg_block_view;
+/* One block as found in a file image: its type, its raw payload and its size as stored (the
+ * bytes of the file that carry it: a reader bounds what the block claims by them). */
+typedef struct { int type; uint8_t *raw; size_t n, stored; } cl_dg_block_view;
 /* Frames the block at `at` of [data, data+len): 1 with *blk filled (blk->raw malloc'd: the
  * caller frees) and *next past it; 0 at the end of the data; -1 for a block that is cut off
  * at the end (a torn tail: *next = len); -2 for a damaged block (bad CRC, lengths, codec or

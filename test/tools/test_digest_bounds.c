@@ -5,6 +5,7 @@
 #include "tl.h"
 #include "harness.h"
 #include "exporters/digest.h"
+#include "tools/commlens/read/digest_read.h"
 #include <json-c/json.h>
 #include <unistd.h>
 
@@ -36,6 +37,56 @@ static void rows(cl_dg_buf *f, int n, const char *func, const char *algo, const 
   }
   cl_digest_take(d, f);
   cl_digest_free(d);
+}
+
+/* An R block of n rows whose 16 columns are each one run: a few dozen bytes claiming n rows. */
+static void claiming_block(cl_dg_buf *f, uint64_t n) {
+  cl_dg_buf b = {0};
+  static const char *const strs[] = {"AllReduce", "RING", "SIMPLE", "world"};
+  cl_dg_varint(&b, n);
+  cl_dg_varint(&b, 4);
+  for (int i = 0; i < 4; i++) { cl_dg_varint(&b, strlen(strs[i])); cl_dg_put(&b, strs[i], strlen(strs[i])); }
+  cl_dg_varint(&b, 1);
+  cl_dg_varint(&b, 0x1234); cl_dg_varint(&b, 3); cl_dg_varint(&b, cl_dg_zz(0)); cl_dg_varint(&b, cl_dg_zz(2));
+  static const uint64_t vals[16] = {0, 0, 0, 1, 2, 2, 1024, 4, 0, 2000, 200, 1, 100, 500, 1, 1};
+  for (int c = 0; c < 16; c++) { cl_dg_varint(&b, CL_DG_COL_RUNS); cl_dg_varint(&b, n); cl_dg_varint(&b, vals[c]); }
+  cl_dg_block_stored(f, CL_DG_COLLS_RUNS, b.p, b.len);
+  free(b.p);
+}
+static void count_row(const cl_dg_row *r, void *arg) { (void)r; ++*(long *)arg; }
+
+/* Sixteen blocks of 262,144 claimed rows in 2.5 KB: before, report held every row (1.26 GB
+ * at 1.5 KB); now the file is refused, named, and the other rank still reports. */
+TL_TEST(rows_claimed_past_their_bytes_are_refused) {
+  cl_dg_buf f = {0};
+  head(&f, 1, "1700000000000000000");
+  for (int k = 0; k < 16; k++) claiming_block(&f, CL_DG_BLOCK_ROWS);
+  long n = 0;
+  cl_dg_sink sink = {.coll = count_row};
+  cl_info info;
+  memset(&info, 0, sizeof info);
+  int rc = cl_digest_scan_mem(f.p, f.len, &sink, &n, &info, 0);
+  CHECK(rc != 0 && n == 0 && contains(info.msg, "rows"), "%zu bytes claiming %d rows: rc %d, %ld rows delivered: %s",
+        f.len, 16 * (int)CL_DG_BLOCK_ROWS, rc, n, info.msg);
+  CHECK((size_t)n <= f.len, "%ld rows from %zu bytes", n, f.len);
+  cl_info_free(&info);
+  char *d = fresh_dir(), p[600], a[1400], *out, *err;
+  snprintf(p, sizeof p, "%s/r1.digest", d);
+  spit(p, f.p, f.len);
+  cl_dg_buf g = {0};
+  head(&g, 0, "1700000000000000000");
+  rows(&g, 20, "AllReduce", "RING", "world", 0);
+  snprintf(p, sizeof p, "%s/r0.digest", d);
+  spit(p, g.p, g.len);
+  snprintf(a, sizeof a, "report %s --json", d);
+  rc = h_cli_run(a, &out, &err);
+  CHECK(rc == 0 && contains(err, "r1.digest") && contains(err, "rows") && contains(err, "skipped"),
+        "report: rc %d: %s", rc, err);
+  json_object *j = json_tokener_parse(out), *rs = h_json_get(j, "ranks");
+  CHECK(rs && json_object_array_length(rs) == 1, "ranks: %.300s", out);
+  if (j) json_object_put(j);
+  free(out); free(err); free(f.p); free(g.p);
+  h_rm_rf(d); free(d);
 }
 
 /* ---- a header clock outside any Unix time ---- */

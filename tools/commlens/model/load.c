@@ -358,7 +358,7 @@ static void rank_scan(cl_rank *r) {
   scan_ctx c = { .r = r };
   cl_info_free(&r->info);
   r->t_min = INT64_MAX; r->t_max = INT64_MIN;
-  any_scan(r, &c, 0);
+  r->refused = any_scan(r, &c, 0) != 0;
   cl_dg_lanes_free(&c.lanes);
   cl_progress_flush(&c.prog);
   cl_progress_file_done();
@@ -393,6 +393,7 @@ static int is_digest_name(const char *n) {
   return l > 7 && !strcmp(n + l - 7, ".digest");
 }
 
+static void cl_rank_free(cl_rank *r);
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 /* A flight-recorder dump's place among one rank's files, from its name (plugin/pipeline/
  * flight_dump.c names it <base>.<trigger>-<number>.trace.json[.gz]): the kind first (a hang
@@ -534,6 +535,17 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   for (int t = 1; t < threads && t < 16; t++) pthread_join(th[t], NULL);
   cl_progress_end();
 
+  /* a file the full read refused (a digest block claiming more rows than its bytes) is
+   * dropped whole, with what it had delivered */
+  size_t kept = 0;
+  for (size_t i = 0; i < use.n; i++) {
+    cl_rank *r = use.a[i];
+    if (!r->refused) { use.a[kept++] = r; continue; }
+    fprintf(stderr, "commlens: %s: %s; skipped\n", r->path, r->info.msg);
+    job->n_files_skipped++;
+    cl_rank_free(r);
+  }
+  use.n = kept;
   job->r = use.a; job->n = (int)use.n;
   job->n_utf8 = atomic_exchange(&g_utf8, 0);
   for (int i = 0; i < job->n; i++) job->n_utf8 += job->r[i]->info.n_utf8;
@@ -558,13 +570,14 @@ int cl_job_input(const cl_job *job, const char *path) {
   return -1;
 }
 
+static void cl_rank_free(cl_rank *r) {
+  for (size_t k = 0; k < r->chans.n; k++) free(r->chans.a[k].peers.a);
+  free(r->chans.a); free(r->colls.a); free(r->steps.a); free(r->chends.a); free(r->pname);
+  cl_info_free(&r->info); free(r->path); free(r);
+}
+
 void cl_job_free(cl_job *job) {
-  for (int i = 0; i < job->n; i++) {
-    cl_rank *r = job->r[i];
-    for (size_t k = 0; k < r->chans.n; k++) free(r->chans.a[k].peers.a);
-    free(r->chans.a); free(r->colls.a); free(r->steps.a); free(r->chends.a); free(r->pname);
-    cl_info_free(&r->info); free(r->path); free(r);
-  }
+  for (int i = 0; i < job->n; i++) cl_rank_free(job->r[i]);
   free(job->r); free(job->inst.a); free(job->mem.a); free(job->job);
   memset(job, 0, sizeof *job);
 }

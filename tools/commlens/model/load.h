@@ -49,6 +49,7 @@ typedef struct {
   CL_VEC(cl_step) steps;
   CL_VEC(cl_chend) chends;   /* kernel_ch slices with a seq, in trace order */
   int64_t n_chend_over;      /* kernel_ch slices past CL_CHEND_MAX, not kept */
+  int refused;               /* the full read refused the file (info.msg): the rank is dropped */
   int64_t n_enq;             /* collectives whose host enqueue was paired with their GPU span */
   int64_t exposed_args, exposed_evs; int has_exposed_args, has_exposed_evs;
   int64_t n_kch_implausible;

@@ -1,5 +1,6 @@
 /* digest_read.c: see digest_read.h. Decodes blocks the plugin's exporters/digest.c encodes;
- * every count is bounded by the bytes that are there, every index by its table. */
+ * every count is bounded by the bytes that are there, every index by its table, and the rows
+ * (or entries) of a block by the bytes that carry it in the file: at most one per stored byte. */
 #include "tools/commlens/read/digest_read.h"
 #include "common/digest_codec.h"
 #include "common/utf8.h"
@@ -78,18 +79,34 @@ static void read_col(cl_dg_in *in, uint64_t *col, size_t n, int runs) {
   }
 }
 
-/* A collectives block (C, or R: columns in runs); -1 when it is damaged (its rows are not
- * delivered). */
-static int colls_block(const uint8_t *raw, size_t len, int64_t off, const cl_dg_sink *sink, void *arg, cl_info *info,
-                       int runs) {
+/* What a block decoder returns: its rows delivered, damage (the block is skipped and counted),
+ * or more rows claimed than the block's bytes carry (the file is refused). */
+enum blk_rc { BLK_OK = 0, BLK_DAMAGED = -1, BLK_CLAIMS = -2 };
+/* n entries of at least `min` raw bytes each, at most one per stored byte. */
+static enum blk_rc fits(size_t n, size_t min, const cl_dg_block_view *b, cl_info *info) {
+  if (n > b->stored) {
+    snprintf(info->msg, sizeof info->msg, "block '%c' claims %zu rows in %zu bytes (at most one a byte); not a digest "
+             "this reader trusts", b->type, n, b->stored);
+    return BLK_CLAIMS;
+  }
+  return n * min > b->n ? BLK_DAMAGED : BLK_OK;
+}
+
+/* A collectives block (C, or R: columns in runs); its rows are delivered only when it is whole. */
+static enum blk_rc colls_block(const cl_dg_block_view *b, int64_t off, const cl_dg_sink *sink, void *arg, cl_info *info,
+                               int runs) {
+  const uint8_t *raw = b->raw;
+  size_t len = b->n;
   cl_dg_in in = {raw, raw + len, 0};
   /* a C row takes at least C_N bytes; R rows can take less, up to the writer's bound */
   size_t n = cl_dg_get_max(&in, runs ? CL_DG_BLOCK_ROWS : len);
-  if (in.bad || (!runs && n * C_N > len)) return -1;
+  if (in.bad) return BLK_DAMAGED;
+  enum blk_rc f = fits(n, runs ? 0 : C_N, b, info);
+  if (f != BLK_OK) return f;
   str_tab st = {0};
   comm_t *cm = NULL;
   uint64_t *col = NULL;
-  int rc = -1;
+  enum blk_rc rc = BLK_DAMAGED;
   if (read_strings(&in, &st, info)) goto out;
   size_t nc = cl_dg_get_max(&in, (uint64_t)(in.e - in.p));
   if (in.bad || !(cm = calloc(nc ? nc : 1, sizeof *cm))) goto out;
@@ -131,7 +148,7 @@ static int colls_block(const uint8_t *raw, size_t len, int64_t off, const cl_dg_
     if (sink && sink->coll) sink->coll(&r, arg);
   }
   info->n_events += (int64_t)n;
-  rc = 0;
+  rc = BLK_OK;
 out:
   tab_free(&st);
   free(cm);
@@ -139,12 +156,16 @@ out:
   return rc;
 }
 
-static int chans_block(const uint8_t *raw, size_t len, const cl_dg_sink *sink, void *arg, cl_info *info) {
-  cl_dg_in in = {raw, raw + len, 0};
-  size_t n = cl_dg_get_max(&in, len);
-  if (in.bad) return -1;
+/* A K entry is 16 varints, a W entry 3. */
+enum { CHAN_MIN_BYTES = 16, STEP_MIN_BYTES = 3 };
+static enum blk_rc chans_block(const cl_dg_block_view *b, const cl_dg_sink *sink, void *arg, cl_info *info) {
+  cl_dg_in in = {b->raw, b->raw + b->n, 0};
+  size_t n = cl_dg_get_max(&in, b->n);
+  if (in.bad) return BLK_DAMAGED;
+  enum blk_rc f = fits(n, CHAN_MIN_BYTES, b, info);
+  if (f != BLK_OK) return f;
   cl_dg_chan *c = calloc(n ? n : 1, sizeof *c);
-  if (!c) return -1;
+  if (!c) return BLK_DAMAGED;
   for (size_t i = 0; i < n && !in.bad; i++) {
     c[i].comm = cl_dg_get_varint(&in);
     c[i].channel = (int32_t)cl_dg_get_max(&in, 65535);
@@ -157,26 +178,28 @@ static int chans_block(const uint8_t *raw, size_t len, const cl_dg_sink *sink, v
     for (int k = 0; k < 6; k++) c[i].w[k] = u2i(cl_dg_get_varint(&in));
     if (c[i].peer < -1) in.bad = 1;
   }
-  int rc = in.bad || in.p != in.e ? -1 : 0;
+  enum blk_rc rc = in.bad || in.p != in.e ? BLK_DAMAGED : BLK_OK;
   for (size_t i = 0; !rc && i < n; i++) if (sink && sink->chan) sink->chan(&c[i], arg);
   if (!rc) info->n_events += (int64_t)n;
   free(c);
   return rc;
 }
 
-static int steps_block(const uint8_t *raw, size_t len, int64_t off, const cl_dg_sink *sink, void *arg, cl_info *info) {
-  cl_dg_in in = {raw, raw + len, 0};
-  size_t n = cl_dg_get_max(&in, len);
-  if (in.bad) return -1;
+static enum blk_rc steps_block(const cl_dg_block_view *b, int64_t off, const cl_dg_sink *sink, void *arg, cl_info *info) {
+  cl_dg_in in = {b->raw, b->raw + b->n, 0};
+  size_t n = cl_dg_get_max(&in, b->n);
+  if (in.bad) return BLK_DAMAGED;
+  enum blk_rc f = fits(n, STEP_MIN_BYTES, b, info);
+  if (f != BLK_OK) return f;
   int64_t (*s)[3] = calloc(n ? n : 1, sizeof *s);
-  if (!s) return -1;
+  if (!s) return BLK_DAMAGED;
   for (size_t i = 0; i < n && !in.bad; i++) {
     s[i][0] = u2i(cl_dg_get_varint(&in));
     s[i][1] = add_t(u2i(cl_dg_get_varint(&in)), off);
     int64_t d = clamp(cl_dg_unzz(cl_dg_get_varint(&in)));
     s[i][2] = add_t(s[i][1], d < 0 ? 0 : d);
   }
-  int rc = in.bad || in.p != in.e ? -1 : 0;
+  enum blk_rc rc = in.bad || in.p != in.e ? BLK_DAMAGED : BLK_OK;
   for (size_t i = 0; !rc && i < n; i++) if (sink && sink->step) sink->step(s[i][0], s[i][1], s[i][2], arg);
   if (!rc) info->n_events += (int64_t)n;
   free(s);
@@ -225,18 +248,19 @@ int cl_digest_scan_mem(const uint8_t *d, size_t len, const cl_dg_sink *sink, voi
       continue;
     }
     info->saw_events = 1;
-    int bad = 0;
+    enum blk_rc bad = BLK_OK;
     switch (b.type) {
-    case CL_DG_COLLS: bad = colls_block(b.raw, b.n, off, sink, arg, info, 0); break;
-    case CL_DG_COLLS_RUNS: bad = colls_block(b.raw, b.n, off, sink, arg, info, 1); break;
-    case CL_DG_CHANS: bad = chans_block(b.raw, b.n, sink, arg, info); break;
-    case CL_DG_STEPS: bad = steps_block(b.raw, b.n, off, sink, arg, info); break;
+    case CL_DG_COLLS: bad = colls_block(&b, off, sink, arg, info, 0); break;
+    case CL_DG_COLLS_RUNS: bad = colls_block(&b, off, sink, arg, info, 1); break;
+    case CL_DG_CHANS: bad = chans_block(&b, sink, arg, info); break;
+    case CL_DG_STEPS: bad = steps_block(&b, off, sink, arg, info); break;
     case CL_DG_STATS:
       cl_info_stats(info, (const char *)b.raw, b.n);
       if (sink && sink->json) sink->json(CL_DG_STATS, (const char *)b.raw, b.n, arg);
       break;
     default: break;   /* a later version's block: skipped, as the schema promises */
     }
+    if (bad == BLK_CLAIMS) { free(b.raw); info->bad = 1; return -1; }
     if (bad) damage(info, "undecodable block", at);
     info->bytes_events += (int64_t)b.n;
     free(b.raw);

@@ -34,8 +34,10 @@ typedef struct {
 int cl_digest_is(const char *path);
 /* Reads `path` like cl_trace_scan: 0 when it is a digest with a header (info filled:
  * n_events rows, truncated for a torn tail, bad and n_skipped for damaged blocks, the stats
- * of the last stats block), -1 otherwise with info->msg. header_only stops after the header.
- * sink may be NULL. */
+ * of the last stats block), -1 otherwise with info->msg: not a digest, or refused (a header
+ * cl_info_refused refuses, or a block claiming more rows than the bytes that carry it: the
+ * sink may have had rows of earlier blocks, which the caller drops with the file).
+ * header_only stops after the header. sink may be NULL. */
 int cl_digest_scan(const char *path, const cl_dg_sink *sink, void *arg, cl_info *info, int header_only);
 /* Decodes one file image (the fuzz target's entry; cl_digest_scan maps the file and calls it). */
 int cl_digest_scan_mem(const uint8_t *data, size_t len, const cl_dg_sink *sink, void *arg, cl_info *info,
