@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "exporters/digest.h"
 #include "tools/commlens/read/digest_read.h"
+#include "../../fuzz/pft_check.h"
 #include <json-c/json.h>
 #include <unistd.h>
 
@@ -87,6 +88,62 @@ TL_TEST(rows_claimed_past_their_bytes_are_refused) {
   if (j) json_object_put(j);
   free(out); free(err); free(f.p); free(g.p);
   h_rm_rf(d); free(d);
+}
+
+/* ---- names of any length and bytes ---- */
+static int count_cat(json_object *evs, const char *cat, const char *name) {
+  int k = 0;
+  for (size_t i = 0; evs && i < json_object_array_length(evs); i++) {
+    json_object *e = json_object_array_get_idx(evs, i), *c = h_json_get(e, "cat"), *nm = h_json_get(e, "name");
+    k += c && !strcmp(json_object_get_string(c), cat) && (!name || (nm && !strcmp(json_object_get_string(nm), name)));
+  }
+  return k;
+}
+typedef struct { int slices; } pft_count;
+static void on_pft(const pft_event *e, void *arg) { if (e->type == 1) ((pft_count *)arg)->slices++; }
+
+/* Function, algorithm and communicator names of 255 bytes of '/' (json-c writes each as "\/")
+ * and of control bytes (each "\u00XX"): every row is in the merged JSON (under its whole name)
+ * and in the pftrace; before, rows whose escaped text passed a fixed buffer were dropped while
+ * merge reported success. */
+TL_TEST(long_escaped_names_keep_every_row) {
+  char slash[256], ctl[256];
+  memset(slash, '/', 255); slash[255] = 0;
+  for (int i = 0; i < 255; i++) ctl[i] = (char)(1 + i % 31);
+  ctl[255] = 0;
+  const char *names[2] = {slash, ctl};
+  for (int v = 0; v < 2; v++) {
+    char *d = fresh_dir(), p[600], a[1400], o[700], *out, *err;
+    for (int r = 0; r < 2; r++) {
+      cl_dg_buf f = {0};
+      head(&f, r, "1700000000000000000");
+      rows(&f, 30, names[v], names[v], names[v], r);
+      snprintf(p, sizeof p, "%s/r%d.digest", d, r);
+      spit(p, f.p, f.len);
+      free(f.p);
+    }
+    snprintf(o, sizeof o, "%s/m.json", d);
+    snprintf(a, sizeof a, "merge %s/r0.digest %s/r1.digest -o %s", d, d, o);
+    int rc = h_cli_run(a, &out, &err);
+    CHECK(rc == 0, "merge (%s): rc %d: %s", v ? "control bytes" : "slashes", rc, err);
+    free(out); free(err);
+    json_object *m = json_object_from_file(o), *evs = h_json_get(m, "traceEvents");
+    CHECK(m && count_cat(evs, "coll_gpu", names[v]) == 60 && count_cat(evs, "coll", names[v]) == 60,
+          "%s: %d GPU and %d enqueue slices under the whole name, want 60 and 60", v ? "control bytes" : "slashes",
+          count_cat(evs, "coll_gpu", names[v]), count_cat(evs, "coll", names[v]));
+    if (m) json_object_put(m);
+    snprintf(o, sizeof o, "%s/m.pftrace", d);
+    snprintf(a, sizeof a, "merge %s/r0.digest %s/r1.digest -o %s", d, d, o);
+    rc = h_cli_run(a, &out, &err);
+    size_t n;
+    char *b = h_read_file(o, &n);
+    pft_count pc = {0};
+    pft_check ck = {on_pft, &pc, 0, 0, 0, ""};
+    CHECK(rc == 0 && b && pft_check_trace(&ck, (const uint8_t *)b, n) == 0 && pc.slices == 120,
+          "pftrace: rc %d, %d slices (want 120): %s %s", rc, pc.slices, ck.err, err);
+    free(b); free(out); free(err);
+    h_rm_rf(d); free(d);
+  }
 }
 
 /* ---- a header clock outside any Unix time ---- */

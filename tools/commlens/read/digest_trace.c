@@ -1,5 +1,6 @@
-/* digest_trace.c: see digest_trace.h. Strings from the digest go out through json-c's escaper;
- * the header and stats objects are re-serialised from their parsed form (never copied raw). */
+/* digest_trace.c: see digest_trace.h. Strings from the digest go out whole through json-c's
+ * escaper, straight to the output (no fixed buffer between a name and the file); the header and
+ * stats objects are re-serialised from their parsed form (never copied raw). */
 #include "tools/commlens/read/digest_trace.h"
 #include "tools/commlens/read/digest_read.h"
 #include "common/digest_codec.h"
@@ -15,15 +16,16 @@ typedef struct {
   json_object *stats;
 } conv;
 
-static void put_ev(conv *c, const char *text) {
-  fprintf(c->out, "%s\n%s", c->first ? "" : ",", text);
+/* Starts the next event of the array: a separator unless it is the first. */
+static void next_ev(conv *c) {
+  fputs(c->first ? "\n" : ",\n", c->out);
   c->first = 0;
 }
-static const char *jstr(const char *s) {   /* valid during the call that uses it */
-  static __thread json_object *o;
-  if (o) json_object_put(o);
-  o = json_object_new_string(s ? s : "");
-  return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+/* s as a JSON string (json-c's escaper), any length, straight to the output. */
+static void put_jstr(conv *c, const char *s) {
+  json_object *o = json_object_new_string(s ? s : "");
+  fputs(o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : "\"\"", c->out);
+  json_object_put(o);
 }
 /* ns as the trace's exact "us.nnn" */
 static void us(char *b, size_t n, int64_t ns) {
@@ -54,67 +56,77 @@ uint32_t cl_dg_lane(cl_dg_lanes *l, uint64_t comm, int kind, int64_t s, int64_t 
 }
 void cl_dg_lanes_free(cl_dg_lanes *l) { free(l->fam); memset(l, 0, sizeof *l); }
 
-/* A lane of (comm, kind) free at [s, e]: its tid, named when new. */
+/* A lane of (comm, kind) free at [s, e]: its tid, named when new (the name written whole,
+ * however long the communicator's). */
 static uint32_t lane(conv *c, uint64_t comm, const char *comm_name, int kind, int64_t s, int64_t e) {
   int k, fresh;
   uint32_t tid = cl_dg_lane(&c->lanes, comm, kind, s, e, &k, &fresh);
   if (fresh) {
-    char label[96], name[160], ev[512];
-    if (kind == 2) snprintf(label, sizeof label, "steps (NVTX)");
-    else if (comm_name && *comm_name) snprintf(label, sizeof label, "comm %s: %s", comm_name, kind ? "GPU" : "enqueue");
-    else snprintf(label, sizeof label, "comm %08" PRIx64 ": %s", comm >> 32, kind ? "GPU" : "enqueue");
-    snprintf(name, sizeof name, "%s", label);
-    if (k) snprintf(name + strlen(name), sizeof name - strlen(name), " lane %d", k + 1);
-    snprintf(ev, sizeof ev, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":%s}}",
-             c->rank, tid, jstr(name));
-    put_ev(c, ev);
+    char *name = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&name, &n);
+    if (!m) return tid;
+    if (kind == 2) fputs("steps (NVTX)", m);
+    else if (comm_name && *comm_name) fprintf(m, "comm %s: %s", comm_name, kind ? "GPU" : "enqueue");
+    else fprintf(m, "comm %08" PRIx64 ": %s", comm >> 32, kind ? "GPU" : "enqueue");
+    if (k) fprintf(m, " lane %d", k + 1);
+    fclose(m);
+    next_ev(c);
+    fprintf(c->out, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":", c->rank, tid);
+    put_jstr(c, name);
+    fputs("}}", c->out);
+    free(name);
   }
   return tid;
 }
 
+/* The args every slice of a row carries but bytes (and GPU's extras): communicator, rank,
+ * and the collective's or the p2p operation's own. */
+static void row_args(conv *c, const cl_dg_row *r) {
+  fprintf(c->out, "\"comm\":\"0x%" PRIx64 "\",\"comm_name\":", r->comm);
+  put_jstr(c, r->comm_name);
+  fprintf(c->out, ",\"rank\":%d,\"nranks\":%d", r->rank, r->nranks);
+  if (r->p2p) { fprintf(c->out, ",\"p2p_peer\":%d,\"nchannels\":%d", r->peer, r->nchannels); return; }
+  fprintf(c->out, ",\"seq\":%" PRId64 ",\"algo\":", r->seq);
+  put_jstr(c, r->algo);
+  fputs(",\"proto\":", c->out);
+  put_jstr(c, r->proto);
+  fprintf(c->out, ",\"nchannels\":%d", r->nchannels);
+}
+/* {"ph":"X","pid":..,"tid":..,"name":<func>,"cat":..,"ts":..,"dur":..,"args":{<row args> */
+static void slice_head(conv *c, const cl_dg_row *r, uint32_t tid, const char *cat, int64_t s, int64_t e) {
+  char ts[32], dur[32];
+  us(ts, sizeof ts, s); us(dur, sizeof dur, e - s);
+  next_ev(c);
+  fprintf(c->out, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"name\":", c->rank, tid);
+  put_jstr(c, r->func);
+  fprintf(c->out, ",\"cat\":\"%s\",\"ts\":%s,\"dur\":%s,\"args\":{", cat, ts, dur);
+  row_args(c, r);
+}
+
 static void on_row(const cl_dg_row *r, void *arg) {
   conv *c = arg;
-  char ev[2048], ts[32], dur[32], comm[24];
-  snprintf(comm, sizeof comm, "0x%" PRIx64, r->comm);
-  int n = snprintf(ev, sizeof ev, "\"comm\":\"%s\",\"comm_name\":%s,\"rank\":%d,\"nranks\":%d", comm, jstr(r->comm_name),
-                   r->rank, r->nranks);
-  char common[700];
-  snprintf(common, sizeof common, "%.*s", n, ev);
-  char ops[400];
-  if (r->p2p) snprintf(ops, sizeof ops, ",\"p2p_peer\":%d,\"nchannels\":%d", r->peer, r->nchannels);
-  else {
-    int k = snprintf(ops, sizeof ops, ",\"seq\":%" PRId64 ",\"algo\":%s", r->seq, jstr(r->algo));
-    snprintf(ops + k, sizeof ops - (size_t)k, ",\"proto\":%s,\"nchannels\":%d", jstr(r->proto), r->nchannels);
-  }
-  char fname[300];
-  snprintf(fname, sizeof fname, "%s", jstr(r->func));
-  us(ts, sizeof ts, r->enq_start); us(dur, sizeof dur, r->enq_end - r->enq_start);
-  snprintf(ev, sizeof ev, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"name\":%s,\"cat\":\"%s\",\"ts\":%s,\"dur\":%s,\"args\":{%s%s,\"bytes\":%" PRId64 "}}",
-           c->rank, lane(c, r->comm, r->comm_name, 0, r->enq_start, r->enq_end), fname, r->p2p ? "p2p" : "coll", ts, dur,
-           common, ops, r->bytes);
-  put_ev(c, ev);
+  uint32_t tid = lane(c, r->comm, r->comm_name, 0, r->enq_start, r->enq_end);
+  slice_head(c, r, tid, r->p2p ? "p2p" : "coll", r->enq_start, r->enq_end);
+  fprintf(c->out, ",\"bytes\":%" PRId64 "}}", r->bytes);
   if (!r->src) return;
-  us(ts, sizeof ts, r->gpu_start); us(dur, sizeof dur, r->gpu_end - r->gpu_start);
-  char extra[96] = "";
-  int k = 0;
-  if (r->tail_ch >= 0) k = snprintf(extra, sizeof extra, ",\"tail_channel\":%d", r->tail_ch);
-  if (r->exposed_ns >= 0)
-    k += snprintf(extra + k, sizeof extra - (size_t)k, ",\"exposed_ns\":%" PRId64, r->exposed_ns);
-  if (r->expo_est && k < (int)sizeof extra) snprintf(extra + k, sizeof extra - (size_t)k, ",\"exposure\":\"estimated\"");
-  snprintf(ev, sizeof ev, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"name\":%s,\"cat\":\"coll_gpu\",\"ts\":%s,\"dur\":%s,"
-           "\"args\":{%s%s,\"bytes\":%" PRId64 ",\"source\":\"%s\"%s}}",
-           c->rank, lane(c, r->comm, r->comm_name, 1, r->gpu_start, r->gpu_end), fname, ts, dur, common, ops, r->bytes,
-           cl_dg_src_name(r->src), extra);
-  put_ev(c, ev);
+  tid = lane(c, r->comm, r->comm_name, 1, r->gpu_start, r->gpu_end);
+  slice_head(c, r, tid, "coll_gpu", r->gpu_start, r->gpu_end);
+  fprintf(c->out, ",\"bytes\":%" PRId64 ",\"source\":\"%s\"", r->bytes, cl_dg_src_name(r->src));
+  if (r->tail_ch >= 0) fprintf(c->out, ",\"tail_channel\":%d", r->tail_ch);
+  if (r->exposed_ns >= 0) fprintf(c->out, ",\"exposed_ns\":%" PRId64, r->exposed_ns);
+  if (r->expo_est) fputs(",\"exposure\":\"estimated\"", c->out);
+  fputs("}}", c->out);
 }
 
 static void on_step(int64_t id, int64_t start, int64_t end, void *arg) {
   conv *c = arg;
-  char ev[400], ts[32], dur[32];
+  char ts[32], dur[32];
+  uint32_t tid = lane(c, 0, NULL, 2, start, end);
   us(ts, sizeof ts, start); us(dur, sizeof dur, end - start);
-  snprintf(ev, sizeof ev, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"name\":\"step %" PRId64 "\",\"cat\":\"step\",\"ts\":%s,"
-           "\"dur\":%s,\"args\":{\"step\":%" PRId64 "}}", c->rank, lane(c, 0, NULL, 2, start, end), id, ts, dur, id);
-  put_ev(c, ev);
+  next_ev(c);
+  fprintf(c->out, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"name\":\"step %" PRId64 "\",\"cat\":\"step\",\"ts\":%s,"
+          "\"dur\":%s,\"args\":{\"step\":%" PRId64 "}}", c->rank, tid, id, ts, dur, id);
 }
 
 static void on_json(int type, const char *text, size_t n, void *arg) {
