@@ -96,8 +96,35 @@ TL_TEST(merge_refuses_an_input_as_its_output) {
   }
   snprintf(a, sizeof a, "report %s --html %s", d, alias);
   int rc = run_cli(a, &out, &err);
-  CHECK(rc == 2 && contains(err, "an input"), "--html onto an input: rc %d: %s", rc, err);
+  CHECK(rc == 2 && contains(err, "one of the inputs"), "--html onto an input: rc %d: %s", rc, err);
   free(out); free(err);
+  free(before); rm_rf(d); free(d);
+}
+
+/* An output that is any file found among the inputs, read or not (a digest left out because the
+ * directory holds traces, a second file of a rank that was skipped), is refused like one that
+ * was read: before, the digest was replaced by the merged JSON and the skipped file by the page. */
+TL_TEST(outputs_refuse_every_file_found_among_the_inputs) {
+  char *d = job_dir(2, 10);
+  char dg[700], dup[700], in[700], a[2400], *out, *err;
+  snprintf(dg, sizeof dg, "%s/commlens-r0-node0-1000.digest", d);
+  spit(dg, "CLDIGEST\2\0\0\0not read", 20);
+  rank_path(d, 1, in, sizeof in);
+  snprintf(dup, sizeof dup, "%s/commlens-r1-node0-9999.trace.json", d);
+  size_t n0; char *before = slurp(in, &n0);
+  spit(dup, before, n0);
+  struct { const char *what, *path; } cases[] = {{"merge -o", dg}, {"--html", dup}};
+  for (int i = 0; i < 2; i++) {
+    size_t nb; char *b0 = slurp(cases[i].path, &nb);
+    if (i == 0) snprintf(a, sizeof a, "merge %s -o %s", d, dg);
+    else snprintf(a, sizeof a, "report %s --html %s", d, dup);
+    int rc = run_cli(a, &out, &err);
+    size_t na; char *b1 = slurp(cases[i].path, &na);
+    CHECK(rc == 2 && contains(err, "among the inputs") && b1 && na == nb && !memcmp(b0, b1, nb),
+          "%s onto a file found among the inputs: rc %d, %s: %s", cases[i].what, rc,
+          b1 && na == nb && !memcmp(b0, b1, nb) ? "kept" : "replaced", err);
+    free(b0); free(b1); free(out); free(err);
+  }
   free(before); rm_rf(d); free(d);
 }
 

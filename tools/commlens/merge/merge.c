@@ -539,12 +539,7 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
   out_t out = {0};
   if (merge_select(&m) != 0) { free(m.sel); free(m.qi_of); return -1; }
   out.warned = !json || json_size_warning(&m);   /* one warning at most, and only for JSON */
-  int in = cl_job_input(job, o->out);
-  if (in >= 0) {
-    fprintf(stderr, "commlens: merge: -o %s is the trace of rank %d (%s), one of the inputs; refusing to overwrite it\n",
-            o->out, job->r[in]->rank, job->r[in]->path);
-    free(m.sel); free(m.qi_of); return -1;
-  }
+  if (cl_job_refuse_output(job, o->out, "merge -o") != 0) { free(m.sel); free(m.qi_of); return -1; }
   size_t ol = strlen(o->out);
   cl_outfile of;
   if (cl_out_open(&of, o->out, "merge") >= 0) {

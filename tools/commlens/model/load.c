@@ -394,6 +394,11 @@ static int is_digest_name(const char *n) {
 }
 
 static void cl_rank_free(cl_rank *r);
+/* Remembers a file found among the inputs (a copy of its path). */
+static void note_found(cl_job *job, const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0) CL_PUSH(job->found, ((cl_found){ (uint64_t)st.st_dev, (uint64_t)st.st_ino, strdup(path) }));
+}
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 /* A flight-recorder dump's place among one rank's files, from its name (plugin/pipeline/
  * flight_dump.c names it <base>.<trigger>-<number>.trace.json[.gz]): the kind first (a hang
@@ -453,7 +458,7 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
         if (digests.n)
           fprintf(stderr, "commlens: %s: reading the traces; its %zu digest(s) (*.digest) are left out (name them to read them)\n",
                   paths[i], digests.n);
-        for (size_t k = 0; k < digests.n; k++) free(digests.a[k]);
+        for (size_t k = 0; k < digests.n; k++) { note_found(job, digests.a[k]); free(digests.a[k]); }
       }
       free(digests.a);
       if (files.n == before)
@@ -463,6 +468,7 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   }
   if (files.n) qsort(files.a, files.n, sizeof(char *), cmp_str);   /* qsort(NULL, 0) is undefined */
   job->n_files_seen = (int)files.n;
+  for (size_t i = 0; i < files.n; i++) note_found(job, files.a[i]);
 
   /* headers first: decide which files belong together before the expensive pass */
   CL_VEC(cl_rank *) cand = {0};
@@ -562,13 +568,24 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   return job->n;
 }
 
-int cl_job_input(const cl_job *job, const char *path) {
+int cl_job_refuse_output(const cl_job *job, const char *path, const char *what) {
   struct stat st;
-  if (stat(path, &st) != 0) return -1;   /* follows links: what a write to path would reach */
+  if (stat(path, &st) != 0) return 0;   /* follows links: what a write to path would reach */
   for (int i = 0; i < job->n; i++)
-    if (job->r[i]->info.dev == (uint64_t)st.st_dev && job->r[i]->info.ino == (uint64_t)st.st_ino) return i;
-  return -1;
+    if (job->r[i]->info.dev == (uint64_t)st.st_dev && job->r[i]->info.ino == (uint64_t)st.st_ino) {
+      fprintf(stderr, "commlens: %s: %s is one of the inputs (the file of rank %d, %s); not overwritten\n", what, path,
+              job->r[i]->rank, job->r[i]->path);
+      return -1;
+    }
+  for (size_t i = 0; i < job->found.n; i++)
+    if (job->found.a[i].dev == (uint64_t)st.st_dev && job->found.a[i].ino == (uint64_t)st.st_ino) {
+      fprintf(stderr, "commlens: %s: %s is among the inputs (%s, found and not read); not overwritten\n", what, path,
+              job->found.a[i].path);
+      return -1;
+    }
+  return 0;
 }
+
 
 static void cl_rank_free(cl_rank *r) {
   for (size_t k = 0; k < r->chans.n; k++) free(r->chans.a[k].peers.a);
@@ -578,6 +595,7 @@ static void cl_rank_free(cl_rank *r) {
 
 void cl_job_free(cl_job *job) {
   for (int i = 0; i < job->n; i++) cl_rank_free(job->r[i]);
-  free(job->r); free(job->inst.a); free(job->mem.a); free(job->job);
+  for (size_t i = 0; i < job->found.n; i++) free(job->found.a[i].path);
+  free(job->r); free(job->inst.a); free(job->mem.a); free(job->job); free(job->found.a);
   memset(job, 0, sizeof *job);
 }

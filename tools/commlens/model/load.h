@@ -69,6 +69,8 @@ typedef struct {
 typedef struct { uint32_t rank_idx, coll_idx; } cl_member;
 
 typedef struct { uint64_t comm; char *name; } cl_commname;
+/* A file found among the inputs (read or skipped): what an output must never replace. */
+typedef struct { uint64_t dev, ino; char *path; } cl_found;
 
 typedef struct {
   cl_rank **r; int n;                  /* usable ranks, sorted by rank */
@@ -78,6 +80,7 @@ typedef struct {
   CL_VEC(cl_member) mem;
   int ref_rank;
   int64_t n_utf8;                      /* invalid UTF-8 bytes in the traces' strings, shown as U+FFFD */
+  CL_VEC(cl_found) found;              /* every trace or digest found under the paths given */
 } cl_job;
 
 /* Function names are interned process-wide (by the loader): id -> name. */
@@ -92,9 +95,10 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads);
 /* Builds cl_job.inst from matching (comm, func, seq) across ranks (not p2p; model/instances.c). */
 void cl_job_instances(cl_job *job);
 void cl_job_free(cl_job *job);
-/* The index of the rank whose trace file `path` is (same st_dev and st_ino, links followed),
- * or -1: an output must never overwrite an input. */
-int cl_job_input(const cl_job *job, const char *path);
+/* An output must never replace an input: 0 when `path` is none of the files found among the
+ * inputs, read or skipped (same st_dev and st_ino, links followed); else -1 after saying so on
+ * stderr ("commlens: WHAT: PATH is one of the inputs ...; not overwritten"). */
+int cl_job_refuse_output(const cl_job *job, const char *path, const char *what);
 /* t on the reference clock, held within +-2^62 so later differences cannot overflow (a
  * hostile trace's time near INT64_MAX minus a negative offset did: fuzz_pftrace). */
 static inline int64_t cl_aligned(const cl_rank *r, int64_t t) {

@@ -204,12 +204,7 @@ static void lines_as_list(FILE *o, cl_job *job, cl_analysis *an, int channels) {
 }
 
 int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {
-  int in = cl_job_input(job, path);
-  if (in >= 0) {
-    fprintf(stderr, "commlens: --html: %s is the trace of rank %d (%s), an input; not overwritten\n", path,
-            job->r[in]->rank, job->r[in]->path);
-    return -1;
-  }
+  if (cl_job_refuse_output(job, path, "--html") != 0) return -1;
   hp_page p;
   memset(&p, 0, sizeof p);
   p.job = job; p.an = an; p.top = -1;
