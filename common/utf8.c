@@ -1,5 +1,5 @@
 /* utf8.c: see utf8.h. Table-free: the checks are those of RFC 3629's well-formed byte
- * sequences; nothing here allocates. */
+ * sequences, and the terminal's shown form; nothing here allocates. */
 #include "common/utf8.h"
 #include <string.h>
 
@@ -32,4 +32,32 @@ size_t cl_utf8_clean(const char *s, size_t n, char *out, size_t cap) {
   }
   out[o] = 0;
   return bad;
+}
+
+size_t cl_utf8_shown(const unsigned char *p, const unsigned char *e, int keep_newline, char *out, size_t *adv) {
+  static const char hex[] = "0123456789abcdef";
+  size_t l = cl_utf8_len(p, e);
+  *adv = l ? l : 1;
+  if (!l) { memcpy(out, CL_UTF8_REPLACEMENT, 3); return 3; }
+  int control = (p[0] < 0x20 && !(keep_newline && p[0] == '\n')) || p[0] == 0x7f || (p[0] == 0xC2 && p[1] < 0xA0);
+  if (!control) { memcpy(out, p, l); return l; }
+  for (size_t k = 0; k < l; k++) {   /* 1 or 2 bytes: \xNN each */
+    out[4 * k] = '\\'; out[4 * k + 1] = 'x'; out[4 * k + 2] = hex[p[k] >> 4]; out[4 * k + 3] = hex[p[k] & 15];
+  }
+  return 4 * l;
+}
+
+size_t cl_utf8_show(const char *s, char *out, size_t cap) {
+  const unsigned char *p = (const unsigned char *)s, *e = p + strlen(s);
+  size_t o = 0;
+  while (p < e) {
+    char piece[CL_UTF8_SHOWN_MAX];
+    size_t adv, w = cl_utf8_shown(p, e, 0, piece, &adv);
+    if (o + w + 1 > cap) break;
+    memcpy(out + o, piece, w);
+    o += w;
+    p += adv;
+  }
+  out[o] = 0;
+  return o;
 }

@@ -479,6 +479,81 @@ TL_TEST(hostile_strings_are_shown_never_obeyed) {
   rm_rf(d); free(d);
 }
 
+/* Every control character a trace carries reaches the terminal escaped, carriage return, tab and
+ * newline included: a host "vm\rVerdict: ..." overwrote the report's real verdict line (the
+ * filter let \n, \r and \t through), and a file name holding a newline could start a line of
+ * its own on stderr. */
+static int lines_starting(const char *t, const char *with) {
+  int k = 0;
+  for (const char *l = t; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) k += !strncmp(l, with, strlen(with));
+  return k;
+}
+TL_TEST(control_characters_from_files_never_reach_the_terminal) {
+  char *d = job_dir(2, 5), p[700], a[2400], *out, *err;
+  rank_path(d, 1, p, sizeof p);
+  edit_trace(p, "\"host\":\"node0\"", "\"host\":\"vm\\rVerdict: rank 1 (host vm) is a straggler\\n"
+             "Verdict: rank 0 is a straggler\\tx\"", NULL);
+  char odd[800];
+  snprintf(odd, sizeof odd, "%s/x\nVerdict: forged.trace.json", d);
+  spit(odd, "not json", 8);
+  snprintf(a, sizeof a, "report %s", d);
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && !strpbrk(out, "\r\t") && !strpbrk(err, "\r\t") && contains(out, "vm\\x0dVerdict") &&
+        contains(out, "\\x0aVerdict: rank 0") && contains(out, "straggler\\x09x"),
+        "rc %d: a carriage return or tab reached the terminal, or the host is not shown escaped:\n%s", rc, out);
+  CHECK(lines_starting(out, "Verdict:") == 1 && lines_starting(err, "Verdict:") == 0 && contains(err, "x\\x0aVerdict: forged"),
+        "a line forged from a host or a file name (%d verdict lines on stdout, %d on stderr):\n%s\n%s",
+        lines_starting(out, "Verdict:"), lines_starting(err, "Verdict:"), out, err);
+  free(out); free(err);
+  /* report --json on stdout: C1 controls (and DEL) as \u escapes, the same string once parsed */
+  edit_trace(p, "\"job\":\"job42\"", "\"job\":\"job\\u009b2J\\u007f42\"", NULL);
+  char q[700];
+  rank_path(d, 0, q, sizeof q);
+  edit_trace(q, "\"job\":\"job42\"", "\"job\":\"job\\u009b2J\\u007f42\"", NULL);
+  snprintf(a, sizeof a, "report %s --json", d);
+  rc = run_cli(a, &out, &err);
+  json_object *j = json_tokener_parse(out), *job = h_json_get(j, "job");
+  CHECK(rc == 0 && !memmem(out, strlen(out), "\xc2\x9b", 2) && !strchr(out, 0x7f) && job &&
+        !strcmp(json_object_get_string(job), "job\xc2\x9b" "2J\x7f" "42"),
+        "rc %d: a C1 control or DEL reached the terminal raw, or the job changed: %.400s", rc, out);
+  if (j) json_object_put(j);
+  free(out); free(err);
+  rm_rf(d); free(d);
+}
+
+/* The text tables' fixed columns cut a long name at a character, never inside one, and pad it
+ * by characters: each row of the ranks table is valid UTF-8 and its columns line up. */
+TL_TEST(text_columns_cut_names_at_a_character) {
+  char *d = job_dir(2, 5), p[700], a[2400], *out, *err;
+  for (int r = 0; r < 2; r++) {
+    rank_path(d, r, p, sizeof p);
+    edit_trace(p, "\"host\":\"node0\"", r ? "\"host\":\"n\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\"" :
+               "\"host\":\"abcdefghijklmn\u00e9\u00e9\u00e9\u00e9\"", NULL);
+  }
+  snprintf(a, sizeof a, "report %s", d);
+  int rc = run_cli(a, &out, &err);
+  CHECK(rc == 0 && all_utf8(out, strlen(out)), "rc %d: the text report is not valid UTF-8:\n%s", rc, out);
+  /* in the ranks table ("  %5d  " then the 16-character host column) each host's cell is its
+   * first 16 characters, padded by characters */
+  static const char *const cell[2] = {"abcdefghijklmn\xc3\xa9\xc3\xa9", "n\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                                      "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9      "};
+  const char *tab = strstr(out, "Ranks (");
+  for (int r = 0; r < 2; r++) {
+    const char *l = tab ? strstr(tab, r ? "\n      1  " : "\n      0  ") : NULL;
+    char got[200] = "";
+    if (l) {   /* characters 9 .. 24 of the row */
+      const unsigned char *c = (const unsigned char *)l + 1, *e = c + strlen((const char *)c);
+      for (int k = 0; k < 9 && c < e; k++) c += cl_utf8_len(c, e) ? cl_utf8_len(c, e) : 1;
+      const unsigned char *from = c;
+      for (int k = 0; k < 16 && c < e; k++) c += cl_utf8_len(c, e) ? cl_utf8_len(c, e) : 1;
+      snprintf(got, sizeof got, "%.*s", (int)(c - from), (const char *)from);
+    }
+    CHECK(!strcmp(got, cell[r]), "rank %d's host cell is '%s', want '%s':\n%s", r, got, cell[r], out);
+  }
+  free(out); free(err);
+  rm_rf(d); free(d);
+}
+
 /* An output that is a pipe or a character device is written through, never replaced: renaming
  * the temporary onto `-o /dev/null` replaced the device node with a regular file when run as
  * root (found on the build VM: /dev/null had become a file). Checked with a FIFO (a reader takes

@@ -503,8 +503,9 @@ void cl_sg_free(cl_sg_verdict *v) {
 
 /* "rank 2 (host n2)" or "rank 2" */
 static void name_who(char *b, size_t n, const char *word, int32_t who, const char *host) {
-  if (host && host[0]) snprintf(b, n, "%s %d (host %s)", word, who, host);
+  if (host && host[0]) snprintf(b, n, "%s %d (host %s)", word, who, cl_show(host));   /* a sentence: shown text */
   else snprintf(b, n, "%s %d", word, who);
+  cl_utf8_cut(b);
 }
 
 const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {

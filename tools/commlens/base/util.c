@@ -228,13 +228,10 @@ static ssize_t term_write(void *c_, const char *buf, size_t size) {
   size_t o = 0;
   int rc = 0;
   for (const unsigned char *p = in, *e = in + n; p < e && !rc;) {
-    size_t l = cl_utf8_len(p, e);
-    if (!l && utf8_prefix(p, e)) { c->ncarry = (size_t)(e - p); memcpy(c->carry, p, c->ncarry); break; }
-    if (!l) { memcpy(out + o, CL_UTF8_REPLACEMENT, 3); o += 3; }
-    else if ((p[0] < 0x20 && p[0] != '\n' && p[0] != '\r' && p[0] != '\t') || p[0] == 0x7f || (p[0] == 0xC2 && p[1] < 0xA0))
-      for (size_t k = 0; k < l; k++) o += (size_t)snprintf(out + o, 5, "\\x%02x", p[k]);
-    else { memcpy(out + o, p, l); o += l; }
-    p += l ? l : 1;
+    if (!cl_utf8_len(p, e) && utf8_prefix(p, e)) { c->ncarry = (size_t)(e - p); memcpy(c->carry, p, c->ncarry); break; }
+    size_t adv;
+    o += cl_utf8_shown(p, e, 1, out + o, &adv);
+    p += adv;
     if (o >= 4096) { rc = term_put(c->fd, out, o); o = 0; }
   }
   if (!rc && o) rc = term_put(c->fd, out, o);
@@ -255,4 +252,42 @@ FILE *cl_term_stream(int fd) {
   FILE *f = fopencookie(c, "w", (cookie_io_functions_t){ .write = term_write, .close = term_close });
   if (!f) free(c);
   return f;
+}
+
+/* ---- strings from files, shown in text: a ring of growable thread-local buffers ---- */
+#define SHOW_RING 8
+static _Thread_local struct { char *p; size_t cap; } g_show[SHOW_RING];
+static _Thread_local unsigned g_show_next;
+static char *show_buf(size_t need) {
+  unsigned k = g_show_next++ % SHOW_RING;
+  if (g_show[k].cap < need) { g_show[k].p = cl_xrealloc(g_show[k].p, need); g_show[k].cap = need; }
+  return g_show[k].p;
+}
+
+const char *cl_show(const char *s) {
+  if (!s) s = "";
+  size_t cap = 4 * strlen(s) + 1;   /* the longest shown form: \xNN for each byte */
+  char *b = show_buf(cap);
+  cl_utf8_show(s, b, cap);
+  return b;
+}
+
+const char *cl_show_col(const char *s, int width) {
+  if (!s) s = "";
+  const unsigned char *p = (const unsigned char *)s, *e = p + strlen(s);
+  size_t cap = 4 * (size_t)(e - p) + (size_t)(width > 0 ? width : 0) + 1;
+  char *b = show_buf(cap);
+  size_t o = 0;
+  int chars = 0;
+  while (p < e && chars < width) {
+    char piece[CL_UTF8_SHOWN_MAX];
+    size_t adv, w = cl_utf8_shown(p, e, 0, piece, &adv);
+    int pc = piece[0] == '\\' && w >= 4 ? (int)w : 1;   /* an escape is as wide as its text */
+    if (chars + pc > width) break;
+    memcpy(b + o, piece, w);
+    o += w; chars += pc; p += adv;
+  }
+  for (; chars < width; chars++) b[o++] = ' ';
+  b[o] = 0;
+  return b;
 }

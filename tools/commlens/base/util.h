@@ -50,10 +50,18 @@ char *cl_utf8_dup(const char *s, size_t n, int64_t *count);
 /* Ends s before a UTF-8 sequence a bounded snprintf cut in two (s was valid before the cut). */
 void cl_utf8_cut(char *s);
 /* A stream onto fd that shows what a terminal would act on as text: control characters but
- * newline, carriage return and tab (ESC above all), DEL and the C1 controls become \xNN,
- * invalid UTF-8 becomes U+FFFD. For the CLI's stdout text and stderr, whatever trace or file
- * names they carry. NULL if the C library cannot make one. */
+ * newline (ESC above all, carriage return and tab too), DEL and the C1 controls become \xNN,
+ * invalid UTF-8 becomes U+FFFD (common/utf8.h cl_utf8_shown). For the CLI's stdout text and
+ * stderr; the newlines a file's string carries are escaped where it is printed (cl_show). NULL
+ * if the C library cannot make one. */
 FILE *cl_term_stream(int fd);
+/* A string from a file as the text report and the messages show it (common/utf8.h
+ * cl_utf8_show: every control character escaped, newline included, so a name never starts a
+ * line of its own). Valid until SHOW_RING (8) more calls on the thread. */
+const char *cl_show(const char *s);
+/* The same in a column `width` characters wide: cut at a whole character or escape, padded with
+ * spaces (by characters, not bytes). Same lifetime. */
+const char *cl_show_col(const char *s, int width);
 
 /* Median of v[0..n) (reorders v). n must be > 0. */
 int64_t cl_median_i64(int64_t *v, size_t n);

@@ -182,7 +182,7 @@ static const char *digest_as_trace(const char *path, FILE **tmp, char *buf, size
   char msg[256];
   *tmp = tmpfile();
   if (!*tmp || cl_digest_trace(path, *tmp, msg, sizeof msg) != 0 || fflush(*tmp) != 0) {
-    fprintf(stderr, "commlens: merge: %s: cannot convert the digest (%s); left out\n", path, *tmp ? msg : "no temporary file");
+    fprintf(stderr, "commlens: merge: %s: cannot convert the digest (%s); left out\n", cl_show(path), *tmp ? msg : "no temporary file");
     return NULL;
   }
   snprintf(buf, n, "/proc/self/fd/%d", fileno(*tmp));
@@ -287,11 +287,11 @@ static int window_from_steps(merge_ctx *m) {
     }
   }
   if (ws == INT64_MAX || we == INT64_MIN) {
-    fprintf(stderr, "commlens: merge: %s seq %ld..%ld not found\n", cl_func_name(func), o->step_a, o->step_b); return -1;
+    fprintf(stderr, "commlens: merge: %s seq %ld..%ld not found\n", cl_show(cl_func_name(func)), o->step_a, o->step_b); return -1;
   }
   if (next_start != INT64_MAX && next_start > we) we = next_start - 1;
   fprintf(stderr, "commlens: merge: no NVTX step markers; --steps taken as %s seq %ld..%ld (comm 0x%llx), the most frequent collective\n",
-          cl_func_name(func), o->step_a, o->step_b, (unsigned long long)comm);
+          cl_show(cl_func_name(func)), o->step_a, o->step_b, (unsigned long long)comm);
   m->ws = ws; m->we = we;
   return 0;
 }

@@ -436,10 +436,10 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   CL_VEC(char *) files = {0};
   for (int i = 0; i < npaths; i++) {
     struct stat st;
-    if (stat(paths[i], &st) != 0) { fprintf(stderr, "commlens: %s: no such file or directory\n", paths[i]); continue; }
+    if (stat(paths[i], &st) != 0) { fprintf(stderr, "commlens: %s: no such file or directory\n", cl_show(paths[i])); continue; }
     if (S_ISDIR(st.st_mode)) {
       DIR *d = opendir(paths[i]);
-      if (!d) { fprintf(stderr, "commlens: %s: cannot read directory\n", paths[i]); continue; }
+      if (!d) { fprintf(stderr, "commlens: %s: cannot read directory\n", cl_show(paths[i])); continue; }
       /* traces when the directory holds any (COMMLENS_OUTPUT=both writes both for each rank:
        * the trace is the richer), else digests */
       struct dirent *de; size_t before = files.n; int others = 0;
@@ -457,13 +457,13 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
       else {
         if (digests.n)
           fprintf(stderr, "commlens: %s: reading the traces; its %zu digest(s) (*.digest) are left out (name them to read them)\n",
-                  paths[i], digests.n);
+                  cl_show(paths[i]), digests.n);
         for (size_t k = 0; k < digests.n; k++) { note_found(job, digests.a[k]); free(digests.a[k]); }
       }
       free(digests.a);
       if (files.n == before)
         fprintf(stderr, "commlens: %s: no commlens traces (*.trace.json[.gz]) or digests (*.digest) in this directory%s\n",
-                paths[i], others ? " (other files ignored)" : "");
+                cl_show(paths[i]), others ? " (other files ignored)" : "");
     } else CL_PUSH(files, strdup(paths[i]));
   }
   if (files.n) qsort(files.a, files.n, sizeof(char *), cmp_str);   /* qsort(NULL, 0) is undefined */
@@ -476,19 +476,19 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
     cl_rank *r = cl_xcalloc(1, sizeof *r);
     r->path = files.a[i]; r->device = -1;
     if (any_scan(r, NULL, 1) != 0) {
-      fprintf(stderr, "commlens: %s: %s; skipped\n", r->path, r->info.msg);
+      fprintf(stderr, "commlens: %s: %s; skipped\n", cl_show(r->path), r->info.msg);
       cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
     }
     if (r->info.format != 1) {
       fprintf(stderr, "commlens: %s: trace format %d is not supported (this commlens reads format 1); skipped\n",
-              r->path, r->info.format);
+              cl_show(r->path), r->info.format);
       cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
     }
     if (r->info.rank < 0) {
       if (r->info.rank_bad)
-        fprintf(stderr, "commlens: %s: header rank %s is not an integer in 0..%d; skipped\n", r->path,
+        fprintf(stderr, "commlens: %s: header rank %s is not an integer in 0..%d; skipped\n", cl_show(r->path),
                 r->info.rank_text, CL_RANK_MAX);
-      else fprintf(stderr, "commlens: %s: header has no rank; skipped\n", r->path);
+      else fprintf(stderr, "commlens: %s: header has no rank; skipped\n", cl_show(r->path));
       cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
     }
     r->rank = r->info.rank;
@@ -516,12 +516,14 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
     const char *j = r->info.job ? r->info.job : "";
     if (strcmp(j, job->job)) {
       fprintf(stderr, "commlens: %s: belongs to job \"%s\", not \"%s\" like the other %d trace(s); skipped\n",
-              r->path, j, job->job, bestn);
+              cl_show(r->path), cl_show(j), cl_show(job->job), bestn);
     } else if (use.n && use.a[use.n - 1]->rank == r->rank) {
-      fprintf(stderr, "commlens: %s: rank %d already read from %s; skipped\n", r->path, r->rank, use.a[use.n - 1]->path);
+      fprintf(stderr, "commlens: %s: rank %d already read from %s; skipped\n", cl_show(r->path), r->rank,
+              cl_show(use.a[use.n - 1]->path));
     } else {
       if (r->info.version && ver && strcmp(ver, r->info.version))
-        fprintf(stderr, "commlens: %s: plugin version %s differs from %s (same format; used)\n", r->path, r->info.version, ver);
+        fprintf(stderr, "commlens: %s: plugin version %s differs from %s (same format; used)\n", cl_show(r->path),
+                cl_show(r->info.version), cl_show(ver));
       if (!ver) ver = r->info.version;
       CL_PUSH(use, r); continue;
     }
@@ -547,7 +549,7 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   for (size_t i = 0; i < use.n; i++) {
     cl_rank *r = use.a[i];
     if (!r->refused) { use.a[kept++] = r; continue; }
-    fprintf(stderr, "commlens: %s: %s; skipped\n", r->path, r->info.msg);
+    fprintf(stderr, "commlens: %s: %s; skipped\n", cl_show(r->path), r->info.msg);
     job->n_files_skipped++;
     cl_rank_free(r);
   }
@@ -559,11 +561,11 @@ int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
     cl_rank *r = job->r[i];
     if (r->info.bad)
       fprintf(stderr, "commlens: %s: %s; kept the %lld complete events around it (%lld damaged stretch(es) skipped)\n",
-              r->path, r->info.msg, (long long)r->info.n_events, (long long)(r->info.n_gz_damage + r->info.n_skipped));
+              cl_show(r->path), r->info.msg, (long long)r->info.n_events, (long long)(r->info.n_gz_damage + r->info.n_skipped));
     else if (r->info.truncated)
-      fprintf(stderr, "commlens: %s: file ends mid-trace%s%s (rank killed?); using the %lld complete events\n", r->path,
+      fprintf(stderr, "commlens: %s: file ends mid-trace%s%s (rank killed?); using the %lld complete events\n", cl_show(r->path),
               r->info.msg[0] ? ": " : "", r->info.msg, (long long)r->info.n_events);
-    if (r->info.n_events == 0) fprintf(stderr, "commlens: %s: no events\n", r->path);
+    if (r->info.n_events == 0) fprintf(stderr, "commlens: %s: no events\n", cl_show(r->path));
   }
   return job->n;
 }
@@ -573,14 +575,14 @@ int cl_job_refuse_output(const cl_job *job, const char *path, const char *what) 
   if (stat(path, &st) != 0) return 0;   /* follows links: what a write to path would reach */
   for (int i = 0; i < job->n; i++)
     if (job->r[i]->info.dev == (uint64_t)st.st_dev && job->r[i]->info.ino == (uint64_t)st.st_ino) {
-      fprintf(stderr, "commlens: %s: %s is one of the inputs (the file of rank %d, %s); not overwritten\n", what, path,
-              job->r[i]->rank, job->r[i]->path);
+      fprintf(stderr, "commlens: %s: %s is one of the inputs (the file of rank %d, %s); not overwritten\n", what, cl_show(path),
+              job->r[i]->rank, cl_show(job->r[i]->path));
       return -1;
     }
   for (size_t i = 0; i < job->found.n; i++)
     if (job->found.a[i].dev == (uint64_t)st.st_dev && job->found.a[i].ino == (uint64_t)st.st_ino) {
-      fprintf(stderr, "commlens: %s: %s is among the inputs (%s, found and not read); not overwritten\n", what, path,
-              job->found.a[i].path);
+      fprintf(stderr, "commlens: %s: %s is among the inputs (%s, found and not read); not overwritten\n", what, cl_show(path),
+              cl_show(job->found.a[i].path));
       return -1;
     }
   return 0;

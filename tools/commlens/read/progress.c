@@ -54,10 +54,10 @@ static void draw(void) {
   int n = snprintf(line, sizeof line, "commlens: %s %d/%d files, %sevents, %sevents/s%s", g.verb, done, g.nfiles, evs,
                    rate, left);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
-  /* pad over what a longer previous frame left */
-  fprintf(stderr, "\r%s%*s", line, g.width > n ? g.width - n : 0, "");
+  /* pad over what a longer previous frame left; our own text, straight to the terminal (the
+   * stderr stream shows a carriage return from a file as \x0d) */
+  dprintf(STDERR_FILENO, "\r%s%*s", line, g.width > n ? g.width - n : 0, "");
   if (n > g.width) g.width = n;
-  fflush(stderr);
 }
 
 static void *ticker(void *arg) {
@@ -81,7 +81,7 @@ void cl_progress_begin(const char *verb, int nfiles, double total_bytes) {
   g.verb = verb; g.nfiles = nfiles; g.total_bytes = total_bytes; g.t0 = now_s(); g.stop = 0; g.width = 0;
   draw();
   g.on = pthread_create(&g.th, NULL, ticker, NULL) == 0;
-  if (!g.on) fprintf(stderr, "\r%*s\r", g.width, "");
+  if (!g.on) dprintf(STDERR_FILENO, "\r%*s\r", g.width, "");
 }
 
 void cl_progress_end(void) {
@@ -91,8 +91,7 @@ void cl_progress_end(void) {
   pthread_cond_signal(&g.cv);
   pthread_mutex_unlock(&g.mu);
   pthread_join(g.th, NULL);
-  fprintf(stderr, "\r%*s\r", g.width, "");
-  fflush(stderr);
+  dprintf(STDERR_FILENO, "\r%*s\r", g.width, "");
   g.on = 0;
 }
 

@@ -52,6 +52,18 @@ static void hang_json(const cl_hang *h, json_object *root) {
   json_object_object_add(root, "hang", arr);
 }
 
+/* The document as json-c wrote it, but DEL and the C1 controls (U+0080 .. U+009F, raw UTF-8 in
+ * json-c's strings) as \u escapes: the same JSON, and nothing a terminal acts on. Outside
+ * strings the text is ASCII, and in valid UTF-8 a 0xC2 byte always starts a character. */
+static void put_json(FILE *o, const char *t) {
+  for (const char *p = t; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c == 0x7f) fputs("\\u007f", o);
+    else if (c == 0xC2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] < 0xA0) fprintf(o, "\\u00%02x", (unsigned char)*++p);
+    else fputc(c, o);
+  }
+}
+
 void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object *root = json_object_new_object(), *ranks = json_object_new_array();
   cl_render_verdict_json(job, an, root);   /* the answer first (docs/verdict.md) */
@@ -217,7 +229,7 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
     json_object_array_add(bw, x);
   }
   json_object_object_add(root, "low_bandwidth", bw);
-  fputs(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE), o);
+  put_json(o, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
   fputc('\n', o);
   json_object_put(root);
   free(ord);

@@ -20,9 +20,11 @@ double cl_scale_px(const cl_scale *s, double v) {
 void cl_html_esc(FILE *o, const char *s) {
   const unsigned char *e = s ? (const unsigned char *)s + strlen(s) : NULL;
   for (; s && *s; s++) {
-    size_t l = cl_utf8_len((const unsigned char *)s, e);
-    if (l != 1) {   /* a whole UTF-8 sequence, or U+FFFD for a byte that starts none */
-      if (l) { fwrite(s, 1, l, o); s += l - 1; } else fputs(CL_UTF8_REPLACEMENT, o);
+    char shown[CL_UTF8_SHOWN_MAX];
+    size_t adv, w = cl_utf8_shown((const unsigned char *)s, e, 1, shown, &adv);
+    if (adv != 1 || w != 1) {   /* a whole UTF-8 sequence, U+FFFD, or a control shown as \xNN (as text) */
+      fwrite(shown, 1, w, o);
+      s += adv - 1;
       continue;
     }
     switch (*s) {

@@ -19,7 +19,7 @@ void cl_render_tags_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     for (int i = 0, shown = 0; i < job->n && shown < top; i++) {
       if (t->exp_xfer[i] < 0) continue;
       shown++;
-      fprintf(o, "  %5d  %-16.16s %18s %14s\n", job->r[i]->rank, cl_rank_host(job->r[i]),
+      fprintf(o, "  %5d  %s %18s %14s\n", job->r[i]->rank, cl_show_col(cl_rank_host(job->r[i]), 16),
               cl_fmt_time(b1, sizeof b1, t->exp_wait[i]), cl_fmt_time(b2, sizeof b2, t->exp_xfer[i]));
     }
   }

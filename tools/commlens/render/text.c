@@ -10,7 +10,8 @@
 
 static void inst_label(cl_job *job, uint32_t id, char *buf, size_t n) {
   cl_inst *in = &job->inst.a[id];
-  snprintf(buf, n, "%s #%lld", cl_func_name(in->func), (long long)in->seq);
+  snprintf(buf, n, "%s #%lld", cl_show(cl_func_name(in->func)), (long long)in->seq);
+  cl_utf8_cut(buf);
 }
 /* Flight-recorder dumps of a hang: the stuck collective per communicator and where each of
  * its ranks stood (analyse/hang.h). Printed first: a hang is the answer when there is one. */
@@ -24,7 +25,7 @@ static void hang_text(const cl_hang *h, FILE *o) {
     }
     fprintf(o, "Hang: comm %016llx%s%s%s, %s seq %lld not finished: %d of %d rank(s) started it and are not done, "
             "%d never reached it, %d left no dump, %d done\n", (unsigned long long)c->comm, c->name[0] ? " (" : "",
-            c->name, c->name[0] ? ")" : "", c->func[0] ? c->func : "?", (long long)c->seq, nd, c->nranks, behind, none, done);
+            cl_show(c->name), c->name[0] ? ")" : "", c->func[0] ? cl_show(c->func) : "?", (long long)c->seq, nd, c->nranks, behind, none, done);
     for (int r = 0; r < c->nranks; r++) {
       const cl_hang_member *m = &c->members[r];
       if (m->state == CL_HANG_DONE) continue;
@@ -51,7 +52,7 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   hang_text(&an->hang, o);
   cl_render_verdict_text(job, an, top, o);   /* the answer first, then what it rests on */
   fprintf(o, "commlens report: %d rank(s) of job \"%s\" (ranks %d..%d), %d file(s) read, %d skipped\n",
-          job->n, job->job, job->r[0]->rank, job->r[job->n - 1]->rank, job->n_files_seen - job->n_files_skipped,
+          job->n, cl_show(job->job), job->r[0]->rank, job->r[job->n - 1]->rank, job->n_files_seen - job->n_files_skipped,
           job->n_files_skipped);
   int gaps = 0;
   for (int i = 1; i < job->n; i++) gaps += job->r[i]->rank - job->r[i - 1]->rank - 1;
@@ -81,7 +82,7 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     char ov[16];
     if (ex >= 0 && an->ra[best].comm_union > 0) snprintf(ov, sizeof ov, "%.1f%%", 100.0 * (1 - ex / an->ra[best].comm_union));
     else snprintf(ov, sizeof ov, "n/a");
-    fprintf(o, "  %5d  %-16.16s %12s %12s %8s %12s %8zu\n", r->rank, cl_rank_host(r), cl_fmt_time(b1, sizeof b1, an->ra[best].comm_union),
+    fprintf(o, "  %5d  %s %12s %12s %8s %12s %8zu\n", r->rank, cl_show_col(cl_rank_host(r), 16), cl_fmt_time(b1, sizeof b1, an->ra[best].comm_union),
             ex >= 0 ? cl_fmt_time(b2, sizeof b2, ex) : "n/a", ov, cl_fmt_time(b3, sizeof b3, an->ra[best].waited), r->colls.n);
   }
   if (job->n > shown) fprintf(o, "  ... %d more rank(s) (--top N)\n", job->n - shown);
@@ -104,7 +105,7 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
       wl += (size_t)snprintf(worst + wl, sizeof worst - wl, "%s%s (%s)", w ? ", " : "", lab, cl_fmt_time(b4, sizeof b4, br->worst_w[w]));
       if (wl >= sizeof worst) break;
     }
-    fprintf(o, "  %5d  %-16.16s %11s %11s %12s %12s %12s  %s\n", job->r[ri]->rank, cl_rank_host(job->r[ri]), late,
+    fprintf(o, "  %5d  %s %11s %11s %12s %12s %12s  %s\n", job->r[ri]->rank, cl_show_col(cl_rank_host(job->r[ri]), 16), late,
             br->n_sig ? cl_fmt_time(b1, sizeof b1, br->median_margin) : "-", cl_fmt_time(b2, sizeof b2, br->wait_sig),
             cl_fmt_time(b3, sizeof b3, br->wait_all), cl_fmt_time(b5, sizeof b5, br->wait_warmup), worst);
   }
@@ -139,12 +140,13 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   for (size_t k = 0; k < an->nch && (int)k < top; k++) {
     cl_chan_row *c = &an->ch[k]; int peer; int64_t pw; cl_chan_top_peer(c->c, &peer, &pw);
     char tail[32], lng[40], pws[40], cn[11];
+    const char *cs = cn;
     snprintf(tail, sizeof tail, "%lld/%lld", (long long)c->c->tail, (long long)c->c->n);
     snprintf(lng, sizeof lng, "%s (#%lld)", cl_fmt_time(b1, sizeof b1, (double)c->c->max_dur), (long long)c->c->max_seq);
     snprintf(pws, sizeof pws, peer >= 0 ? "%s [%d]" : "%s", cl_fmt_time(b2, sizeof b2, (double)(c->c->w_peer + c->c->w_recv)), peer);
     const char *nm = cl_comm_name(c->c->comm);
-    if (nm[0]) snprintf(cn, sizeof cn, "%.10s", nm); else snprintf(cn, sizeof cn, "%08llx", (unsigned long long)(c->c->comm & 0xffffffffull));
-    fprintf(o, "  %5d %4d %-10s %13s %11s %6.2fx %18s %20s %11s  %s\n", job->r[c->ri]->rank, c->c->channel, cn, tail,
+    if (nm[0]) cs = cl_show_col(nm, 10); else snprintf(cn, sizeof cn, "%08llx", (unsigned long long)(c->c->comm & 0xffffffffull));
+    fprintf(o, "  %5d %4d %-10s %13s %11s %6.2fx %18s %20s %11s  %s\n", job->r[c->ri]->rank, c->c->channel, cs, tail,
             c->c->n ? cl_fmt_time(b3, sizeof b3, c->mean) : "-", c->ratio, c->c->n ? lng : "-", pws,
             cl_fmt_time(b4, sizeof b4, (double)(c->c->w_gpu + c->c->w_recv_gpu)), cl_chan_verdict(c->c));
   }
@@ -156,9 +158,9 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   for (size_t k = 0; k < an->nlow && (int)k < top; k++) {
     uint32_t id = an->lowbw[k]; cl_inst_an *ia = &an->ia[id]; cl_inst *in = &job->inst.a[id];
     char lab[64], cn[11]; inst_label(job, id, lab, sizeof lab);
-    const char *nm = cl_comm_name(in->comm);
-    if (nm[0]) snprintf(cn, sizeof cn, "%.10s", nm); else snprintf(cn, sizeof cn, "%08llx", (unsigned long long)(in->comm & 0xffffffffull));
-    fprintf(o, "  %-16s %-10s %12lld %6.2f GB/s %6.2f GB/s %6.2fx %8d\n", lab, cn, (long long)in->bytes, ia->busbw,
+    const char *nm = cl_comm_name(in->comm), *cs = cn;
+    if (nm[0]) cs = cl_show_col(nm, 10); else snprintf(cn, sizeof cn, "%08llx", (unsigned long long)(in->comm & 0xffffffffull));
+    fprintf(o, "  %-16s %-10s %12lld %6.2f GB/s %6.2f GB/s %6.2fx %8d\n", lab, cs, (long long)in->bytes, ia->busbw,
             ia->busbw / ia->ratio, ia->ratio, ia->culprit >= 0 ? job->r[ia->culprit]->rank : -1);
   }
   if (!an->nlow) fprintf(o, "  (none below the median, or fewer than 3 instances per func+size)\n");
@@ -194,7 +196,7 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     ntrunc += in->truncated || in->bad; nfinal += in->final; abimix |= in->abi != abi0;
   }
   fprintf(o, "\nPlugin: ABI %s%d, version %s; %lld records dropped; overhead max %.3f%% (rank %d); %d/%d final, %d truncated\n",
-          abimix ? "mixed, rank 0: " : "", abi0, job->r[0]->info.version ? job->r[0]->info.version : "?", (long long)drops,
+          abimix ? "mixed, rank 0: " : "", abi0, job->r[0]->info.version ? cl_show(job->r[0]->info.version) : "?", (long long)drops,
           maxov, maxov_r, nfinal, job->n, ntrunc);
   int64_t lost = 0, colls = 0; int nlost = 0;
   for (int i = 0; i < job->n; i++) {

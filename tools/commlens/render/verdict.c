@@ -23,8 +23,8 @@ void cl_render_clock_lines(const cl_job *job, const cl_clock_model *m, FILE *o) 
   for (int c = 0; c < m->nclocks; c++) {
     const cl_cm_clock *ck = &m->clock[c];
     const char *cid = job->r[ck->first_rank]->info.clock_id;
-    fprintf(o, "  clock %d: host %s", c, host_of(job, ck->first_rank) ? host_of(job, ck->first_rank) : "?");
-    if (cid && cid[0]) fprintf(o, " (clock id %s: a timeline of its own)", cid);
+    fprintf(o, "  clock %d: host %s", c, host_of(job, ck->first_rank) ? cl_show(host_of(job, ck->first_rank)) : "?");
+    if (cid && cid[0]) fprintf(o, " (clock id %s: a timeline of its own)", cl_show(cid));
     fprintf(o, ", rank(s)");
     int shown = 0;
     for (int i = 0; i < job->n && shown < 16; i++)
@@ -36,7 +36,7 @@ void cl_render_clock_lines(const cl_job *job, const cl_clock_model *m, FILE *o) 
     else if (ck->pair < 0) fprintf(o, "; not joined to the reference (left as recorded)\n");
     else {
       const cl_cm_pair *p = &m->pair[ck->pair];
-      fprintf(o, "; vs host %s: %s%s", host_of(job, m->clock[p->parent].first_rank),
+      fprintf(o, "; vs host %s: %s%s", cl_show(host_of(job, m->clock[p->parent].first_rank)),
               p->offset_ns >= 0 ? "+" : "-", cl_fmt_time(b1, sizeof b1, fabs(p->offset_ns)));
       if (isfinite(p->lo_ns) && isfinite(p->hi_ns))
         fprintf(o, " in [%s%s, %s%s]", p->lo_ns < 0 ? "-" : "+", cl_fmt_time(b2, sizeof b2, fabs(p->lo_ns)),
