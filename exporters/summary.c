@@ -2,6 +2,8 @@
  * [2^b, 2^(b+1))). Bandwidths use GPU time only: a collective with no GPU span counts but
  * adds no time. */
 #include "exporters/summary.h"
+#include "exporters/strbuf.h"
+#include "common/utf8.h"
 #include "common/grow.h"
 #include "common/hash.h"
 #include "common/nccl.h"
@@ -103,16 +105,17 @@ void cl_summary_print(const cl_summary *s, FILE *f, const char *prefix) {
           "total bytes", "GPU ms", "avg us", "algbw GB/s", "busbw GB/s");
   for (int i = 0; i < s->n; i++) {
     const row *r = &s->rows[i];
-    char sz[32], tot[32];
+    char sz[32], tot[32], fn[4 * 64 + 1];   /* the name as a terminal shows it (newlines escaped too) */
     human(sz, sizeof sz, r->bucket ? 1ull << r->bucket : 0);
     human(tot, sizeof tot, r->bytes);
+    cl_utf8_show(r->func, fn, sizeof fn);
     if (r->n_timed) {
       double alg = (double)r->bytes_timed / (double)r->gpu_ns;   /* bytes/ns = GB/s */
-      fprintf(f, "%s%-14s %10s %8llu %12s %12.3f %11.2f %10.2f %10.2f\n", prefix, r->func, sz,
+      fprintf(f, "%s%-14s %10s %8llu %12s %12.3f %11.2f %10.2f %10.2f\n", prefix, fn, sz,
               (unsigned long long)r->n, tot, r->gpu_ns / 1e6, r->gpu_ns / 1e3 / (double)r->n_timed, alg,
               alg * cl_busbw_factor(r->func, r->nranks));
     } else {
-      fprintf(f, "%s%-14s %10s %8llu %12s %12s %11s %10s %10s\n", prefix, r->func, sz,
+      fprintf(f, "%s%-14s %10s %8llu %12s %12s %11s %10s %10s\n", prefix, fn, sz,
               (unsigned long long)r->n, tot, "n/a", "n/a", "n/a", "n/a");
     }
   }
@@ -120,16 +123,20 @@ void cl_summary_print(const cl_summary *s, FILE *f, const char *prefix) {
 
 void cl_summary_json(const cl_summary *s, FILE *f) {
   fprintf(f, "[");
+  cl_sb fn = {0};
   for (int i = 0; s && i < s->n; i++) {
     const row *r = &s->rows[i];
     double alg = r->gpu_ns ? (double)r->bytes_timed / (double)r->gpu_ns : 0;
-    fprintf(f, "%s{\"func\":\"%s\",\"size_min\":%llu,\"nranks\":%d,\"count\":%llu,\"timed\":%llu,"
+    sb_reset(&fn);
+    sb_jstr(&fn, r->func);   /* a JSON string, escaped: names come from NCCL's descriptors */
+    fprintf(f, "%s{\"func\":%.*s,\"size_min\":%llu,\"nranks\":%d,\"count\":%llu,\"timed\":%llu,"
             "\"bytes\":%llu,\"gpu_ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu,\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f}",
-            i ? "," : "", r->func, r->bucket ? 1ull << r->bucket : 0ull, r->nranks,
+            i ? "," : "", fn.oom ? 2 : (int)fn.len, fn.oom ? "\"\"" : fn.p, r->bucket ? 1ull << r->bucket : 0ull, r->nranks,
             (unsigned long long)r->n, (unsigned long long)r->n_timed, (unsigned long long)r->bytes,
             (unsigned long long)r->gpu_ns, (unsigned long long)(r->n_timed ? r->min_ns : 0),
             (unsigned long long)r->max_ns, alg, alg * cl_busbw_factor(r->func, r->nranks));
   }
+  sb_free(&fn);
   fprintf(f, "]");
 }
 

@@ -138,24 +138,43 @@ int cl_out_flush(cl_rank_output *o, cl_ct *ct, const cl_sb *tail) {
   return err;
 }
 
+/* t as a terminal shows it (common/utf8.h: controls but the text's own newlines as \xNN). */
+static void put_shown(FILE *f, const char *t, size_t n) {
+  const unsigned char *p = (const unsigned char *)t, *e = p + n;
+  while (p < e) {
+    char piece[CL_UTF8_SHOWN_MAX];
+    size_t adv, w = cl_utf8_shown(p, e, 1, piece, &adv);
+    fwrite(piece, 1, w, f);
+    p += adv;
+  }
+}
+
 void cl_out_summary(const cl_rank_output *o, const char *head, uint64_t events, uint64_t dropped,
                     const cl_summary *sum, const char *gpu, const char *exposure, int print) {
-  FILE *f = summary_file(o, ".summary.txt");
-  char prefix[64];
+  /* the text once, names and paths shown (never acted on), then to the file and to stderr */
+  char *text = NULL;
+  size_t tn = 0, sn = 0;
+  FILE *m = open_memstream(&text, &tn);
+  char prefix[64], path[4 * sizeof o->path + 1];
   snprintf(prefix, sizeof prefix, "commlens[rank %d] ", o->who.rank);
-  for (int pass = 0; pass < 2; pass++) {
-    FILE *out = pass == 0 ? f : (print ? stderr : NULL);
-    if (!out) continue;
+  for (int pass = 0; m && pass < 2; pass++) {
+    if (pass == 1 && !print) break;
     const char *pre = pass == 0 ? "" : prefix;
-    fprintf(out, "%s%s\n", pre, head);
-    cl_summary_print(sum, out, pre);
-    if (gpu) fprintf(out, "%s%s\n", pre, gpu);
-    if (exposure) fprintf(out, "%sexposure (JSON): %s\n", pre, exposure);
-    if (o->file) fprintf(out, "%strace: %s\n", pre, o->path);
-    if (o->dfd_open) fprintf(out, "%sdigest: %s\n", pre, o->dpath);
+    fprintf(m, "%s%s\n", pre, head);
+    cl_summary_print(sum, m, pre);
+    if (gpu) fprintf(m, "%s%s\n", pre, gpu);
+    if (exposure) fprintf(m, "%sexposure (JSON): %s\n", pre, exposure);
+    if (o->file) { cl_utf8_show(o->path, path, sizeof path); fprintf(m, "%strace: %s\n", pre, path); }
+    if (o->dfd_open) { cl_utf8_show(o->dpath, path, sizeof path); fprintf(m, "%sdigest: %s\n", pre, path); }
+    if (pass == 0) { fflush(m); sn = tn; }   /* the file's part ends here */
   }
-  if (f) fclose(f);
-  f = summary_file(o, ".summary.json");
+  if (m && fclose(m) == 0 && text) {
+    FILE *f = summary_file(o, ".summary.txt");
+    if (f) { put_shown(f, text, sn); fclose(f); }
+    if (print) put_shown(stderr, text + sn, tn - sn);
+  }
+  free(text);
+  FILE *f = summary_file(o, ".summary.json");
   if (f) {
     fprintf(f, "{\"rank\":%d,\"abi\":%d,\"events\":%llu,\"dropped\":%llu,\"collectives\":", o->who.rank,
             cl_proc.abi, (unsigned long long)events, (unsigned long long)dropped);
