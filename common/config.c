@@ -339,8 +339,10 @@ static const cl_var g_vars[] = {
    "job id for the default directory and the trace header, when SLURM_JOB_ID, "
    "TORCHELASTIC_RUN_ID, LSB_JOBID or PBS_JOBID is not set", "1..127 bytes", p_job},
   {"COMMLENS_PROM", "(off)",
-   "directory: every COMMLENS_PROM_S seconds (and at exit) each rank replaces <dir>/commlens-r<rank>-<host>-<pid>[-g<gpu>].prom "
-   "with its live metrics in the Prometheus text format (for node-exporter's textfile collector)", NULL, p_prom},
+   "directory: every COMMLENS_PROM_S seconds (and when its communicators are finalized) each rank replaces "
+   "<dir>/commlens-r<rank>-<host>-<pid>[-g<gpu>].prom with its live metrics in the Prometheus text format (for "
+   "node-exporter's textfile collector; every series labelled with the pid); the file is removed when the process "
+   "ends, and a restarted rank removes what a killed one left", NULL, p_prom},
   {"COMMLENS_RANK", "(from the launcher or NCCL)",
    "world rank of this process's GPU (of its first GPU when it drives several: the others count "
    "up from it, in device order); default: RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMIX_RANK "

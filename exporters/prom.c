@@ -4,10 +4,13 @@
 #include "exporters/prom.h"
 #include "common/newfile.h"
 #include "common/utf8.h"
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The exposition format wants label values in UTF-8 with backslash, double quote and line feed
@@ -27,12 +30,13 @@ static void label_value(cl_sb *b, const char *v) {
   sb_puts(b, "\"");
 }
 
-/* {rank="R",gpu="G",host="H",job="J"[,extra]} */
+/* {rank="R",gpu="G",host="H",job="J",pid="P"[,extra]} */
 static void labels(cl_sb *b, const cl_prom_rank *r, const char *func, uint64_t size) {
   sb_printf(b, "{rank=\"%d\",gpu=\"%d\",host=", r->rank, r->gpu);
   label_value(b, r->host);
   sb_puts(b, ",job=");
   label_value(b, r->job);
+  if (r->pid) sb_printf(b, ",pid=\"%d\"", r->pid);
   if (func) {
     sb_puts(b, ",func=");
     label_value(b, func);
@@ -234,4 +238,37 @@ int cl_prom_write_text(const char *path, const cl_sb *b) {
   if (!err && rename(tmp, path) != 0) err = errno;
   if (err && fd >= 0) unlink(tmp);
   return err;
+}
+
+/* The pid a name prefix<digits>suffix carries, or -1. */
+static long pid_in(const char *name, const char *prefix, const char *suffix) {
+  size_t n = strlen(name), p = strlen(prefix), q = strlen(suffix);
+  if (n <= p + q || strncmp(name, prefix, p) || strcmp(name + n - q, suffix) || n - p - q > 9) return -1;
+  long v = 0;
+  for (const char *c = name + p; c < name + n - q; c++) {
+    if (*c < '0' || *c > '9') return -1;
+    v = v * 10 + (*c - '0');
+  }
+  return v;
+}
+
+/* Removes name (in dir fd at) when it is a regular file of this user. 0 when removed. */
+static int remove_own(int at, const char *name) {
+  struct stat st;
+  if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) return -1;
+  return unlinkat(at, name, 0);
+}
+int cl_prom_remove(const char *path) { return remove_own(AT_FDCWD, path); }
+
+int cl_prom_sweep(const char *dir, const char *prefix, const char *suffix, int self_pid) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int removed = 0;
+  for (struct dirent *de; (de = readdir(d));) {
+    long pid = pid_in(de->d_name, prefix, suffix);
+    if (pid <= 0 || pid == self_pid || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* running, or not ours to know */
+    removed += remove_own(dirfd(d), de->d_name) == 0;
+  }
+  closedir(d);
+  return removed;
 }

@@ -1,6 +1,8 @@
 /* prom.h: one rank's live metrics in the Prometheus text exposition format, for the
  * node-exporter textfile collector (COMMLENS_PROM): written whole to a temporary file in the
- * same directory, then renamed over the previous one, so a scrape never sees half a file.
+ * same directory, then renamed over the previous one, so a scrape never sees half a file; each
+ * process's series carry its pid, and its file lives only as long as it does (cl_prom_remove,
+ * and cl_prom_sweep for what a killed one left), so the collector never sees a series twice.
  * Names follow Prometheus' conventions: a commlens_ prefix, base units (seconds, bytes),
  * _total on counters, one HELP and TYPE per family. Writer thread only. */
 #ifndef COMMLENS_PROM_H
@@ -34,9 +36,11 @@ typedef struct {
 void cl_prom_comms_add(cl_prom_comms *t, uint64_t hash, uint64_t bytes, int timed,
                        uint64_t kernel_ns, uint64_t queue_ns);
 
-/* What one rank (one GPU) reports besides its summary rows. */
+/* What one rank (one GPU) reports besides its summary rows. pid: the process writing them, a
+ * label of every series (two processes of one rank, a launcher's mistake or a restart, never
+ * write the same series; 0 leaves the label out: a simulated exporter). */
 typedef struct {
-  int rank, gpu;
+  int rank, gpu, pid;
   const char *host, *job, *version;
   int abi;
   uint64_t events, records, dropped, calls, per_call_ns;
@@ -57,4 +61,13 @@ void cl_prom_format_ranks(cl_sb *b, const cl_prom_rank *r, const cl_summary *con
 int cl_prom_write(const char *path, const cl_prom_rank *r, const cl_summary *sum);
 /* Replaces `path` with the text in b, the same way. 0, or an errno. */
 int cl_prom_write_text(const char *path, const cl_sb *b);
+/* Removes the metrics files that earlier processes of the same participant left in dir: names
+ * prefix<pid>suffix (a process's file name with its pid left out) of a process other than
+ * self_pid that no longer runs, regular files of this user, never a link (a rank killed before
+ * it could remove its own, then started again: its old series must not be served as live).
+ * Returns how many it removed. */
+int cl_prom_sweep(const char *dir, const char *prefix, const char *suffix, int self_pid);
+/* Removes `path` when it is a regular file of this user (never a link, nor someone else's
+ * file put there since). 0 when removed. */
+int cl_prom_remove(const char *path);
 #endif

@@ -93,8 +93,26 @@ static int flush_digest(cl_part *p, int final) {
   return err;
 }
 
-/* COMMLENS_PROM: each participant's live metrics, every COMMLENS_PROM_S and at the end. A
+/* COMMLENS_PROM: each participant's live metrics, every COMMLENS_PROM_S while the process runs;
+ * its file is removed when the process ends (a finished process is not live), and its first
+ * write removes what a killed predecessor of the same participant left (cl_prom_sweep). A
  * failure is said once and ends the metrics, never the trace. */
+static unsigned char g_prom_written[CL_MAX_PARTS];   /* this process wrote the participant's file */
+
+/* The participant's file, <COMMLENS_PROM>/commlens-r<rank>-<host>-<pid>[-g<gpu>].prom, into
+ * path; its name before and after the pid into prefix and suffix (the sweep's pattern). */
+static void prom_name(const cl_part *p, char *path, size_t n, char *prefix, size_t pn, char *suffix, size_t sn) {
+  cl_rank_output o;
+  cl_out_who w = {.rank = p->rank, .dev = p->dev};
+  cl_out_name(&o, cl_cfg.prom, 0, &w);
+  snprintf(path, n, "%s.prom", o.base);
+  if (p->dev >= 0) snprintf(suffix, sn, "-g%d.prom", p->dev);
+  else snprintf(suffix, sn, ".prom");
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  size_t keep = strlen(name) - strlen(suffix) - (size_t)snprintf(NULL, 0, "%d", (int)cl_proc.pid);
+  snprintf(prefix, pn, "%.*s", (int)keep, name);
+}
+
 static void write_prom(int final) {
   uint64_t now = cl_now();
   if (!cl_cfg.prom[0] || g_prom_off || (!final && now - g_prom_last < (uint64_t)cl_cfg.prom_s * 1000000000u)) return;
@@ -107,9 +125,21 @@ static void write_prom(int final) {
   for (size_t i = 0; i < cl_parts_count(g_run.parts); i++) {
     cl_part *p = cl_parts_at(g_run.parts, i);
     if (p->out_state != 1) continue;
+    char path[2400], prefix[1500], suffix[64];
+    prom_name(p, path, sizeof path, prefix, sizeof prefix, suffix, sizeof suffix);
+    unsigned char *written = &g_prom_written[p->index < CL_MAX_PARTS ? p->index : CL_MAX_PARTS - 1];
+    if (final) {   /* the process ends: its metrics stop being served */
+      if (*written) cl_prom_remove(path);
+      continue;
+    }
+    if (!*written) {
+      int k = cl_prom_sweep(cl_cfg.prom, prefix, suffix, (int)cl_proc.pid);
+      if (k) cl_log(CL_LOG_INFO, "COMMLENS_PROM: removed %d metrics file(s) of rank %d left by processes no longer running",
+                    k, p->rank);
+    }
     cl_run_stats s;
     cl_stats_gather(&s, &g_run, p);
-    cl_prom_rank r = {.rank = p->rank, .gpu = p->dev, .host = cl_proc.host, .job = cl_proc.job,
+    cl_prom_rank r = {.rank = p->rank, .gpu = p->dev, .pid = (int)cl_proc.pid, .host = cl_proc.host, .job = cl_proc.job,
                       .version = COMMLENS_VERSION, .abi = cl_proc.abi, .events = s.events,
                       .records = s.records, .dropped = s.dropped, .calls = s.calls,
                       .per_call_ns = s.per_call_ns, .colls = s.colls_done, .colls_timed = s.colls_timed,
@@ -121,15 +151,13 @@ static void write_prom(int final) {
       r.comm_ns = n.t.comm_ns;
       r.exposed_ns = n.t.exposed_ns;
     }
-    const char *base = strrchr(p->out.base, '/');
-    char path[2400];
-    snprintf(path, sizeof path, "%s/%s.prom", cl_cfg.prom, base ? base + 1 : p->out.base);
     int err = cl_prom_write(path, &r, p->sum);
     if (err) {
       g_prom_off = 1;
       cl_log(CL_LOG_WARN, "COMMLENS_PROM: cannot write %s: %s; no live metrics", path, strerror(err));
       return;
     }
+    *written = 1;
   }
 }
 
@@ -240,6 +268,7 @@ static void stop_locked(void) {
     cl_log(CL_LOG_WARN, "the writer thread did not stop within %.1f s (COMMLENS_EXIT_WAIT_S); the trace ends early", wait_ms / 1e3);
     g_lent = 1;
   } else if (g_out_ok) {
+    g_prom_last = 0;                      /* the live metrics as they stand: nothing changes them now */
     cl_format_backlog(&g_run);            /* joined: the backlog is ours, at the job's priority */
   }
   g_running = 0;
@@ -310,6 +339,7 @@ void cl_writer_after_fork_child(void) {
   g_wrote = 0;
   g_prom_off = 0;
   g_prom_last = 0;
+  memset(g_prom_written, 0, sizeof g_prom_written);   /* the parent's files are the parent's */
   cl_flight_after_fork_child();
   cl_drain_after_fork_child();
   /* the inherited descriptors stay open, unused (closing could race the parent) */

@@ -113,9 +113,28 @@ TL_TEST(per_communicator_families) {
  * communicator, labelled with the communicator's hash, the same three on both ranks; every
  * operation counted once (the per-communicator counts add up to the per-function ones) and
  * GPU-timed (KernelCh timers), with kernel time in the histogram. */
+/* In a rank process whose communicators are finalized (the writer stopped and wrote its metrics
+ * as they stand): its metrics files copied to $H_COPY (the process removes its own at exit). */
+static void copy_own_metrics(void) {
+  const char *prom = getenv("COMMLENS_PROM"), *to = getenv("H_COPY");
+  char *files[8], tag[32];
+  int n = h_find_files(prom, ".prom", files, 8), copied = 0;
+  snprintf(tag, sizeof tag, "-%d", (int)getpid());
+  for (int i = 0; i < n; i++) {
+    size_t len = 0;
+    char *t = strstr(files[i], tag) ? h_read_file(files[i], &len) : NULL, dst[700];
+    snprintf(dst, sizeof dst, "%s/%s", to, strrchr(files[i], '/') + 1);
+    FILE *f = t ? fopen(dst, "wb") : NULL;
+    if (f) { copied += fwrite(t, 1, len, f) == len; fclose(f); }
+    free(t);
+    free(files[i]);
+  }
+  CHECK(copied == 1, "%d metrics files of this process copied from %s", copied, prom);
+}
 H_CHILD(replay_real) {
   rp_stats st;
   REQUIRE(rp_replay(getenv("H_REC"), NULL, &st) == 0, "replay %s: %s", getenv("H_REC"), st.err);
+  copy_own_metrics();
 }
 typedef struct { char comm[3][17]; uint64_t colls[3], timed[3]; int n; uint64_t func_total; double kernel_s; } comm_counts;
 /* Reads one .prom file's per-communicator counts and the per-function total. */
@@ -137,10 +156,13 @@ static void read_counts(const char *text, comm_counts *c) {
   }
 }
 TL_TEST(a_real_run_has_a_series_per_communicator_the_same_on_every_rank) {
-  char dir[256], prom[300], env_prom[320], rec[256];
+  char dir[256], prom[300], env_prom[320], rec[256], copy[300], env_copy[320];
   h_fresh_dir(dir, sizeof dir);
   snprintf(prom, sizeof prom, "%s/metrics", dir);
   snprintf(env_prom, sizeof env_prom, "COMMLENS_PROM=%s", prom);
+  snprintf(copy, sizeof copy, "%s/copies", dir);
+  snprintf(env_copy, sizeof env_copy, "H_COPY=%s", copy);
+  mkdir(copy, 0755);
   comm_counts c[2];
   for (int r = 0; r < 2; r++) {
     char env_dir[300], env_rec[300], env_rank[16], *files[4];
@@ -148,10 +170,11 @@ TL_TEST(a_real_run_has_a_series_per_communicator_the_same_on_every_rank) {
     snprintf(rec, sizeof rec, "test/data/real/nccl2.28.3-h200x2-multicomm-r%d.rec.gz", r);
     snprintf(env_rec, sizeof env_rec, "H_REC=%s", rec);
     snprintf(env_rank, sizeof env_rank, "RANK=%d", r);
-    const char *env[] = {env_dir, env_prom, env_rec, env_rank, "COMMLENS_EVENTS=full", "COMMLENS_CUPTI=0",
+    const char *env[] = {env_dir, env_prom, env_rec, env_rank, env_copy, "COMMLENS_EVENTS=full", "COMMLENS_CUPTI=0",
                          "COMMLENS_SUMMARY=off", NULL};
     CHECK(h_spawn("replay_real", env) == 0, "replay of %s failed", rec);
-    int n = h_find_files(prom, ".prom", files, 4);
+    CHECK(h_find_files(prom, ".prom", files, 4) == 0, "rank %d's metrics file outlived its process", r);
+    int n = h_find_files(copy, ".prom", files, 4);
     REQUIRE(n == r + 1, "%d metrics files after rank %d", n, r);
     char *text = NULL;
     for (int i = 0; i < n; i++) {
@@ -182,7 +205,10 @@ TL_TEST(a_real_run_has_a_series_per_communicator_the_same_on_every_rank) {
   if (!tl_cur_failed) h_rm_rf(dir);
 }
 
-H_CHILD(job) { h_short_job(7, NULL); }
+H_CHILD(job) {
+  h_short_job(7, NULL);
+  copy_own_metrics();
+}
 /* Entries of dir, "." and ".." aside. */
 static int entries(const char *dir) {
   DIR *d = opendir(dir);
@@ -192,21 +218,25 @@ static int entries(const char *dir) {
   return n;
 }
 
-/* A job with COMMLENS_PROM=DIR leaves one metrics file per rank that the grammar accepts, with
- * the job's collectives, and no temporary file behind. */
+/* A job with COMMLENS_PROM=DIR writes one metrics file per rank that the grammar accepts, with
+ * the job's collectives once its communicators are finalized; once the process ends neither it
+ * nor a temporary file is left (a finished process is not live). */
 TL_TEST(job_writes_metrics) {
-  char dir[256], prom[300], env_dir[300], env_prom[320];
+  char dir[256], prom[300], env_dir[300], env_prom[320], copy[300], env_copy[320];
   h_fresh_dir(dir, sizeof dir);
   snprintf(prom, sizeof prom, "%s/metrics", dir);
   snprintf(env_dir, sizeof env_dir, "COMMLENS_DIR=%s", dir);
   snprintf(env_prom, sizeof env_prom, "COMMLENS_PROM=%s", prom);
-  const char *env[] = {env_dir, env_prom, "COMMLENS_SUMMARY=off", NULL};
+  snprintf(copy, sizeof copy, "%s/copies", dir);
+  snprintf(env_copy, sizeof env_copy, "H_COPY=%s", copy);
+  mkdir(copy, 0755);
+  const char *env[] = {env_dir, env_prom, env_copy, "COMMLENS_SUMMARY=off", NULL};
   CHECK(h_spawn("job", env) == 0, "job failed");
   char *files[4];
-  int n = h_find_files(prom, ".prom", files, 4);
-  CHECK(n == 1, "%d metrics files in %s, want 1", n, prom);
-  int nt = entries(prom) - n;
-  CHECK(nt == 0, "%d temporary files left", nt);
+  int nt = entries(prom);
+  CHECK(nt == 0, "%d files left in %s by a finished process", nt, prom);
+  int n = h_find_files(copy, ".prom", files, 4);
+  CHECK(n == 1, "%d metrics files in %s, want 1", n, copy);
   if (n == 1) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "python3 test/tools/check_prom.py '%s'", files[0]);

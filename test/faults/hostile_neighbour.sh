@@ -65,7 +65,8 @@ for gz in 0 1; do
       "$W/clean" "$REPLAY" "$REC" "$LIB" >"$W/clean.log" 2>&1
   check '[ $? = 0 ]' "gzip=$gz: clean replay failed: $(tail -n 3 "$W/clean.log")"
   cpid=$(cat "$W/clean.pid")
-  names=$(cd "$W/clean" && ls)
+  # the Prometheus file lives only while the job does: its name is the trace's with .prom
+  names=$(cd "$W/clean" && ls && ls | sed -n 's/\.trace\.json\(\.gz\)\{0,1\}$/.prom/p')
   check '[ -n "$names" ]' "gzip=$gz: the clean run wrote nothing"
   want=$(colls "$W/clean")
   # 2. the hostile run: the neighbour plants at every name for the job's pid before it starts

@@ -1,6 +1,6 @@
-/* prom_server.c: see prom_server.h. The file server and the API client speak the least HTTP
- * that Prometheus and its API need (HTTP/1.0, one request per connection); every wait has a
- * bound, every child is reaped. */
+/* prom_server.c: see prom_server.h (Prometheus, its file server, node_exporter). The file
+ * server and the API client speak the least HTTP that Prometheus and its API need (HTTP/1.0,
+ * one request per connection); every wait has a bound, every child is reaped. */
 #include "prom_server.h"
 #include "harness.h"
 #include <arpa/inet.h>
@@ -12,24 +12,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-const char *ps_prometheus(void) {
+/* $env if executable, else the first of names on PATH, else fallback (may be NULL); NULL when
+ * none is there. Static buffer. */
+static const char *find_bin(const char *env, const char *const *names, const char *fallback) {
   static char path[1024];
-  const char *e = getenv("PROMETHEUS");
+  const char *e = getenv(env);
   if (e && *e) return access(e, X_OK) == 0 ? e : NULL;
   const char *p = getenv("PATH");
-  char *copy = strdup(p ? p : ""), *save = NULL;
-  for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-    snprintf(path, sizeof path, "%s/prometheus", d);
-    if (access(path, X_OK) == 0) { free(copy); return path; }
+  for (int i = 0; names[i]; i++) {
+    char *copy = strdup(p ? p : ""), *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+      snprintf(path, sizeof path, "%s/%s", d, names[i]);
+      if (access(path, X_OK) == 0) { free(copy); return path; }
+    }
+    free(copy);
   }
-  free(copy);
-  snprintf(path, sizeof path, "/usr/bin/prometheus");
+  if (!fallback) return NULL;
+  snprintf(path, sizeof path, "%s", fallback);
   return access(path, X_OK) == 0 ? path : NULL;
+}
+const char *ps_prometheus(void) {
+  return find_bin("PROMETHEUS", (const char *const[]){"prometheus", NULL}, "/usr/bin/prometheus");
+}
+const char *ps_node_exporter(void) {
+  return find_bin("NODE_EXPORTER", (const char *const[]){"prometheus-node-exporter", "node_exporter", NULL},
+                  "/usr/bin/prometheus-node-exporter");
 }
 
 /* A listening socket on 127.0.0.1 at a port the kernel chose; its port into *port. */
@@ -162,6 +175,33 @@ static int write_config(ps_server *s, const char *const *names, const char *rule
   return fclose(f);
 }
 
+/* In a child: runs argv[0] with its stdout and stderr appended to logp; never returns. */
+static void exec_logged(const char *logp, const char *const *argv) {
+  int lf = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (lf >= 0) { dup2(lf, 1); dup2(lf, 2); }
+  execv(argv[0], (char *const *)argv);
+  _exit(127);
+}
+
+/* Waits (up to 60 s) until the server child *pid answers GET path on port with 200: 0. Else
+ * -1, the child reaped (it exited: it lost the port, the caller tries another) or killed, and
+ * *pid 0. */
+static int wait_ready(pid_t *pid, int port, const char *path) {
+  uint64_t deadline = h_monotonic_ns() + 60000000000ull;
+  while (h_monotonic_ns() < deadline) {
+    int st = 0;
+    if (waitpid(*pid, &st, WNOHANG) == *pid) { *pid = 0; return -1; }
+    char *b = http_get(port, path, &st);
+    free(b);
+    if (st == 200) return 0;
+    usleep(100000);
+  }
+  kill(*pid, SIGKILL);
+  waitpid(*pid, NULL, 0);
+  *pid = 0;
+  return -1;
+}
+
 int ps_start(ps_server *s, const char *const *names, const char *rules, int scrape_s) {
   const char *bin = ps_prometheus();
   if (!bin || write_config(s, names, rules, scrape_s) != 0) { fprintf(stderr, "  prometheus: no binary or config\n"); return -1; }
@@ -176,23 +216,11 @@ int ps_start(ps_server *s, const char *const *names, const char *rules, int scra
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
-      int lf = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (lf >= 0) { dup2(lf, 1); dup2(lf, 2); }
-      execl(bin, bin, cfg, data, listen, "--log.level=warn", "--web.enable-lifecycle", (char *)NULL);
-      _exit(127);
+      exec_logged(logp, (const char *const[]){bin, cfg, data, listen, "--log.level=warn", "--web.enable-lifecycle", NULL});
     }
     if (pid < 0) return -1;
     s->prom_pid = pid;
-    uint64_t deadline = h_monotonic_ns() + 60000000000ull;
-    while (h_monotonic_ns() < deadline) {
-      int st = 0;
-      if (waitpid(pid, &st, WNOHANG) == pid) { s->prom_pid = 0; break; }   /* lost the port: again */
-      char *b = http_get(s->prom_port, "/-/ready", &st);
-      free(b);
-      if (st == 200) return 0;
-      usleep(100000);
-    }
-    if (s->prom_pid) { kill(pid, SIGKILL); waitpid(pid, NULL, 0); s->prom_pid = 0; }
+    if (wait_ready(&s->prom_pid, s->prom_port, "/-/ready") == 0) return 0;
   }
   fprintf(stderr, "  prometheus did not become ready (log: %s/prometheus.log)\n", s->dir);
   return -1;
@@ -218,6 +246,49 @@ json_object *ps_query(ps_server *s, const char *promql, json_object **root) {
   return res;
 }
 
+int ps_node_start(ps_server *s, const char *textfile_dir, int life_s) {
+  const char *bin = ps_node_exporter();
+  if (!bin) { fprintf(stderr, "  node_exporter: no binary\n"); return -1; }
+  char exe[1024];
+  snprintf(exe, sizeof exe, "%s", bin);
+  for (int attempt = 0; attempt < 3; attempt++) {
+    s->node_port = free_port();
+    char dirarg[700], listen[64], logp[700];
+    snprintf(dirarg, sizeof dirarg, "--collector.textfile.directory=%s", textfile_dir);
+    snprintf(listen, sizeof listen, "--web.listen-address=127.0.0.1:%d", s->node_port);
+    snprintf(logp, sizeof logp, "%s/node_exporter.log", s->dir);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {   /* the watchdog: dies with the test or after life_s, and node_exporter with it */
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
+      alarm((unsigned)life_s);
+      pid_t ne = fork();
+      if (ne == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1) _exit(1);
+        exec_logged(logp, (const char *const[]){exe, "--collector.disable-defaults", "--collector.textfile", dirarg, listen, NULL});
+      }
+      int st = 0;
+      if (ne > 0) waitpid(ne, &st, 0);
+      _exit(0);
+    }
+    if (pid < 0) return -1;
+    s->node_pid = pid;
+    if (wait_ready(&s->node_pid, s->node_port, "/metrics") == 0) return 0;
+  }
+  fprintf(stderr, "  node_exporter did not answer (log: %s/node_exporter.log)\n", s->dir);
+  return -1;
+}
+
+char *ps_node_metrics(ps_server *s) {
+  int st = 0;
+  char *b = http_get(s->node_port, "/metrics", &st);
+  if (st != 200) { free(b); return NULL; }
+  return b;
+}
+
 static void end_child(pid_t *pid) {
   if (*pid <= 0) return;
   kill(*pid, SIGTERM);
@@ -232,4 +303,5 @@ static void end_child(pid_t *pid) {
 void ps_stop(ps_server *s) {
   end_child(&s->prom_pid);
   end_child(&s->files_pid);
+  end_child(&s->node_pid);
 }

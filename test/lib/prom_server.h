@@ -15,6 +15,8 @@ typedef struct {
   char dir[512];         /* its config, data and log */
   pid_t files_pid, prom_pid;
   int files_port, prom_port;
+  pid_t node_pid;        /* node_exporter's watchdog (ps_node_start) */
+  int node_port;
 } ps_server;
 
 /* Serves the files of `files_dir` (GET /<name>) from a child process on a free loopback port.
@@ -28,6 +30,17 @@ int ps_start(ps_server *s, const char *const *names, const char *rules, int scra
 /* An instant query; the "result" array of its answer (the caller frees the returned root
  * through *root), NULL on any error (said on stderr). */
 json_object *ps_query(ps_server *s, const char *promql, json_object **root);
-/* Kills Prometheus and the file server (SIGTERM, then SIGKILL after 10 s) and reaps them. */
+/* node_exporter (Debian prometheus-node-exporter): $NODE_EXPORTER, else prometheus-node-exporter
+ * or node_exporter on PATH; NULL when none. Static buffer. */
+const char *ps_node_exporter(void);
+/* Starts node_exporter with its textfile collector alone, reading `textfile_dir`, on a free
+ * loopback port (s->node_port), its log in s->dir/node_exporter.log; it stops by itself after
+ * life_s seconds or when the caller's process ends (a watchdog child holds it). Waits (up to
+ * 60 s) until it answers. 0, or -1 with a message. */
+int ps_node_start(ps_server *s, const char *textfile_dir, int life_s);
+/* node_exporter's /metrics body (malloc'd), NULL when it does not answer 200. */
+char *ps_node_metrics(ps_server *s);
+/* Kills Prometheus, the file server and node_exporter (SIGTERM, then SIGKILL after 10 s) and
+ * reaps them. */
 void ps_stop(ps_server *s);
 #endif
