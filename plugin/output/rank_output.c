@@ -89,7 +89,8 @@ static void header_obj(cl_sb *b, const cl_out_who *w) {
   sb_printf(b, ",\"abi\":%d,\"host\":", cl_proc.abi);
   sb_jstr(b, cl_proc.host);
   cl_clock_identity_json(b, cl_proc.boot_id, cl_cfg.clock_id, &cl_proc.sync);
-  sb_printf(b, ",\"os_pid\":%d,\"rank\":%d,\"rank_source\":", (int)cl_proc.pid, w->rank);
+  sb_printf(b, ",\"os_pid\":%d,\"start_unix_ns\":%lld,\"rank\":%d,\"rank_source\":", (int)cl_proc.pid,
+            (long long)(cl_proc.start_ns + (uint64_t)cl_proc.realtime_offset_ns), w->rank);
   sb_jstr(b, w->rank_source);
   sb_puts(b, ",\"job\":");
   sb_jstr(b, cl_proc.job);

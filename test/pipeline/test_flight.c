@@ -228,9 +228,11 @@ H_CHILD(hang_rank) {
   for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
   /* the directory is shared: this process's own message says its dump is there */
   void *open_ch = NULL;
+  int snapshot = !strcmp(role, "snapshot");   /* a healthy rank asked for a dump mid-collective */
   if (!strcmp(role, "behind")) REQUIRE(kill(getpid(), SIGUSR2) == 0, "kill");
-  else start_stuck(&p, ctx, !strcmp(role, "stuck1") ? 0 : 1, &open_ch);
-  const char *msg = open_ch ? "hang dump written" : "signal dump written";
+  else start_stuck(&p, ctx, !strcmp(role, "stuck1") || snapshot ? 0 : 1, &open_ch);
+  if (snapshot) REQUIRE(kill(getpid(), SIGUSR2) == 0, "kill");
+  const char *msg = open_ch && !snapshot ? "hang dump written" : "signal dump written";
   for (int i = 0; i < 600 && !h_log_count(-1, msg); i++) nap_ms(100);
   CHECK(h_log_count(-1, msg) == 1, "%s: %s", msg, h_log_text());
   if (open_ch) h_stop(&p, open_ch);
@@ -238,18 +240,41 @@ H_CHILD(hang_rank) {
   h_close(&p);
 }
 
-TL_TEST(report_names_ranks_not_done) {
-  char dir[256], direnv[400];
-  h_fresh_dir(dir, sizeof dir);
+/* The text report of dir (stderr dropped); NULL after a failed CHECK. Caller frees. */
+static char *report_text(const char *dir) {
+  char args[600];
+  int st;
+  snprintf(args, sizeof args, "report '%s' 2>/dev/null", dir);
+  char *text = h_run_cli(args, &st);
+  CHECK(st == 0 && text, "commlens report %s exited %d", dir, st);
+  return text;
+}
+/* A test's directory: removed when it passed, kept (and said) when it failed. */
+static void done_with(const char *dir) {
+  if (!tl_cur_failed) h_rm_rf(dir);
+  else fprintf(stderr, "  kept %s\n", dir);
+}
+
+/* One attempt of a job of 4 comm ranks into dir: a process per role (NULL: none), rank 0 up. */
+static void run_attempt(const char *dir, const char *job, const char *const roles[3], const char *hang_s) {
+  char direnv[400], jobenv[64];
   snprintf(direnv, sizeof direnv, "COMMLENS_DIR=%s", dir);
-  static const char *const roles[3][2] = {{"FLIGHT_ROLE=stuck1", "COMMLENS_RANK=0"},
-                                          {"FLIGHT_ROLE=stuck0", "COMMLENS_RANK=1"},
-                                          {"FLIGHT_ROLE=behind", "COMMLENS_RANK=2"}};
+  snprintf(jobenv, sizeof jobenv, "COMMLENS_JOB=%s", job);
   for (int i = 0; i < 3; i++) {
-    const char *env[] = {direnv, "COMMLENS_SUMMARY=off", "COMMLENS_CUPTI=0", "COMMLENS_FLIGHT_S=30", "COMMLENS_HANG_S=3",
-                         "COMMLENS_EVENTS=default+kernelch", roles[i][0], roles[i][1], NULL};
-    CHECK(h_spawn("hang_rank", env) == 0, "%s exited badly", roles[i][0]);
+    char role[64], rank[32];
+    snprintf(role, sizeof role, "FLIGHT_ROLE=%s", roles[i]);
+    snprintf(rank, sizeof rank, "COMMLENS_RANK=%d", i);
+    const char *env[] = {direnv, jobenv, "COMMLENS_SUMMARY=off", "COMMLENS_CUPTI=0", "COMMLENS_FLIGHT_S=30", hang_s,
+                         "COMMLENS_EVENTS=default+kernelch", role, rank, NULL};
+    CHECK(h_spawn("hang_rank", env) == 0, "%s exited badly", role);
   }
+}
+static const char *const g_attempt1[3] = {"stuck1", "stuck0", "behind"};
+
+TL_TEST(report_names_ranks_not_done) {
+  char dir[256];
+  h_fresh_dir(dir, sizeof dir);
+  run_attempt(dir, "j1", g_attempt1, "COMMLENS_HANG_S=3");
   char flight[400];
   snprintf(flight, sizeof flight, "%s/flight", dir);
   json_object *rep = h_report_json(flight);
@@ -269,16 +294,12 @@ TL_TEST(report_names_ranks_not_done) {
             "comm rank %d waits on channel %d: %s", r, want_ch[r], json_object_to_json_string(m));
   }
   CHECK(jint(json_object_array_get_idx(ranks, 2), "last_started_seq") == 4, "comm rank 2 last started seq 4");
-  int st;
-  char args[600];
-  snprintf(args, sizeof args, "report '%s' 2>/dev/null", flight);
-  char *text = h_run_cli(args, &st);
-  CHECK(st == 0 && text && strstr(text, "AllReduce seq 5 not finished") && strstr(text, "comm rank 3: no dump"),
+  char *text = report_text(flight);
+  CHECK(text && strstr(text, "AllReduce seq 5 not finished") && strstr(text, "comm rank 3: no dump"),
         "the text report says it: %s", text ? text : "");
   free(text);
   json_object_put(rep);
-  if (!tl_cur_failed) h_rm_rf(dir);
-  else fprintf(stderr, "  kept %s\n", dir);
+  done_with(dir);
 }
 
 /* ---- lateness: a collective 2 s long on its GPU (its timers say so) against
@@ -659,6 +680,87 @@ TL_TEST(a_ranks_dump_is_chosen_by_kind_not_name_order) {
   REQUIRE(c, "one stuck communicator: %s", rep ? json_object_to_json_string(rep) : "(no report)");
   CHECK(jint(c, "seq") == 21, "stuck at seq %lld, want 21 (the hang dumps')", (long long)jint(c, "seq"));
   json_object_put(rep);
+  if (!tl_cur_failed) h_rm_rf(dir);
+}
+
+/* Each comm rank's state in the report's one stuck communicator, as "s0 s1 s2 s3" into out. */
+static void hang_states(json_object *rep, char *out, size_t n) {
+  json_object *hang = h_json_get(rep, "hang");
+  json_object *c = hang && json_object_array_length(hang) == 1 ? json_object_array_get_idx(hang, 0) : NULL;
+  json_object *ranks = h_json_get(c, "ranks");
+  size_t k = 0;
+  out[0] = 0;
+  for (size_t r = 0; ranks && r < json_object_array_length(ranks) && k < n; r++)
+    k += (size_t)snprintf(out + k, n - k, "%s%s", r ? " " : "",
+                          json_object_get_string(h_json_get(json_object_array_get_idx(ranks, r), "state")));
+}
+
+/* SIGUSR2 to every rank of a healthy job, each mid-collective: the dumps are snapshots, and the
+ * report says so (nothing waited the 60 s of a hang; the longest in flight, and "no hang found")
+ * instead of a hang "after 0.1 s". */
+TL_TEST(a_snapshot_of_a_healthy_job_is_no_hang) {
+  char dir[256], flight[400];
+  h_fresh_dir(dir, sizeof dir);
+  static const char *const roles[3] = {"snapshot", "snapshot", "snapshot"};
+  run_attempt(dir, "jsnap", roles, "COMMLENS_HANG_S=0");
+  snprintf(flight, sizeof flight, "%s/flight", dir);
+  json_object *rep = h_report_json(flight), *hang = h_json_get(rep, "hang"), *f = h_json_get(rep, "flight");
+  CHECK(hang && json_object_array_length(hang) == 0 && f && !json_object_get_boolean(h_json_get(f, "hang_found")) &&
+        json_object_get_int(h_json_get(f, "dumps")) == 3 && h_json_get(f, "longest_in_flight"),
+        "a snapshot called a hang: %s", rep ? json_object_to_json_string(rep) : "(no report)");
+  char *text = report_text(flight);
+  CHECK(text && !strstr(text, "Hang:") && strstr(text, "no hang found") && strstr(text, "AllReduce seq 5"),
+        "the text report: %s", text ? text : "");
+  free(text);
+  json_object_put(rep);
+  done_with(dir);
+}
+
+/* The job restarted in the same directory (same job id): the second attempt's dumps beside the
+ * first's. The report is on the newest attempt (its states, not the first's) and names the
+ * earlier one; with the run's digests given too, the hang is still reported (the dumps' hang data
+ * kept beside the rank files). Before, the first attempt's hang showed for three ranks and a rank
+ * that dumped was "no dump"; with both directories no Hang section appeared. */
+TL_TEST(a_restarted_jobs_newest_attempt_is_reported) {
+  char dir[256], flight[400], args[900];
+  h_fresh_dir(dir, sizeof dir);
+  run_attempt(dir, "jr", g_attempt1, "COMMLENS_HANG_S=3");
+  static const char *const second[3] = {"stuck1", "behind", "stuck0"};
+  run_attempt(dir, "jr", second, "COMMLENS_HANG_S=3");
+  snprintf(flight, sizeof flight, "%s/flight", dir);
+  const char *want = "not_done not_reached not_done no_dump";
+  for (int both = 0; both < 2; both++) {
+    int st;
+    snprintf(args, sizeof args, both ? "report '%s' '%s' --json 2>/dev/null" : "report '%s' --json 2>/dev/null",
+             both ? dir : flight, flight);
+    char *out = h_run_cli(args, &st), states[200];
+    json_object *rep = out ? json_tokener_parse(out) : NULL, *ea = h_json_get(rep, "earlier_attempts");
+    hang_states(rep, states, sizeof states);
+    CHECK(st == 0 && !strcmp(states, want) && ea && json_object_array_length(ea) == 1,
+          "%s: comm ranks %s, want %s; %s earlier attempt(s)", both ? "the run and its dumps" : "the dumps", states, want,
+          ea ? json_object_to_json_string(ea) : "no");
+    if (rep) json_object_put(rep);
+    free(out);
+  }
+  char *text = report_text(flight);
+  CHECK(text && strstr(text, "Earlier attempt of this job, left out: 3 process(es)"), "text: %s", text ? text : "");
+  free(text);
+  done_with(dir);
+}
+
+/* The HTML page opens with the hang, as the text and --json do (it showed only the verdict). */
+TL_TEST(the_page_shows_the_hang_first) {
+  char dir[256], page[400], args[900];
+  h_fresh_dir(dir, sizeof dir);
+  snprintf(page, sizeof page, "%s/r.html", dir);
+  snprintf(args, sizeof args, "report test/data/flight/h200-hang --html '%s' >/dev/null 2>&1", page);
+  int st;
+  free(h_run_cli(args, &st));
+  char *h = h_read_file(page, NULL);
+  const char *hang = h ? strstr(h, "<section id=\"hang\">") : NULL, *verdict = h ? strstr(h, "<section id=\"verdict\">") : NULL;
+  CHECK(st == 0 && hang && verdict && hang < verdict && strstr(hang, "AllReduce seq 21 not finished") &&
+        strstr(hang, "never reached it (last started seq 20)"), "the page does not open with the hang");
+  free(h);
   if (!tl_cur_failed) h_rm_rf(dir);
 }
 

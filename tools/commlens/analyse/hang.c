@@ -41,29 +41,29 @@ static cl_hang_comm *comm_get(cl_hang *h, uint64_t comm, int nranks) {
   return &h->comms.a[h->comms.n - 1];
 }
 
-/* Calls fn for every communicator object of every dump, with what wrote that dump ("hang",
- * "signal", "late"; "" when it does not say). */
-typedef void (*comm_fn)(cl_hang *h, const cl_rank *r, json_object *c, const char *trigger);
-static void each_comm(const cl_job *job, cl_hang *h, comm_fn fn) {
-  for (int i = 0; i < job->n; i++) {
-    const cl_rank *r = job->r[i];
-    if (!r->info.flight) continue;
-    json_object *root = json_tokener_parse(r->info.flight), *comms, *tg;
-    const char *trigger = root && json_object_object_get_ex(root, "trigger", &tg) &&
-                          json_object_is_type(tg, json_type_string) ? json_object_get_string(tg) : "";
-    if (root && json_object_object_get_ex(root, "comms", &comms) && json_object_is_type(comms, json_type_array))
-      for (size_t k = 0; k < json_object_array_length(comms) && k < CL_HANG_MAX_COMMS; k++) {
-        json_object *c = json_object_array_get_idx(comms, k);
-        if (json_object_is_type(c, json_type_object)) fn(h, r, c, trigger);
-      }
-    json_object_put(root);
-  }
+/* One dump, parsed once: its root, what wrote it, when (at_us), and its world rank. */
+typedef struct { json_object *root; const char *trigger; double at; int rank; } dump_t;
+static int is_hang(const char *trigger) { return !strcmp(trigger, "hang"); }
+/* Placement order: a rank is placed from the last dump of its that it meets, so hang dumps come
+ * after the others and, within a kind, newer after older. */
+static int cmp_dump(const void *a, const void *b) {
+  const dump_t *x = a, *y = b;
+  int hx = is_hang(x->trigger), hy = is_hang(y->trigger);
+  if (hx != hy) return hx - hy;
+  return x->at < y->at ? -1 : x->at > y->at;
 }
 
-static int is_hang(const char *trigger) { return !strcmp(trigger, "hang"); }
-static void note_hang(cl_hang *h, const cl_rank *r, json_object *c, const char *trigger) {
-  (void)r; (void)c;
-  if (is_hang(trigger)) h->any_hang = 1;
+/* Calls fn for every communicator object of every dump, in placement order. */
+typedef void (*comm_fn)(cl_hang *h, const dump_t *d, json_object *c);
+static void each_comm(const dump_t *ds, size_t nd, cl_hang *h, comm_fn fn) {
+  for (size_t i = 0; i < nd; i++) {
+    json_object *comms;
+    if (!json_object_object_get_ex(ds[i].root, "comms", &comms) || !json_object_is_type(comms, json_type_array)) continue;
+    for (size_t k = 0; k < json_object_array_length(comms) && k < CL_HANG_MAX_COMMS; k++) {
+      json_object *c = json_object_array_get_idx(comms, k);
+      if (json_object_is_type(c, json_type_object)) fn(h, &ds[i], c);
+    }
+  }
 }
 
 static json_object *not_done_list(json_object *c) {
@@ -71,25 +71,32 @@ static json_object *not_done_list(json_object *c) {
   return json_object_object_get_ex(c, "not_done", &nd) && json_object_is_type(nd, json_type_array) ? nd : NULL;
 }
 
-/* Pass 1: each communicator's stuck collective, the lowest seq any dump shows not done. */
-static void find_stuck(cl_hang *h, const cl_rank *r, json_object *c, const char *trigger) {
-  (void)r;
-  if (h->any_hang && !is_hang(trigger)) return;
+/* Pass 1: each communicator's stuck collective, the lowest seq a dump shows stuck: not done in a
+ * hang dump, or (with no hang dump) not done for CL_HANG_AGE_S or more. The longest wait seen
+ * is kept for the answer when nothing is stuck. */
+static void find_stuck(cl_hang *h, const dump_t *d, json_object *c) {
+  if (h->any_hang && !is_hang(d->trigger)) return;
   json_object *nd = not_done_list(c);
   char hex[32];
   get_str(c, "comm", hex, sizeof hex);
-  cl_hang_comm *hc = nd && json_object_array_length(nd) ? comm_get(h, parse_hex(hex), (int)get_int(c, "nranks", -1)) : NULL;
-  if (!hc) return;
-  if (!hc->name[0]) get_str(c, "name", hc->name, sizeof hc->name);
-  for (size_t i = 0; i < json_object_array_length(nd); i++) {
+  for (size_t i = 0; nd && i < json_object_array_length(nd); i++) {
     json_object *x = json_object_array_get_idx(nd, i);
-    int64_t seq = get_int(x, "seq", -1);
-    if (seq >= 0 && (hc->seq < 0 || seq < hc->seq)) { hc->seq = seq; get_str(x, "func", hc->func, sizeof hc->func); }
+    int64_t seq = get_int(x, "seq", -1), age = get_int(x, "age_ms", 0);
+    if (seq < 0) continue;
+    if (!h->longest.known || age > h->longest.age_ms) {
+      h->longest = (cl_hang_longest){ .known = 1, .comm = parse_hex(hex), .seq = seq, .age_ms = age, .rank = d->rank };
+      get_str(x, "func", h->longest.func, sizeof h->longest.func);
+    }
+    if (!h->any_hang && age < (int64_t)CL_HANG_AGE_S * 1000) continue;   /* in flight, not stuck */
+    cl_hang_comm *hc = comm_get(h, parse_hex(hex), (int)get_int(c, "nranks", -1));
+    if (!hc) return;
+    if (!hc->name[0]) get_str(c, "name", hc->name, sizeof hc->name);
+    if (hc->seq < 0 || seq < hc->seq) { hc->seq = seq; get_str(x, "func", hc->func, sizeof hc->func); }
   }
 }
 
 /* Pass 2: where each dumped rank stood on that collective. */
-static void place_rank(cl_hang *h, const cl_rank *r, json_object *c, const char *trigger) {
+static void place_rank(cl_hang *h, const dump_t *d, json_object *c) {
   char hex[32];
   get_str(c, "comm", hex, sizeof hex);
   uint64_t comm = parse_hex(hex);
@@ -98,9 +105,8 @@ static void place_rank(cl_hang *h, const cl_rank *r, json_object *c, const char 
   int64_t cr = get_int(c, "rank", -1);
   if (!hc || cr < 0 || cr >= hc->nranks) return;
   cl_hang_member *m = &hc->members[cr];
-  m->rank = r->rank;
-  m->last_started = get_int(c, "last_started_seq", -1);
-  snprintf(m->trigger, sizeof m->trigger, "%s", trigger);
+  *m = (cl_hang_member){ .rank = d->rank, .last_started = get_int(c, "last_started_seq", -1) };
+  snprintf(m->trigger, sizeof m->trigger, "%s", d->trigger);
   m->state = m->last_started < hc->seq ? CL_HANG_NOT_REACHED : CL_HANG_DONE;
   json_object *nd = not_done_list(c);
   for (size_t i = 0; nd && i < json_object_array_length(nd); i++) {
@@ -114,11 +120,27 @@ static void place_rank(cl_hang *h, const cl_rank *r, json_object *c, const char 
 
 void cl_hang_analyse(const cl_job *job, cl_hang *h) {
   memset(h, 0, sizeof *h);
-  for (int i = 0; i < job->n; i++) h->n_dumps += job->r[i]->info.flight != NULL;
-  if (!h->n_dumps) return;
-  each_comm(job, h, note_hang);
-  each_comm(job, h, find_stuck);
-  each_comm(job, h, place_rank);
+  dump_t *ds = cl_xcalloc(job->dumps.n + 1, sizeof *ds);
+  size_t nd = 0;
+  for (size_t i = 0; i < job->dumps.n; i++) {
+    json_object *root = json_tokener_parse(job->dumps.a[i].flight), *v;
+    if (!root || !json_object_is_type(root, json_type_object)) { json_object_put(root); continue; }
+    dump_t *d = &ds[nd++];
+    d->root = root;
+    d->rank = job->dumps.a[i].rank;
+    d->trigger = json_object_object_get_ex(root, "trigger", &v) && json_object_is_type(v, json_type_string)
+                 ? json_object_get_string(v) : "";
+    d->at = json_object_object_get_ex(root, "at_us", &v) ? json_object_get_double(v) : 0;
+    if (!(d->at == d->at)) d->at = 0;   /* NaN orders nothing */
+    h->n_hang_dumps += is_hang(d->trigger);
+  }
+  h->n_dumps = (int)nd;
+  h->any_hang = h->n_hang_dumps > 0;
+  qsort(ds, nd, sizeof *ds, cmp_dump);
+  each_comm(ds, nd, h, find_stuck);
+  each_comm(ds, nd, h, place_rank);
+  for (size_t i = 0; i < nd; i++) json_object_put(ds[i].root);
+  free(ds);
 }
 
 void cl_hang_free(cl_hang *h) {

@@ -1,8 +1,8 @@
 /* hang.h: what flight-recorder dumps (commlensFlight, trace-format.md) say about a hang, across
- * ranks. Per communicator that some dump shows a collective not finished: the stuck collective
- * is the lowest such seq (among hang dumps, where there are some), and every rank of the communicator (by its rank in it) is one of:
- * no dump (never reached it, or its process could not dump), never reached it (its last started
- * seq is lower), started and not done (with the channels it still waited on), or done. */
+ * ranks. Per communicator that some dump shows a collective stuck: the stuck collective is the
+ * lowest such seq, and every rank of the communicator (by its rank in it) is one of: no dump
+ * (never reached it, or its process could not dump), never reached it (its last started seq is
+ * lower), started and not done (with the channels it still waited on), or done. */
 #ifndef COMMLENS_HANG_H
 #define COMMLENS_HANG_H
 #include "tools/commlens/model/load.h"
@@ -12,7 +12,7 @@ typedef enum { CL_HANG_NO_DUMP = 0, CL_HANG_NOT_REACHED, CL_HANG_NOT_DONE, CL_HA
 
 typedef struct {
   cl_hang_state state;
-  int rank;                   /* world rank (index of its dump's trace in the job), -1 with no dump */
+  int rank;                   /* world rank of its dump, -1 with no dump */
   int64_t last_started;       /* seq it last started on this communicator, -1 none */
   uint64_t channels_not_done; /* CL_HANG_NOT_DONE: channel bits (0 unknown) */
   int64_t age_ms;             /* how long it had waited at its dump */
@@ -27,14 +27,33 @@ typedef struct {
   cl_hang_member *members;
 } cl_hang_comm;
 
-/* any_hang: some dump was written by a hang. Then the hang dumps alone say which collective is
- * stuck: a signal or lateness dump was taken at another time (before the hang, often) and shows
- * whatever was in flight then; its rank is still placed from it, and says so. */
-typedef struct { CL_VEC(cl_hang_comm) comms; int n_dumps, any_hang; size_t n_members; } cl_hang;
+/* What the dumps say when they show no hang: a snapshot (a signal or lateness dump) shows
+ * whatever was in flight then; the collective that had waited longest there. */
+typedef struct {
+  int known;                  /* some dump showed a collective not done */
+  uint64_t comm;
+  char func[64];
+  int64_t seq, age_ms;
+  int rank;                   /* the world rank whose dump showed it */
+} cl_hang_longest;
 
-/* Fills *h from the job's flight dumps (ranks whose info.flight is set). Communicators larger
- * than CL_HANG_MAX_RANKS, past the CL_HANG_MAX_COMMS-th, or past CL_HANG_MAX_MEMBERS members in all (memory stays
- * bounded whatever the dumps claim), are left out. cl_hang_free releases it. */
+/* The dumps of the reported attempt of a job (cl_job.dumps): a hang comes from hang dumps; where
+ * there are none, from a collective some dump shows not done for CL_HANG_AGE_S or more; a
+ * snapshot of collectives in flight for less is no hang (longest says what it held). any_hang:
+ * some dump was written by a hang; then the hang dumps alone say which collective is stuck (a
+ * signal or lateness dump was taken at another time, often before the hang, and shows whatever
+ * was in flight then); a rank is placed from its hang dump, else its newest dump, and says so. */
+#define CL_HANG_AGE_S 60      /* the plugin's default COMMLENS_HANG_S */
+typedef struct {
+  CL_VEC(cl_hang_comm) comms;
+  int n_dumps, n_hang_dumps, any_hang;
+  size_t n_members;
+  cl_hang_longest longest;
+} cl_hang;
+
+/* Fills *h from the job's flight dumps (job->dumps). Communicators larger than
+ * CL_HANG_MAX_RANKS, past the CL_HANG_MAX_COMMS-th, or past CL_HANG_MAX_MEMBERS members in all
+ * (memory stays bounded whatever the dumps claim), are left out. cl_hang_free releases it. */
 #define CL_HANG_MAX_RANKS 65536
 #define CL_HANG_MAX_MEMBERS (1u << 20)
 #define CL_HANG_MAX_COMMS 4096

@@ -127,6 +127,14 @@ const char *cl_fmt_time(char *buf, size_t n, double ns) {
   return buf;
 }
 
+const char *cl_fmt_utc(char *buf, size_t n, int64_t ns) {
+  time_t s = (time_t)(ns / 1000000000);
+  struct tm tm;
+  if (ns < 0 || ns == INT64_MAX || !gmtime_r(&s, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
+    snprintf(buf, n, "an unknown time");
+  return buf;
+}
+
 int cl_out_open(cl_outfile *o, const char *path, const char *what) {
   size_t n = strlen(path) + 16;
   struct stat st;

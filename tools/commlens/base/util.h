@@ -69,4 +69,7 @@ double cl_median_dbl(double *v, size_t n);
 
 /* Formats nanoseconds as "12.345 ms" / "45.6 us" into buf (ownership: caller's buffer). */
 const char *cl_fmt_time(char *buf, size_t n, double ns);
+/* A Unix time in ns as "2026-11-28 12:34:56 UTC" into buf ("an unknown time" when negative
+ * or INT64_MAX); returns buf. */
+const char *cl_fmt_utc(char *buf, size_t n, int64_t ns);
 #endif

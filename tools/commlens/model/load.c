@@ -393,7 +393,6 @@ static int is_digest_name(const char *n) {
   return l > 7 && !strcmp(n + l - 7, ".digest");
 }
 
-static void cl_rank_free(cl_rank *r);
 /* Remembers a file found among the inputs (a copy of its path). */
 static void note_found(cl_job *job, const char *path) {
   struct stat st;
@@ -421,9 +420,14 @@ static int dump_order(const char *path, long *number) {
   if (kl == 6 && !strncmp(kind, "signal", 6)) return 2;
   return 3;
 }
+static void rank_free(cl_rank *r);
+/* A rank's files in the order they are chosen: its trace or digest before its flight dumps (a
+ * file whose commlensFlight was read), dumps by kind then newest (dump_order). */
 static int cmp_rank(const void *a, const void *b) {
   const cl_rank *x = *(cl_rank *const *)a, *y = *(cl_rank *const *)b;
   if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  int fx = x->info.flight != NULL, fy = y->info.flight != NULL;
+  if (fx != fy) return fx - fy;
   long nx = 0, ny = 0;
   int ox = dump_order(x->path, &nx), oy = dump_order(y->path, &ny);
   if (ox && oy && ox != oy) return ox < oy ? -1 : 1;
@@ -431,130 +435,206 @@ static int cmp_rank(const void *a, const void *b) {
   return strcmp(x->path, y->path);
 }
 
-int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
-  memset(job, 0, sizeof *job);
-  CL_VEC(char *) files = {0};
+typedef CL_VEC(char *) path_vec;
+typedef CL_VEC(cl_rank *) rank_vec;
+
+/* The trace (or digest) files under the given paths, sorted, into *files (owned). */
+static void find_files(cl_job *job, char **paths, int npaths, path_vec *files) {
   for (int i = 0; i < npaths; i++) {
     struct stat st;
     if (stat(paths[i], &st) != 0) { fprintf(stderr, "commlens: %s: no such file or directory\n", cl_show(paths[i])); continue; }
-    if (S_ISDIR(st.st_mode)) {
-      DIR *d = opendir(paths[i]);
-      if (!d) { fprintf(stderr, "commlens: %s: cannot read directory\n", cl_show(paths[i])); continue; }
-      /* traces when the directory holds any (COMMLENS_OUTPUT=both writes both for each rank:
-       * the trace is the richer), else digests */
-      struct dirent *de; size_t before = files.n; int others = 0;
-      CL_VEC(char *) digests = {0};
-      while ((de = readdir(d))) {
-        if (de->d_name[0] == '.') continue;
-        int dg = is_digest_name(de->d_name);
-        if (!dg && !is_trace_name(de->d_name)) { others++; continue; }
-        char *p = cl_xmalloc(strlen(paths[i]) + strlen(de->d_name) + 2);
-        sprintf(p, "%s/%s", paths[i], de->d_name);
-        if (dg) CL_PUSH(digests, p); else CL_PUSH(files, p);
-      }
-      closedir(d);
-      if (files.n == before) for (size_t k = 0; k < digests.n; k++) CL_PUSH(files, digests.a[k]);
-      else {
-        if (digests.n)
-          fprintf(stderr, "commlens: %s: reading the traces; its %zu digest(s) (*.digest) are left out (name them to read them)\n",
-                  cl_show(paths[i]), digests.n);
-        for (size_t k = 0; k < digests.n; k++) { note_found(job, digests.a[k]); free(digests.a[k]); }
-      }
-      free(digests.a);
-      if (files.n == before)
-        fprintf(stderr, "commlens: %s: no commlens traces (*.trace.json[.gz]) or digests (*.digest) in this directory%s\n",
-                cl_show(paths[i]), others ? " (other files ignored)" : "");
-    } else CL_PUSH(files, strdup(paths[i]));
+    if (!S_ISDIR(st.st_mode)) { CL_PUSH(*files, strdup(paths[i])); continue; }
+    DIR *d = opendir(paths[i]);
+    if (!d) { fprintf(stderr, "commlens: %s: cannot read directory\n", cl_show(paths[i])); continue; }
+    /* traces when the directory holds any (COMMLENS_OUTPUT=both writes both for each rank:
+     * the trace is the richer), else digests */
+    struct dirent *de; size_t before = files->n; int others = 0;
+    path_vec digests = {0};
+    while ((de = readdir(d))) {
+      if (de->d_name[0] == '.') continue;
+      int dg = is_digest_name(de->d_name);
+      if (!dg && !is_trace_name(de->d_name)) { others++; continue; }
+      char *p = cl_xmalloc(strlen(paths[i]) + strlen(de->d_name) + 2);
+      sprintf(p, "%s/%s", paths[i], de->d_name);
+      if (dg) CL_PUSH(digests, p); else CL_PUSH(*files, p);
+    }
+    closedir(d);
+    if (files->n == before) for (size_t k = 0; k < digests.n; k++) CL_PUSH(*files, digests.a[k]);
+    else {
+      if (digests.n)
+        fprintf(stderr, "commlens: %s: reading the traces; its %zu digest(s) (*.digest) are left out (name them to read them)\n",
+                cl_show(paths[i]), digests.n);
+      for (size_t k = 0; k < digests.n; k++) { note_found(job, digests.a[k]); free(digests.a[k]); }
+    }
+    free(digests.a);
+    if (files->n == before)
+      fprintf(stderr, "commlens: %s: no commlens traces (*.trace.json[.gz]) or digests (*.digest) in this directory%s\n",
+              cl_show(paths[i]), others ? " (other files ignored)" : "");
   }
-  if (files.n) qsort(files.a, files.n, sizeof(char *), cmp_str);   /* qsort(NULL, 0) is undefined */
-  job->n_files_seen = (int)files.n;
-  for (size_t i = 0; i < files.n; i++) note_found(job, files.a[i]);
+  if (files->n) qsort(files->a, files->n, sizeof(char *), cmp_str);   /* qsort(NULL, 0) is undefined */
+}
 
-  /* headers first: decide which files belong together before the expensive pass */
-  CL_VEC(cl_rank *) cand = {0};
-  for (size_t i = 0; i < files.n; i++) {
-    cl_rank *r = cl_xcalloc(1, sizeof *r);
-    r->path = files.a[i]; r->device = -1;
-    if (any_scan(r, NULL, 1) != 0) {
-      fprintf(stderr, "commlens: %s: %s; skipped\n", cl_show(r->path), r->info.msg);
-      cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
-    }
-    if (r->info.format != 1) {
-      fprintf(stderr, "commlens: %s: trace format %d is not supported (this commlens reads format 1); skipped\n",
-              cl_show(r->path), r->info.format);
-      cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
-    }
-    if (r->info.rank < 0) {
-      if (r->info.rank_bad)
-        fprintf(stderr, "commlens: %s: header rank %s is not an integer in 0..%d; skipped\n", cl_show(r->path),
-                r->info.rank_text, CL_RANK_MAX);
-      else fprintf(stderr, "commlens: %s: header has no rank; skipped\n", cl_show(r->path));
-      cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++; continue;
-    }
+/* The header of the file at path (owned: kept or freed), read to decide which files belong
+ * together before the expensive pass; a file named like a flight dump is read whole (its
+ * commlensFlight says when it was written and what it saw; dumps are small). NULL, said and
+ * counted, when the file is not usable. */
+static cl_rank *read_header(cl_job *job, char *path) {
+  cl_rank *r = cl_xcalloc(1, sizeof *r);
+  r->path = path; r->device = -1;
+  long n;
+  const char *why = NULL;
+  if (any_scan(r, NULL, dump_order(path, &n) == 0) != 0) why = r->info.msg;
+  else if (r->info.format != 1)
+    fprintf(stderr, "commlens: %s: trace format %d is not supported (this commlens reads format 1); skipped\n",
+            cl_show(r->path), r->info.format);
+  else if (r->info.rank < 0 && r->info.rank_bad)
+    fprintf(stderr, "commlens: %s: header rank %s is not an integer in 0..%d; skipped\n", cl_show(r->path),
+            r->info.rank_text, CL_RANK_MAX);
+  else if (r->info.rank < 0) why = "header has no rank";
+  else {
     r->rank = r->info.rank;
     r->device = r->info.cuda_dev;        /* the participant's GPU (-1: not said) */
-    CL_PUSH(cand, r);
+    return r;
   }
-  free(files.a);
-  /* the job most files belong to wins; ties go to the job of the lowest rank */
+  if (why) fprintf(stderr, "commlens: %s: %s; skipped\n", cl_show(r->path), why);
+  rank_free(r);
+  job->n_files_skipped++;
+  return NULL;
+}
+
+/* The job most files belong to wins (ties: the job of the lowest rank); the others' files are
+ * said, freed and taken out of cand. */
+static void choose_job(cl_job *job, rank_vec *cand) {
   const char *best = NULL; int bestn = 0, bestrank = 0;
-  for (size_t i = 0; i < cand.n; i++) {
-    const char *j = cand.a[i]->info.job ? cand.a[i]->info.job : "";
-    int n = 0, lo = cand.a[i]->rank;
-    for (size_t k = 0; k < cand.n; k++) {
-      const char *jk = cand.a[k]->info.job ? cand.a[k]->info.job : "";
-      if (!strcmp(j, jk)) { n++; if (cand.a[k]->rank < lo) lo = cand.a[k]->rank; }
+  for (size_t i = 0; i < cand->n; i++) {
+    const char *j = cand->a[i]->info.job ? cand->a[i]->info.job : "";
+    int n = 0, lo = cand->a[i]->rank;
+    for (size_t k = 0; k < cand->n; k++) {
+      const char *jk = cand->a[k]->info.job ? cand->a[k]->info.job : "";
+      if (!strcmp(j, jk)) { n++; if (cand->a[k]->rank < lo) lo = cand->a[k]->rank; }
     }
     if (n > bestn || (n == bestn && lo < bestrank)) { best = j; bestn = n; bestrank = lo; }
   }
   job->job = strdup(best ? best : "");
-  if (cand.n) qsort(cand.a, cand.n, sizeof(cl_rank *), cmp_rank);
-  CL_VEC(cl_rank *) use = {0};
-  const char *ver = NULL;
-  for (size_t i = 0; i < cand.n; i++) {
-    cl_rank *r = cand.a[i];
+  size_t kept = 0;
+  for (size_t i = 0; i < cand->n; i++) {
+    cl_rank *r = cand->a[i];
     const char *j = r->info.job ? r->info.job : "";
-    if (strcmp(j, job->job)) {
-      fprintf(stderr, "commlens: %s: belongs to job \"%s\", not \"%s\" like the other %d trace(s); skipped\n",
-              cl_show(r->path), cl_show(j), cl_show(job->job), bestn);
-    } else if (use.n && use.a[use.n - 1]->rank == r->rank) {
-      fprintf(stderr, "commlens: %s: rank %d already read from %s; skipped\n", cl_show(r->path), r->rank,
-              cl_show(use.a[use.n - 1]->path));
-    } else {
+    if (!strcmp(j, job->job)) { cand->a[kept++] = r; continue; }
+    fprintf(stderr, "commlens: %s: belongs to job \"%s\", not \"%s\" like the other %d trace(s); skipped\n",
+            cl_show(r->path), cl_show(j), cl_show(job->job), bestn);
+    rank_free(r);
+    job->n_files_skipped++;
+  }
+  cand->n = kept;
+}
+
+/* The attempts of the job (model/attempts.h): the newest attempt's files stay in cand; each
+ * earlier attempt is said once, noted in job->earlier, and its files freed. */
+static void keep_newest_attempt(cl_job *job, rank_vec *cand) {
+  const cl_info **info = cl_xmalloc((cand->n + 1) * sizeof *info);
+  int *rank = cl_xmalloc((cand->n + 1) * sizeof *rank), *of = cl_xmalloc((cand->n + 1) * sizeof *of);
+  for (size_t i = 0; i < cand->n; i++) { info[i] = &cand->a[i]->info; rank[i] = cand->a[i]->rank; }
+  cl_attempt *at;
+  int na = cl_attempts_of(info, rank, cand->n, of, &at);
+  job->attempt_start_ns = na ? at[na - 1].start_ns : -1;
+  char newest[40], t[40];
+  cl_fmt_utc(newest, sizeof newest, job->attempt_start_ns);
+  for (int a = 0; a + 1 < na; a++) {
+    const char *first = "?";
+    for (size_t i = 0; i < cand->n; i++) if (of[i] == a) { first = cand->a[i]->path; break; }
+    fprintf(stderr, "commlens: %d file(s) of an earlier attempt of job \"%s\" left out (%d process(es) from %s; the job "
+            "restarted: the report is on its newest attempt, from %s), e.g. %s\n", at[a].nfiles, cl_show(job->job),
+            at[a].nproc, cl_fmt_utc(t, sizeof t, at[a].start_ns), newest, cl_show(first));
+    CL_PUSH(job->earlier, at[a]);
+    job->n_files_skipped += at[a].nfiles;
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < cand->n; i++) {
+    if (of[i] >= 0 && of[i] < na - 1) rank_free(cand->a[i]);
+    else cand->a[kept++] = cand->a[i];
+  }
+  cand->n = kept;
+  free(info); free(rank); free(of); free(at);
+}
+
+static void keep_dump(cl_job *job, const cl_rank *r) {
+  CL_PUSH(job->dumps, ((cl_dump){ strdup(r->path), strdup(r->info.flight), r->rank }));
+}
+/* One file per rank into *use (cmp_rank's first); a rank's further flight dumps go to
+ * job->dumps (the hang analysis reads them all), other further files are skipped. */
+static void pick_rank_files(cl_job *job, rank_vec *cand, rank_vec *use) {
+  if (cand->n) qsort(cand->a, cand->n, sizeof(cl_rank *), cmp_rank);
+  const char *ver = NULL;
+  for (size_t i = 0; i < cand->n; i++) {
+    cl_rank *r = cand->a[i];
+    cl_rank *prev = use->n && use->a[use->n - 1]->rank == r->rank ? use->a[use->n - 1] : NULL;
+    if (!prev) {
       if (r->info.version && ver && strcmp(ver, r->info.version))
         fprintf(stderr, "commlens: %s: plugin version %s differs from %s (same format; used)\n", cl_show(r->path),
                 cl_show(r->info.version), cl_show(ver));
       if (!ver) ver = r->info.version;
-      CL_PUSH(use, r); continue;
+      if (r->info.flight) keep_dump(job, r);
+      CL_PUSH(*use, r);
+      continue;
     }
-    cl_info_free(&r->info); free(r->path); free(r); job->n_files_skipped++;
+    if (r->info.flight) {
+      keep_dump(job, r);
+      fprintf(stderr, "commlens: %s: a flight dump of rank %d: read for the hang analysis (the rank's events from %s)\n",
+              cl_show(r->path), r->rank, cl_show(prev->path));
+    } else {
+      fprintf(stderr, "commlens: %s: rank %d already read from %s; skipped\n", cl_show(r->path), r->rank,
+              cl_show(prev->path));
+      job->n_files_skipped++;
+    }
+    rank_free(r);
   }
-  free(cand.a);
+}
 
+/* The expensive pass: every chosen file read into its rank's model (`threads` at once); a
+ * file the full read refuses (a digest block claiming more rows than its bytes) is dropped
+ * whole, with what it had delivered. The ranks become job->r. */
+static void scan_ranks(cl_job *job, rank_vec *use, int threads) {
   double total = 0;
-  for (size_t i = 0; i < use.n; i++) total += cl_progress_estimate(use.a[i]->path);
-  cl_progress_begin("reading", (int)use.n, total);
-  work_q q = { use.a, (int)use.n, 0, PTHREAD_MUTEX_INITIALIZER };
+  for (size_t i = 0; i < use->n; i++) total += cl_progress_estimate(use->a[i]->path);
+  cl_progress_begin("reading", (int)use->n, total);
+  work_q q = { use->a, (int)use->n, 0, PTHREAD_MUTEX_INITIALIZER };
   if (threads < 1) threads = 1;
-  if (threads > (int)use.n) threads = (int)use.n;
+  if (threads > (int)use->n) threads = (int)use->n;
   pthread_t th[16];
   for (int t = 1; t < threads && t < 16; t++) pthread_create(&th[t], NULL, scan_worker, &q);
   scan_worker(&q);
   for (int t = 1; t < threads && t < 16; t++) pthread_join(th[t], NULL);
   cl_progress_end();
-
-  /* a file the full read refused (a digest block claiming more rows than its bytes) is
-   * dropped whole, with what it had delivered */
   size_t kept = 0;
-  for (size_t i = 0; i < use.n; i++) {
-    cl_rank *r = use.a[i];
-    if (!r->refused) { use.a[kept++] = r; continue; }
+  for (size_t i = 0; i < use->n; i++) {
+    cl_rank *r = use->a[i];
+    if (!r->refused) { use->a[kept++] = r; continue; }
     fprintf(stderr, "commlens: %s: %s; skipped\n", cl_show(r->path), r->info.msg);
     job->n_files_skipped++;
-    cl_rank_free(r);
+    rank_free(r);
   }
-  use.n = kept;
-  job->r = use.a; job->n = (int)use.n;
+  job->r = use->a; job->n = (int)kept;
+}
+
+int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
+  memset(job, 0, sizeof *job);
+  job->attempt_start_ns = -1;
+  path_vec files = {0};
+  find_files(job, paths, npaths, &files);
+  job->n_files_seen = (int)files.n;
+  for (size_t i = 0; i < files.n; i++) note_found(job, files.a[i]);
+  rank_vec cand = {0}, use = {0};
+  for (size_t i = 0; i < files.n; i++) {
+    cl_rank *r = read_header(job, files.a[i]);
+    if (r) CL_PUSH(cand, r);
+  }
+  free(files.a);
+  choose_job(job, &cand);
+  keep_newest_attempt(job, &cand);
+  pick_rank_files(job, &cand, &use);
+  free(cand.a);
+  scan_ranks(job, &use, threads);
   job->n_utf8 = atomic_exchange(&g_utf8, 0);
   for (int i = 0; i < job->n; i++) job->n_utf8 += job->r[i]->info.n_utf8;
   for (int i = 0; i < job->n; i++) {
@@ -589,15 +669,17 @@ int cl_job_refuse_output(const cl_job *job, const char *path, const char *what) 
 }
 
 
-static void cl_rank_free(cl_rank *r) {
+static void rank_free(cl_rank *r) {
   for (size_t k = 0; k < r->chans.n; k++) free(r->chans.a[k].peers.a);
   free(r->chans.a); free(r->colls.a); free(r->steps.a); free(r->chends.a); free(r->pname);
   cl_info_free(&r->info); free(r->path); free(r);
 }
 
 void cl_job_free(cl_job *job) {
-  for (int i = 0; i < job->n; i++) cl_rank_free(job->r[i]);
+  for (int i = 0; i < job->n; i++) rank_free(job->r[i]);
   for (size_t i = 0; i < job->found.n; i++) free(job->found.a[i].path);
-  free(job->r); free(job->inst.a); free(job->mem.a); free(job->job); free(job->found.a);
+  for (size_t i = 0; i < job->dumps.n; i++) { free(job->dumps.a[i].path); free(job->dumps.a[i].flight); }
+  free(job->r); free(job->inst.a); free(job->mem.a); free(job->job); free(job->found.a); free(job->dumps.a);
+  free(job->earlier.a);
   memset(job, 0, sizeof *job);
 }

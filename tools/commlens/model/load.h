@@ -5,6 +5,7 @@
 #define COMMLENS_CLI_LOAD_H
 #include "tools/commlens/read/trace_read.h"
 #include "tools/commlens/base/util.h"
+#include "tools/commlens/model/attempts.h"
 #include <stdint.h>
 
 /* One coll_gpu slice on one rank (times in the rank's own clock, ns). enq: the host enqueue of
@@ -71,6 +72,10 @@ typedef struct { uint32_t rank_idx, coll_idx; } cl_member;
 typedef struct { uint64_t comm; char *name; } cl_commname;
 /* A file found among the inputs (read or skipped): what an output must never replace. */
 typedef struct { uint64_t dev, ino; char *path; } cl_found;
+/* A flight-recorder dump of the reported attempt (a file holding a commlensFlight object),
+ * whether or not it is its rank's file: the hang analysis reads every one. */
+typedef struct { char *path, *flight; int rank; } cl_dump;
+
 
 typedef struct {
   cl_rank **r; int n;                  /* usable ranks, sorted by rank */
@@ -81,6 +86,9 @@ typedef struct {
   int ref_rank;
   int64_t n_utf8;                      /* invalid UTF-8 bytes in the traces' strings, shown as U+FFFD */
   CL_VEC(cl_found) found;              /* every trace or digest found under the paths given */
+  CL_VEC(cl_dump) dumps;               /* the reported attempt's flight dumps (all of them) */
+  CL_VEC(cl_attempt) earlier;          /* earlier attempts of the job (model/attempts.h), oldest first, left out */
+  int64_t attempt_start_ns;            /* when the reported attempt's first process started, -1 not said */
 } cl_job;
 
 /* Function names are interned process-wide (by the loader): id -> name. */

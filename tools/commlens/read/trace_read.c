@@ -566,6 +566,7 @@ void cl_info_header(cl_info *in, const char *s, size_t n) {
   in->rank = get_int_in(o, "rank", 0, CL_RANK_MAX, -1);
   in->os_pid = get_int_in(o, "os_pid", 0, INT_MAX, 0);
   in->cuda_dev = get_int_in(o, "cuda_device", 0, 1 << 20, -1);
+  if (get_i64_in(o, "start_unix_ns", 0, CL_OFFSET_MAX, &in->start_ns) != 0) in->start_ns = -1;
   json_object *rv;
   in->rank_bad = json_object_object_get_ex(o, "rank", &rv) && in->rank < 0;
   if (in->rank_bad)

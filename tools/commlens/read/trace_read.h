@@ -48,6 +48,7 @@ typedef struct {
   char *version, *host, *job, *rank_source;   /* valid UTF-8: n_utf8 bytes were replaced by U+FFFD */
   int64_t n_utf8;
   int64_t realtime_offset_ns, offset_error_ns;
+  int64_t start_ns;         /* the process's start (start_unix_ns), -1 if not said */
   char *boot_id;            /* the host's boot id (same boot and host: one clock), NULL if not said */
   char *clock_id;           /* a timeline of its own (COMMLENS_CLOCK_ID: a replay's), NULL: the host's */
   char *flight;             /* a flight-recorder dump's commlensFlight object (JSON text), NULL if none */

@@ -162,7 +162,37 @@ static const char SELF_CHECK[] =
   "for(var i=0;i<s.length;i++){var b=s[i].getBBox();if(b.width>0&&b.height>0)n++;}"
   "d.setAttribute('data-charts-drawn',n+'/'+s.length);put();});})();</script>\n";
 
-static void lines_as_list(FILE *o, cl_job *job, cl_analysis *an, int channels);
+/* Lines a text renderer writes, as a list: one rule for the text report and the page. */
+typedef void (*text_lines)(cl_job *job, cl_analysis *an, FILE *o);
+static void channel_lines(cl_job *job, cl_analysis *an, FILE *o) { cl_render_channel_lines(job, &an->chv, 4, o); }
+static void clock_lines(cl_job *job, cl_analysis *an, FILE *o) { cl_render_clock_lines(job, an->cm, o); }
+static void hang_lines(cl_job *job, cl_analysis *an, FILE *o) { cl_render_hang_text(job, &an->hang, o); }
+static void lines_as_list(FILE *o, cl_job *job, cl_analysis *an, text_lines fn) {
+  fputs("<ul>\n", o);
+  char *buf = NULL; size_t n = 0;
+  FILE *m = open_memstream(&buf, &n);
+  if (m) {
+    fn(job, an, m);
+    fclose(m);
+    for (char *line = buf, *e; line && *line; line = e ? e + 1 : NULL) {
+      e = strchr(line, '\n');
+      if (e) *e = 0;
+      if (!line[strspn(line, " ")]) continue;
+      fputs("<li>", o); cl_html_esc(o, line + strspn(line, " ")); fputs("</li>\n", o);
+    }
+    free(buf);
+  }
+  fputs("</ul>\n", o);
+}
+
+/* A hang first, as in the text: what the flight dumps say and the job's earlier attempts. */
+static void hang_section(FILE *o, cl_job *job, cl_analysis *an) {
+  if (!an->hang.comms.n && !an->hang.n_dumps && !job->earlier.n) return;
+  fprintf(o, "<section id=\"hang\"><h2>%s</h2>\n", an->hang.comms.n ? "Hang" : "Flight dumps");
+  lines_as_list(o, job, an, hang_lines);
+  fputs("</section>\n", o);
+}
+
 /* The answer at the top of the page: the verdict line, its evidence, the channel verdict, the
  * clock model. */
 static void verdict_section(FILE *o, cl_job *job, cl_analysis *an) {
@@ -177,30 +207,10 @@ static void verdict_section(FILE *o, cl_job *job, cl_analysis *an) {
     hp_escf(o, "; left out: %lld Broadcast/Reduce-like instance(s), %lld with impossible times",
             (long long)an->vd.n_not_causal, (long long)an->vd.n_impossible);
   fputs("</p>\n", o);
-  lines_as_list(o, job, an, 1);
+  lines_as_list(o, job, an, channel_lines);
   fputs("<p>Clock model:</p>\n", o);
-  lines_as_list(o, job, an, 0);
+  lines_as_list(o, job, an, clock_lines);
   fputs("</section>\n", o);
-}
-
-/* The channel verdict's lines (channels) or the clock model's, as a list: one rule for both
- * forms, the text renderer's. */
-static void lines_as_list(FILE *o, cl_job *job, cl_analysis *an, int channels) {
-  fputs("<ul>\n", o);
-  char *buf = NULL; size_t n = 0;
-  FILE *m = open_memstream(&buf, &n);
-  if (m) {
-    if (channels) cl_render_channel_lines(job, &an->chv, 4, m);
-    else cl_render_clock_lines(job, an->cm, m);
-    fclose(m);
-    for (char *line = buf, *e; line && *line; line = e ? e + 1 : NULL) {
-      e = strchr(line, '\n');
-      if (e) *e = 0;
-      fputs("<li>", o); cl_html_esc(o, line + strspn(line, " ")); fputs("</li>\n", o);
-    }
-    free(buf);
-  }
-  fputs("</ul>\n", o);
 }
 
 int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {
@@ -244,6 +254,7 @@ int cl_report_html(cl_job *job, cl_analysis *an, const char *path) {
           cl_fmt_time(span, sizeof span, an->span), job->ref_rank, (long long)an->n_multi,
           job->r[0]->info.version ? job->r[0]->info.version : "?");
   fputs("</p>\n", o);
+  hang_section(o, job, an);
   verdict_section(o, job, an);
   fputs("<section id=\"findings\"><h2>Findings</h2><ul class=\"find\">\n", o);
   for (int k = 0; k < HP_NCHARTS; k++) {

@@ -50,6 +50,38 @@ static void hang_json(const cl_hang *h, json_object *root) {
     json_object_array_add(arr, x);
   }
   json_object_object_add(root, "hang", arr);
+  json_object *f = json_object_new_object(), *lg = NULL;
+  json_object_object_add(f, "dumps", ji(h->n_dumps));
+  json_object_object_add(f, "hang_dumps", ji(h->n_hang_dumps));
+  json_object_object_add(f, "hang_age_threshold_s", ji(CL_HANG_AGE_S));
+  json_object_object_add(f, "hang_found", json_object_new_boolean(h->comms.n > 0));
+  if (h->longest.known) {
+    lg = json_object_new_object();
+    json_object_object_add(lg, "comm", jcomm(h->longest.comm));
+    json_object_object_add(lg, "func", js(h->longest.func));
+    json_object_object_add(lg, "seq", ji(h->longest.seq));
+    json_object_object_add(lg, "age_ms", ji(h->longest.age_ms));
+    json_object_object_add(lg, "rank", ji(h->longest.rank));
+  }
+  json_object_object_add(f, "longest_in_flight", lg);
+  json_object_object_add(root, "flight", f);
+}
+
+/* "earlier_attempts": the job's earlier attempts, left out (model/attempts.c); only when some. */
+static void attempts_json(const cl_job *job, json_object *root) {
+  if (!job->earlier.n) return;
+  json_object *arr = json_object_new_array();
+  for (size_t i = 0; i < job->earlier.n; i++) {
+    const cl_attempt *a = &job->earlier.a[i];
+    json_object *x = json_object_new_object();
+    json_object_object_add(x, "start_unix_ns", a->start_ns >= 0 && a->start_ns != INT64_MAX ? ji(a->start_ns) : NULL);
+    json_object_object_add(x, "processes", ji(a->nproc));
+    json_object_object_add(x, "files", ji(a->nfiles));
+    json_object_object_add(x, "flight_dumps", ji(a->ndumps));
+    json_object_object_add(x, "hang_dumps", ji(a->nhang));
+    json_object_array_add(arr, x);
+  }
+  json_object_object_add(root, "earlier_attempts", arr);
 }
 
 /* The document as json-c wrote it, but DEL and the C1 controls (U+0080 .. U+009F, raw UTF-8 in
@@ -68,6 +100,7 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object *root = json_object_new_object(), *ranks = json_object_new_array();
   cl_render_verdict_json(job, an, root);   /* the answer first (docs/verdict.md) */
   hang_json(&an->hang, root);
+  attempts_json(job, root);
   json_object_object_add(root, "job", js(job->job));
   json_object_object_add(root, "ref_rank", ji(job->ref_rank));
   json_object_object_add(root, "instances_matched", ji(an->n_multi));

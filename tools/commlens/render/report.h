@@ -10,6 +10,9 @@
 void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *out);
 /* Every row as one JSON object. */
 void cl_render_json(cl_job *job, cl_analysis *an, FILE *out);
+/* What the flight dumps say (a hang per communicator, else that there is none) and the earlier
+ * attempts of the job: the report's first lines when there are any (render/text.c). */
+void cl_render_hang_text(const cl_job *job, const cl_hang *h, FILE *out);
 /* The verdict, the clock model and the steps: the report's first lines (render/verdict.c). */
 void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *out);
 /* The channel verdict: "Channels: <headline>", then the other ranks with a slow channel or

@@ -13,43 +13,64 @@ static void inst_label(cl_job *job, uint32_t id, char *buf, size_t n) {
   snprintf(buf, n, "%s #%lld", cl_show(cl_func_name(in->func)), (long long)in->seq);
   cl_utf8_cut(buf);
 }
-/* Flight-recorder dumps of a hang: the stuck collective per communicator and where each of
- * its ranks stood (analyse/hang.h). Printed first: a hang is the answer when there is one. */
-static void hang_text(const cl_hang *h, FILE *o) {
-  for (size_t i = 0; i < h->comms.n; i++) {
-    const cl_hang_comm *c = &h->comms.a[i];
-    int done = 0, nd = 0, none = 0, behind = 0;
-    for (int r = 0; r < c->nranks; r++) {
-      cl_hang_state s = c->members[r].state;
-      done += s == CL_HANG_DONE; nd += s == CL_HANG_NOT_DONE; none += s == CL_HANG_NO_DUMP; behind += s == CL_HANG_NOT_REACHED;
+/* Flight-recorder dumps: per communicator with a stuck collective, where each of its ranks
+ * stood (analyse/hang.h); without one, what the dumps held and that it is no hang; then the
+ * earlier attempts of the job, left out. Printed first (and atop the HTML page): a hang is the
+ * answer when there is one. */
+static void hang_comm_text(const cl_hang *h, const cl_hang_comm *c, FILE *o) {
+  int done = 0, nd = 0, none = 0, behind = 0;
+  for (int r = 0; r < c->nranks; r++) {
+    cl_hang_state s = c->members[r].state;
+    done += s == CL_HANG_DONE; nd += s == CL_HANG_NOT_DONE; none += s == CL_HANG_NO_DUMP; behind += s == CL_HANG_NOT_REACHED;
+  }
+  fprintf(o, "Hang: comm %016llx%s%s%s, %s seq %lld not finished%s: %d of %d rank(s) started it and are not done, "
+          "%d never reached it, %d left no dump, %d done\n", (unsigned long long)c->comm, c->name[0] ? " (" : "",
+          cl_show(c->name), c->name[0] ? ")" : "", c->func[0] ? cl_show(c->func) : "?", (long long)c->seq,
+          h->any_hang ? "" : " (no hang dump: waited past the 60 s hang threshold)", nd, c->nranks, behind, none, done);
+  for (int r = 0; r < c->nranks; r++) {
+    const cl_hang_member *m = &c->members[r];
+    if (m->state == CL_HANG_DONE) continue;
+    fprintf(o, "  comm rank %d", r);
+    if (m->rank >= 0) fprintf(o, " (rank %d)", m->rank);
+    fprintf(o, ": %s", cl_hang_state_name(m->state));
+    if (m->state == CL_HANG_NOT_REACHED) fprintf(o, " (last started seq %lld)", (long long)m->last_started);
+    if (m->state == CL_HANG_NOT_DONE) {
+      fprintf(o, " after %.1f s; channels not done:", (double)m->age_ms / 1e3);
+      if (!m->channels_not_done) fprintf(o, " unknown");
+      for (int ch = 0; ch < 64; ch++) if (m->channels_not_done >> ch & 1) fprintf(o, " %d", ch);
     }
-    fprintf(o, "Hang: comm %016llx%s%s%s, %s seq %lld not finished: %d of %d rank(s) started it and are not done, "
-            "%d never reached it, %d left no dump, %d done\n", (unsigned long long)c->comm, c->name[0] ? " (" : "",
-            cl_show(c->name), c->name[0] ? ")" : "", c->func[0] ? cl_show(c->func) : "?", (long long)c->seq, nd, c->nranks, behind, none, done);
-    for (int r = 0; r < c->nranks; r++) {
-      const cl_hang_member *m = &c->members[r];
-      if (m->state == CL_HANG_DONE) continue;
-      fprintf(o, "  comm rank %d", r);
-      if (m->rank >= 0) fprintf(o, " (rank %d)", m->rank);
-      fprintf(o, ": %s", cl_hang_state_name(m->state));
-      if (m->state == CL_HANG_NOT_REACHED) fprintf(o, " (last started seq %lld)", (long long)m->last_started);
-      if (m->state == CL_HANG_NOT_DONE) {
-        fprintf(o, " after %.1f s; channels not done:", (double)m->age_ms / 1e3);
-        if (!m->channels_not_done) fprintf(o, " unknown");
-        for (int ch = 0; ch < 64; ch++) if (m->channels_not_done >> ch & 1) fprintf(o, " %d", ch);
-      }
-      if (h->any_hang && m->rank >= 0 && strcmp(m->trigger, "hang"))   /* placed from a dump of another time */
-        fprintf(o, " (from its %s dump, not a hang dump: where it stood when that was written)",
-                m->trigger[0] ? m->trigger : "other");
-      fputc('\n', o);
-    }
+    if (h->any_hang && m->rank >= 0 && strcmp(m->trigger, "hang"))   /* placed from a dump of another time */
+      fprintf(o, " (from its %s dump, not a hang dump: where it stood when that was written)",
+              m->trigger[0] ? cl_show(m->trigger) : "other");
     fputc('\n', o);
   }
 }
 
+void cl_render_hang_text(const cl_job *job, const cl_hang *h, FILE *o) {
+  for (size_t i = 0; i < h->comms.n; i++) hang_comm_text(h, &h->comms.a[i], o);
+  if (h->n_dumps && !h->comms.n) {
+    fprintf(o, "Flight dumps: %d, %s: ", h->n_dumps, h->n_hang_dumps ? "by a hang, but none shows a collective not done"
+                                                                     : "none by a hang");
+    if (h->longest.known)
+      fprintf(o, "nothing had waited %d s or more (the longest in flight: %s seq %lld on comm %016llx, %.1f s in rank "
+              "%d's dump); no hang found\n", CL_HANG_AGE_S, h->longest.func[0] ? cl_show(h->longest.func) : "?",
+              (long long)h->longest.seq, (unsigned long long)h->longest.comm, (double)h->longest.age_ms / 1e3,
+              h->longest.rank);
+    else fprintf(o, "nothing in flight; no hang found\n");
+  }
+  for (size_t i = 0; i < job->earlier.n; i++) {
+    const cl_attempt *a = &job->earlier.a[i];
+    char t[40];
+    fprintf(o, "Earlier attempt of this job, left out: %d process(es) from %s, %d file(s), %d flight dump(s) (%d by a "
+            "hang); the report is on the newest attempt\n", a->nproc, cl_fmt_utc(t, sizeof t, a->start_ns), a->nfiles,
+            a->ndumps, a->nhang);
+  }
+  if (h->comms.n || h->n_dumps || job->earlier.n) fputc('\n', o);
+}
+
 void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   char b1[32], b2[32], b3[32], b4[32], b5[32];
-  hang_text(&an->hang, o);
+  cl_render_hang_text(job, &an->hang, o);
   cl_render_verdict_text(job, an, top, o);   /* the answer first, then what it rests on */
   fprintf(o, "commlens report: %d rank(s) of job \"%s\" (ranks %d..%d), %d file(s) read, %d skipped\n",
           job->n, cl_show(job->job), job->r[0]->rank, job->r[job->n - 1]->rank, job->n_files_seen - job->n_files_skipped,
