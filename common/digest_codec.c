@@ -134,7 +134,8 @@ int cl_dg_block_read(const uint8_t *d, size_t len, size_t at, cl_dg_block_view *
   if (cl_dg_le32(h) != CL_DG_SYNC) { *next = next_sync(d, len, at); return -2; }
   uint32_t stored = cl_dg_le32(h + 12), raw = cl_dg_le32(h + 16);
   int codec = h[9];
-  if (codec > CL_DG_ZLIB || raw > CL_DG_MAX_RAW || (codec == CL_DG_RAW && stored != raw)) return -2;
+  if (codec > CL_DG_ZLIB || raw > CL_DG_MAX_RAW || (codec == CL_DG_RAW && stored != raw) ||
+      raw > (uint64_t)stored * CL_DG_MAX_RATIO + CL_DG_RATIO_SLACK) return -2;   /* memory follows the file's bytes */
   if (stored > len - at - CL_DG_BLOCK_HEAD) {
     /* cut off: a torn tail when nothing follows that could be a block, else damage */
     return *next == len ? -1 : -2;

@@ -14,6 +14,10 @@
 #define CL_DG_SYNC 0x4b4c4744u         /* "DGLK" little-endian: starts every block */
 #define CL_DG_BLOCK_HEAD 20u           /* u32 sync, u32 crc, type, codec, 2 reserved, u32 stored, u32 raw */
 #define CL_DG_MAX_RAW (64u << 20)      /* no block inflates past this (a reader's bound) */
+#define CL_DG_MAX_RATIO 64u            /* nor past this many times its stored size, plus CL_DG_RATIO_SLACK:
+                                          deflate at level 1 left our blocks 1.5 to 3 times larger */
+#define CL_DG_RATIO_SLACK 4096u
+#define CL_DG_MAX_JSON (64u << 10)     /* a header or stats block's JSON (about 0.5 and 6 KB written) */
 #define CL_DG_BLOCK_ROWS (1u << 18)    /* rows (collectives, steps) a block holds at most */
 
 /* Block types (one byte). */

@@ -26,7 +26,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_job fj;
-  if (fuzz_job_begin(&fj, g_dir, data, size, 4)) {
+  if (fuzz_job_begin(&fj, g_dir, data, size, 4, NULL)) {
     cl_job *job = &fj.job;
     cl_analysis an;
     cl_analyse(job, &fj.cm, &an);

@@ -1,12 +1,15 @@
-/* fuzz_digest.c: libFuzzer target over the CLI's digest reader (tools/commlens/read/digest_read.c)
- * and its conversion to a trace (digest_trace.c). Each input is read twice: as a digest file's
- * bytes (framing, CRCs, torn tails), and as a list of blocks ([type][u16le length][payload]...)
- * framed with valid CRCs behind a valid header, so the fuzzer reaches the column decoders. Oracle,
- * besides the sanitizers: every row delivered is on the reader's promised ranges (times within
- * +-2^62, spans not backwards, strings valid UTF-8, indexes resolved), and the converted trace is
- * one well-formed JSON document. */
+/* fuzz_digest.c: libFuzzer target over the CLI's digest reader (tools/commlens/read/digest_read.c),
+ * its conversion to a trace (digest_trace.c) and the report's model of it (model/load.c). Each
+ * input is read twice: as a digest file's bytes (framing, CRCs, torn tails), and as a list of
+ * blocks ([type][u16le length][payload]...) framed with valid CRCs behind a valid header, so the
+ * fuzzer reaches the column decoders. Oracles, besides the sanitizers: every row delivered is on
+ * the reader's promised ranges (times within +-2^62, spans not backwards, strings valid UTF-8,
+ * indexes resolved), the converted trace is one well-formed JSON document, and the memory held at
+ * the peak of each read stays within fuzz/mem_oracle.h's multiple of the file's size. */
 #include "tools/commlens/read/digest_read.h"
 #include "tools/commlens/read/digest_trace.h"
+#include "tools/commlens/model/load.h"
+#include "mem_oracle.h"
 #include "exporters/digest.h"
 #include "common/utf8.h"
 #include <json-c/json.h>
@@ -23,6 +26,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   snprintf(dir, sizeof dir, "%s/commlens-fuzzdg-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) { perror("mkdtemp"); exit(1); }
   snprintf(g_path, sizeof g_path, "%s/r0.digest", dir);
+  stderr = fopen("/dev/null", "w");   /* the loader's messages; sanitizers and libFuzzer write to fd 2 */
+  mo_install();
   return 0;
 }
 
@@ -55,10 +60,22 @@ static void read_file(const uint8_t *d, size_t n) {
   if (!f) abort();
   fwrite(d, 1, n, f);
   fclose(f);
+  size_t base = mo_begin();
+  cl_job job;
+  char *paths[1] = {g_path};
+  if (cl_job_load(&job, paths, 1, 1) > 0) cl_job_instances(&job);   /* what report holds of it */
+  cl_job_free(&job);
+  mo_end(base, n, "the report's model of a digest");
+  base = mo_begin();
   cl_info info;
   cl_digest_scan(g_path, &g_sink, NULL, &info, 0);
   cl_info_free(&info);
   char *text = NULL, msg[256];
+  FILE *null = fopen("/dev/null", "w");   /* merge writes the trace to a file: its text is not held */
+  if (!null) abort();
+  cl_digest_trace(g_path, null, msg, sizeof msg);
+  fclose(null);
+  mo_end(base, n, "reading a digest and converting it to a trace");
   size_t len = 0;
   FILE *m = open_memstream(&text, &len);
   if (!m) abort();
@@ -70,7 +87,7 @@ static void read_file(const uint8_t *d, size_t n) {
     size_t end = o ? json_tokener_get_parse_end(t) : 0;
     while (end < len && (text[end] == '\n' || text[end] == ' ')) end++;
     if (!o || end != len) {
-      fprintf(stderr, "converted trace is not one JSON document:\n%.2000s\n", text);
+      fprintf(mo_err, "converted trace is not one JSON document:\n%.2000s\n", text);
       abort();
     }
     json_object_put(o);

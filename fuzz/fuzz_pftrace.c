@@ -22,7 +22,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_job fj;
-  if (fuzz_job_begin(&fj, g_dir, data, size, 2)) {
+  if (fuzz_job_begin(&fj, g_dir, data, size, 2, NULL)) {
     char out[400];
     cl_merge_opts mo;
     memset(&mo, 0, sizeof mo);

@@ -12,7 +12,7 @@ if [ -n "$regress" ]; then
   if "$fz" -runs=1 $regress >"$4/regress-$t.log" 2>&1; then passed=$((passed+1))
   else tail -n 40 "$4/regress-$t.log"; echo "FAIL fuzz/$t: a regression input fails again"; failed=$((failed+1)); fi
 fi
-maxlen=4096; case $t in cli|gz|pftrace|digest) maxlen=16384 ;; esac
+maxlen=4096; case $t in cli|gz|pftrace|digest|flight) maxlen=16384 ;; esac
 seed=1; [ "$mode" = long ] && seed=0
 # A long run grows the kept corpus's work directory. make test's short run starts afresh from
 # every 16th kept input (the whole corpus takes longer to read than the run's budget: 343

@@ -3,7 +3,9 @@
 # fuzz/fuzz_replay.c over real NCCL call streams mutated record by record, fuzz/fuzz_config.c over
 # the COMMLENS_* settings parser, fuzz/fuzz_gz.c over the CLI's gzip trace reader,
 # fuzz/fuzz_pftrace.c over the merge's Perfetto protobuf writer, fuzz/fuzz_digest.c over the
-# CLI's digest reader and its conversion to a trace), built with clang into
+# CLI's digest reader, its conversion to a trace and the report's model of it, fuzz/fuzz_flight.c
+# over flight-recorder dumps (attempts, the hang analysis and its report); the last two with the
+# memory oracle of fuzz/mem_oracle.h), built with clang into
 # $(BUILD)/fuzz. `make test` replays
 # every input kept in fuzz/regress/<target>/ (each once crashed something) and fuzzes each
 # target for FUZZ_TEST_SECONDS from every 16th input of fuzz/corpus/<target>/ with a fixed seed; `make fuzz
@@ -19,7 +21,7 @@ FUZZ_CC ?= clang
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := $(CFLAGS_BASE) -O1 $(FUZZ_SAN)
-FUZZ_TARGETS := abi cli join replay config gz pftrace digest
+FUZZ_TARGETS := abi cli join replay config gz pftrace digest flight
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_STAMP := $(FUZZ_DIR)/.clang
 
@@ -62,7 +64,7 @@ $(1)/fuzz_replay: fuzz/fuzz_replay.c fuzz/trace_check.h $$(TEST_LIB_SRC) $(1)/li
 $(1)/fuzz_config: fuzz/fuzz_config.c $(1)/libcommlens.a | $$(FUZZ_STAMP)
 	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.a,$$^) -lpthread
 # The CLI's targets: the CLI's archive (its sources but main.c) and the plugin's (common/).
-$(1)/fuzz_cli $(1)/fuzz_gz $(1)/fuzz_pftrace $(1)/fuzz_digest: $(1)/fuzz_%: fuzz/fuzz_%.c fuzz/pft_check.h fuzz/rank_files.h $(1)/libcommlens-cli.a $(1)/libcommlens.a | $$(FUZZ_STAMP)
+$(1)/fuzz_cli $(1)/fuzz_gz $(1)/fuzz_pftrace $(1)/fuzz_digest $(1)/fuzz_flight: $(1)/fuzz_%: fuzz/fuzz_%.c fuzz/pft_check.h fuzz/rank_files.h fuzz/mem_oracle.h $(1)/libcommlens-cli.a $(1)/libcommlens.a | $$(FUZZ_STAMP)
 	$$(Q)$$(FUZZ_CC) $(2) -fsanitize=fuzzer -o $$@ $$(filter %.c %.a,$$^) -ljson-c -lz -lpthread -lm
 endef
 $(eval $(call FUZZ_VARIANT,$(FUZZ_DIR),$(FUZZ_CFLAGS)))

@@ -32,7 +32,8 @@ static uint64_t parse_hex(const char *s) { return strtoull(s, NULL, 16); }
 
 static cl_hang_comm *comm_get(cl_hang *h, uint64_t comm, int nranks) {
   for (size_t i = 0; i < h->comms.n; i++) if (h->comms.a[i].comm == comm) return &h->comms.a[i];
-  if (nranks < 1 || nranks > CL_HANG_MAX_RANKS || h->comms.n >= CL_HANG_MAX_COMMS || h->n_members + (size_t)nranks > CL_HANG_MAX_MEMBERS) return NULL;
+  if (nranks < 1 || nranks > CL_HANG_MAX_RANKS || h->comms.n >= CL_HANG_MAX_COMMS ||
+      h->n_members + (size_t)nranks > h->member_budget) return NULL;
   h->n_members += (size_t)nranks;
   cl_hang_comm c = {.comm = comm, .seq = -1, .nranks = nranks};
   c.members = cl_xcalloc((size_t)nranks, sizeof *c.members);
@@ -121,7 +122,10 @@ static void place_rank(cl_hang *h, const dump_t *d, json_object *c) {
 void cl_hang_analyse(const cl_job *job, cl_hang *h) {
   memset(h, 0, sizeof *h);
   dump_t *ds = cl_xcalloc(job->dumps.n + 1, sizeof *ds);
-  size_t nd = 0;
+  size_t nd = 0, bytes = 0;
+  for (size_t i = 0; i < job->dumps.n; i++) bytes += strlen(job->dumps.a[i].flight);
+  h->member_budget = CL_HANG_MAX_RANKS + CL_HANG_MEMBERS_PER_BYTE * bytes;
+  if (h->member_budget > CL_HANG_MAX_MEMBERS) h->member_budget = CL_HANG_MAX_MEMBERS;
   for (size_t i = 0; i < job->dumps.n; i++) {
     json_object *root = json_tokener_parse(job->dumps.a[i].flight), *v;
     if (!root || !json_object_is_type(root, json_type_object)) { json_object_put(root); continue; }

@@ -47,15 +47,18 @@ typedef struct {
 typedef struct {
   CL_VEC(cl_hang_comm) comms;
   int n_dumps, n_hang_dumps, any_hang;
-  size_t n_members;
+  size_t n_members, member_budget;
   cl_hang_longest longest;
 } cl_hang;
 
 /* Fills *h from the job's flight dumps (job->dumps). Communicators larger than
- * CL_HANG_MAX_RANKS, past the CL_HANG_MAX_COMMS-th, or past CL_HANG_MAX_MEMBERS members in all
- * (memory stays bounded whatever the dumps claim), are left out. cl_hang_free releases it. */
+ * CL_HANG_MAX_RANKS, past the CL_HANG_MAX_COMMS-th, or past the member budget in all are left
+ * out: CL_HANG_MAX_MEMBERS, and CL_HANG_MAX_RANKS plus CL_HANG_MEMBERS_PER_BYTE for each byte of
+ * the dumps' commlensFlight objects (a communicator's size is a claim: memory follows the bytes
+ * that make it). cl_hang_free releases it. */
 #define CL_HANG_MAX_RANKS 65536
 #define CL_HANG_MAX_MEMBERS (1u << 20)
+#define CL_HANG_MEMBERS_PER_BYTE 8u
 #define CL_HANG_MAX_COMMS 4096
 void cl_hang_analyse(const cl_job *job, cl_hang *h);
 void cl_hang_free(cl_hang *h);

@@ -238,7 +238,7 @@ int cl_digest_scan_mem(const uint8_t *d, size_t len, const cl_dg_sink *sink, voi
     }
     at = next;
     if (!info->has_header) {   /* the first block must be the header */
-      if (b.type == CL_DG_HEADER) cl_info_header(info, (const char *)b.raw, b.n);
+      if (b.type == CL_DG_HEADER && b.n <= CL_DG_MAX_JSON) cl_info_header(info, (const char *)b.raw, b.n);
       if (info->has_header && sink && sink->json) sink->json(CL_DG_HEADER, (const char *)b.raw, b.n, arg);
       free(b.raw);
       if (!info->has_header) { snprintf(info->msg, sizeof info->msg, "digest without a header block"); return -1; }
@@ -255,6 +255,7 @@ int cl_digest_scan_mem(const uint8_t *d, size_t len, const cl_dg_sink *sink, voi
     case CL_DG_CHANS: bad = chans_block(&b, sink, arg, info); break;
     case CL_DG_STEPS: bad = steps_block(&b, off, sink, arg, info); break;
     case CL_DG_STATS:
+      if (b.n > CL_DG_MAX_JSON) { bad = BLK_DAMAGED; break; }
       cl_info_stats(info, (const char *)b.raw, b.n);
       if (sink && sink->json) sink->json(CL_DG_STATS, (const char *)b.raw, b.n, arg);
       break;
