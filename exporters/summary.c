@@ -12,8 +12,9 @@
 #include <string.h>
 #include <strings.h>
 
-/* at: the address of a static name (cl_summary_add_static) last found to be this row's */
-typedef struct { char func[24]; int bucket, nranks; uint64_t n, n_timed, bytes, bytes_timed, gpu_ns, min_ns, max_ns; const char *at; } row;
+/* func: the row's name, whole (owned; "?" when a copy could not be made); at: the address of a
+ * static name (cl_summary_add_static) last found to be this row's */
+typedef struct { char *func; int bucket, nranks; uint64_t n, n_timed, bytes, bytes_timed, gpu_ns, min_ns, max_ns; const char *at; } row;
 /* A job's collectives cycle through a few (function, size) rows, not always the last one: rows
  * are also found by the name's address and the bucket, in a small table (each hit compared in
  * full, unless the name is static and the row knows its address: else an address is only a
@@ -27,13 +28,18 @@ struct cl_summary {
 };
 
 cl_summary *cl_summary_new(void) { return calloc(1, sizeof(cl_summary)); }
-void cl_summary_free(cl_summary *s) { if (s) { free(s->rows); free(s); } }
+void cl_summary_free(cl_summary *s) {
+  if (!s) return;
+  for (int i = 0; i < s->n; i++) free(s->rows[i].func);
+  free(s->rows);
+  free(s);
+}
 
 static int bucket_of(uint64_t bytes) { return bytes ? 63 - __builtin_clzll(bytes) : 0; }
 static int row_is(row *r, const char *func, int fixed, int bk, int nranks) {
   if (r->bucket != bk || r->nranks != nranks) return 0;
   if (fixed && r->at == func) return 1;
-  if (strncmp(r->func, func, sizeof r->func - 1)) return 0;
+  if (strcmp(r->func, func)) return 0;
   if (fixed) r->at = func;
   return 1;
 }
@@ -55,12 +61,13 @@ static void add(cl_summary *s, const char *func, int fixed, uint64_t bytes, int 
     if (row_is(&s->rows[i], func, fixed, bk, nranks)) { r = &s->rows[i]; s->last = i; }
   if (r) s->cache[slot] = s->last + 1;
   if (!r) {
-    if (cl_grow(&s->rows, &s->cap, (size_t)s->n + 1, sizeof *s->rows, 32, 0) != 0) return;
+    char *name = strdup(func);
+    if (!name || cl_grow(&s->rows, &s->cap, (size_t)s->n + 1, sizeof *s->rows, 32, 0) != 0) { free(name); return; }
     s->last = s->n;
     s->cache[slot] = s->n + 1;
     r = &s->rows[s->n++];
     memset(r, 0, sizeof *r);
-    snprintf(r->func, sizeof r->func, "%s", func);
+    r->func = name;
     r->bucket = bk;
     r->nranks = nranks;
     r->min_ns = UINT64_MAX;
@@ -105,10 +112,13 @@ void cl_summary_print(const cl_summary *s, FILE *f, const char *prefix) {
           "total bytes", "GPU ms", "avg us", "algbw GB/s", "busbw GB/s");
   for (int i = 0; i < s->n; i++) {
     const row *r = &s->rows[i];
-    char sz[32], tot[32], fn[4 * 64 + 1];   /* the name as a terminal shows it (newlines escaped too) */
+    char sz[32], tot[32];
     human(sz, sizeof sz, r->bucket ? 1ull << r->bucket : 0);
     human(tot, sizeof tot, r->bytes);
-    cl_utf8_show(r->func, fn, sizeof fn);
+    size_t cap = 4 * strlen(r->func) + 1;   /* the name as a terminal shows it (newlines escaped too), whole */
+    char *fn = malloc(cap);
+    if (!fn) continue;
+    cl_utf8_show(r->func, fn, cap);
     if (r->n_timed) {
       double alg = (double)r->bytes_timed / (double)r->gpu_ns;   /* bytes/ns = GB/s */
       fprintf(f, "%s%-14s %10s %8llu %12s %12.3f %11.2f %10.2f %10.2f\n", prefix, fn, sz,
@@ -118,6 +128,7 @@ void cl_summary_print(const cl_summary *s, FILE *f, const char *prefix) {
       fprintf(f, "%s%-14s %10s %8llu %12s %12s %11s %10s %10s\n", prefix, fn, sz,
               (unsigned long long)r->n, tot, "n/a", "n/a", "n/a", "n/a");
     }
+    free(fn);
   }
 }
 

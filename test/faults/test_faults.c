@@ -629,7 +629,7 @@ H_CHILD(hostile_hostname) {
 /* COMMLENS_SUMMARY=print: names from NCCL's descriptors and the output path reach stderr and
  * the summary text shown, never acted on (control characters as \xNN, newline too: no line of
  * their own), and the summary's JSON keeps them exact. Its stderr goes to $SUMMARY_STDERR. */
-#define HOSTILE_FUNC "A\x1b[2J\r\"R\nforged\tx"   /* the summary keeps 23 bytes of a name */
+#define HOSTILE_FUNC "A\x1b[2J\r\"R\nforged\tx"
 H_CHILD(hostile_summary_names) {
   int fd = open(getenv("SUMMARY_STDERR"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   REQUIRE(fd >= 0 && dup2(fd, 2) == 2, "stderr to a file");

@@ -59,7 +59,7 @@ def check(path):
     problems = []
     types, helps, done, seen, hist = {}, set(), set(), set(), {}
     current = None
-    with open(path, encoding='utf-8') as f:
+    with open(path, encoding='utf-8', newline='') as f:   # a raw carriage return is a label's, not a line end
         text = f.read()
     if text and not text.endswith('\n'):
         problems.append(f'{path}: does not end with a newline')

@@ -5,6 +5,7 @@
  * from the instance table. Never holds a rank's events in memory beyond a bounded queue of
  * output chunks. */
 #include "tools/commlens/merge/merge.h"
+#include "common/utf8.h"
 #include "tools/commlens/merge/pftrace.h"
 #include "tools/commlens/analyse/clock_align.h"
 #include "tools/commlens/merge/csv.h"
@@ -38,7 +39,7 @@ typedef struct {
   int64_t t0, t1;                     /* first and last aligned event of the selected ranks */
   rank_q *q; int cur, next;
   pthread_mutex_t mu; pthread_cond_t cv;
-  int64_t kept, not_carried, flows_lost, invalid;
+  int64_t kept, not_carried, flows_lost, invalid, utf8_mended;
   uint8_t *flow_ok;                   /* pftrace: per instance, 1 if its slices carry a cross-rank flow */
   int64_t base;                       /* aligned ns written as ts 0 in JSON (time_base_unix_ns) */
 } merge_ctx;
@@ -56,7 +57,8 @@ typedef struct {
   size_t ncoll;                       /* coll_gpu slices seen: the next one is r->colls.a[ncoll] */
   cl_pft_seq *pft;                    /* pftrace: the rank's packet sequence; NULL for JSON */
   cl_strtab flows;                    /* the file's flow ids (raw text) -> k = 1, 2, ... */
-  int64_t flows_lost, invalid;        /* flow events past the id space; events not valid JSON/UTF-8 */
+  int64_t flows_lost, invalid;        /* flow events past the id space; events not valid JSON */
+  int64_t utf8_mended;                /* invalid UTF-8 bytes in events' strings written as U+FFFD */
   cl_progress_batch prog;
 } rank_writer;
 
@@ -137,6 +139,7 @@ static int async_keep(rank_writer *w, const cl_ev *ev) {
   return o->keep;
 }
 
+static void merge_event(rank_writer *w, const cl_ev *ev, size_t coll);
 static void on_merge_event(const cl_ev *ev, void *arg) {
   rank_writer *w = arg; merge_ctx *m = w->m; cl_rank *r = w->r;
   cl_progress_count(&w->prog, ev->end - ev->beg);
@@ -144,9 +147,26 @@ static void on_merge_event(const cl_ev *ev, void *arg) {
   if (ev->ph == 'X' && ev->has_ts && ev->cat == CAT_COLL_GPU) coll = w->ncoll++;
   if (ev->ph == 'b' || ev->ph == 'e') { if (!async_keep(w, ev)) return; }
   else if (filtered(m, r, ev)) return;
+  /* the scanner is lenient: pass through only valid JSON and UTF-8. An event whose strings hold
+   * invalid UTF-8 goes out with each such byte as U+FFFD (read again from the mended text:
+   * JSON's own bytes are ASCII, so only strings change); any other is counted and left out */
+  size_t n = (size_t)(ev->end - ev->beg);
+  if (cl_json_valid(ev->beg, n)) { merge_event(w, ev, coll); return; }
+  char *mended = malloc(3 * n + 1);
+  cl_ev mev;
+  size_t bad = mended ? cl_utf8_clean(ev->beg, n, mended, 3 * n + 1) : 0;
+  size_t mn = mended ? strlen(mended) : 0;
+  if (bad && mn && cl_json_valid(mended, mn) && cl_ev_parse(mended, mn, &mev) == 0) {
+    w->utf8_mended += (int64_t)bad;
+    merge_event(w, &mev, coll);
+  } else w->invalid++;
+  free(mended);
+}
+
+/* One event the merge keeps (valid JSON and UTF-8): rewritten onto the merged clock and pid. */
+static void merge_event(rank_writer *w, const cl_ev *ev, size_t coll) {
+  merge_ctx *m = w->m; cl_rank *r = w->r;
   repl rp[3]; int nr = 0;
-  /* the scanner is lenient: pass through only valid JSON and UTF-8 (counted otherwise) */
-  if (!cl_json_valid(ev->beg, (size_t)(ev->end - ev->beg))) { w->invalid++; return; }
   int is_flow = ev->has_id && ev->id_ve && (ev->ph == 's' || ev->ph == 't' || ev->ph == 'f');
   uint64_t fid = is_flow ? file_flow_id(w, ev) : 0;
   if (is_flow && !fid) return;
@@ -173,7 +193,7 @@ static void on_merge_event(const cl_ev *ev, void *arg) {
 }
 
 static json_object *rank_meta(const cl_rank *r);
-static void process_name(const cl_rank *r, char *nm, size_t n);
+static char *process_name(const cl_rank *r);
 
 /* The file merge reads for a rank: its trace, or its digest written out as one into an unnamed
  * temporary file (*tmp, the caller closes it; path names it while open). NULL: unreadable. */
@@ -199,11 +219,12 @@ static void *merge_worker(void *arg) {
     rank_writer w = { .m = m, .qi = qi, .r = m->job->r[m->sel[qi]], .c = chunk_new() };
     out_put(&w, "", 0);
     if (m->o->format == CL_MERGE_PFTRACE) {   /* the sequence opens with the process track and its clock */
-      char nm[512]; process_name(w.r, nm, sizeof nm);
+      char *nm = process_name(w.r);
       json_object *meta = rank_meta(w.r);
       json_object_object_add(meta, "ref_rank", json_object_new_int(m->job->ref_rank));
       w.pft = cl_pft_seq_new(w.r->rank, nm, m->ws == INT64_MIN ? m->t0 : m->ws, meta);
       json_object_put(meta);
+      free(nm);
       size_t n; const uint8_t *b = cl_pft_take(w.pft, &n);
       out_put(&w, (const char *)b, n);
     }
@@ -221,6 +242,7 @@ static void *merge_worker(void *arg) {
     q_push(m, qi, w.c, 1);
     pthread_mutex_lock(&m->mu);
     m->kept += w.kept; m->not_carried += not_carried; m->flows_lost += w.flows_lost; m->invalid += w.invalid;
+    m->utf8_mended += w.utf8_mended;
     pthread_mutex_unlock(&m->mu);
   }
 }
@@ -335,13 +357,15 @@ static json_object *rank_meta(const cl_rank *r) {
   return x;
 }
 
-/* The file's own process name when it has one, else "rank R (host, GPU d)"; a long one ends
- * at a whole character (fuzz_pftrace found one cut inside). */
-static void process_name(const cl_rank *r, char *nm, size_t n) {
-  if (r->pname) snprintf(nm, n, "%s", r->pname);
-  else if (r->device >= 0) snprintf(nm, n, "rank %d (%s, GPU %d)", r->rank, r->info.host ? r->info.host : "?", r->device);
-  else snprintf(nm, n, "rank %d (%s)", r->rank, r->info.host ? r->info.host : "?");
-  cl_utf8_cut(nm);
+/* The file's own process name when it has one, else "rank R (host, GPU d)", whole however long
+ * the host's name (malloc'd: the caller frees). */
+static char *process_name(const cl_rank *r) {
+  char *nm = NULL;
+  int k;
+  if (r->pname) k = asprintf(&nm, "%s", r->pname);
+  else if (r->device >= 0) k = asprintf(&nm, "rank %d (%s, GPU %d)", r->rank, r->info.host ? r->info.host : "?", r->device);
+  else k = asprintf(&nm, "rank %d (%s)", r->rank, r->info.host ? r->info.host : "?");
+  return k < 0 ? strdup("") : nm;
 }
 
 /* The merge's metadata: job, reference rank, clock method, window, communicator. */
@@ -378,8 +402,9 @@ static void json_head(merge_ctx *m, out_t *out) {
   char b[1024];
   for (int i = 0; i < m->nsel; i++) {
     cl_rank *r = job->r[m->sel[i]];
-    char nm[512]; process_name(r, nm, sizeof nm);
+    char *nm = process_name(r);
     json_object *s = json_object_new_string(nm);
+    free(nm);
     /* the name apart: escaped, a host name can outgrow any fixed buffer (fuzz_cli found one
      * cut mid-object) */
     snprintf(b, sizeof b, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", i ? "," : "", r->rank);
@@ -572,8 +597,11 @@ int cl_merge(cl_job *job, const cl_merge_opts *o) {
   if (job->n_utf8)
     fprintf(stderr, "commlens: merge: %lld invalid UTF-8 byte(s) in the traces' names and header strings written as U+FFFD\n",
             (long long)job->n_utf8);
+  if (m.utf8_mended)
+    fprintf(stderr, "commlens: merge: %lld invalid UTF-8 byte(s) in events' strings written as U+FFFD\n",
+            (long long)m.utf8_mended);
   if (m.invalid)
-    fprintf(stderr, "commlens: merge: %lld event(s) that are not valid JSON or UTF-8 left out\n", (long long)m.invalid);
+    fprintf(stderr, "commlens: merge: %lld event(s) that are not valid JSON left out\n", (long long)m.invalid);
   if (m.flows_lost)
     fprintf(stderr, "commlens: merge: %lld flow event(s) left out: more than 2^32 distinct flow ids in a file, or more "
             "than 2^20 ranks\n", (long long)m.flows_lost);

@@ -60,11 +60,12 @@ struct cl_pft_seq {
   CL_VEC(lane) lanes;
   open_id open[ASYNC_OPEN]; int nopen;
   int64_t not_carried;
-  char buf[4096];                  /* unescaped text on its way out */
+  char *buf; size_t cap;           /* unescaped text on its way out (grows: a string goes whole) */
 };
 
 static const char *unescaped(cl_pft_seq *s, const char *p, size_t n) {
-  return cl_str_unescape((cl_str_t){ p, (int)n }, s->buf, sizeof s->buf);
+  if (s->cap < n + 1) { s->buf = cl_xrealloc(s->buf, n + 1); s->cap = n + 1; }   /* unescaped: at most n bytes */
+  return cl_str_unescape((cl_str_t){ p, (int)n }, s->buf, s->cap);
 }
 
 static uint32_t intern(cl_pft_seq *s, int kind, cl_str_t raw) {
@@ -429,7 +430,7 @@ int64_t cl_pft_seq_free(cl_pft_seq *s) {
   for (size_t i = 0; i < s->tracks.n; i++) free(s->tracks.a[i].name);
   cl_strtab_free(&s->tids); cl_strtab_free(&s->counters);
   cl_strtab_free(&s->anames); cl_strtab_free(&s->comms); free(s->lanes.a);
-  free(s->tracks.a); free(s->counter_uuid.a); free(s->fresh.a);
+  free(s->tracks.a); free(s->counter_uuid.a); free(s->fresh.a); free(s->buf);
   cl_pb_free(&s->out); free(s);
   return nc;
 }

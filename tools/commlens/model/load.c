@@ -28,11 +28,12 @@ const char *cl_func_name(int id) {
 
 /* Invalid UTF-8 replaced in the names kept here (all files of the load). */
 static _Atomic int64_t g_utf8;
-/* A name from an event (still JSON-escaped) as the text every output shows: unescaped,
- * valid UTF-8 (replacements counted), at most 4 KiB. Caller frees. */
+/* A name from an event (still JSON-escaped) as the text every output shows: unescaped, whole,
+ * valid UTF-8 (replacements counted). Caller frees. */
 static char *clean_name(cl_str_t s, int count) {
-  char *u = cl_xmalloc(4096);
-  cl_str_unescape(s, u, 4096);
+  size_t n = (size_t)(s.n > 0 ? s.n : 0) + 1;   /* unescaped: at most its escaped length */
+  char *u = cl_xmalloc(n);
+  cl_str_unescape(s, u, n);
   int64_t bad = 0;
   char *c = cl_utf8_dup(u, strlen(u), &bad);
   free(u);

@@ -350,6 +350,13 @@ static const char *parse_event(const char *p, const char *e, cl_ev *ev, int *bad
   }
 }
 
+int cl_ev_parse(const char *p, size_t n, cl_ev *ev) {
+  int bad = 0;
+  const char *q = n && *p == '{' ? parse_event(p, p + n, ev, &bad) : NULL;
+  return q == p + n && !bad ? 0 : -1;
+}
+
+
 /* ---- the reader: the file (plain, or gzip of one or more members) behind a growable
  * buffer. Gzip is inflated here rather than by gzread: gzread drops what a failing call had
  * decoded, and stops for good at the first damage. This reader keeps everything decoded
@@ -879,6 +886,16 @@ char *cl_str_unescape(cl_str_t s, char *buf, size_t n) {
       }
     }
     buf[o++] = (char)cp;
+  }
+  /* cut short by n: never inside a character (a lead byte whose continuation did not fit goes) */
+  if (p < e) {
+    size_t k = o, back = 0;
+    while (k > 0 && back < 3 && ((unsigned char)buf[k - 1] & 0xC0) == 0x80) { k--; back++; }
+    if (k > 0 && (unsigned char)buf[k - 1] >= 0xC0) {
+      unsigned char lead = (unsigned char)buf[k - 1];
+      size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+      if (back + 1 < need) o = k - 1;
+    }
   }
   buf[o] = 0;
   return buf;

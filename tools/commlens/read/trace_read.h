@@ -107,6 +107,9 @@ void cl_info_stats(cl_info *info, const char *s, size_t n);
 /* 1 (with info->msg saying why) when the header read makes the file unusable (offset_bad). */
 int cl_info_refused(cl_info *info);
 
+/* Reads one event from [p, p+n) (its whole text, '{' .. '}') as the scanner does: 0 with *ev
+ * filled (its pointers into the text), -1 when it is no event. */
+int cl_ev_parse(const char *p, size_t n, cl_ev *ev);
 /* Helpers for the callers. */
 /* An async event's (b/e) track key, cat and id (id2, else id) as written, into buf: its
  * length, or -1 when it does not fit. Perfetto keys an async slice's track by them (per pid). */
@@ -114,7 +117,8 @@ int cl_ev_async_key(const cl_ev *ev, char *buf, size_t n);
 int cl_str_eq(cl_str_t s, const char *lit);
 /* "step 12" / "ProfilerStep#12" -> 12; -1 if the name is not a step marker. */
 long cl_step_number(cl_str_t name);
-/* Unescapes a JSON string slice into buf (bounded, n > 0) as UTF-8; returns buf. */
+/* Unescapes a JSON string slice into buf (bounded, n > 0) as UTF-8; returns buf. Cut short by n,
+ * it ends before the character that did not fit; n of s.n + 1 always holds it whole. */
 char *cl_str_unescape(cl_str_t s, char *buf, size_t n);
 /* Walks the members of a JSON object whose text passed cl_json_valid: *p starts at its '{'
  * and is advanced past each member. Returns 1 with the key (still escaped) and the value's

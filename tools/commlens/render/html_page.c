@@ -2,6 +2,7 @@
  * the charts' ids and titles, section openings, notes and placeholders, HTML-escaped printf,
  * and the formats of numbers, units, bandwidths and labels. Writes text only; decides nothing. */
 #include "tools/commlens/render/html_page.h"
+#include <stdlib.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -38,9 +39,10 @@ void hp_fmt_signed(double v, char *b, size_t n) {
   snprintf(b, n, "%s%s", v > 0 ? "+" : "", t);
 }
 void hp_esc_v(FILE *o, const char *fmt, va_list ap) {
-  char b[1024];
-  vsnprintf(b, sizeof b, fmt, ap);
+  char *b = NULL;   /* the whole text, however long the names in it */
+  if (vasprintf(&b, fmt, ap) < 0) return;
   cl_html_esc(o, b);
+  free(b);
 }
 void hp_escf(FILE *o, const char *fmt, ...) {
   va_list ap;

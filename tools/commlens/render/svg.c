@@ -21,8 +21,8 @@ void cl_html_esc(FILE *o, const char *s) {
   const unsigned char *e = s ? (const unsigned char *)s + strlen(s) : NULL;
   for (; s && *s; s++) {
     char shown[CL_UTF8_SHOWN_MAX];
-    size_t adv, w = cl_utf8_shown((const unsigned char *)s, e, 1, shown, &adv);
-    if (adv != 1 || w != 1) {   /* a whole UTF-8 sequence, U+FFFD, or a control shown as \xNN (as text) */
+    size_t adv, w = cl_utf8_shown((const unsigned char *)s, e, 0, shown, &adv);
+    if (adv != 1 || w != 1) {   /* a whole UTF-8 sequence, U+FFFD, or a control (newline too) shown as \xNN */
       fwrite(shown, 1, w, o);
       s += adv - 1;
       continue;
