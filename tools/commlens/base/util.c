@@ -266,7 +266,7 @@ FILE *cl_term_stream(int fd) {
 #define SHOW_RING 8
 static _Thread_local struct { char *p; size_t cap; } g_show[SHOW_RING];
 static _Thread_local unsigned g_show_next;
-static char *show_buf(size_t need) {
+char *cl_ring_buf(size_t need) {
   unsigned k = g_show_next++ % SHOW_RING;
   if (g_show[k].cap < need) { g_show[k].p = cl_xrealloc(g_show[k].p, need); g_show[k].cap = need; }
   return g_show[k].p;
@@ -275,7 +275,7 @@ static char *show_buf(size_t need) {
 const char *cl_show(const char *s) {
   if (!s) s = "";
   size_t cap = 4 * strlen(s) + 1;   /* the longest shown form: \xNN for each byte */
-  char *b = show_buf(cap);
+  char *b = cl_ring_buf(cap);
   cl_utf8_show(s, b, cap);
   return b;
 }
@@ -284,7 +284,7 @@ const char *cl_show_col(const char *s, int width) {
   if (!s) s = "";
   const unsigned char *p = (const unsigned char *)s, *e = p + strlen(s);
   size_t cap = 4 * (size_t)(e - p) + (size_t)(width > 0 ? width : 0) + 1;
-  char *b = show_buf(cap);
+  char *b = cl_ring_buf(cap);
   size_t o = 0;
   int chars = 0;
   while (p < e && chars < width) {

@@ -55,6 +55,9 @@ void cl_utf8_cut(char *s);
  * stderr; the newlines a file's string carries are escaped where it is printed (cl_show). NULL
  * if the C library cannot make one. */
 FILE *cl_term_stream(int fd);
+/* A thread-local buffer of at least `need` bytes, valid until SHOW_RING (8) more calls on the
+ * thread (this one's and cl_show's): for labels built from names of any length. */
+char *cl_ring_buf(size_t need);
 /* A string from a file as the text report and the messages show it (common/utf8.h
  * cl_utf8_show: every control character escaped, newline included, so a name never starts a
  * line of its own). Valid until SHOW_RING (8) more calls on the thread. */

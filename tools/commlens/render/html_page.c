@@ -80,9 +80,11 @@ const char *hp_fmt_bw(double gbs, char *b, size_t n) {
 void hp_comm_label(uint64_t comm, char *b, size_t n) {
   const char *nm = cl_comm_name(comm);
   if (nm[0]) snprintf(b, n, "%s", nm); else snprintf(b, n, "0x%08llx", (unsigned long long)(comm & 0xffffffffull));
+  cl_utf8_cut(b);   /* a label in a table: cut at a character */
 }
 void hp_inst_label(const cl_job *job, uint32_t id, char *b, size_t n) {
   const cl_inst *in = &job->inst.a[id];
   snprintf(b, n, "%s #%lld", cl_func_name(in->func), (long long)in->seq);
+  cl_utf8_cut(b);
 }
 

@@ -29,6 +29,6 @@ void cl_render_verdict_json(cl_job *job, cl_analysis *an, struct json_object *ro
  * job without kernel phases or tags. */
 void cl_render_tags_text(cl_job *job, cl_analysis *an, int top, FILE *out);
 void cl_render_tags_json(cl_job *job, cl_analysis *an, struct json_object *root);
-/* "host" or "host:GPU" (a thread-local buffer, valid for 4 calls). */
+/* "host" or "host:GPU", whole (base/util.h cl_ring_buf: valid for the next 7 calls of either). */
 const char *cl_rank_host(const cl_rank *r);
 #endif
