@@ -38,7 +38,8 @@ static void dump_name(char *out, size_t n, int k) {
 }
 
 static void check_hang(const cl_hang *h) {
-  if (h->n_members > h->member_budget || h->member_budget > CL_HANG_MAX_MEMBERS || h->comms.n > CL_HANG_MAX_COMMS) abort();
+  if (h->n_members > h->member_budget || h->member_budget > CL_HANG_MAX_MEMBERS || h->comms.n > CL_HANG_MAX_COMMS ||
+      h->left_out.n > CL_HANG_MAX_COMMS) abort();
   size_t members = 0;
   for (size_t i = 0; i < h->comms.n; i++) {
     const cl_hang_comm *c = &h->comms.a[i];

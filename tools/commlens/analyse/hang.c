@@ -33,7 +33,12 @@ static uint64_t parse_hex(const char *s) { return strtoull(s, NULL, 16); }
 static cl_hang_comm *comm_get(cl_hang *h, uint64_t comm, int nranks) {
   for (size_t i = 0; i < h->comms.n; i++) if (h->comms.a[i].comm == comm) return &h->comms.a[i];
   if (nranks < 1 || nranks > CL_HANG_MAX_RANKS || h->comms.n >= CL_HANG_MAX_COMMS ||
-      h->n_members + (size_t)nranks > h->member_budget) return NULL;
+      h->n_members + (size_t)nranks > h->member_budget) {
+    size_t i = 0;
+    while (i < h->left_out.n && h->left_out.a[i] != comm) i++;
+    if (i == h->left_out.n && i < CL_HANG_MAX_COMMS) CL_PUSH(h->left_out, comm);
+    return NULL;
+  }
   h->n_members += (size_t)nranks;
   cl_hang_comm c = {.comm = comm, .seq = -1, .nranks = nranks};
   c.members = cl_xcalloc((size_t)nranks, sizeof *c.members);
@@ -124,7 +129,7 @@ void cl_hang_analyse(const cl_job *job, cl_hang *h) {
   dump_t *ds = cl_xcalloc(job->dumps.n + 1, sizeof *ds);
   size_t nd = 0, bytes = 0;
   for (size_t i = 0; i < job->dumps.n; i++) bytes += strlen(job->dumps.a[i].flight);
-  h->member_budget = CL_HANG_MAX_RANKS + CL_HANG_MEMBERS_PER_BYTE * bytes;
+  h->member_budget = CL_HANG_MEMBERS_FREE + bytes;
   if (h->member_budget > CL_HANG_MAX_MEMBERS) h->member_budget = CL_HANG_MAX_MEMBERS;
   for (size_t i = 0; i < job->dumps.n; i++) {
     json_object *root = json_tokener_parse(job->dumps.a[i].flight), *v;
@@ -150,6 +155,7 @@ void cl_hang_analyse(const cl_job *job, cl_hang *h) {
 void cl_hang_free(cl_hang *h) {
   for (size_t i = 0; i < h->comms.n; i++) free(h->comms.a[i].members);
   free(h->comms.a);
+  free(h->left_out.a);
   memset(h, 0, sizeof *h);
 }
 

@@ -48,17 +48,19 @@ typedef struct {
   CL_VEC(cl_hang_comm) comms;
   int n_dumps, n_hang_dumps, any_hang;
   size_t n_members, member_budget;
+  CL_VEC(uint64_t) left_out;  /* communicators a dump showed stuck, past the bounds below */
   cl_hang_longest longest;
 } cl_hang;
 
 /* Fills *h from the job's flight dumps (job->dumps). Communicators larger than
  * CL_HANG_MAX_RANKS, past the CL_HANG_MAX_COMMS-th, or past the member budget in all are left
- * out: CL_HANG_MAX_MEMBERS, and CL_HANG_MAX_RANKS plus CL_HANG_MEMBERS_PER_BYTE for each byte of
- * the dumps' commlensFlight objects (a communicator's size is a claim: memory follows the bytes
- * that make it). cl_hang_free releases it. */
+ * out (counted in comms_left_out, and said): the budget is CL_HANG_MEMBERS_FREE plus one member
+ * for each byte of the dumps' commlensFlight objects, at most CL_HANG_MAX_MEMBERS (a
+ * communicator's size is a claim: memory follows the bytes that make it; every rank's dump of a
+ * hang carries hundreds of bytes). cl_hang_free releases it. */
 #define CL_HANG_MAX_RANKS 65536
 #define CL_HANG_MAX_MEMBERS (1u << 20)
-#define CL_HANG_MEMBERS_PER_BYTE 8u
+#define CL_HANG_MEMBERS_FREE 4096u
 #define CL_HANG_MAX_COMMS 4096
 void cl_hang_analyse(const cl_job *job, cl_hang *h);
 void cl_hang_free(cl_hang *h);

@@ -55,6 +55,7 @@ static void hang_json(const cl_hang *h, json_object *root) {
   json_object_object_add(f, "hang_dumps", ji(h->n_hang_dumps));
   json_object_object_add(f, "hang_age_threshold_s", ji(CL_HANG_AGE_S));
   json_object_object_add(f, "hang_found", json_object_new_boolean(h->comms.n > 0));
+  json_object_object_add(f, "comms_left_out", ji((int64_t)h->left_out.n));
   if (h->longest.known) {
     lg = json_object_new_object();
     json_object_object_add(lg, "comm", jcomm(h->longest.comm));

@@ -48,7 +48,11 @@ static void hang_comm_text(const cl_hang *h, const cl_hang_comm *c, FILE *o) {
 
 void cl_render_hang_text(const cl_job *job, const cl_hang *h, FILE *o) {
   for (size_t i = 0; i < h->comms.n; i++) hang_comm_text(h, &h->comms.a[i], o);
-  if (h->n_dumps && !h->comms.n) {
+  if (h->left_out.n)
+    fprintf(o, "Hang: %zu more communicator(s) shown stuck but left out: their ranks pass what the dumps carry "
+            "(comm %016llx first; %d ranks at most, %zu members for %d dump(s))\n", h->left_out.n,
+            (unsigned long long)h->left_out.a[0], CL_HANG_MAX_RANKS, h->member_budget, h->n_dumps);
+  if (h->n_dumps && !h->comms.n && !h->left_out.n) {
     fprintf(o, "Flight dumps: %d, %s: ", h->n_dumps, h->n_hang_dumps ? "by a hang, but none shows a collective not done"
                                                                      : "none by a hang");
     if (h->longest.known)
