@@ -45,9 +45,9 @@ TL_TEST(printed_summary_shows_names_never_obeys_them) {
   char *text = h_read_file(sums[0], NULL);
   no_terminal_controls("summary.txt", text);
   free(text);
-  char *j = strstr(sums[0], ".summary.txt");
-  strcpy(j, ".summary.json");
-  json_object *o = json_object_from_file(sums[0]), *rows = h_json_get(o, "collectives");
+  char json[700];
+  snprintf(json, sizeof json, "%.*s.summary.json", (int)(strstr(sums[0], ".summary.txt") - sums[0]), sums[0]);
+  json_object *o = json_object_from_file(json), *rows = h_json_get(o, "collectives");
   json_object *f = rows && json_object_array_length(rows) ? h_json_get(json_object_array_get_idx(rows, 0), "func") : NULL;
   CHECK(f && !strcmp(json_object_get_string(f), HOSTILE_FUNC), "summary.json: %s",
         o ? json_object_to_json_string(o) : "(does not parse)");
