@@ -4,7 +4,7 @@
 # test says so and skips that check. The log of the attempt: $(BUILD)/protoc-apt.log.
 PROTOC_STAMP := $(BUILD)/.protoc-tried
 
-$(PROTOC_STAMP): | $(PROMETHEUS_STAMP)   # one apt-get at a time under make -j
+$(PROTOC_STAMP): | $(NODE_EXPORTER_STAMP)   # one apt-get at a time under make -j
 	$(Q)mkdir -p $(BUILD)
 	$(Q)if ! command -v protoc >/dev/null 2>&1; then \
 	  echo "installing protobuf-compiler (protoc: the merge's protobuf check)"; \
