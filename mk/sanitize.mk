@@ -41,9 +41,12 @@ $(eval $(call SAN_VARIANT,tsan,$(TSAN_SAN)))
 # The recorded verdict data (test/tools/test_verdict_data.c) is one thread reading 36 real traces
 # (70 s under TSan on a busy 2-core machine, for no thread to check): plain and ASan only. The
 # digest suite (test/tools/test_digest.c) replays the real runs in exec'd children, as
-# test_real_runs does: plain and ASan only.
+# test_real_runs does: plain and ASan only. The verdict's calibration on simulated jobs
+# (test/tools/test_calibration.c) and its permutation test (test/tools/test_perm_test.c) are one
+# thread of arithmetic: plain and ASan only.
 TSAN_SKIP := test/faults/test_faults.c test/abi/test_real_runs.c test/tools/test_multirank.c \
-             test/tools/test_verdict_data.c test/tools/test_digest.c
+             test/tools/test_verdict_data.c test/tools/test_digest.c test/tools/test_calibration.c \
+             test/tools/test_perm_test.c
 san_tests = $(if $(filter tsan,$(1)),$(filter-out $(TSAN_SKIP),$(TEST_SRC)),$(TEST_SRC))
 
 # run.sh arguments for one variant: its binaries, with its library, CLI and options.

@@ -155,7 +155,7 @@ TL_TEST(multi_host_offsets_inside_their_interval_and_lateness_inside_it_not_call
   /* the channel verdict names it (one clock per rank: no clock error), and no other rank's */
   json_object *cv = get(vd, "channels"), *cr = get(cv, "ranks");
   REQUIRE(cv && cr, "no verdict.channels");
-  CHECK(geti(cv, "rank") == 6 && strstr(json_object_get_string(get(cv, "line")), "rank 6: channel 1 is slow: last in "),
+  CHECK(geti(cv, "rank") == 6 && strstr(json_object_get_string(get(cv, "line")), "rank 6: channel 1 is slow: late "),
         "channel headline: %s", json_object_get_string(get(cv, "line")));
   CHECK(json_object_array_length(cr) == 8, "%zu ranks with a channel verdict, want 8", json_object_array_length(cr));
   for (size_t i = 0; i < json_object_array_length(cr); i++) {
@@ -178,7 +178,7 @@ TL_TEST(multi_host_offsets_inside_their_interval_and_lateness_inside_it_not_call
   CHECK(strstr(out, "clock 3: host node3, rank(s) 3: its own clock; vs host node0: +") && strstr(out, " in [+") &&
         strstr(out, "from causal bounds (300 instance(s))"), "no interval for host node3:\n%.1500s", out);
   CHECK(strstr(out, "GB/s") && strstr(out, " ms"), "units missing");
-  CHECK(strstr(out, "\nChannels: rank 6: channel 1 is slow: last in "), "no channel verdict line:\n%.1500s", out);
+  CHECK(strstr(out, "\nChannels: rank 6: channel 1 is slow: late "), "no channel verdict line:\n%.1500s", out);
   free(out); free(err);
   rm_rf(d); free(d);
 }

@@ -201,7 +201,7 @@ TL_TEST(four_ranks_late_rank_slow_channel_offsets) {
   /* six charts: exposure, lateness, channels, bandwidth, clocks, and three for the plugin */
   CHECK(count(page, "<svg ") == 8, "%d SVG charts, want 8", count(page, "<svg "));
   /* the verdict opens the page, and the lateness reading repeats it */
-  static const char said[] = "rank 2 (host node0) is a straggler: last in 59 of 59 ";
+  static const char said[] = "rank 2 (host node0) is a straggler: late every step (59 of 59) ";
   const char *v = strstr(page, "<section id=\"verdict\">"), *f = strstr(page, "<section id=\"findings\">");
   CHECK(v && f && v < f && strstr(v, said) && strstr(v, said) < f, "the page does not open with the verdict naming rank 2");
   CHECK(count(page, said) >= 2, "the lateness reading does not repeat the verdict (%d)", count(page, said));
@@ -230,8 +230,10 @@ TL_TEST(four_ranks_late_rank_slow_channel_offsets) {
 /* A real run from the GPU machine: 4 ranks of the example job sharing one H200 as emulated
  * nodes over sockets, CUPTI on, rank 2 sleeping 3 ms before every collective
  * (examples/gpu_one_gpu.sh, run four_delay_cupti; the traces are kept in test/data/traces). The
- * page names rank 2 first, as the text report does, and draws in the browser; its screenshot is
- * kept beside the synthetic one. */
+ * page names rank 2 first, as the text report does (the largest effect: late in 10 of 11 steps
+ * by about 0.5 ms, the others' hosts resuming a slice apart on the shared GPU; 0.4% of the job
+ * by the step's longest wait, below the floor), and draws in the browser; its screenshot is kept
+ * beside the synthetic one. */
 TL_TEST(real_four_rank_straggler_run) {
   char od[512], html[600], png[600], bin[PATH_MAX];
   static const char dir[] = "test/data/traces/nccl2.28.3-h200x1-4rank-straggler";
@@ -244,7 +246,8 @@ TL_TEST(real_four_rank_straggler_run) {
   REQUIRE(page, "no page");
   check_self_contained_titled(page, "<title>commlens report: job (no job id)</title>");
   CHECK(strstr(page, "4 rank(s) (0..3)"), "not the 4 ranks of the run");
-  CHECK(strstr(page, "rank 2 (host vm) is a straggler: last in "), "the verdict does not name the delayed rank 2");
+  CHECK(strstr(page, "no straggler found: the largest effect was rank 2 (host vm), late in "),
+        "the verdict does not name the delayed rank 2");
   CHECK(strstr(page, "class=\"t em\">rank 2<"), "the delayed rank's heatmap row is not emphasised");
   free(page);
   if (browser_ready(bin, sizeof bin)) {   /* 7 charts: no KernelCh in this run, no channel chart */
@@ -282,7 +285,7 @@ TL_TEST(hundreds_of_ranks_are_bucketed) {
   /* 38 hosts (8 ranks each, offsets planted per host): rank 137's 1.5 ms is inside the clock
    * intervals to the other hosts, so the verdict calls no one; the reading still shows who
    * arrived last */
-  CHECK(strstr(page, "no straggler found: no rank was last by more than 50.0 us and the clock error") &&
+  CHECK(strstr(page, "no straggler found: no rank was late by more than 50.0 us beyond the clock error and the timing resolution") &&
         strstr(page, "; rank 137 (node17") && strstr(page, ") arrived last in 30/30 instances"), "lateness reading does not name rank 137");
   CHECK(strstr(page, "300 ranks in 60 rows of 5."), "the heatmap does not say how it bucketed the ranks");
   /* one cell per (row, column): 60 rows x 30 instances, not 300 x 30 */

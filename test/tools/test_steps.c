@@ -83,6 +83,27 @@ TL_TEST(fsdp_layers_behind_a_startup) {
 /* Equal DDP buckets on GPUs of their own (as recorded on 2x H100): 3 equal AllReduces a step
  * 300-900 us apart, 2.3-5 ms from one step to the next: the gap classes' medians differ only ~6x,
  * yet the gap is all that tells a step's first bucket from the others. */
+/* A real 2-GPU FSDP run (test/data/verdict/u_every3_15_fsdp_2gpu): one rank sleeping 15 ms
+ * before every third step, steps of 9 collectives 1-2 ms apart with no longer gap between steps.
+ * The sleeps are the only long gaps, every 27 collectives: the steps are the 9, not the 27. */
+TL_TEST(a_rank_late_every_third_step_does_not_make_steps_three_long) {
+  seq s = {0};
+  startup_prefix(&s);
+  for (int k = 0; k < 60; k++) {
+    put(&s, AG, 1 << 20, k % 3 ? 1800000 : 16500000, k);
+    for (int l = 1; l < 5; l++) put(&s, AG, 1 << 20, 900000, k);
+    put(&s, RS, 1 << 20, 1100000, k);
+    put(&s, AG, 1 << 20, 1200000, k);
+    put(&s, RS, 1 << 20, 1100000, k);
+    put(&s, RS, 1 << 20, 1400000, k);
+  }
+  cl_steps st; cl_steps_detect(s.c.a, s.c.n, &st);
+  REQUIRE(st.found, "a pattern");
+  CHECK(st.period == 9, "9 collectives per step, got %u", st.period);
+  CHECK(st.nsteps >= 58 && st.nsteps <= 61, "about 60 steps, got %u", st.nsteps);
+  cl_steps_free(&st); seq_free(&s);
+}
+
 TL_TEST(equal_buckets_with_short_steps) {
   seq s = {0};
   startup_prefix(&s);

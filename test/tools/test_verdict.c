@@ -32,7 +32,7 @@ static uint32_t add_inst_x(job *j, int func, int64_t bytes, int step, int R, con
   for (int i = 0; i < R; i++) last = fmax(last, off[i]);
   CL_PUSH(j->inst, ((cl_sg_inst){0xc0, j->seq++, bytes, func, step, 0, (uint32_t)j->arr.n, (uint32_t)R}));
   for (int i = 0; i < R; i++)
-    CL_PUSH(j->arr, ((cl_sg_arrival){i, j->t + (int64_t)off[i], err, j->t + (int64_t)(last + xfer), j->clock ? j->clock[i] : 0}));
+    CL_PUSH(j->arr, ((cl_sg_arrival){i, j->t + (int64_t)off[i], err, j->t + (int64_t)(last + xfer), j->clock ? j->clock[i] : 0, 0}));
   j->t += (int64_t)(last + xfer) + 20000000;     /* 20 ms of compute to the next */
   return (uint32_t)(j->inst.n - 1);
 }
@@ -58,7 +58,7 @@ static void startup(job *j, int R, uint32_t *ag, uint32_t *bc) {
   }
 }
 static cl_sg_input input_of(const job *j, int R, enum cl_sg_evidence ev, const char *const *hosts) {
-  return (cl_sg_input){R, hosts, NULL, j->inst.n, j->inst.a, j->arr.a, ev, 0, 0, 0};
+  return (cl_sg_input){R, hosts, NULL, j->inst.n, j->inst.a, j->arr.a, ev, 0, 0, 0, NULL, CL_SG_ENQUEUE, 0};
 }
 /* The verdict of job j and its line. */
 static void analyse(const job *j, int R, enum cl_sg_evidence ev, const char *const *hosts, cl_sg_verdict *v, char *line) {
@@ -83,15 +83,6 @@ static void sliced_job(job *j, uint64_t seed, void (*plant)(int s, double *off),
 static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 static const char *const HOSTS[4] = {"h0", "h1", "h2", "h3"};
 
-TL_TEST(binomial_tail) {
-  CHECK(cl_sg_binom_tail(0, 10, 0.3) == 1, "P(X>=0) = 1");
-  CHECK(fabs(cl_sg_binom_tail(3, 3, 0.5) - 0.125) < 1e-12, "P(X>=3 | 3, .5) = %g", cl_sg_binom_tail(3, 3, 0.5));
-  CHECK(fabs(cl_sg_binom_tail(2, 3, 0.5) - 0.5) < 1e-12, "P(X>=2 | 3, .5) = %g", cl_sg_binom_tail(2, 3, 0.5));
-  CHECK(fabs(cl_sg_binom_tail(1, 4, 0.25) - (1 - pow(0.75, 4))) < 1e-12, "P(X>=1 | 4, .25)");
-  CHECK(cl_sg_binom_tail(120, 120, 0.25) < 1e-60, "everything last by chance is impossible");
-  CHECK(cl_sg_binom_tail(5, 4, 0.5) == 0, "k > n");
-}
-
 TL_TEST(time_shared_gpu_clean_run_finds_no_straggler_and_ignores_the_startup) {
   for (int R = 3; R <= 4; R++) {
     rng_state = 0xabc + (uint64_t)R;
@@ -115,22 +106,33 @@ TL_TEST(time_shared_gpu_clean_run_finds_no_straggler_and_ignores_the_startup) {
 }
 
 /* Two ranks of one host (one clock) and two of another, every arrival's clock error 2 ms
- * against the reference: rank 1 is 3 ms behind rank 0 on their shared clock. Within one clock
- * no error separates them, so its lateness is called; the same margin across clocks is not. */
+ * against the reference: rank 1 is 3 ms behind rank 0 on their shared clock, the other host's
+ * ranks 6-7 ms before it (beyond the two clocks' 4 ms). Within one clock no error separates
+ * rank 1 from rank 0, so its lateness is called; the same margin across clocks is not. What is
+ * certain is the least lateness over every other rank, each pair's error counted: 2 ms (6 ms
+ * over rank 3, less 4); with the other host 4-5 ms before rank 1, inside that error, nothing. */
 TL_TEST(a_margin_on_one_clock_carries_no_clock_error) {
   static const int32_t same[4] = {1, 1, 2, 2}, apart[4] = {1, 2, 3, 4};
   static const char *const H[4] = {"a", "a", "b", "b"};
   for (int pass = 0; pass < 2; pass++) {
     job j = {0}; j.t = 1000000000; j.clock = pass ? apart : same;
     for (int s = 0; s < 40; s++) {
-      double off[4] = {0, 3e6 + 1000.0 * (s % 7), -2e6, -1e6};
+      double off[4] = {0, 3e6 + 1000.0 * (s % 7), -4e6, -3e6};
       add_inst(&j, AR, 1 << 20, s, 4, off, 2000000);
     }
     cl_sg_verdict v; char line[512];
     analyse(&j, 4, CL_SG_GPU_START, H, &v, line);
-    if (!pass) CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 1 && v.n_within_clock == 0, "one clock: %s", line);
+    if (!pass) CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 1 && v.n_within_clock == 0 &&
+                     fabs(v.straggler[0].median_lateness_ns - 2e6) < 10e3, "one clock: %s", line);
     else CHECK(v.kind != CL_SG_STRAGGLER && v.n_within_clock > 30, "clocks apart, margin 3 ms inside 2 ms + 2 ms: %s", line);
-    cl_sg_free(&v); job_free(&j);
+    cl_sg_free(&v);
+    if (!pass) {   /* the other host 4-5 ms before rank 1: inside the 4 ms of the two clocks */
+      for (size_t k = 0; k < j.arr.n; k++) if (j.arr.a[k].who >= 2) j.arr.a[k].value += 2000000;
+      analyse(&j, 4, CL_SG_GPU_START, H, &v, line);
+      CHECK(v.kind != CL_SG_STRAGGLER, "the other host inside the clock error: %s", line);
+      cl_sg_free(&v);
+    }
+    job_free(&j);
   }
 }
 
@@ -157,7 +159,7 @@ TL_TEST(persistent_straggler_is_named_with_its_cost) {
         "cost %g, planted %g", v.straggler[0].cost_ns, planted);
   CHECK(v.straggler[0].confidence > 0.99, "confidence %g", v.straggler[0].confidence);
   CHECK(v.straggler[0].nevidence == CL_SG_EVIDENCE_MAX, "evidence instances kept");
-  CHECK(starts(line, "rank 2 (host h2) is a straggler: last in 120 of 120 instances by a median "), "%s", line);
+  CHECK(starts(line, "rank 2 (host h2) is a straggler: late every instance (120 of 120) by a median "), "%s", line);
   CHECK(strstr(line, "; it cost the job ") && strstr(line, "%)"), "%s", line);
   CHECK(v.nstall == 0, "no stall: %zu", v.nstall);
   cl_sg_free(&v); job_free(&j);
@@ -202,7 +204,7 @@ TL_TEST(alternating_between_two_ranks_names_both) {
   analyse(&j, 4, CL_SG_ENQUEUE, NULL, &v, line);
   REQUIRE(v.kind == CL_SG_STRAGGLER && v.nstraggler == 2, "%s (%d)", line, v.nstraggler);
   CHECK(v.straggler[0].who == 2 && v.straggler[1].who == 1, "the costlier (rank 2, 12 ms) first");
-  CHECK(starts(line, "rank 2 is a straggler: last in 60 of 120"), "%s", line);
+  CHECK(starts(line, "rank 2 is a straggler: late every 2nd instance (60 of 60), taking turns with rank 1, by a median "), "%s", line);
   cl_sg_free(&v); job_free(&j);
 }
 
@@ -243,7 +245,7 @@ TL_TEST(gpu_side_slow_rank_from_its_gpu_wait) {
     CL_PUSH(j.inst, ((cl_sg_inst){0xc0, s, 1 << 20, AR, -1, 0, (uint32_t)j.arr.n, 4}));
     for (int r = 0; r < 4; r++) {
       double wait = r == 3 ? urand() * 50e3 : 4e6 + urand() * 2e6;
-      CL_PUSH(j.arr, ((cl_sg_arrival){r, (int64_t)wait, 0, 0, 0}));
+      CL_PUSH(j.arr, ((cl_sg_arrival){r, (int64_t)wait, 0, 0, 0, 0}));
     }
   }
   cl_sg_input in = input_of(&j, 4, CL_SG_GPU_WAIT, HOSTS);
@@ -260,9 +262,36 @@ TL_TEST(gpu_side_slow_rank_from_its_gpu_wait) {
   cl_sg_free(&v); job_free(&j);
 }
 
+/* A steady bias is named when what it costs the job beyond the others reaches the floor, and
+ * reported below it otherwise. Two ranks on GPUs of their own (as recorded on 2x H100): rank 0
+ * last in ~73% of the instances by 0.1-1.3 ms, rank 1 when last by as much: beyond chance in
+ * count and in effect. Steps of 20 ms: about 1.6% of the job, named; of 200 ms: about 0.2%,
+ * the largest effect, below the floor. */
+TL_TEST(a_steady_bias_is_named_only_at_the_materiality_floor) {
+  for (int pass = 0; pass < 2; pass++) {
+    rng_state = 33;
+    job j = {0};
+    double off[2];
+    for (int s = 0; s < 240; s++) {
+      int late = urand() < 0.73 ? 0 : 1;
+      off[late] = 100e3 + urand() * 1.2e6; off[!late] = 0;
+      add_inst(&j, AR, 1 << 20, -1, 2, off, 0);
+      if (pass) j.t += 180000000;        /* 180 ms more compute between instances */
+    }
+    cl_sg_verdict v; char line[512];
+    analyse(&j, 2, CL_SG_GPU_START, HOSTS, &v, line);
+    if (!pass) CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 0 && v.straggler[0].excess_ns >= 0.01 * v.job_ns,
+                     "20 ms steps: %s", line);
+    else CHECK(v.kind == CL_SG_NONE && v.largest.who == 0 && v.largest.p_value < CL_SG_ALPHA && strstr(line, ", below the 1% floor"),
+               "200 ms steps: %s", line);
+    cl_sg_free(&v); job_free(&j);
+  }
+}
+
+/* Rank 0 last in 40% of the instances by 70 us (a fixed extra bit of host work) in a run whose
+ * margins are ms: beyond chance in count, but what it costs is a fraction of a per mille of the
+ * job: not named. */
 TL_TEST(always_a_little_behind_in_a_run_of_ms_margins_is_not_a_straggler) {
-  /* rank 0 is last by 70 us in 40% of the instances (a fixed extra bit of host work); the
-   * run's margins are ms: its count is beyond chance, its lateness is not of the run's kind */
   rng_state = 21;
   job j = {0};
   double off[64];
@@ -275,27 +304,6 @@ TL_TEST(always_a_little_behind_in_a_run_of_ms_margins_is_not_a_straggler) {
   cl_sg_verdict v; char line[512];
   analyse(&j, 4, CL_SG_ENQUEUE, HOSTS, &v, line);
   CHECK(v.kind == CL_SG_NONE, "%s", line);
-  CHECK(v.largest.who == 0 && v.largest.p_value < CL_SG_ALPHA, "the largest effect is rank 0's count: %s", line);
-  CHECK(v.largest.median_lateness_ns < CL_SG_FLOOR_SHARE * v.noise_floor_ns, "by less than half the floor: %s", line);
-  cl_sg_free(&v); job_free(&j);
-}
-
-TL_TEST(a_steady_bias_as_small_as_the_runs_own_spread_is_not_a_straggler) {
-  /* two ranks on GPUs of their own (as recorded on 2x H100): rank 0 is last in ~73% of the
-   * instances, each rank when last by 0.1-1.3 ms; beyond chance in count, but no later than
-   * rank 1 is when it is last: the run's spread with a bias, not a straggler */
-  rng_state = 33;
-  job j = {0};
-  double off[2];
-  for (int s = 0; s < 240; s++) {
-    int late = urand() < 0.73 ? 0 : 1;
-    off[late] = 100e3 + urand() * 1.2e6; off[!late] = 0;
-    add_inst(&j, AR, 1 << 20, -1, 2, off, 0);
-  }
-  cl_sg_verdict v; char line[512];
-  analyse(&j, 2, CL_SG_GPU_START, HOSTS, &v, line);
-  CHECK(v.kind == CL_SG_NONE, "%s", line);
-  CHECK(v.largest.who == 0 && v.largest.p_value < CL_SG_ALPHA, "the largest effect is rank 0's count: %s", line);
   cl_sg_free(&v); job_free(&j);
 }
 
@@ -313,7 +321,8 @@ TL_TEST(lateness_inside_the_clock_error_is_not_called) {
   analyse(&j, 4, CL_SG_ENQUEUE, HOSTS, &v, line);
   CHECK(v.kind == CL_SG_NONE, "%s", line);
   CHECK(v.n_within_clock == 99, "99 lasts inside the clock error, got %lld", (long long)v.n_within_clock);
-  CHECK(starts(line, "no straggler found: no rank was last by more than 50.0 us and the clock error; noise floor "), "%s", line);
+  CHECK(starts(line, "no straggler found: no rank was late by more than 50.0 us beyond the clock error and the timing "
+                     "resolution; noise floor "), "%s", line);
   cl_sg_free(&v);
   /* the same lateness with clocks known to 100 us is called */
   for (size_t k = 0; k < j.arr.n; k++) j.arr.a[k].err = 100000;
@@ -352,7 +361,7 @@ TL_TEST(tail_channel_with_the_same_machinery) {
   job j = {0};
   double off[64];
   for (int k = 0; k < 80; k++) {
-    for (int c = 0; c < 8; c++) off[c] = urand() * 20e3 + (c == 5 ? 200e3 : 0);
+    for (int c = 0; c < 8; c++) off[c] = urand() * 20e3 + (c == 5 ? 400e3 : 0);
     add_inst(&j, AR, 1 << 20, -1, 8, off, 0);
   }
   cl_sg_input in = input_of(&j, 8, CL_SG_CHANNEL_END, NULL);
@@ -361,7 +370,7 @@ TL_TEST(tail_channel_with_the_same_machinery) {
   char line[512];
   cl_sg_verdict_line(&v, line, sizeof line);
   CHECK(v.kind == CL_SG_STRAGGLER && v.straggler[0].who == 5, "%s", line);
-  CHECK(starts(line, "channel 5 is slow: last in 79 of 79"), "%s", line);
+  CHECK(starts(line, "channel 5 is slow: late every instance (79 of 79)"), "%s", line);
   cl_sg_free(&v); job_free(&j);
 }
 
@@ -415,7 +424,7 @@ TL_TEST(large_job_is_bounded) {
     double last = 0;
     CL_PUSH(j.inst, ((cl_sg_inst){0xc0, s, 1 << 20, AR, -1, 0, (uint32_t)j.arr.n, 4096}));
     for (int r = 0; r < 4096; r++) { off[r] = urand() * 1e6 + (r == 4000 ? 2e6 : 0); last = fmax(last, off[r]); }
-    for (int r = 0; r < 4096; r++) CL_PUSH(j.arr, ((cl_sg_arrival){r, j.t + (int64_t)off[r], 0, j.t + (int64_t)last + 100000, 0}));
+    for (int r = 0; r < 4096; r++) CL_PUSH(j.arr, ((cl_sg_arrival){r, j.t + (int64_t)off[r], 0, j.t + (int64_t)last + 100000, 0, 0}));
     j.t += 30000000;
   }
   cl_sg_input in = input_of(&j, 4096, CL_SG_ENQUEUE, NULL);

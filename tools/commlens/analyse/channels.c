@@ -77,14 +77,14 @@ static int rank_channels(const cl_job *job, const cl_verdict_an *vd, int ri, cl_
     for (size_t k = a; k < e; k++) {
       const cl_chend *x = &r->chends.a[ord[k]];
       if (x->channel < 0 || x->channel >= CH_MAX) continue;
-      sa[na++] = (cl_sg_arrival){ x->channel, x->end, 0, 0, 1 };
+      sa[na++] = (cl_sg_arrival){ x->channel, x->end, 0, 0, 1, 0 };
       si[ni].count++;
       if (x->channel + 1 > nwho) nwho = x->channel + 1;
     }
     ni++;
   }
   cl_sg_input in = { nwho, NULL, "channel", ni, si, sa, CL_SG_CHANNEL_END, 0, CL_CH_MIN_MARGIN_NS,
-                     vd->v.job_ns > 0 ? (int64_t)vd->v.job_ns : 0 };
+                     vd->v.job_ns > 0 ? (int64_t)vd->v.job_ns : 0, NULL, CL_SG_CHANNEL_END, 0 };
   out->rank_idx = ri;
   cl_sg_analyse(&in, &out->v);
   cl_sg_verdict_line(&out->v, out->line, sizeof out->line);
@@ -136,9 +136,9 @@ static void headline(const cl_job *job, cl_channels_an *out) {
   const cl_sg_verdict *v = &out->r[best].v;
   const cl_sg_suspect *s = &v->largest;
   snprintf(out->line, sizeof out->line,
-           "no slow channel found on %d rank(s): the largest effect was channel %d of rank %d, last in %lld of %lld %s "
-           "(%.1f by chance) by a median %s; noise floor %s", judged, s->who, job->r[out->r[best].rank_idx]->rank,
-           (long long)s->last_count, (long long)s->units, v->unit_is_step ? "steps" : "instances", s->expected,
+           "no slow channel found on %d rank(s): the largest effect was channel %d of rank %d, late in %lld of %lld %s "
+           "by a median %s; noise floor %s", judged, s->who, job->r[out->r[best].rank_idx]->rank,
+           (long long)s->last_count, (long long)s->units, v->unit_is_step ? "steps" : "instances",
            cl_fmt_time(t1, sizeof t1, s->median_lateness_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
 }
 

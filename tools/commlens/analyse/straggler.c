@@ -1,8 +1,10 @@
-/* straggler.c: see straggler.h. Owns the per-instance last arrival, the start-up rule, the null
- * model (one-sided binomial tail, Bonferroni over participants), the noise floor, the what-if
- * cost and the verdict line. Reads only its input arrays; never touches files. */
+/* straggler.c: see straggler.h. Owns the per-instance last arrival on each evidence, the
+ * start-up rule, the wait each participant caused per unit, the test of that wait against
+ * exchangeable arrivals (through analyse/perm_test.h), the materiality floor, the pattern a
+ * straggler followed and the one-off stalls. Reads only its input arrays; never touches files;
+ * the wording of the line is analyse/straggler_line.c's. */
 #include "tools/commlens/analyse/straggler.h"
-#include "tools/commlens/analyse/steps.h"
+#include "tools/commlens/analyse/perm_test.h"
 #include "tools/commlens/base/util.h"
 #include <math.h>
 #include <stdio.h>
@@ -36,63 +38,101 @@ const char *cl_sg_kind_name(enum cl_sg_kind k) {
   }
   return "?";
 }
-
-double cl_sg_binom_tail(int64_t k, int64_t n, double p) {
-  if (k <= 0) return 1;
-  if (k > n || p <= 0) return 0;
-  if (p >= 1) return 1;
-  double lp = log(p), lq = log1p(-p), base = lgamma((double)n + 1), sum = 0;
-  if ((double)k <= (double)n * p) {           /* at or below the mean: sum the lower side */
-    for (int64_t j = 0; j < k; j++)
-      sum += exp(base - lgamma((double)j + 1) - lgamma((double)(n - j) + 1) + (double)j * lp + (double)(n - j) * lq);
-    return fmax(0, fmin(1, 1 - sum));
+const char *cl_sg_pattern_key(enum cl_sg_pattern p) {
+  switch (p) {
+  case CL_SG_EVERY: return "every";
+  case CL_SG_SOME: return "some";
+  case CL_SG_EVERY_KTH: return "every_kth";
+  case CL_SG_TURNS: return "turns";
+  case CL_SG_BURST: return "burst";
   }
-  for (int64_t j = k; j <= n; j++) {          /* terms fall from k on: stop when negligible */
-    double t = exp(base - lgamma((double)j + 1) - lgamma((double)(n - j) + 1) + (double)j * lp + (double)(n - j) * lq);
-    sum += t;
-    if (t < sum * 1e-17) break;
-  }
-  return fmin(1, sum);
+  return "?";
 }
 
-/* ---- one instance: last, second, margin, wait, the what-if ---- */
+/* ---- one instance on one evidence: last, second, margin, what is certain of it ---- */
+typedef struct {
+  int32_t last, second;
+  double margin, err, late;  /* late: margin beyond the clock error and the last's resolution */
+  double t_last;
+  uint8_t called;
+} ev_res;
+
 static int cmp_dbl(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
-static void measure(const cl_sg_input *in, double min_margin, const cl_sg_inst *ins, cl_sg_inst_result *r, double *scratch) {
+
+/* The last and second arrival of one instance in arr (GPU_WAIT: the least wait is the latest),
+ * and how late the last certainly was: after every other member, each pair's clock error
+ * counted (none between arrivals of one clock), less its own resolution. */
+static void measure_ev(const cl_sg_input *in, const cl_sg_arrival *arr, double min_margin, const cl_sg_inst *ins,
+                       ev_res *o) {
+  int wait_mode = arr == in->arr && in->evidence == CL_SG_GPU_WAIT;
+  double last = -INFINITY, second = -INFINITY, el = 0, es = 0;
+  int32_t cl = 0, cs = 0;
+  uint32_t jl = 0;
+  memset(o, 0, sizeof *o);
+  o->last = o->second = -1;
+  for (uint32_t j = 0; j < ins->count; j++) {
+    const cl_sg_arrival *a = &arr[ins->first + j];
+    if (a->who < 0 || a->who >= in->nwho) continue;
+    double v = wait_mode ? -(double)a->value : (double)a->value;
+    /* ties go to the lower participant: deterministic, and a tie has margin 0 (never called) */
+    if (v > last || (v == last && a->who < o->last)) {
+      second = last; o->second = o->last; es = el; cs = cl;
+      last = v; o->last = a->who; el = (double)a->err; cl = a->clock; jl = j;
+    } else if (v > second || (v == second && a->who < o->second)) { second = v; o->second = a->who; es = (double)a->err; cs = a->clock; }
+  }
+  if (o->second < 0) { o->last = -1; return; }
+  o->margin = last - second; o->err = cl && cl == cs ? 0 : el + es;
+  o->t_last = last;
+  double late = INFINITY;
+  for (uint32_t j = 0; j < ins->count; j++) {
+    const cl_sg_arrival *a = &arr[ins->first + j];
+    if (j == jl || a->who < 0 || a->who >= in->nwho) continue;
+    double v = wait_mode ? -(double)a->value : (double)a->value, e = cl && cl == a->clock ? 0 : el + (double)a->err;
+    late = fmin(late, last - v - e);
+  }
+  late -= (double)(arr[ins->first + jl].res > 0 ? arr[ins->first + jl].res : 0);
+  o->called = late > 0 && o->margin > min_margin;
+  o->late = o->called ? late : 0;
+}
+
+/* The instance's record from its first evidence (and the second's, where it saw more): wait,
+ * what-if saving and the times the start-up rule reads are the first evidence's. */
+static void measure(const cl_sg_input *in, double min_margin, const cl_sg_inst *ins, cl_sg_inst_result *r,
+                    ev_res *e1, ev_res *e2, double *scratch) {
   int wait_mode = in->evidence == CL_SG_GPU_WAIT;
-  double last = -INFINITY, second = -INFINITY, first = INFINITY, end = -INFINITY;
-  int32_t wl = -1, ws = -1, cl = 0, cs = 0; double el = 0, es = 0;
+  memset(r, 0, sizeof *r);
+  r->last = r->second = -1;
+  measure_ev(in, in->arr, min_margin, ins, e1);
+  if (in->arr2) measure_ev(in, in->arr2, min_margin, ins, e2); else { memset(e2, 0, sizeof *e2); e2->last = -1; }
+  if (e1->last < 0) return;
+  double first = INFINITY, end = -INFINITY, last = e1->t_last;
   uint32_t n = 0;
   for (uint32_t j = 0; j < ins->count; j++) {
     const cl_sg_arrival *a = &in->arr[ins->first + j];
     if (a->who < 0 || a->who >= in->nwho) continue;
     double v = wait_mode ? -(double)a->value : (double)a->value;
     scratch[n++] = v;
-    /* ties go to the lower participant: deterministic, and a tie has margin 0 (never called) */
-    if (v > last || (v == last && a->who < wl)) {
-      second = last; ws = wl; es = el; cs = cl; last = v; wl = a->who; el = (double)a->err; cl = a->clock;
-    } else if (v > second || (v == second && a->who < ws)) { second = v; ws = a->who; es = (double)a->err; cs = a->clock; }
     if (v < first) first = v;
     if (a->end && (double)a->end > end) end = (double)a->end;
   }
-  memset(r, 0, sizeof *r);
-  r->last = r->second = -1;
-  if (n < 2) return;
   qsort(scratch, n, sizeof *scratch, cmp_dbl);
-  double med = n % 2 ? scratch[n / 2] : (scratch[n / 2 - 1] + scratch[n / 2]) / 2;
-  double wait = 0;
+  double med = n % 2 ? scratch[n / 2] : (scratch[n / 2 - 1] + scratch[n / 2]) / 2, wait = 0;
   for (uint32_t j = 0; j < n; j++) wait += last - scratch[j];
-  r->last = wl; r->second = ws;
-  r->margin_ns = last - second; r->err_ns = cl && cl == cs ? 0 : el + es; r->wait_ns = wait;
-  r->over_median_ns = last - fmax(second, med);
+  r->wait_ns = wait;
+  r->over_median_ns = last - fmax(last - e1->margin, med);
   if (!wait_mode) {
-    r->t_first = (int64_t)first; r->t_last = (int64_t)last;
+    r->t_first = (int64_t)first;
     if (end > first) r->coll_ns = end - first;
     if (end > last) r->xfer_ns = end - last;
   }
-  r->called = r->margin_ns > fmax(min_margin, r->err_ns);
+  const ev_res *c = e2->last >= 0 && e2->late > e1->late ? e2 : e1;
+  r->by_second = c == e2;
+  r->last = c->last; r->second = c->second;
+  r->margin_ns = c->margin; r->err_ns = c->err; r->late_ns = c->late; r->called = c->called;
+  r->t_last = (int64_t)(wait_mode && c == e1 ? 0 : c->t_last);
 }
 
 /* ---- start-up: first of each (comm, func, bytes), a leading run of outliers, set-up ---- */
@@ -142,266 +182,283 @@ static void find_startup(const cl_sg_input *in, cl_sg_verdict *v, uint32_t *ids,
   }
 }
 
-/* ---- units (steps, else instances) and their culprits ---- */
-typedef struct { int32_t unit; uint32_t inst; } unit_inst;
-static int cmp_unit_inst(const void *a, const void *b) {
-  const unit_inst *x = a, *y = b;
-  return x->unit != y->unit ? x->unit - y->unit : (x->inst > y->inst) - (x->inst < y->inst);
-}
-static int cmp_i32(const void *a, const void *b) { return *(const int32_t *)a - *(const int32_t *)b; }
+/* ---- units and the wait each participant caused in each ---- */
+static int cmp_i32(const void *a, const void *b) { return (*(const int32_t *)a > *(const int32_t *)b) - (*(const int32_t *)a < *(const int32_t *)b); }
+static int cmp_i64(const void *a, const void *b) { return (*(const int64_t *)a > *(const int64_t *)b) - (*(const int64_t *)a < *(const int64_t *)b); }
 
-typedef struct { int64_t k, n; double psum; double *lat; size_t nlat, cap; } who_stat;
-
-/* The median lateness of the participants last no more often than chance, over the units they
- * were last in (0: none): the run's own spread, which several stragglers taking turns (each
- * beyond chance) do not set. */
-static double chance_lateness(const who_stat *ws, const uint8_t *passes, int nwho) {
-  size_t n = 0;
-  for (int w = 0; w < nwho; w++) if (!passes[w]) n += ws[w].nlat;
-  if (!n) return 0;
-  double *l = cl_xmalloc(n * sizeof *l);
-  n = 0;
-  for (int w = 0; w < nwho; w++)
-    if (!passes[w]) for (size_t k = 0; k < ws[w].nlat; k++) l[n++] = ws[w].lat[k];
-  double med = cl_median_dbl(l, n);
-  free(l);
-  return med;
+/* One called last arrival on one evidence: the others waited on `who` alone for `late`. */
+typedef struct { int32_t unit, who; uint8_t ev; double late; uint32_t inst; } piece;
+static int cmp_piece(const void *x, const void *y) {
+  const piece *p = x, *q = y;
+  if (p->unit != q->unit) return p->unit < q->unit ? -1 : 1;
+  if (p->who != q->who) return p->who < q->who ? -1 : 1;
+  return (p->inst > q->inst) - (p->inst < q->inst);
 }
 
-/* Sorted distinct steps of the eligible instances (unit ids index it). */
-static int32_t unit_of(const cl_sg_input *in, int steps, const int32_t *step_ids, size_t nsteps, uint32_t i, int32_t serial) {
-  if (!steps) return serial;
-  int32_t s = in->inst[i].step;
-  const int32_t *p = bsearch(&s, step_ids, nsteps, sizeof *step_ids, cmp_i32);
-  return p ? (int32_t)(p - step_ids) : -1;
-}
+/* Everything the verdict derives per unit (units in time order: their index increases). */
+typedef struct {
+  size_t n;
+  int64_t *index;            /* step number, or the instance's place among the eligible */
+  int32_t *nparts;           /* participants of the unit */
+  uint32_t *first;           /* entries [first[u], first[u + 1]) */
+  CL_VEC(cl_pt_entry) e;     /* who and the wait it caused (the larger of the two evidences') */
+  CL_VEC(double) by;         /* per entry: that wait on the first and the second evidence */
+  CL_VEC(uint32_t) inst;     /* per entry: its costliest instance */
+} unit_tab;
 
-/* Each unit's culprit (-1: none) and participants: mem[first[u] .. first[u + 1]). */
-typedef struct { int32_t *culprit; uint32_t *first; CL_VEC(int32_t) mem; size_t n; } unit_table;
-
-static void count_units(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t *elig, size_t ne, who_stat *ws,
-                        unit_table *ut) {
+/* Units: the distinct steps of the eligible instances when any has one, else each instance. */
+static int32_t *assign_units(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t *elig, size_t ne, unit_tab *ut) {
   int steps = 0;
-  for (size_t k = 0; k < ne; k++) if (in->inst[elig[k]].step >= 0) steps = 1;
+  for (size_t k = 0; k < ne; k++) steps |= in->inst[elig[k]].step >= 0;
   v->unit_is_step = steps;
-  int32_t *step_ids = cl_xmalloc((ne + 1) * sizeof *step_ids);
-  size_t nsteps = 0;
-  if (steps) {
-    for (size_t k = 0; k < ne; k++) if (in->inst[elig[k]].step >= 0) step_ids[nsteps++] = in->inst[elig[k]].step;
-    qsort(step_ids, nsteps, sizeof *step_ids, cmp_i32);
-    size_t d = 0;
-    for (size_t k = 0; k < nsteps; k++) if (!d || step_ids[d - 1] != step_ids[k]) step_ids[d++] = step_ids[k];
-    nsteps = d;
-  }
-  size_t nunits = steps ? nsteps : ne;
-  v->n_units = (int64_t)nunits;
-  /* culprit per unit: the per-step rule (analyse/steps.h), instances being steps of one */
-  cl_st_inst *si = cl_xmalloc((ne + 1) * sizeof *si);
-  unit_inst *ui = cl_xmalloc((ne + 1) * sizeof *ui);
-  size_t nui = 0;
+  int32_t *ids = cl_xmalloc((ne + 1) * sizeof *ids), *unit = cl_xmalloc((ne + 1) * sizeof *unit);
+  size_t n = 0;
+  for (size_t k = 0; k < ne; k++) if (!steps || in->inst[elig[k]].step >= 0) ids[n++] = steps ? in->inst[elig[k]].step : (int32_t)k;
+  qsort(ids, n, sizeof *ids, cmp_i32);
+  size_t d = 0;
+  for (size_t k = 0; k < n; k++) if (!d || ids[d - 1] != ids[k]) ids[d++] = ids[k];
+  ut->n = d;
+  ut->index = cl_xmalloc((d + 1) * sizeof *ut->index);
+  for (size_t u = 0; u < d; u++) ut->index[u] = ids[u];
   for (size_t k = 0; k < ne; k++) {
-    int32_t u = unit_of(in, steps, step_ids, nsteps, elig[k], (int32_t)k);
-    const cl_sg_inst_result *r = &v->inst[elig[k]];
-    si[k] = (cl_st_inst){u, r->last, r->called, r->margin_ns, r->wait_ns, r->over_median_ns};
-    if (u >= 0) ui[nui++] = (unit_inst){u, elig[k]};
+    int32_t key = steps ? in->inst[elig[k]].step : (int32_t)k;
+    const int32_t *p = key >= 0 ? bsearch(&key, ids, d, sizeof *ids, cmp_i32) : NULL;
+    unit[k] = p ? (int32_t)(p - ids) : -1;
   }
-  cl_step_verdict *ur = cl_xmalloc((nunits + 1) * sizeof *ur);
-  uint32_t *order = cl_xmalloc((nunits + 1) * sizeof *order);
-  cl_steps_attribute(si, ne, (uint32_t)nunits, ur, order);
-  free(si); free(order);
-  ut->n = nunits;
-  ut->culprit = cl_xmalloc((nunits + 1) * sizeof *ut->culprit);
-  ut->first = cl_xcalloc(nunits + 2, sizeof *ut->first);
-  for (size_t u = 0; u < nunits; u++) ut->culprit[u] = ur[u].culprit;
-  /* participation: each participant counts a unit once; p = 1/(participants of the unit) */
-  qsort(ui, nui, sizeof *ui, cmp_unit_inst);
-  int32_t *stamp = cl_xmalloc((size_t)in->nwho * sizeof *stamp);
-  for (int w = 0; w < in->nwho; w++) stamp[w] = -1;
-  int32_t *members = cl_xmalloc((size_t)in->nwho * sizeof *members);
-  for (size_t a = 0; a < nui;) {
-    size_t e = a, nm = 0;
-    while (e < nui && ui[e].unit == ui[a].unit) {
-      const cl_sg_inst *ins = &in->inst[ui[e].inst];
-      for (uint32_t j = 0; j < ins->count; j++) {
-        int32_t w = in->arr[ins->first + j].who;
-        if (w < 0 || w >= in->nwho || stamp[w] == ui[a].unit) continue;
-        stamp[w] = ui[a].unit; members[nm++] = w;
-      }
-      e++;
-    }
-    for (size_t j = 0; j < nm; j++) { ws[members[j]].n++; ws[members[j]].psum += 1.0 / (double)nm; }
-    ut->first[ui[a].unit] = (uint32_t)ut->mem.n;     /* units come in order: their runs are contiguous */
-    for (size_t j = 0; j < nm; j++) CL_PUSH(ut->mem, members[j]);
-    ut->first[ui[a].unit + 1] = (uint32_t)ut->mem.n;
-    const cl_step_verdict *u = &ur[ui[a].unit];
-    if (u->culprit >= 0) {
-      who_stat *s = &ws[u->culprit];
-      s->k++;
-      if (s->nlat == s->cap) { s->cap = s->cap ? 2 * s->cap : 16; s->lat = cl_xrealloc(s->lat, s->cap * sizeof *s->lat); }
-      s->lat[s->nlat++] = u->lateness_ns;
-    }
-    a = e;
-  }
-  free(stamp); free(members); free(ui); free(ur); free(step_ids);
+  free(ids);
+  v->n_units = (int64_t)d;
+  return unit;
 }
 
-/* The null model, one participant at a time (a step-down test): each one not yet named is
- * tested against chance over the units whose culprit is not named, with p = 1/(participants
- * not named) per unit, Bonferroni over every participant; the most significant below alpha is
- * named, its units removed, and the rest tested again. Stragglers taking turns each take a
- * share of the units that chance over all of them would explain; once one is named, the next
- * stands out among the units left. The first round is the plain test: padj of a participant
- * never named is its first-round value. */
-static void test_against_chance(const unit_table *ut, int nwho, int nparts, double alpha, double *padj, uint8_t *passes) {
-  int64_t *k = cl_xmalloc(((size_t)nwho + 1) * sizeof *k), *n = cl_xmalloc(((size_t)nwho + 1) * sizeof *n);
-  double *ps = cl_xmalloc(((size_t)nwho + 1) * sizeof *ps);
-  for (int w = 0; w < nwho; w++) { padj[w] = 1; passes[w] = 0; }
-  for (int round = 0;; round++) {
-    for (int w = 0; w < nwho; w++) { k[w] = n[w] = 0; ps[w] = 0; }
-    for (size_t u = 0; u < ut->n; u++) {
-      int32_t c = ut->culprit[u];
-      if (c >= 0 && passes[c]) continue;
-      size_t m = 0;
-      for (uint32_t j = ut->first[u]; j < ut->first[u + 1]; j++) m += !passes[ut->mem.a[j]];
-      for (uint32_t j = ut->first[u]; j < ut->first[u + 1]; j++) {
-        int32_t w = ut->mem.a[j];
-        if (passes[w]) continue;
-        n[w]++; ps[w] += 1.0 / (double)m;
-      }
-      if (c >= 0) k[c]++;
+/* Each unit's participants, and each participant's units (n_units_of). */
+static void count_parts(const cl_sg_input *in, const uint32_t *elig, size_t ne, const int32_t *unit, unit_tab *ut,
+                        int64_t *n_units_of) {
+  ut->nparts = cl_xcalloc(ut->n + 1, sizeof *ut->nparts);
+  /* eligible instances come in input order, not unit order: each (unit, participant) is
+   * counted once through a sorted key list */
+  CL_VEC(int64_t) keys = {0};
+  for (size_t k = 0; k < ne; k++) {
+    if (unit[k] < 0) continue;
+    const cl_sg_inst *ins = &in->inst[elig[k]];
+    for (uint32_t j = 0; j < ins->count; j++) {
+      int32_t w = in->arr[ins->first + j].who;
+      if (w >= 0 && w < in->nwho) CL_PUSH(keys, (int64_t)unit[k] * in->nwho + w);
     }
-    int best = -1; double bp = 1;
-    for (int w = 0; w < nwho; w++) {
-      if (passes[w] || !n[w] || !k[w]) continue;
-      double p = fmin(1, cl_sg_binom_tail(k[w], n[w], ps[w] / (double)n[w]) * nparts);
-      if (!round) padj[w] = p;
-      if (p < alpha && (best < 0 || p < bp)) { best = w; bp = p; }
-    }
-    if (best < 0) break;
-    passes[best] = 1; padj[best] = bp;
   }
-  free(k); free(n); free(ps);
+  int64_t *a = keys.a;
+  size_t nk = keys.n;
+  if (nk) qsort(a, nk, sizeof *a, cmp_i64);
+  for (size_t k = 0; k < nk; k++) {
+    if (k && a[k] == a[k - 1]) continue;
+    ut->nparts[a[k] / in->nwho]++;
+    n_units_of[a[k] % in->nwho]++;
+  }
+  free(a);
 }
 
-/* ---- cost: the union of [last - over_median, last] over the instances it was last in ---- */
-typedef struct { double a, b; } span;
-static int cmp_span(const void *x, const void *y) { return cmp_dbl(&((const span *)x)->a, &((const span *)y)->a); }
-static double cost_of(const cl_sg_input *in, const cl_sg_verdict *v, const uint32_t *elig, size_t ne, int32_t who) {
-  span *sp = cl_xmalloc((ne + 1) * sizeof *sp);
-  size_t n = 0; double sum = 0;
+/* The wait each participant caused in each unit: the longest the others waited on it alone
+ * there, on either evidence, with that instance. Not the sum over the unit's instances: a host
+ * runs ahead of its GPU, so a rank late to enqueue one collective is late for the rest of the
+ * step without the others waiting again (FSDP's nine collectives of a step each 2.6 ms behind
+ * on one rank's host are not 23 ms), and a GPU that waited at one collective may be busy on
+ * another stream at the next (a real 2-GPU FSDP step 9 ms longer than its neighbours held
+ * 24 ms of summed GPU-start margins). The longest wait is what the step certainly lost. */
+static void unit_effects(const cl_sg_input *in, const uint32_t *elig, size_t ne, const int32_t *unit,
+                         const ev_res *const ev[2], unit_tab *ut) {
+  CL_VEC(piece) p = {0};
   for (size_t k = 0; k < ne; k++) {
-    const cl_sg_inst_result *r = &v->inst[elig[k]];
-    if (r->last != who || r->over_median_ns <= 0) continue;
-    sum += r->over_median_ns;
-    sp[n++] = (span){(double)r->t_last - r->over_median_ns, (double)r->t_last};
-  }
-  if (in->evidence != CL_SG_GPU_WAIT) {       /* concurrent communicators: count time once */
-    qsort(sp, n, sizeof *sp, cmp_span);
-    sum = 0;
-    for (size_t k = 0; k < n;) {
-      double a = sp[k].a, b = sp[k].b;
-      while (++k < n && sp[k].a <= b) b = fmax(b, sp[k].b);
-      sum += b - a;
+    if (unit[k] < 0) continue;
+    for (int e = 0; e < 2 && (e == 0 || in->arr2); e++) {
+      const ev_res *r = &ev[e][elig[k]];
+      if (r->last >= 0 && r->called) CL_PUSH(p, ((piece){ unit[k], r->last, (uint8_t)e, r->late, elig[k] }));
     }
   }
-  free(sp);
-  return sum;
+  if (p.n) qsort(p.a, p.n, sizeof *p.a, cmp_piece);
+  ut->first = cl_xcalloc(ut->n + 2, sizeof *ut->first);
+  size_t k = 0;
+  for (size_t u = 0; u < ut->n; u++) {
+    ut->first[u] = (uint32_t)ut->e.n;
+    while (k < p.n && p.a[k].unit == (int32_t)u) {
+      int32_t who = p.a[k].who;
+      double by[2] = {0, 0}, best = -1;
+      uint32_t inst = p.a[k].inst;
+      for (; k < p.n && p.a[k].unit == (int32_t)u && p.a[k].who == who; k++) {
+        by[p.a[k].ev] = fmax(by[p.a[k].ev], p.a[k].late);
+        if (p.a[k].late > best) { best = p.a[k].late; inst = p.a[k].inst; }
+      }
+      CL_PUSH(ut->e, ((cl_pt_entry){ who, fmax(by[0], by[1]) }));
+      CL_PUSH(ut->by, by[0]); CL_PUSH(ut->by, by[1]);
+      CL_PUSH(ut->inst, inst);
+    }
+  }
+  ut->first[ut->n] = (uint32_t)ut->e.n;
+  free(p.a);
+}
+
+static void unit_tab_free(unit_tab *ut) {
+  free(ut->index); free(ut->nparts); free(ut->first); free(ut->e.a); free(ut->by.a); free(ut->inst.a);
+  memset(ut, 0, sizeof *ut);
+}
+
+/* ---- one participant's case ---- */
+typedef struct { int32_t u; double c; } late_unit;
+
+/* Its late units (time order), total, per-evidence cost and median wait. */
+static size_t late_units(const unit_tab *ut, int32_t who, late_unit *out, double *cost, double by[2]) {
+  size_t n = 0;
+  *cost = 0; by[0] = by[1] = 0;
+  for (size_t u = 0; u < ut->n; u++)
+    for (uint32_t j = ut->first[u]; j < ut->first[u + 1]; j++)
+      if (ut->e.a[j].who == who) {
+        out[n++] = (late_unit){ (int32_t)u, ut->e.a[j].v };
+        *cost += ut->e.a[j].v; by[0] += ut->by.a[2 * j]; by[1] += ut->by.a[2 * j + 1];
+      }
+  return n;
 }
 
 static const cl_sg_verdict *g_v;
 static int cmp_evidence(const void *a, const void *b) {
-  double x = g_v->inst[*(const uint32_t *)a].over_median_ns, y = g_v->inst[*(const uint32_t *)b].over_median_ns;
+  double x = g_v->inst[*(const uint32_t *)a].late_ns, y = g_v->inst[*(const uint32_t *)b].late_ns;
   if (x != y) return x < y ? 1 : -1;
   return (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
 }
-static void fill_suspect(const cl_sg_input *in, const cl_sg_verdict *v, const uint32_t *elig, size_t ne,
-                         const who_stat *s, int32_t who, double p_adj, cl_sg_suspect *out) {
-  memset(out, 0, sizeof *out);
-  out->who = who; out->host = in->host ? in->host[who] : NULL;
-  out->last_count = s->k; out->units = s->n; out->expected = s->psum;
-  double *lat = cl_xmalloc((s->nlat + 1) * sizeof *lat);
-  if (s->nlat) { memcpy(lat, s->lat, s->nlat * sizeof *lat); out->median_lateness_ns = cl_median_dbl(lat, s->nlat); }
-  free(lat);
-  out->cost_ns = cost_of(in, v, elig, ne, who);
-  out->p_value = p_adj; out->confidence = 1 - p_adj;
+
+/* The period that tells its lateness best: every k-th unit from one phase holds 80% of its cost
+ * and it was late in 80% of those units or more; of such k, the one where it was late in the
+ * largest share of them (every 4th step is also in every 2nd, in half of them), the smallest
+ * on a tie. 0: none. */
+static int periodic(const unit_tab *ut, const late_unit *l, size_t nl, double cost, int32_t *phase) {
+  int best = 0;
+  double best_share = 0;
+  for (int k = 2; k <= CL_SG_MAX_PERIOD && (size_t)k * 3 <= ut->n; k++)
+    for (int ph = 0; ph < k; ph++) {
+      double in = 0; size_t nin = 0, nph = 0;
+      for (size_t u = 0; u < ut->n; u++) nph += ((ut->index[u] % k) + k) % k == ph;
+      for (size_t i = 0; i < nl; i++)
+        if (((ut->index[l[i].u] % k) + k) % k == ph) { in += l[i].c; nin++; }
+      double share = nph ? (double)nin / (double)nph : 0;
+      if (in >= 0.8 * cost && share >= 0.8 && share > best_share + 1e-9) { best = k; best_share = share; *phase = ph; }
+    }
+  return best;
+}
+
+/* The shortest stretch of units holding 90% of its cost, if it spans at most half the units. */
+static int burst(const unit_tab *ut, const late_unit *l, size_t nl, double cost, int64_t *from, int64_t *to) {
+  size_t best_a = 0, best_b = SIZE_MAX;
+  double in = 0;
+  for (size_t a = 0, b = 0; b < nl; b++) {
+    in += l[b].c;
+    while (a < b && in - l[a].c >= 0.9 * cost) in -= l[a++].c;
+    if (in >= 0.9 * cost && (best_b == SIZE_MAX || l[b].u - l[a].u < l[best_b].u - l[best_a].u)) { best_a = a; best_b = b; }
+  }
+  if (best_b == SIZE_MAX || nl < 2 || (size_t)(l[best_b].u - l[best_a].u + 1) * 2 > ut->n) return 0;
+  *from = ut->index[l[best_a].u]; *to = ut->index[l[best_b].u];
+  return 1;
+}
+
+static void fill_suspect(const cl_sg_input *in, const cl_sg_verdict *v, const unit_tab *ut, const uint32_t *elig,
+                         size_t ne, const cl_pt_result *pr, const int64_t *n_units_of, int32_t who, cl_sg_suspect *s) {
+  memset(s, 0, sizeof *s);
+  s->who = who; s->host = in->host ? in->host[who] : NULL;
+  s->turns_with = -1;
+  s->units = n_units_of[who];
+  late_unit *l = cl_xmalloc((ut->n + 1) * sizeof *l);
+  size_t nl = late_units(ut, who, l, &s->cost_ns, s->cost_by);
+  s->last_count = (int64_t)nl;
+  double *c = cl_xmalloc((nl + 1) * sizeof *c);
+  for (size_t i = 0; i < nl; i++) c[i] = l[i].c;
+  s->median_lateness_ns = nl ? cl_median_dbl(c, nl) : 0;
+  for (size_t u = 0; u < ut->n; u++)
+    if (ut->nparts[u]) s->expected += (double)(ut->first[u + 1] - ut->first[u]) / (double)ut->nparts[u];
+  s->p_value = pr[who].p; s->confidence = 1 - s->p_value; s->family_k = pr[who].k;
+  /* the pattern: the family that named it, else what its late units show; a periodic one is
+   * told in its own units (late in K of the N at its phase, by their median) */
+  s->pattern = 4 * nl >= 3 * (size_t)s->units ? CL_SG_EVERY : CL_SG_SOME;
+  int32_t ph = pr[who].phase;
+  int k = periodic(ut, l, nl, s->cost_ns, &ph);
+  if (!k && pr[who].k >= 2) { k = pr[who].k; ph = pr[who].phase; }
+  if (k >= 2) {
+    s->pattern = CL_SG_EVERY_KTH; s->period = k; s->phase = ph;
+    size_t n = 0;
+    s->units = 0;
+    for (size_t u = 0; u < ut->n; u++) s->units += ((ut->index[u] % k) + k) % k == ph;
+    for (size_t i = 0; i < nl; i++) if (((ut->index[l[i].u] % k) + k) % k == ph) c[n++] = l[i].c;
+    s->last_count = (int64_t)n;
+    s->median_lateness_ns = n ? cl_median_dbl(c, n) : 0;
+  } else if (s->pattern == CL_SG_SOME && burst(ut, l, nl, s->cost_ns, &s->burst_from, &s->burst_to)) s->pattern = CL_SG_BURST;
+  free(l); free(c);
+  s->gpu_side = in->arr2 && in->evidence == CL_SG_GPU_START && in->evidence2 == CL_SG_ENQUEUE &&
+                s->cost_by[0] >= 2 * s->cost_by[1];
   uint32_t *ev = cl_xmalloc((ne + 1) * sizeof *ev);
   size_t n = 0;
-  for (size_t k = 0; k < ne; k++) if (v->inst[elig[k]].last == who && v->inst[elig[k]].called) ev[n++] = elig[k];
+  for (size_t k2 = 0; k2 < ne; k2++) if (v->inst[elig[k2]].last == who && v->inst[elig[k2]].called) ev[n++] = elig[k2];
   g_v = v;
   qsort(ev, n, sizeof *ev, cmp_evidence);
-  for (size_t k = 0; k < n && k < CL_SG_EVIDENCE_MAX; k++) out->evidence[out->nevidence++] = ev[k];
+  for (size_t k2 = 0; k2 < n && k2 < CL_SG_EVIDENCE_MAX; k2++) s->evidence[s->nevidence++] = ev[k2];
   free(ev);
 }
 
-static int cmp_stall(const void *a, const void *b) {
-  const cl_sg_stall *x = a, *y = b;
-  if (x->margin_ns != y->margin_ns) return x->margin_ns < y->margin_ns ? 1 : -1;
-  return (x->inst > y->inst) - (x->inst < y->inst);
-}
 static int cmp_suspect(const void *a, const void *b) {
   const cl_sg_suspect *x = a, *y = b;
   if (x->cost_ns != y->cost_ns) return x->cost_ns < y->cost_ns ? 1 : -1;
   return x->who - y->who;
 }
-
-/* A stall is a margin that chance reaches once per job with probability alpha at most (the
- * exponential-tail bound in cl_sg_analyse), so CL_SG_REPEAT stalls of one participant are no
- * accident even where counting last arrivals cannot tell it from chance: a rank late every
- * third step beside one other rank (its chance share is half), two ranks taking turns. Each
- * such participant not already named becomes a straggler on its stalls: K = its stalls, the
- * median over them, p bounded by alpha; its stalls leave the one-off list (they are its
- * evidence). */
-static void name_repeated_stalls(const cl_sg_input *in, cl_sg_verdict *v, const uint32_t *elig, size_t ne,
-                                 const who_stat *ws) {
-  /* stalls are counted in units (steps where known): several stalled collectives of one step
-   * are one stalled step */
-  int64_t *cnt = cl_xcalloc((size_t)in->nwho + 1, sizeof *cnt);
-  int32_t *key = cl_xmalloc((v->nstall + 1) * sizeof *key);
-  for (int w = 0; w < in->nwho; w++) {
-    size_t n = 0;
-    for (size_t k = 0; k < v->nstall; k++)
-      if (v->stall[k].who == w) key[n++] = v->unit_is_step ? in->inst[v->stall[k].inst].step : (int32_t)v->stall[k].inst;
-    qsort(key, n, sizeof *key, cmp_i32);
-    for (size_t k = 0; k < n; k++) cnt[w] += !k || key[k] != key[k - 1];
-  }
-  free(key);
-  double *lat = cl_xmalloc((v->nstall + 1) * sizeof *lat);
-  for (int w = 0; w < in->nwho; w++) {
-    int named = 0;
-    for (int s = 0; s < v->nstraggler; s++) named |= v->straggler[s].who == w;
-    if (named || cnt[w] < CL_SG_REPEAT) continue;
-    cl_sg_suspect *s = &v->straggler[v->nstraggler++];
-    fill_suspect(in, v, elig, ne, &ws[w], w, v->alpha, s);
-    size_t n = 0, keep = 0;
-    for (size_t k = 0; k < v->nstall; k++) {
-      if (v->stall[k].who == w) { lat[n++] = v->stall[k].margin_ns; v->inst[v->stall[k].inst].stall = 0; }
-      else v->stall[keep++] = v->stall[k];
-    }
-    v->nstall = keep;
-    s->stalls = s->last_count = cnt[w];
-    s->median_lateness_ns = cl_median_dbl(lat, n);
-  }
-  free(lat); free(cnt);
-  qsort(v->straggler, (size_t)v->nstraggler, sizeof *v->straggler, cmp_suspect);
+static int cmp_stall(const void *a, const void *b) {
+  const cl_sg_stall *x = a, *y = b;
+  if (x->margin_ns != y->margin_ns) return x->margin_ns < y->margin_ns ? 1 : -1;
+  return (x->inst > y->inst) - (x->inst < y->inst);
 }
 
-void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
-  memset(v, 0, sizeof *v);
-  v->evidence = in->evidence;
-  v->who_word = in->who_word ? in->who_word : "rank";
-  v->alpha = in->alpha > 0 ? in->alpha : CL_SG_ALPHA;
-  v->min_margin_ns = in->min_margin_ns > 0 ? in->min_margin_ns : CL_SG_MIN_MARGIN_NS;
-  v->largest.who = -1;
-  v->n_inst = (int64_t)in->ninst;
-  v->inst = cl_xcalloc(in->ninst + 1, sizeof *v->inst);
-  size_t maxc = 1;
+/* Stragglers taking turns: two of one period at different phases name each other. */
+static void pair_turns(cl_sg_verdict *v) {
+  for (int i = 0; i < v->nstraggler; i++) {
+    cl_sg_suspect *s = &v->straggler[i];
+    for (int j = 0; j < v->nstraggler && s->pattern == CL_SG_EVERY_KTH; j++) {
+      const cl_sg_suspect *o = &v->straggler[j];
+      if (j != i && (o->pattern == CL_SG_EVERY_KTH || o->pattern == CL_SG_TURNS) && o->period == s->period &&
+          o->phase != s->phase) { s->pattern = CL_SG_TURNS; s->turns_with = o->who; }
+    }
+  }
+}
+
+/* One-off stalls: a unit whose wait from one participant is material on its own and far beyond
+ * the noise floor (chance margins have at most exponential tails, P(margin > x) =
+ * 2^(-x / median): over N units one exceeds median * log2(N / alpha) with probability alpha
+ * at most); a named straggler's own units only at 10x its median wait. */
+static void find_stalls(const cl_sg_input *in, cl_sg_verdict *v, const unit_tab *ut) {
+  double factor = fmax(CL_SG_STALL_FACTOR, log2((double)(ut->n ? ut->n : 1) / v->alpha));
+  double thr = fmax(factor * fmax(v->noise_floor_ns, v->min_margin_ns), v->material * v->job_ns);
+  v->stall_threshold_ns = thr;
+  v->stall = cl_xmalloc((ut->e.n + 1) * sizeof *v->stall);
+  for (size_t u = 0; u < ut->n; u++)
+    for (uint32_t j = ut->first[u]; j < ut->first[u + 1]; j++) {
+      const cl_pt_entry *x = &ut->e.a[j];
+      if (x->v <= thr) continue;
+      int own = 0;
+      for (int s = 0; s < v->nstraggler; s++)
+        own |= v->straggler[s].who == x->who && x->v <= CL_SG_STALL_FACTOR * v->straggler[s].median_lateness_ns;
+      if (own) continue;
+      v->inst[ut->inst.a[j]].stall = 1;
+      v->stall[v->nstall++] = (cl_sg_stall){ ut->inst.a[j], x->who, x->v, v->unit_is_step ? ut->index[u] : -1 };
+    }
+  (void)in;
+  qsort(v->stall, v->nstall, sizeof *v->stall, cmp_stall);
+}
+
+/* Measures every instance; returns the eligible ones (outside the start-up) in ids. */
+static size_t measure_all(const cl_sg_input *in, cl_sg_verdict *v, ev_res *ev1, ev_res *ev2, uint32_t *ids, double *res_of) {
+  size_t maxc = 1, nid = 0;
   for (size_t i = 0; i < in->ninst; i++) if (in->inst[i].count > maxc) maxc = in->inst[i].count;
-  double *scratch = cl_xmalloc(maxc * sizeof *scratch);
-  uint32_t *ids = cl_xmalloc((in->ninst + 1) * sizeof *ids);
-  size_t nid = 0;
+  double *scratch = cl_xmalloc(maxc * sizeof *scratch), res = 0;
   int64_t t0 = INT64_MAX, t1 = INT64_MIN;
   for (size_t i = 0; i < in->ninst; i++) {
-    measure(in, v->min_margin_ns, &in->inst[i], &v->inst[i], scratch);
+    measure(in, v->min_margin_ns, &in->inst[i], &v->inst[i], &ev1[i], &ev2[i], scratch);
+    for (uint32_t j = 0; j < in->inst[i].count; j++) {
+      const cl_sg_arrival *a = &in->arr[in->inst[i].first + j];
+      double r = fmax((double)a->res, in->arr2 ? (double)in->arr2[in->inst[i].first + j].res : 0);
+      res = fmax(res, r);
+      if (a->who >= 0 && a->who < in->nwho) res_of[a->who] = fmax(res_of[a->who], r);
+    }
     if (v->inst[i].last < 0) continue;
     ids[nid++] = (uint32_t)i;
     const cl_sg_inst_result *r = &v->inst[i];
@@ -411,156 +468,114 @@ void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
     if (e > t1) t1 = e;
   }
   free(scratch);
+  v->res_ns = res;
   v->job_ns = in->job_ns > 0 ? (double)in->job_ns : (nid && t1 > t0 ? (double)(t1 - t0) : 0);
   find_startup(in, v, ids, nid);
-  /* eligible: outside the start-up, in input order */
   size_t ne = 0;
   for (size_t i = 0; i < in->ninst; i++) if (v->inst[i].last >= 0 && !v->inst[i].startup) ids[ne++] = (uint32_t)i;
   v->n_eligible = (int64_t)ne;
+  double *m = cl_xmalloc((ne + 1) * sizeof *m);
   for (size_t k = 0; k < ne; k++) {
     const cl_sg_inst_result *r = &v->inst[ids[k]];
     if (!r->called && r->margin_ns > v->min_margin_ns) v->n_within_clock++;
+    m[k] = r->margin_ns;
   }
-  if (!ne) { free(ids); v->kind = CL_SG_NO_DATA; return; }
-
-  who_stat *ws = cl_xcalloc((size_t)in->nwho + 1, sizeof *ws);
-  unit_table ut = {0};
-  count_units(in, v, ids, ne, ws, &ut);
-  int nparts = 0;
-  for (int w = 0; w < in->nwho; w++) if (ws[w].n) nparts++;
-  double *padj = cl_xmalloc(((size_t)in->nwho + 1) * sizeof *padj);
-  uint8_t *passes = cl_xcalloc((size_t)in->nwho + 1, 1);
-  test_against_chance(&ut, in->nwho, nparts, v->alpha, padj, passes);
-  free(ut.culprit); free(ut.first); free(ut.mem.a);
-  /* the noise floor: the run's median margin (with a straggler, its own margin; on a
-   * time-shared GPU, one scheduler slice) */
-  double *m = cl_xmalloc((ne + 1) * sizeof *m);
-  for (size_t k = 0; k < ne; k++) m[k] = v->inst[ids[k]].margin_ns;
-  v->noise_floor_ns = cl_median_dbl(m, ne);
-  /* and the margin of the instances no one beyond chance was last in: a stall must stand out
-   * from both (a frequent small lateness lowers the first) */
-  size_t nm = 0;
-  for (size_t k = 0; k < ne; k++) if (!passes[v->inst[ids[k]].last]) m[nm++] = v->inst[ids[k]].margin_ns;
-  double floor_chance = nm ? cl_median_dbl(m, nm) : 0;
+  v->noise_floor_ns = ne ? cl_median_dbl(m, ne) : 0;   /* the run's median margin */
   free(m);
-  /* stragglers: beyond chance in count, and late by the run's kind of margin, not a fraction
-   * of it (a rank always a few us behind in a run whose margins are ms is not one) */
-  v->straggler = cl_xcalloc((size_t)in->nwho + 1, sizeof *v->straggler);
-  int best = -1;
-  double spread = chance_lateness(ws, passes, in->nwho);
+  return ne;
+}
+
+/* Who is named: beyond chance (p at most alpha), and material over the whole job: the wait it
+ * caused beyond the others' mean (each unit's capped as the test read it: a one-off stall of a
+ * rank the scheduler happens to favour is not a pattern's cost) is at least the floor. Turns
+ * that every participant takes (each beyond chance in a periodic family: the only two ranks
+ * alternating) leave no one above the others over the job; there each is judged within its
+ * turns, and must be later than its timing resolution (a GPU time-shared by k ranks hands
+ * itself round in turns: k - 1 slices). The largest effect is the costliest participant, named
+ * or not; every excess_ns is the whole-job excess. */
+static void name_stragglers(const cl_sg_input *in, cl_sg_verdict *v, const unit_tab *ut, const uint32_t *ids, size_t ne,
+                            const cl_pt_result *pr, const int64_t *n_units_of, double cap, const double *res_of) {
+  double *tw = cl_xcalloc((size_t)in->nwho + 1, sizeof *tw), *cost = cl_xcalloc((size_t)in->nwho + 1, sizeof *cost), sum = 0;
+  int nparts = 0, ncand = 0, best = -1, k = 0;
+  uint64_t phases = 0;
+  for (size_t j = 0; j < ut->e.n; j++) {
+    tw[ut->e.a[j].who] += fmin(ut->e.a[j].v, cap > 0 ? cap : INFINITY);
+    cost[ut->e.a[j].who] += ut->e.a[j].v;
+  }
   for (int w = 0; w < in->nwho; w++) {
-    if (!ws[w].k) continue;
-    if (passes[w]) {
-      cl_sg_suspect s;
-      fill_suspect(in, v, ids, ne, &ws[w], w, padj[w], &s);
-      /* at the floor (on a time-shared GPU: one scheduler slice) a rank the scheduler happens
-       * to favour last beats chance too; there a straggler must be last in half the units */
-      int at_floor = s.median_lateness_ns <= CL_SG_AT_FLOOR * v->noise_floor_ns;
-      /* one rank a little behind in most steps (on separate GPUs: a slower card, the rank that
-       * logs) by no more than the others are when they are last is the run's own spread with a
-       * bias, not a straggler: its lateness must stand out from theirs, or (on a time-shared
-       * GPU lateness comes in slices, a sleeper's like everyone's) its count from chance, at
-       * twice its expected share */
-      int above_others = s.median_lateness_ns >= CL_SG_OVER_OTHERS * spread ||
-                         (double)s.last_count >= CL_SG_OVER_OTHERS * s.expected;   /* or its count speaks */
-      if (s.median_lateness_ns >= CL_SG_FLOOR_SHARE * v->noise_floor_ns &&
-          (!at_floor || 2 * s.last_count >= s.units) && above_others)
-        v->straggler[v->nstraggler++] = s;
-    }
-    if (best < 0 || padj[w] < padj[best] || (padj[w] == padj[best] && ws[w].k > ws[best].k)) best = w;
+    if (!n_units_of[w]) continue;
+    nparts++; sum += tw[w];
+    if (pr[w].p > v->alpha) continue;
+    ncand++;
+    if (!k) k = pr[w].k;
+    if (pr[w].k != k) k = -1;
+    if (k >= 2 && k <= 64) phases |= 1ull << pr[w].phase;
   }
-  if (best >= 0) fill_suspect(in, v, ids, ne, &ws[best], best, padj[best], &v->largest);
+  /* turns of all: every participant beyond chance at its own phase of one period, and every
+   * phase of it taken */
+  int turns_of_all = nparts >= 2 && ncand == nparts && k >= 2 && k == nparts && __builtin_popcountll(phases) == k;
+  double floor = v->material * v->job_ns;
+  v->straggler = cl_xcalloc((size_t)in->nwho + 1, sizeof *v->straggler);
+  for (int w = 0; w < in->nwho; w++) {
+    if (!n_units_of[w] || pr[w].p > v->alpha) continue;
+    cl_sg_suspect s;
+    fill_suspect(in, v, ut, ids, ne, pr, n_units_of, w, &s);
+    s.excess_ns = nparts > 1 ? fmax(0, tw[w] - (sum - tw[w]) / (nparts - 1)) : tw[w];
+    int material = floor <= 0 || s.excess_ns >= floor ||
+                   (turns_of_all && pr[w].t - pr[w].others >= floor && s.median_lateness_ns > res_of[w]);
+    if (material) v->straggler[v->nstraggler++] = s;
+  }
+  for (int w = 0; w < in->nwho; w++) if (cost[w] > 0 && (best < 0 || cost[w] > cost[best])) best = w;
+  if (best >= 0) {
+    fill_suspect(in, v, ut, ids, ne, pr, n_units_of, best, &v->largest);
+    v->largest.excess_ns = nparts > 1 ? fmax(0, tw[best] - (sum - tw[best]) / (nparts - 1)) : tw[best];
+  }
+  free(tw); free(cost);
+}
+
+void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
+  memset(v, 0, sizeof *v);
+  v->evidence = in->evidence; v->evidence2 = in->evidence2; v->has_second = in->arr2 != NULL;
+  v->who_word = in->who_word ? in->who_word : "rank";
+  v->alpha = in->alpha > 0 ? in->alpha : CL_SG_ALPHA;
+  v->min_margin_ns = in->min_margin_ns > 0 ? in->min_margin_ns : CL_SG_MIN_MARGIN_NS;
+  v->material = in->material < 0 ? 0 : in->material > 0 ? in->material : CL_SG_MATERIAL;
+  v->largest.who = -1;
+  v->n_inst = (int64_t)in->ninst;
+  v->inst = cl_xcalloc(in->ninst + 1, sizeof *v->inst);
+  ev_res *ev1 = cl_xmalloc((in->ninst + 1) * sizeof *ev1), *ev2 = cl_xmalloc((in->ninst + 1) * sizeof *ev2);
+  uint32_t *ids = cl_xmalloc((in->ninst + 1) * sizeof *ids);
+  double *res_of = cl_xcalloc((size_t)in->nwho + 1, sizeof *res_of);
+  size_t ne = measure_all(in, v, ev1, ev2, ids, res_of);
+  if (!ne) { free(ids); free(ev1); free(ev2); free(res_of); v->kind = CL_SG_NO_DATA; return; }
+
+  unit_tab ut = {0};
+  int32_t *unit = assign_units(in, v, ids, ne, &ut);
+  int64_t *n_units_of = cl_xcalloc((size_t)in->nwho + 1, sizeof *n_units_of);
+  count_parts(in, ids, ne, unit, &ut, n_units_of);
+  const ev_res *const evs[2] = { ev1, ev2 };
+  unit_effects(in, ids, ne, unit, evs, &ut);
+  free(unit); free(ev1); free(ev2);
+  int nparts = 0;
+  for (int w = 0; w < in->nwho; w++) nparts += n_units_of[w] > 0;
+  cl_pt_unit *pu = cl_xmalloc((ut.n + 1) * sizeof *pu);
+  for (size_t u = 0; u < ut.n; u++)
+    pu[u] = (cl_pt_unit){ ut.first[u], ut.first[u + 1] - ut.first[u], ut.nparts[u], ut.index[u] };
+  cl_pt_result *pr = cl_xmalloc(((size_t)in->nwho + 1) * sizeof *pr);
+  cl_pt_run(pu, ut.n, ut.e.a, in->nwho, nparts, v->alpha, CL_SG_MAX_PERIOD, pr);
+  double cap = cl_pt_cap(pu, ut.n, ut.e.a);
+  free(pu);
+
+  name_stragglers(in, v, &ut, ids, ne, pr, n_units_of, cap, res_of);
   qsort(v->straggler, (size_t)v->nstraggler, sizeof *v->straggler, cmp_suspect);
-  /* one-off stalls: far beyond the noise floor, and beyond a named straggler's own lateness */
-  /* chance margins have at most an exponential tail (the top gap of exponential arrivals is
-   * exponential): P(margin > x) = 2^(-x / median), so over ne instances one exceeds
-   * median * log2(ne / alpha) with probability alpha at most */
-  double factor = fmax(CL_SG_STALL_FACTOR, log2((double)ne / v->alpha));
-  double thr = factor * fmax(fmax(v->noise_floor_ns, floor_chance), v->min_margin_ns);
-  v->stall = cl_xmalloc((ne + 1) * sizeof *v->stall);
-  for (size_t k = 0; k < ne; k++) {
-    cl_sg_inst_result *r = &v->inst[ids[k]];
-    if (!r->called || r->margin_ns <= thr) continue;
-    int own = 0;
-    for (int s = 0; s < v->nstraggler; s++)
-      if (v->straggler[s].who == r->last && r->margin_ns <= CL_SG_STALL_FACTOR * v->straggler[s].median_lateness_ns) own = 1;
-    if (own) continue;
-    r->stall = 1;
-    v->stall[v->nstall++] = (cl_sg_stall){ids[k], r->last, r->margin_ns};
-  }
-  v->stall_threshold_ns = thr;
-  name_repeated_stalls(in, v, ids, ne, ws);
-  qsort(v->stall, v->nstall, sizeof *v->stall, cmp_stall);
+  pair_turns(v);
+  find_stalls(in, v, &ut);
   v->kind = v->nstraggler ? CL_SG_STRAGGLER : v->nstall ? CL_SG_STALLS_ONLY : CL_SG_NONE;
-  for (int w = 0; w < in->nwho; w++) free(ws[w].lat);
-  free(ws); free(padj); free(passes); free(ids);
+  free(pr); free(n_units_of); free(ids); free(res_of);
+  unit_tab_free(&ut);
 }
 
 void cl_sg_free(cl_sg_verdict *v) {
   free(v->straggler); free(v->stall); free(v->inst);
   memset(v, 0, sizeof *v);
-}
-
-/* "rank 2 (host n2)" or "rank 2" */
-static void name_who(char *b, size_t n, const char *word, int32_t who, const char *host) {
-  if (host && host[0]) snprintf(b, n, "%s %d (host %s)", word, who, cl_show(host));   /* a sentence: shown text */
-  else snprintf(b, n, "%s %d", word, who);
-  cl_utf8_cut(b);
-}
-
-const char *cl_sg_verdict_line(const cl_sg_verdict *v, char *buf, size_t n) {
-  char who[300], t1[32], t2[32];
-  const char *unit = v->unit_is_step ? "steps" : "instances";
-  /* channels are not stragglers: a channel that ends last beyond chance is a slow one */
-  int ch = !strcmp(v->who_word, "channel");
-  size_t len = 0;
-  switch (v->kind) {
-  case CL_SG_NO_DATA:
-    snprintf(buf, n, "no verdict: no instance outside the start-up period had two or more %ss", v->who_word);
-    break;
-  case CL_SG_STRAGGLER: {
-    const cl_sg_suspect *s = &v->straggler[0];
-    name_who(who, sizeof who, v->who_word, s->who, s->host);
-    if (s->stalls)
-      len = (size_t)snprintf(buf, n, "%s is %s: stalled in %lld of %lld %s by a median %s (a stall: over %s); it cost the job %.3f s",
-                             who, ch ? "slow" : "a straggler", (long long)s->stalls, (long long)s->units, unit,
-                             cl_fmt_time(t1, sizeof t1, s->median_lateness_ns),
-                             cl_fmt_time(t2, sizeof t2, v->stall_threshold_ns), s->cost_ns / 1e9);
-    else
-      len = (size_t)snprintf(buf, n, "%s is %s: last in %lld of %lld %s by a median %s; it cost the job %.3f s",
-                             who, ch ? "slow" : "a straggler", (long long)s->last_count, (long long)s->units, unit,
-                             cl_fmt_time(t1, sizeof t1, s->median_lateness_ns), s->cost_ns / 1e9);
-    if (v->job_ns > 0 && len < n)
-      len += (size_t)snprintf(buf + len, n - len, " of %.3f s (%.1f%%)", v->job_ns / 1e9, 100.0 * s->cost_ns / v->job_ns);
-    /* stragglers taking turns: every one named is in the line, not only the costliest */
-    for (int k = 1; k < v->nstraggler && k <= 3 && len < n; k++) {
-      name_who(who, sizeof who, v->who_word, v->straggler[k].who, v->straggler[k].host);
-      len += (size_t)snprintf(buf + len, n - len, "%s%s", k == 1 ? (v->nstraggler > 2 ? "; so are " : "; so is ") : ", ", who);
-    }
-    if (v->nstraggler > 4 && len < n) snprintf(buf + len, n - len, " and %d more", v->nstraggler - 4);
-    break;
-  }
-  case CL_SG_STALLS_ONLY:
-    len = (size_t)snprintf(buf, n, "one-off stalls only:");
-    for (size_t k = 0; k < v->nstall && k < 3 && len < n; k++) {
-      const cl_sg_stall *st = &v->stall[k];
-      len += (size_t)snprintf(buf + len, n - len, "%s %s %d +%s (instance %u)", k ? "," : "", v->who_word, st->who,
-                              cl_fmt_time(t1, sizeof t1, st->margin_ns), st->inst);
-    }
-    if (v->nstall > 3 && len < n) len += (size_t)snprintf(buf + len, n - len, " and %zu more", v->nstall - 3);
-    if (len < n) snprintf(buf + len, n - len, "; noise floor %s", cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
-    break;
-  case CL_SG_NONE:
-    if (v->largest.who < 0) {
-      snprintf(buf, n, "no %s found: no %s was last by more than %s and the clock error; noise floor %s",
-               ch ? "slow channel" : "straggler", v->who_word, cl_fmt_time(t1, sizeof t1, v->min_margin_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
-      break;
-    }
-    name_who(who, sizeof who, v->who_word, v->largest.who, v->largest.host);
-    snprintf(buf, n, "no %s found: the largest effect was %s, last in %lld of %lld %s (%.1f by chance) by a median %s; noise floor %s",
-             ch ? "slow channel" : "straggler", who, (long long)v->largest.last_count, (long long)v->largest.units, unit, v->largest.expected,
-             cl_fmt_time(t1, sizeof t1, v->largest.median_lateness_ns), cl_fmt_time(t2, sizeof t2, v->noise_floor_ns));
-    break;
-  }
-  return buf;
 }

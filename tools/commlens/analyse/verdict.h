@@ -9,6 +9,7 @@
 #include "tools/commlens/analyse/clock_model.h"
 #include "tools/commlens/analyse/straggler.h"
 #include "tools/commlens/analyse/steps.h"
+#include "tools/commlens/analyse/gpu_share.h"
 
 enum cl_steps_source { CL_STEPS_NONE, CL_STEPS_NVTX, CL_STEPS_PATTERN };
 const char *cl_steps_source_key(enum cl_steps_source s);   /* "nvtx", "pattern", NULL */
@@ -18,6 +19,7 @@ typedef struct {
   int32_t *inst_step;                /* per job instance: its step, -1 none */
   int64_t *arrival;                  /* per job member (cl_job.mem): its arrival (GPU start) on
                                         the reference clock */
+  cl_gpu_share share;                /* ranks time-sharing a GPU, and its slice */
   enum cl_steps_source steps_source;
   uint64_t steps_comm;               /* CL_STEPS_PATTERN: the communicator it was found on */
   cl_steps st;                       /* CL_STEPS_PATTERN: the detected steps */
@@ -33,10 +35,13 @@ typedef struct {
 
 /* Computes *out from an aligned job (cl_clock_align done; m its model, only read). The
  * evidence is the GPU's own wait for peers when every member has v7 kernel phases
- * (phase_evidence.h: no clock needed), else the GPU start on the modelled clock (a GPU-side straggler shows there and not in
- * its host enqueues); steps are found in the issue order and gaps of the host enqueues when
- * every rank has them (a time-shared GPU's starts blur the gaps between steps), else of the
- * GPU starts. docs/decisions/0073-arrival-evidence.md has the measurements. Frees with cl_verdict_free. */
+ * (phase_evidence.h: no clock needed), else the GPU start on the modelled clock (a GPU-side
+ * straggler shows there and not in its host enqueues; on a time-shared GPU with its slices as
+ * the resolution, analyse/gpu_share.h) with the host enqueue beside it when every rank has
+ * them (a rank late to enqueue shows there at the host's resolution); steps are found in the
+ * issue order and gaps of the host enqueues when every rank has them (a time-shared GPU's
+ * starts blur the gaps between steps), else of the GPU starts. docs/verdict.md has the rules.
+ * Frees with cl_verdict_free. */
 void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out);
 void cl_verdict_free(cl_verdict_an *out);
 #endif

@@ -66,22 +66,31 @@ void cl_render_verdict_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   const cl_sg_verdict *v = &vd->v;
   char b1[32], b2[32];
   fprintf(o, "Verdict: %s\n", vd->line);
-  fprintf(o, "  evidence: %s; %lld instance(s), %lld in the start-up period, %lld not called inside the clock error; "
-          "false-accusation rate %.0f%% per job\n", cl_sg_evidence_name(v->evidence), (long long)v->n_inst,
-          (long long)v->n_startup, (long long)v->n_within_clock, 100 * v->alpha);
+  fprintf(o, "  evidence: %s%s%s; ties within %s and the clock error", cl_sg_evidence_name(v->evidence),
+          v->has_second ? " and " : "", v->has_second ? cl_sg_evidence_name(v->evidence2) : "",
+          cl_fmt_time(b1, sizeof b1, v->min_margin_ns));
+  if (vd->share.n_shared)
+    fprintf(o, "; GPU starts of the %d rank(s) time-sharing a GPU (up to %d a GPU) within %s (its %s scheduler slices)",
+            vd->share.n_shared, vd->share.kmax, cl_fmt_time(b1, sizeof b1, v->res_ns), cl_fmt_time(b2, sizeof b2, vd->share.slice_ns));
+  fprintf(o, "\n  %lld instance(s), %lld in the start-up period, %lld not called inside the clock error; "
+          "false-accusation rate %.0f%% per job; a straggler costs the job %.0f%% more than the others\n", (long long)v->n_inst,
+          (long long)v->n_startup, (long long)v->n_within_clock, 100 * v->alpha, 100 * v->material);
   if (vd->n_not_causal || vd->n_impossible)
     fprintf(o, "  left out: %lld instance(s) of Broadcast/Reduce-like collectives (a late receiver makes no one wait), "
             "%lld with impossible times (a GPU start after a peer's end)\n", (long long)vd->n_not_causal, (long long)vd->n_impossible);
   for (int k = 1; k < v->nstraggler && k < top; k++) {
     const cl_sg_suspect *s = &v->straggler[k];
-    fprintf(o, "  also: rank %d, %s %lld of %lld by a median %s; cost %.3f s\n", job->r[s->who]->rank,
-            s->stalls ? "stalled in" : "last in", (long long)s->last_count, (long long)s->units, cl_fmt_time(b1, sizeof b1, s->median_lateness_ns), s->cost_ns / 1e9);
+    fprintf(o, "  also: rank %d, %s, late in %lld of %lld by a median %s%s; cost %.3f s\n", job->r[s->who]->rank,
+            cl_sg_pattern_key(s->pattern), (long long)s->last_count, (long long)s->units,
+            cl_fmt_time(b1, sizeof b1, s->median_lateness_ns), s->gpu_side ? ", on the GPU" : "", s->cost_ns / 1e9);
   }
   for (size_t k = 0; k < v->nstall && (int)k < top; k++) {
     const cl_sg_stall *st = &v->stall[k];
     const cl_inst *in = &job->inst.a[st->inst];
-    fprintf(o, "  stall: rank %d +%s at %s #%lld\n", job->r[st->who]->rank, cl_fmt_time(b1, sizeof b1, st->margin_ns),
+    fprintf(o, "  stall: rank %d +%s at %s #%lld", job->r[st->who]->rank, cl_fmt_time(b1, sizeof b1, st->margin_ns),
             cl_func_name(in->func), (long long)in->seq);
+    if (st->step >= 0) fprintf(o, " (step %lld)", (long long)st->step);
+    fputc('\n', o);
   }
   cl_render_channel_lines(job, &an->chv, top, o);
   fprintf(o, "Clock model (reference: rank %d's host)\n", job->ref_rank);
@@ -143,6 +152,22 @@ static json_object *suspect_json(const who_of *w, const cl_sg_verdict *v, const 
   json_object_object_add(x, "p_value", jd(s->p_value));
   json_object_object_add(x, "confidence", jd(s->confidence));
   json_object_object_add(x, "stalls", ji(s->stalls));
+  json_object_object_add(x, "pattern", js(cl_sg_pattern_key(s->pattern)));
+  int kth = s->pattern == CL_SG_EVERY_KTH || s->pattern == CL_SG_TURNS;
+  json_object_object_add(x, "period", kth ? ji(s->period) : NULL);
+  json_object_object_add(x, "phase", kth ? ji(s->phase) : NULL);
+  json_object *tw = NULL;
+  if (s->pattern == CL_SG_TURNS && s->turns_with >= 0) tw = w->ch ? ji(s->turns_with) : ji(w->job->r[s->turns_with]->rank);
+  json_object_object_add(x, "turns_with", tw);
+  json_object *bu = NULL;
+  if (s->pattern == CL_SG_BURST) { bu = json_object_new_array(); json_object_array_add(bu, ji(s->burst_from)); json_object_array_add(bu, ji(s->burst_to)); }
+  json_object_object_add(x, "burst", bu);
+  json_object_object_add(x, "gpu_side", json_object_new_boolean(s->gpu_side));
+  json_object_object_add(x, "family_period", ji(s->family_k));
+  json_object_object_add(x, "beyond_chance_ns", jr(s->excess_ns));
+  json_object *cb = json_object_new_array();
+  json_object_array_add(cb, jr(s->cost_by[0])); json_object_array_add(cb, jr(s->cost_by[1]));
+  json_object_object_add(x, "cost_by_evidence_ns", cb);
   json_object *ev = json_object_new_array();
   for (int k = 0; k < s->nevidence; k++) {
     json_object *e = inst_key(w, s->evidence[k], json_object_new_object());
@@ -160,6 +185,9 @@ static json_object *sg_json(const who_of *w, const cl_sg_verdict *v, const char 
   json_object_object_add(x, "kind", js(cl_sg_kind_name(v->kind)));
   json_object_object_add(x, "line", js(line));
   json_object_object_add(x, "evidence", js(cl_sg_evidence_key(v->evidence)));
+  json_object_object_add(x, "evidence_second", v->has_second ? js(cl_sg_evidence_key(v->evidence2)) : NULL);
+  json_object_object_add(x, "resolution_ns", jr(v->res_ns));
+  json_object_object_add(x, "material_share", jd(v->material));
   json_object_object_add(x, "unit", js(v->unit_is_step ? "step" : "instance"));
   json_object_object_add(x, "alpha", jd(v->alpha));
   json_object_object_add(x, "noise_floor_ns", jr(v->noise_floor_ns));
@@ -183,6 +211,7 @@ static json_object *sg_json(const who_of *w, const cl_sg_verdict *v, const char 
     name_who(w, v->stall[k].who, e);
     inst_key(w, v->stall[k].inst, e);
     json_object_object_add(e, "margin_ns", jr(v->stall[k].margin_ns));
+    json_object_object_add(e, "step", v->stall[k].step >= 0 ? ji(v->stall[k].step) : NULL);
     json_object_array_add(st, e);
   }
   json_object_object_add(x, "stalls", st);
@@ -212,6 +241,11 @@ static json_object *verdict_json(const cl_job *job, const cl_analysis *an) {
   json_object_object_get_ex(x, "counts", &c);
   json_object_object_add(c, "not_causal", ji(an->vd.n_not_causal));
   json_object_object_add(c, "impossible", ji(an->vd.n_impossible));
+  json_object *g = json_object_new_object();
+  json_object_object_add(g, "ranks", ji(an->vd.share.n_shared));
+  json_object_object_add(g, "most_on_one", ji(an->vd.share.kmax));
+  json_object_object_add(g, "slice_ns", jr(an->vd.share.slice_ns));
+  json_object_object_add(x, "gpu_shared", g);
   json_object_object_add(x, "channels", channels_json(job, &an->chv));
   return x;
 }
