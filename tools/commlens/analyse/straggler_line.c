@@ -41,9 +41,10 @@ static size_t pattern(const cl_sg_verdict *v, const cl_sg_suspect *s, char *buf,
   return len;
 }
 
-/* ", costing 0.120 s (2.3% of the job)" */
+/* ", costing 120.0 ms (2.3% of the job)" */
 static size_t costing(const cl_sg_verdict *v, double cost, char *buf, size_t n, size_t len) {
-  ADD(", costing %.3f s", cost / 1e9);
+  char t[32];
+  ADD(", costing %s", cl_fmt_time(t, sizeof t, cost));
   if (v->job_ns > 0) ADD(" (%.1f%% of the job)", 100.0 * cost / v->job_ns);
   return len;
 }
