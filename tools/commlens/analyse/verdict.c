@@ -80,6 +80,7 @@ static int cmp_placed(const void *a, const void *b) {
   int64_t x = ((const placed *)a)->t, y = ((const placed *)b)->t;
   return (x > y) - (x < y);
 }
+typedef CL_VEC(placed) placed_vec;
 static int64_t own_time(const cl_coll *c) { return c->enq != CL_NO_TIME ? c->enq : c->start; }
 
 /* Whether a rank's collectives of the steps' communicator end its steps (a data-parallel
@@ -106,7 +107,7 @@ static int main_ends_steps(const cl_rank *r, uint64_t comm) {
  * parallel group behind a late rank stays in its step; by time it would slide into the next
  * one. Instances with no such member: the step holding their first arrival. */
 static void map_other_comms(const cl_job *job, cl_verdict_an *out, const int64_t *t_first) {
-  CL_VEC(placed) *pr = cl_xcalloc((size_t)job->n + 1, sizeof *pr);
+  placed_vec *pr = cl_xcalloc((size_t)job->n + 1, sizeof *pr);
   int *ends = cl_xcalloc((size_t)job->n + 1, sizeof *ends);
   for (int i = 0; i < job->n; i++) {
     const cl_rank *r = job->r[i];
@@ -123,7 +124,7 @@ static void map_other_comms(const cl_job *job, cl_verdict_an *out, const int64_t
     out->inst_step[k] = cl_steps_at(&out->st, t_first[k]);
     for (uint32_t j = 0; j < in->count; j++) {
       const cl_member *mb = &job->mem.a[in->first + j];
-      const CL_VEC(placed) *v = (const void *)&pr[mb->rank_idx];
+      const placed_vec *v = &pr[mb->rank_idx];
       if (!v->n) continue;
       int64_t t = own_time(&job->r[mb->rank_idx]->colls.a[mb->coll_idx]);
       size_t lo = 0, hi = v->n;   /* the first of the steps' communicator after t */
