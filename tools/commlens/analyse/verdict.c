@@ -279,7 +279,10 @@ static void build_input(const cl_job *job, const cl_clock_model *m, cl_verdict_a
       n_mem++; n_ce += by_enq;
       sa[in->first + j] = arrival_at(job, m, ri, by_enq ? c->enq : c->start, c->end, by_enq ? 0 : cl_gpu_share_res(&out->share, ri));
       out->arrival[in->first + j] = sa[in->first + j].value;
-      if (enq) se[in->first + j] = arrival_at(job, m, ri, c->enq, c->end, 0);
+      if (enq) {   /* the same clock error and end: the enqueue is within a step of the start */
+        se[in->first + j] = sa[in->first + j];
+        se[in->first + j].value = cl_cm_align(m, ri, c->enq); se[in->first + j].res = 0;
+      }
       if (by_wait) sa[in->first + j] = cl_phase_arrival(c, ri);
     }
     /* who arrived last makes everyone wait only where every end depends on every start: a
