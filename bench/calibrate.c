@@ -1,5 +1,5 @@
 /* calibrate.c: the straggler verdict on at least 10,000 simulated jobs with known truth
- * (test/lib/jobsim.c: digests written by the plugin's writer, read and judged by the CLI's own
+ * (test/sim/jobsim.c: digests written by the plugin's writer, read and judged by the CLI's own
  * code), printing the calibration tables: false accusations of clean jobs per layout (ranks x
  * steps x time-shared GPUs x hosts with clocks apart), recall by effect size and frequency,
  * subtle effects against the noise, one-off stalls, and how often the pattern was named right.
@@ -7,7 +7,7 @@
  * the development and the held-back sets).
  * usage: calibrate [--workers N] [--scale X] [--dir DIR]   (make calibrate; X scales every
  * table's job count, 1 = 10,000+ jobs) */
-#include "jobsim.h"
+#include "test/sim/jobsim.h"
 #include "tools/commlens/analyse/straggler.h"
 #include <math.h>
 #include <stdio.h>

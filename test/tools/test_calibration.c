@@ -1,5 +1,5 @@
 /* test_calibration.c: the straggler verdict on simulated jobs with known truth
- * (test/lib/jobsim.c: digests written by the plugin's writer, read and judged by the CLI's own
+ * (test/sim/jobsim.c: digests written by the plugin's writer, read and judged by the CLI's own
  * code). Fixed seeds. The development set (the jobs the rules were designed on): clean jobs of
  * every small layout are accused at most at the stated rate, planted stragglers of material
  * size are named first, every rank taking turns is named, the pattern is named. The held-back
@@ -8,7 +8,7 @@
  * 10,000-job tables are bench/calibrate.c's. */
 #include "tl.h"
 #include "harness.h"
-#include "jobsim.h"
+#include "test/sim/jobsim.h"
 #include "tools/commlens/analyse/straggler.h"
 #include <math.h>
 #include <unistd.h>

@@ -2,7 +2,7 @@
  * of one's own or on a time-shared one, collective ends, the next step), the planted truth, the
  * digests written through exporters/digest.c and the CLI's reading of them. Test support: it
  * decides nothing the verdict decides. */
-#include "jobsim.h"
+#include "test/sim/jobsim.h"
 #include "exporters/digest.h"
 #include "tools/commlens/model/load.h"
 #include "tools/commlens/analyse/clock_align.h"
