@@ -55,6 +55,7 @@ typedef struct {
   double margin, err, late;  /* late: margin beyond the clock error and the last's resolution */
   double t_last;
   uint8_t called;
+  uint8_t blurred;           /* some member's arrival has a resolution (a time-shared GPU's start) */
 } ev_res;
 
 static int cmp_dbl(const void *a, const void *b) {
@@ -77,6 +78,7 @@ static void measure_ev(const cl_sg_input *in, const cl_sg_arrival *arr, double m
     const cl_sg_arrival *a = &arr[ins->first + j];
     if (a->who < 0 || a->who >= in->nwho) continue;
     double v = wait_mode ? -(double)a->value : (double)a->value;
+    o->blurred |= a->res > 0;
     /* ties go to the lower participant: deterministic, and a tie has margin 0 (never called) */
     if (v > last || (v == last && a->who < o->last)) {
       second = last; o->second = o->last; es = el; cs = cl;
@@ -128,7 +130,9 @@ static void measure(const cl_sg_input *in, double min_margin, const cl_sg_inst *
     if (end > first) r->coll_ns = end - first;
     if (end > last) r->xfer_ns = end - last;
   }
-  const ev_res *c = e2->last >= 0 && e2->late > e1->late ? e2 : e1;
+  /* the second evidence decides only where the first is blurred (ranks time-sharing a GPU): on
+   * a GPU of one's own the start is when the rank was ready, the enqueue only a bound on it */
+  const ev_res *c = e1->blurred && e2->last >= 0 && e2->late > e1->late ? e2 : e1;
   r->by_second = c == e2;
   r->last = c->last; r->second = c->second;
   r->margin_ns = c->margin; r->err_ns = c->err; r->late_ns = c->late; r->called = c->called;
@@ -186,8 +190,10 @@ static void find_startup(const cl_sg_input *in, cl_sg_verdict *v, uint32_t *ids,
 static int cmp_i32(const void *a, const void *b) { return (*(const int32_t *)a > *(const int32_t *)b) - (*(const int32_t *)a < *(const int32_t *)b); }
 static int cmp_i64(const void *a, const void *b) { return (*(const int64_t *)a > *(const int64_t *)b) - (*(const int64_t *)a < *(const int64_t *)b); }
 
-/* One called last arrival on one evidence: the others waited on `who` alone for `late`. */
-typedef struct { int32_t unit, who; uint8_t ev; double late; uint32_t inst; } piece;
+/* One called last arrival on one evidence: the others waited on `who` alone for `late`; `use`:
+ * it counts (the second evidence counts only where the first is blurred), else it only tells on
+ * which side the rank was late. */
+typedef struct { int32_t unit, who; uint8_t ev, use; double late; uint32_t inst; } piece;
 static int cmp_piece(const void *x, const void *y) {
   const piece *p = x, *q = y;
   if (p->unit != q->unit) return p->unit < q->unit ? -1 : 1;
@@ -257,7 +263,8 @@ static void count_parts(const cl_sg_input *in, const uint32_t *elig, size_t ne, 
 }
 
 /* The wait each participant caused in each unit: the longest the others waited on it alone
- * there, on either evidence, with that instance. Not the sum over the unit's instances: a host
+ * there, on either evidence where the first is blurred (else on the first), with that
+ * instance. Not the sum over the unit's instances: a host
  * runs ahead of its GPU, so a rank late to enqueue one collective is late for the rest of the
  * step without the others waiting again (FSDP's nine collectives of a step each 2.6 ms behind
  * on one rank's host are not 23 ms), and a GPU that waited at one collective may be busy on
@@ -270,7 +277,8 @@ static void unit_effects(const cl_sg_input *in, const uint32_t *elig, size_t ne,
     if (unit[k] < 0) continue;
     for (int e = 0; e < 2 && (e == 0 || in->arr2); e++) {
       const ev_res *r = &ev[e][elig[k]];
-      if (r->last >= 0 && r->called) CL_PUSH(p, ((piece){ unit[k], r->last, (uint8_t)e, r->late, elig[k] }));
+      if (r->last >= 0 && r->called)
+        CL_PUSH(p, ((piece){ unit[k], r->last, (uint8_t)e, (uint8_t)(e == 0 || ev[0][elig[k]].blurred), r->late, elig[k] }));
     }
   }
   if (p.n) qsort(p.a, p.n, sizeof *p.a, cmp_piece);
@@ -280,13 +288,14 @@ static void unit_effects(const cl_sg_input *in, const uint32_t *elig, size_t ne,
     ut->first[u] = (uint32_t)ut->e.n;
     while (k < p.n && p.a[k].unit == (int32_t)u) {
       int32_t who = p.a[k].who;
-      double by[2] = {0, 0}, best = -1;
+      double by[2] = {0, 0}, best = 0;
       uint32_t inst = p.a[k].inst;
       for (; k < p.n && p.a[k].unit == (int32_t)u && p.a[k].who == who; k++) {
         by[p.a[k].ev] = fmax(by[p.a[k].ev], p.a[k].late);
-        if (p.a[k].late > best) { best = p.a[k].late; inst = p.a[k].inst; }
+        if (p.a[k].use && p.a[k].late > best) { best = p.a[k].late; inst = p.a[k].inst; }
       }
-      CL_PUSH(ut->e, ((cl_pt_entry){ who, fmax(by[0], by[1]) }));
+      if (best <= 0) continue;   /* late only to enqueue, on a GPU of its own: no wait caused */
+      CL_PUSH(ut->e, ((cl_pt_entry){ who, best }));
       CL_PUSH(ut->by, by[0]); CL_PUSH(ut->by, by[1]);
       CL_PUSH(ut->inst, inst);
     }
