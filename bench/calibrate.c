@@ -5,8 +5,9 @@
  * subtle effects against the noise, one-off stalls, and how often the pattern was named right.
  * Its seeds are its own: the rules were not fitted on them (test/tools/test_calibration.c holds
  * the development and the held-back sets).
- * usage: calibrate [--workers N] [--scale X] [--dir DIR]   (make calibrate; X scales every
- * table's job count, 1 = 10,000+ jobs) */
+ * usage: calibrate [--workers N] [--scale X] [--dir DIR] [--verbose] [--planted-only]
+ * (make calibrate; X scales every table's job count, 1 = 10,000+ jobs; --planted-only leaves
+ * the clean layouts out; --verbose lists every clean job accused and planted one missed) */
 #include "test/sim/jobsim.h"
 #include "tools/commlens/analyse/straggler.h"
 #include <math.h>
@@ -49,15 +50,15 @@ static const double COSTS[5] = { 0.005, 0.01, 0.02, 0.05, 0.1 };   /* of each st
 static const double SUBTLE[4] = { 0.5, 1, 2, 3 };
 static const int SUBTLE_RANKS[3] = { 4, 8, 64 };
 
-static void build(specs *v, double scale) {
+static void build(specs *v, double scale, int clean) {
   uint64_t seed = SEED_BASE;
-  for (int ri = 0; ri < 5; ri++)
+  for (int ri = 0; ri < 5; ri++)   /* (left out, they still take their seeds: the planted jobs stay the same) */
     for (int si = 0; si < 3; si++)
       for (int sh = 0; sh < 2; sh++)
         for (int ck = 0; ck < 2; ck++)
-          for (int k = 0; k < clean_count(RANKS[ri], STEPS[si], scale); k++)
-            push(v, (spec){ T_CLEAN, { RANKS[ri], STEPS[si], sh, ck }, JS_CLEAN, 0, 0, 0, 0, 0, 0,
-                            ((ri * 3 + si) * 2 + sh) * 2 + ck, 0, ++seed });
+          for (int k = 0; k < clean_count(RANKS[ri], STEPS[si], scale); k++, seed++)
+            if (clean) push(v, (spec){ T_CLEAN, { RANKS[ri], STEPS[si], sh, ck }, JS_CLEAN, 0, 0, 0, 0, 0, 0,
+                                       ((ri * 3 + si) * 2 + sh) * 2 + ck, 0, seed + 1 });
   /* recall: 2-64 ranks, 100 steps (a tenth of them 2,000), GPUs shared or not, clocks apart or not */
   int per = (int)ceil(60 * scale);
   for (int row = 0; row < 5; row++)
@@ -136,7 +137,7 @@ static void print_clean(const specs *v, const result *r) {
 
 /* One recall table: rows x cols of "first%" (turns: "all%"), the planted cost share beside. */
 static void print_recall(const specs *v, const result *r, enum table t, int nrow, int ncol, const char *const *rown,
-                         const char *const *coln, const char *title) {
+                         const char *const *coln, const char *title, int clocks) {
   printf("\n%s\n%-14s", title, "");
   for (int c = 0; c < ncol; c++) printf(" %21s", coln[c]);
   printf("\n");
@@ -148,6 +149,7 @@ static void print_recall(const specs *v, const result *r, enum table t, int nrow
       for (size_t i = 0; i < v->n; i++) {
         const spec *s = &v->a[i];
         if (s->t != t || s->row != row || s->col != c || !r[i].done || r[i].failed) continue;
+        if (clocks >= 0 && s->l.clocks != clocks) continue;
         n++; share += r[i].planted_share; pat += r[i].s.pattern; wrong += r[i].s.wrong;
         ok += s->plant == JS_TURNS ? r[i].s.all : s->plant == JS_ONEOFF ? r[i].s.oneoff : r[i].s.first;
       }
@@ -161,7 +163,7 @@ static void print_recall(const specs *v, const result *r, enum table t, int nrow
 }
 
 int main(int argc, char **argv) {
-  int workers = 2, verbose = 0;
+  int workers = 2, verbose = 0, clean = 1;
   double scale = 1;
   const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   for (int i = 1; i < argc; i++) {
@@ -169,10 +171,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--scale") && i + 1 < argc) scale = atof(argv[++i]);
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--verbose")) verbose = 1;   /* every clean job accused, every planted one missed */
-    else { fprintf(stderr, "usage: calibrate [--workers N] [--scale X] [--dir DIR]\n"); return 2; }
+    else if (!strcmp(argv[i], "--planted-only")) clean = 0;
+    else { fprintf(stderr, "usage: calibrate [--workers N] [--scale X] [--dir DIR] [--verbose] [--planted-only]\n"); return 2; }
   }
   specs v = {0};
-  build(&v, scale);
+  build(&v, scale, clean);
   result *r = mmap(NULL, v.n * sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (r == MAP_FAILED) { perror("mmap"); return 1; }
   memset(r, 0, v.n * sizeof *r);
@@ -207,18 +210,21 @@ int main(int argc, char **argv) {
   static const char *const size_rows[5] = { "0.5% a step", "1% a step", "2% a step", "5% a step", "10% a step" };
   const char *cols[6];
   for (int c = 0; c < 6; c++) cols[c] = COLS[c].name;
-  print_recall(&v, r, T_SIZE, 5, 6, size_rows, cols,
-               "Recall by effect size (what it costs each step) and frequency: named first (turns: both named), p = pattern "
-               "right, w = jobs naming an unplanted rank, then what the plant cost the job (its span over its clean twin's); "
-               "2-64 ranks, 100 or 2,000 "
-               "steps, jitter 0.1-1 ms, steps 30-120 ms (x4 on time-shared GPUs); each at least 3x its side's resolution");
+  for (int ck = 0; ck < 2; ck++)
+    print_recall(&v, r, T_SIZE, 5, 6, size_rows, cols, ck ?
+                 "The same, hosts whose clocks are apart (unsynchronised, up to +-2 ms): a host late every step looks like "
+                 "a clock ahead" :
+                 "Recall by effect size (what it costs each step) and frequency: named first (turns: both named), p = pattern "
+                 "right, w = jobs naming an unplanted rank, then what the plant cost the job (its span over its clean twin's); "
+                 "2-64 ranks, 100 or 2,000 steps, jitter 0.1-1 ms, steps 30-120 ms (x4 on time-shared GPUs), each at least "
+                 "3x its side's resolution; hosts whose clocks agree (synchronised, within 50 us)", ck);
   static const char *const sub_rows[4] = { "0.5 x jitter", "1 x jitter", "2 x jitter", "3 x jitter" };
   static const char *const sub_cols[3] = { "4 ranks", "8 ranks", "64 ranks" };
   print_recall(&v, r, T_SUBTLE, 4, 3, sub_rows, sub_cols,
-               "Subtle effects: late every step by a multiple of a 2 ms jitter (steps of 30 ms, 100 steps)");
+               "Subtle effects: late every step by a multiple of a 2 ms jitter (steps of 30 ms, 100 steps)", -1);
   static const char *const one_rows[2] = { "1% of the job", "5% of the job" };
   static const char *const one_cols[1] = { "listed" };
-  print_recall(&v, r, T_ONEOFF, 2, 1, one_rows, one_cols, "One-off stalls, costing the job 1% or 5% at once: the planted rank listed (or named)");
+  print_recall(&v, r, T_ONEOFF, 2, 1, one_rows, one_cols, "One-off stalls, costing the job 1% or 5% at once: the planted rank listed (or named)", -1);
   munmap(r, v.n * sizeof *r);
   free(v.a);
   return bad || failed ? 1 : 0;
