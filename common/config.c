@@ -137,6 +137,30 @@ static int p_channels(const char *v) {
   if (!strcasecmp(v, "sampled")) { cl_cfg.channels = CL_CHANNELS_SAMPLED; return 0; }
   return -1;
 }
+/* sampled | all | sampled:PCT | sampled:PCT:US (PCT: the budget, percent of wall time, 0.001 to
+ * 100; US: one timed collective's cost, 0.1 to 10000 microseconds; up to 3 decimals each) */
+static int g_timers_set;   /* COMMLENS_TIMERS was given */
+static int p_timers(const char *v) {
+  if (!strcasecmp(v, "all")) { cl_cfg.timers = CL_TIMERS_ALL; g_timers_set = 1; return 0; }
+  if (strncasecmp(v, "sampled", 7)) return -1;
+  const char *s = v + 7;
+  uint64_t ppm = cl_cfg.timers_budget_ppm, cost = cl_cfg.timers_cost_ns;
+  if (*s == ':') {
+    const char *end;
+    if (parse_scaled(s + 1, &end, 10000, 3, &ppm) || ppm < 10 || ppm > 1000000) return -1;   /* percent -> ppm */
+    s = end;
+    if (*s == ':') {
+      if (parse_scaled(s + 1, &end, 1000, 3, &cost) || cost < 100 || cost > 10000000) return -1;   /* us -> ns */
+      s = end;
+    }
+  }
+  if (*s) return -1;
+  g_timers_set = 1;
+  cl_cfg.timers = CL_TIMERS_SAMPLED;
+  cl_cfg.timers_budget_ppm = ppm;
+  cl_cfg.timers_cost_ns = cost;
+  return 0;
+}
 /* W:P seconds (decimals allowed, to the nanosecond), 0.05 <= W < P <= 3600 */
 static int p_cupti_sample(const char *v) {
   const char *e;
@@ -254,6 +278,7 @@ static int p_flight_s(const char *v) {
   uint64_t s;
   if (parse_u64(v, &s, 0, 3600)) return -1;
   cl_cfg.flight_s = (int)s;
+  cl_cfg.flight_light = 0;
   return 0;
 }
 static int p_flight_mb(const char *v) {
@@ -328,6 +353,13 @@ static const cl_var g_vars[] = {
    "the GPU: its GPU span is that channel's, and the channel verdict rests on the windows; every channel "
    "elsewhere) or all (every channel of every collective: costs NCCL's threads and the writer about a "
    "third more per collective: docs/performance.md)", "sampled or all", p_channels},
+  {"COMMLENS_TIMERS", "sampled",
+   "which collectives NCCL's kernel-channel timers time (COMMLENS_CUPTI=sampled, NCCL 2.28+): sampled (every one "
+   "while a GPU's collectives are few; past sampled's budget, 0.5% of wall time at 10 us a timed collective, a "
+   "sample every rank picks alike, the others left to host times; docs/sampling.md), sampled:PCT or sampled:PCT:US "
+   "(another budget, percent of wall time, and cost, microseconds), or all (every collective; the default when "
+   "COMMLENS_EVENTS asks for kernelch itself, as full does)",
+   "sampled, sampled:PCT, sampled:PCT:US (PCT 0.001..100, US 0.1..10000) or all", p_timers},
   {"COMMLENS_CUPTI_CLOCK", "callback",
    "how CUPTI's timestamps reach the plugin's clock: callback (CUPTI calls the plugin's clock "
    "for its timestamps) or offset (CUPTI's own clock, shifted by an offset measured once a "
@@ -361,12 +393,13 @@ static const cl_var g_vars[] = {
    "<base>.digest, docs/digest.md), trace (the Chrome-trace JSON), both",
    "digest, trace or both", p_output},
   /* the flight recorder (plugin/pipeline/flight.c, docs/flight-recorder.md) */
-  {"COMMLENS_FLIGHT_S", "0",
+  {"COMMLENS_FLIGHT_S", "(on: 60, light)",
    "flight recorder: keep the last N seconds of events in memory (compact records, bounded by "
    "COMMLENS_FLIGHT_MB) and write them as a trace into <dir>/flight/ on a signal, a hang or a late "
-   "collective; 0 turns it off", "an integer 0..3600 (s)", p_flight_s},
-  {"COMMLENS_FLIGHT_MB", "64", "memory the flight recorder keeps at most (MiB); older records are evicted "
-   "and counted", "an integer 1..65536 (MiB)", p_flight_mb},
+   "collective; 0 turns it off. Unset, it keeps 60 s of what the digest records (docs/sampling.md); set, "
+   "every event NCCL gives (API calls, every channel), as a trace would", "an integer 0..3600 (s)", p_flight_s},
+  {"COMMLENS_FLIGHT_MB", "16", "memory the flight recorder takes at most (MiB), its dumps' included; older records "
+   "are evicted and counted", "an integer 1..65536 (MiB)", p_flight_mb},
   {"COMMLENS_FLIGHT_SIGNAL", "usr2",
    "signal that asks for a flight dump: usr2, usr1, or off (none installed). Never replaces a handler "
    "the application set (said once, then no signal dumps)", "usr2, usr1 or off", p_flight_signal},
@@ -399,7 +432,12 @@ static void set_defaults(void) {
   cl_cfg.sample_period_ns = 30000000000ull;
   cl_cfg.rank = -1;
   cl_cfg.output = CL_OUT_DIGEST;
-  cl_cfg.flight_bytes = 64ull << 20;
+  cl_cfg.timers = CL_TIMERS_SAMPLED;
+  cl_cfg.timers_budget_ppm = 5000;
+  cl_cfg.timers_cost_ns = 10000;
+  cl_cfg.flight_s = 60;
+  cl_cfg.flight_light = 1;
+  cl_cfg.flight_bytes = 16ull << 20;
   cl_cfg.flight_signal = CL_FLIGHT_SIGUSR2;
   cl_cfg.hang_s = 60;
   cl_cfg.prom_s = 5;
@@ -439,6 +477,7 @@ void cl_config_load(void) {
   set_defaults();
   g_ring_set = 0;
   g_output_set = 0;
+  g_timers_set = 0;
   for (size_t i = 0; i < sizeof g_vars / sizeof g_vars[0]; i++) {
     const char *v = getenv(g_vars[i].name);
     if (!v) continue;
@@ -462,6 +501,8 @@ void cl_config_load(void) {
   }
 #endif
   if (cl_cfg.cupti) cl_cfg.mask |= CL_MASK_KERNEL_LAUNCH;
+  /* an event set that asks for KernelCh itself (full, default+kernelch) gets every collective timed */
+  if ((cl_cfg.mask & (1u << 6)) && !g_timers_set) cl_cfg.timers = CL_TIMERS_ALL;
   if (cl_cfg.cupti == CL_CUPTI_SAMPLED) cl_cfg.mask |= 1u << 6;   /* KernelCh: NCCL's GPU timers */
   fit_rings();
 }

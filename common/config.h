@@ -35,6 +35,13 @@ typedef enum { CL_CUPTI_OFF = 0, CL_CUPTI_KERNELS = 1, CL_CUPTI_FULL = 2, CL_CUP
  * of each collective to start on the GPU (plugin/capture/hotpath.c); every channel elsewhere. */
 typedef enum { CL_CHANNELS_ALL = 0, CL_CHANNELS_SAMPLED = 1 } cl_channels_mode;
 
+/* COMMLENS_TIMERS: which collectives NCCL's kernel-channel timers (KernelCh) time, where they
+ * are asked for (COMMLENS_CUPTI=sampled, ABI v5+). SAMPLED: every one while the communicator's
+ * collectives are few; past the budget (timers_cost_ns a timed collective, at most
+ * timers_budget_ppm of wall time per GPU), a sample every rank picks alike
+ * (plugin/capture/timers.h). ALL: every one. */
+typedef enum { CL_TIMERS_SAMPLED = 0, CL_TIMERS_ALL = 1 } cl_timers_mode;
+
 /* COMMLENS_OUTPUT: which files each rank writes (bits). */
 #define CL_OUT_TRACE  1u   /* the Chrome-trace JSON */
 #define CL_OUT_DIGEST 2u   /* the per-collective digest (docs/digest.md) */
@@ -56,6 +63,9 @@ typedef struct {
   int cupti;                 /* cl_cupti_level (COMMLENS_CUPTI) */
   uint64_t sample_on_ns, sample_period_ns;   /* COMMLENS_CUPTI_SAMPLE: window length, period */
   int channels;              /* cl_channels_mode (COMMLENS_CHANNELS) */
+  int timers;                /* cl_timers_mode (COMMLENS_TIMERS) */
+  uint64_t timers_budget_ppm;/* of wall time, per GPU (COMMLENS_TIMERS=sampled:PCT) */
+  uint64_t timers_cost_ns;   /* one timed collective's cost (COMMLENS_TIMERS=sampled:PCT:US) */
   int cupti_clock_offset;    /* COMMLENS_CUPTI_CLOCK=offset: no timestamp callback (see cupti.c) */
   char record[1024];         /* record the ABI call stream to this file ("" = off) */
   char cupti_lib[1024];      /* libcupti to load ("" = search) */
@@ -66,6 +76,9 @@ typedef struct {
   unsigned output;           /* COMMLENS_OUTPUT: CL_OUT_* bits */
   /* the flight recorder (plugin/pipeline/flight.c) */
   int flight_s;              /* COMMLENS_FLIGHT_S: seconds kept; 0 = off */
+  int flight_light;          /* COMMLENS_FLIGHT_S not set: on by default, fed only what the digest
+                                records (no API events, one channel a collective between CUPTI's
+                                windows); set: every event NCCL gives, as a trace would have */
   uint64_t flight_bytes;     /* COMMLENS_FLIGHT_MB in bytes */
   int flight_signal;         /* cl_flight_signal_kind */
   int hang_s;                /* COMMLENS_HANG_S: 0 = no hang dumps */
@@ -78,6 +91,10 @@ extern cl_config cl_cfg;
 /* The one parser of integer settings (COMMLENS_* and the launcher's rank variables): decimal
  * digits only, nothing else, in [lo, hi]. 0 with *out set, or -1. */
 int cl_parse_dec(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* The flight recorder is on and wants every event NCCL gives (COMMLENS_FLIGHT_S set), not only
+ * what the digest records. */
+static inline int cl_flight_detailed(void) { return cl_cfg.flight_s && !cl_cfg.flight_light; }
+
 /* Parses the environment into cl_cfg. Each bad value gets one warning and its default. */
 void cl_config_load(void);
 /* Prints the variable table (name, default, meaning), one per line. */

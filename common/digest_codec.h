@@ -8,7 +8,8 @@
 
 #define CL_DG_MAGIC "CLDIGEST"         /* 8 bytes, then a u32le format version */
 #define CL_DG_MAGIC_LEN 8
-#define CL_DG_VERSION 2u               /* 2: collectives in `R` blocks; 1 (readable): `C` blocks */
+#define CL_DG_VERSION 3u               /* 3: `R` blocks with the timers column; 2 (readable): without it;
+                                          1 (readable): `C` blocks */
 #define CL_DG_VERSION_MIN 1u
 #define CL_DG_FILE_HEAD 12u            /* magic + version */
 #define CL_DG_SYNC 0x4b4c4744u         /* "DGLK" little-endian: starts every block */

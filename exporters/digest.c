@@ -10,7 +10,7 @@
 
 typedef struct {
   uint32_t comm, func, algo, proto;      /* indexes into the block's tables */
-  uint8_t p2p, src; int16_t tail_ch; int32_t nchannels, peer;
+  uint8_t p2p, src, untimed; int16_t tail_ch; int32_t nchannels, peer;
   uint64_t seq, bytes, enq_start, enq_stop, gpu_start, gpu_end;
   int64_t exposed_ns;
 } row;
@@ -107,7 +107,7 @@ void cl_digest_coll(cl_digest *d, const cl_dg_coll *c) {
            .tail_ch = (int16_t)(c->tail_ch >= 0 && c->tail_ch < 32767 ? c->tail_ch : -1),
            .nchannels = c->nchannels, .peer = c->peer, .seq = c->seq, .bytes = c->bytes,
            .enq_start = c->enq_start, .enq_stop = c->enq_stop, .gpu_start = c->gpu_start,
-           .gpu_end = c->gpu_end, .exposed_ns = c->exposed_ns};
+           .gpu_end = c->gpu_end, .exposed_ns = c->exposed_ns, .untimed = c->untimed != 0};
   if (r.comm == UINT32_MAX || r.func == UINT32_MAX || r.algo == UINT32_MAX || r.proto == UINT32_MAX) { d->lost++; return; }
   d->rows[d->nrows++] = r;
 }
@@ -239,10 +239,11 @@ static inline __attribute__((always_inline)) uint64_t col_of(int k, const row *r
   case 12: return cl_dg_zz((int64_t)(r->gpu_start - r->enq_start));
   case 13: return cl_dg_zz((int64_t)(r->gpu_end - r->gpu_start));
   case 14: return r->exposed_ns < 0 ? 0 : (uint64_t)r->exposed_ns + 1;
-  default: return (uint64_t)(r->tail_ch + 1);
+  case 15: return (uint64_t)(r->tail_ch + 1);
+  default: return r->untimed;
   }
 }
-#define NCOLS 16
+#define NCOLS 17   /* version 3: the timers column last */
 
 static void colls_block(cl_dg_buf *b, cl_digest *d) {
   cl_dg_varint(b, d->nrows);
@@ -255,7 +256,7 @@ static void colls_block(cl_dg_buf *b, cl_digest *d) {
   }
   if (cl_grow(&d->col, &d->capcol, d->nrows ? d->nrows : 1, sizeof *d->col, 256, 0) != 0) { b->oom = 1; return; }
   uint64_t *v = d->col;
-#pragma GCC unroll 16
+#pragma GCC unroll 17
   for (int k = 0; k < NCOLS; k++) {
     if (!d->nrows) { put_col(b, v, 0, 0); continue; }
     /* the runs are counted as the column is made: each value is compared in a register */

@@ -23,6 +23,7 @@ typedef struct {
   int64_t exposed_ns; int tail_ch;
   int expo_est;   /* exposed_ns estimated (sampled mode): written as src | CL_DG_SRC_EST */
   int static_names;
+  int untimed;    /* left out by the timers' sample (COMMLENS_TIMERS=sampled): the timers column */
 } cl_dg_coll;
 
 typedef struct cl_digest cl_digest;

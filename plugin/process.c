@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "plugin/capture/gate.h"
 #include "plugin/capture/ring.h"
+#include "plugin/capture/timers.h"
 #include "plugin/pipeline/writer.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ static void fork_child(void) {
   cl_rings_reset_after_fork();
   cl_writer_after_fork_child();
   cl_contexts_reset_after_fork();
+  cl_timers_reset_after_fork();
   pthread_mutex_init(&g_mu, NULL);
   g_proc_ready = 0;
   cl_log_after_fork_child();
@@ -64,7 +66,9 @@ int cl_comm_init(void **ctx, int *mask, const cl_comm_desc *d) {
   if (!g_proc_ready) process_setup(d);
   uint32_t serial;
   int first;
-  int rc = cl_contexts_add(d, cl_cuda_device(), ctx, &serial, &first);
+  int dev = cl_cuda_device();
+  int rc = cl_contexts_add(d, dev, ctx, &serial, &first);
+  if (rc == 0) cl_timers_attach(*ctx, d->hash, dev);
   if (rc == 0) cl_gate_attach_mask(mask);
   pthread_mutex_unlock(&g_mu);
   if (rc != 0) return -1;
@@ -83,5 +87,6 @@ int cl_comm_init(void **ctx, int *mask, const cl_comm_desc *d) {
 }
 
 void cl_comm_finalize(void *ctx) {
+  if (cl_ctx_serial(ctx)) cl_timers_detach(ctx);
   if (cl_contexts_remove(ctx)) cl_writer_stop();
 }

@@ -95,6 +95,10 @@ enum { CL_F_SPAN = 1 << 3 };
  * cl_kch_first), so the collective's GPU span is this channel's; its other channels were not
  * asked for. */
 enum { CL_F_KCH_FIRST = 1 << 4 };
+/* flag of a Coll or P2p START record: NCCL's snapshot of the activation mask for this operation
+ * lacked KernelCh (the timers' sample left it out, plugin/capture/timers.h): no KernelCh event
+ * comes for it, so its GPU span is CUPTI's or none, and nothing waits for its channels. */
+enum { CL_F_UNTIMED = 1 << 5 };
 
 typedef struct {
   uint8_t kind;      /* cl_rec_kind */
@@ -136,5 +140,10 @@ _Static_assert(sizeof(cl_kch_tail) == CL_SLOT_BYTES, "a span's tail is one slot"
 /* The handle of an event left unrecorded on purpose (gate.h cl_digest_only): NCCL stops it,
  * and its stop and states are ignored as a dropped event's are. */
 #define CL_ID_QUIET (CL_ID_DROPPED | 1ull)
+/* The handles of a CollApi or P2pApi left unrecorded (gate.h cl_skip_launch_events): quiet as
+ * CL_ID_QUIET, and saying whether NCCL's snapshot of the mask for that call had KernelCh, which
+ * the Coll or P2p event then reads from its parentObj (thread serial 0: no real id is either). */
+#define CL_ID_QUIET_API_TIMED (CL_ID_DROPPED | 2ull)
+#define CL_ID_QUIET_API_UNTIMED (CL_ID_DROPPED | 3ull)
 
 #endif

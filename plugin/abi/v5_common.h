@@ -6,6 +6,7 @@
 #include "shim.h"
 #include "plugin/capture/gate.h"
 #include "plugin/capture/hotpath.h"
+#include "plugin/capture/timers.h"
 #include "plugin/gpu/cupti.h"
 #include <stdio.h>
 #include <unistd.h>
@@ -29,6 +30,36 @@ static inline unsigned cl_v5_descr_len(int abi) {
 
 static __attribute__((noinline)) void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank,
                                                        const void *dv, int abi, uint64_t tag);
+/* A CollApi or P2pApi start: the timers' sample counts the call and asks for the next one's mask
+ * (plugin/capture/timers.h); the handle says whether this call's operation is timed: a quiet one
+ * when the API event is not recorded (gate.h cl_skip_launch_events), else its id, noted when not
+ * timed. Apart (noinline): one per operation. */
+static __attribute__((noinline)) void *cl_v5_start_api(void *ctx, uint64_t type, void *parentObj, int rank,
+                                                       const void *dv, int abi, uint64_t tag) {
+  const clabi_descr_v5 *d = dv;
+  int coll = type == CLABI_EV_COLL_API;
+  int timed = cl_timers_call(ctx, coll ? CL_TIMERS_COLL : CL_TIMERS_P2P,
+                             cl_flag(coll ? &d->collApi.graphCaptured : &d->p2pApi.graphCaptured));
+  if (!CL_RECORDING() && atomic_load_explicit(&cl_skip_launch_events, memory_order_relaxed)) {
+    cl_event_skipped();
+    return (void *)(uintptr_t)(timed ? CL_ID_QUIET_API_TIMED : CL_ID_QUIET_API_UNTIMED);
+  }
+  void *h = cl_v5_start_any(ctx, type, parentObj, rank, dv, abi, tag);
+  uint64_t id = (uint64_t)(uintptr_t)h;
+  if (!timed && id && !(id & CL_ID_DROPPED)) cl_timers_note_untimed(id);
+  return h;
+}
+/* The START flags and parent of a Coll or P2p whose parentObj is its API event's handle (v5+):
+ * CL_F_UNTIMED when that call's operation is not timed; a quiet handle is no parent. */
+static inline uint64_t cl_v5_op_parent(void *parentObj, unsigned *flags) {
+  uint64_t par = (uint64_t)(uintptr_t)parentObj;
+  if (par == CL_ID_QUIET_API_TIMED || par == CL_ID_QUIET_API_UNTIMED) {
+    if (par == CL_ID_QUIET_API_UNTIMED) *flags |= CL_F_UNTIMED;
+    return 0;
+  }
+  if (cl_timers_untimed_id(par)) *flags |= CL_F_UNTIMED;
+  return par;
+}
 /* `d` is a clabi_descr_v5, v6 or v7 (same offsets for these members); CE members and v7's
  * KernelPhase are handled by their versions. `tag`: the v7 userTag of an API or Coll/P2p
  * event (0 before v7). A KernelCh (most of NCCL's calls: no payload to assemble) and the
@@ -37,6 +68,7 @@ static __attribute__((noinline)) void *cl_v5_start_any(void *ctx, uint64_t type,
 static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj, int rank,
                                        const void *dv, int abi, uint64_t tag) {
   const clabi_descr_v5 *d = dv;
+  if (type == CLABI_EV_COLL_API || type == CLABI_EV_P2P_API) return cl_v5_start_api(ctx, type, parentObj, rank, dv, abi, tag);
   if (!CL_RECORDING()) {   /* the recorder keeps every event whole: cl_v5_start_any */
     if (type == CLABI_EV_KERNEL_CH) {
       unsigned flags = 0;
@@ -65,6 +97,7 @@ static void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank
   /* the recorder's string references; their lengths are read only when it records */
   const int rec = CL_RECORDING();
   uint32_t serial = cl_shim_comm(ctx, &flags);
+  uint64_t parent = (uint64_t)(uintptr_t)parentObj;
   p.rank = rank;
   p._pad = 0;
   switch (type) {
@@ -102,6 +135,7 @@ static void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank
     break;
   case CLABI_EV_COLL:
     et = CL_EV_COLL; size = CL_PSIZE(coll);
+    parent = cl_v5_op_parent(parentObj, &flags);
     p.coll = (cl_coll){.seq = d->coll.seqNumber, .func = d->coll.func, .datatype = d->coll.datatype,
                        .algo = d->coll.algo, .proto = d->coll.proto, .count = d->coll.count,
                        .parent_group = (uint64_t)(uintptr_t)d->coll.parentGroup, .root = d->coll.root,
@@ -113,6 +147,7 @@ static void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank
     break;
   case CLABI_EV_P2P:
     et = CL_EV_P2P; size = CL_PSIZE(p2p);
+    parent = cl_v5_op_parent(parentObj, &flags);
     p.p2p = (cl_p2p){.func = d->p2p.func, .datatype = d->p2p.datatype, .count = d->p2p.count,
                      .parent_group = (uint64_t)(uintptr_t)d->p2p.parentGroup, .peer = d->p2p.peer,
                      .nchannels = d->p2p.nChannels, .user_tag = tag};
@@ -143,7 +178,7 @@ static void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank
   default:
     return NULL;   /* v6/v7 handle their own types before calling us; anything else is unknown */
   }
-  void *h = cl_event_start(serial, et, flags, (uint64_t)(uintptr_t)parentObj, &p, size);
+  void *h = cl_event_start(serial, et, flags, parent, &p, size);
   if (rec) cl_recorder_start(abi, ctx, dv, cl_v5_descr_len(abi), refs, nrefs, h);
   return h;
 }
@@ -179,7 +214,10 @@ static inline void *cl_v6_start_ce(void *ctx, const void *dv, int abi, uint64_t 
     p.ce_batch = (cl_ce_batch){.total_bytes = d->ceCollBatch.totalBytes, .num_ops = d->ceCollBatch.numOps,
                                .use_intra_sync = cl_flag(&d->ceCollBatch.useIntraSync)};
   }
-  void *h = cl_event_start(serial, et, flags, (uint64_t)(uintptr_t)d->parentObj, &p, size);
+  /* a CeColl's parent is its CollApi: a quiet handle is none (no kernel channels: no timers) */
+  unsigned api_flags = 0;
+  uint64_t parent = d->type == CLABI_EV_CE_COLL ? cl_v5_op_parent(d->parentObj, &api_flags) : (uint64_t)(uintptr_t)d->parentObj;
+  void *h = cl_event_start(serial, et, flags, parent, &p, size);
   if (CL_RECORDING()) cl_recorder_start(abi, ctx, dv, cl_v5_descr_len(abi), refs, nrefs, h);
   return h;
 }

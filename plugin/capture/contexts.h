@@ -31,11 +31,16 @@ typedef struct {
 typedef struct { _Alignas(64) _Atomic uint32_t serial; } cl_ctx_slot;
 extern cl_ctx_slot cl_ctx_slots[CL_MAX_COMMS];
 
+/* Hot path: the slot index of a context we handed out, -1 if ctx is NULL or foreign. */
+static inline int cl_ctx_index(void *ctx) {
+  uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)cl_ctx_slots;
+  if (p - base >= sizeof cl_ctx_slots || (p - base) % sizeof(cl_ctx_slot)) return -1;
+  return (int)((p - base) / sizeof(cl_ctx_slot));
+}
 /* Hot path: serial of a context we handed out, 0 if ctx is NULL, foreign or stale (never
  * dereferenced unless it lies inside our own slot table). Inline: every event's start asks. */
 static inline uint32_t cl_ctx_serial(void *ctx) {
-  uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)cl_ctx_slots;
-  if (p - base >= sizeof cl_ctx_slots || (p - base) % sizeof(cl_ctx_slot)) return 0;
+  if (cl_ctx_index(ctx) < 0) return 0;
   return atomic_load_explicit(&((cl_ctx_slot *)ctx)->serial, memory_order_relaxed);
 }
 /* Registers a communicator; *ctx receives its slot, *serial its serial, *first whether it is

@@ -16,10 +16,31 @@ _Atomic int cl_kch_first;
 static _Atomic uint64_t g_colls;
 static win_state g_window_state;       /* time window; writer thread only */
 static _Atomic(int *) g_mask_ptr;      /* NCCL's process-global mask (NCCL reads it relaxed) */
+/* The mask the window wants now; with the timers sampled (cl_gate_sampling) its KernelCh bit is
+ * the timers' to clear, call by call (cl_gate_timers). */
+static _Atomic uint32_t g_want;
+static int g_sampling;                 /* set up once per process (cl_gate_setup) */
+#define KCH_BIT (1u << CL_EV_KERNEL_CH)
 
 static void set_mask(uint32_t m) {
+  atomic_store_explicit(&g_want, m, memory_order_relaxed);
   int *p = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
   if (p) __atomic_store_n(p, (int)m, __ATOMIC_RELAXED);
+}
+
+int cl_gate_sampling(void) { return g_sampling; }
+
+int cl_gate_timers_now(void) {
+  int *p = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
+  return !p || (__atomic_load_n(p, __ATOMIC_RELAXED) & (int)KCH_BIT) != 0;
+}
+
+void cl_gate_timers(int timed) {
+  int *p = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
+  uint32_t want = atomic_load_explicit(&g_want, memory_order_relaxed);
+  if (!p || !(want & KCH_BIT)) return;
+  int m = (int)(timed ? want : want & ~KCH_BIT);
+  if (m != __atomic_load_n(p, __ATOMIC_RELAXED)) __atomic_store_n(p, m, __ATOMIC_RELAXED);   /* only a change */
 }
 
 /* Outside the window NCCL still reports collectives (cheap), so they can be counted. */
@@ -52,12 +73,15 @@ void cl_gate_setup(int abi) {
   atomic_store(&g_colls, 0);
   atomic_store(&cl_skip_launch_events, 0);   /* the writer says when they can go */
   atomic_store(&cl_kch_first, 0);            /* and when one channel is enough */
-  atomic_store(&cl_digest_only, !(cl_cfg.output & CL_OUT_TRACE) && !cl_cfg.flight_s && abi >= 4);
+  atomic_store(&cl_digest_only, !(cl_cfg.output & CL_OUT_TRACE) && !cl_flight_detailed() && abi >= 4);
+  /* the timers are sampled call by call from the API events (ABI v5+), where they are asked for */
+  g_sampling = cl_cfg.timers == CL_TIMERS_SAMPLED && abi >= 5 && (cl_cfg.mask & KCH_BIT);
 }
 
 void cl_gate_attach_mask(int *mask) {
   atomic_store_explicit(&g_mask_ptr, mask, memory_order_relaxed);
   uint32_t m = atomic_load(&cl_capturing) ? cl_cfg.mask : mask_outside_window();
+  atomic_store_explicit(&g_want, m, memory_order_relaxed);
   __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED);   /* the writer may be storing it too */
 }
 

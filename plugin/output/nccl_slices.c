@@ -124,6 +124,7 @@ uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e) {
     sb_key(b, &first, "Group size"); sb_i64(b, nranks);
     sb_key(b, &first, "Seq"); sb_u64(b, k->seq);
     tag_arg(b, &first, k->user_tag);
+    if (e->flags & CL_F_UNTIMED) { sb_key(b, &first, "gpu_timers"); sb_puts(b, "\"left out\""); }
   } else if (e->etype == CL_EV_P2P) {
     const cl_p2p *k = &e->p.p2p;
     int first = ct_slice_begin(d->ct, tid, k->func ? k->func : "?", "p2p", e->start, e->stop - e->start);

@@ -38,6 +38,8 @@ typedef struct cl_part {
   uint64_t colls_expo_unknown;   /* ... of them before any was measured: exposure not known, not in est_expo_ns */
   uint64_t est_check_n, est_check_pred_ns, est_check_meas_ns;   /* estimate vs measured, in windows */
   uint64_t colls_one_ch;    /* ... GPU-timed on one channel (COMMLENS_CHANNELS=sampled, between windows) */
+  uint64_t colls_kch;       /* ... timed by NCCL's kernel-channel timers (a KernelCh came) */
+  uint64_t colls_untimed;   /* ... left out by the timers' sample (COMMLENS_TIMERS=sampled): host times only */
   /* collectives with every channel timed, by how far one channel's span can be from theirs: the
    * larger of latest start - earliest start and latest end - earliest end (common/loghist.h) */
   uint32_t ch_spread_hist[CL_SPREAD_BUCKETS];

@@ -31,7 +31,8 @@ typedef struct { uint64_t api, group, seq; } api_link;
 
 /* m_span, m_expo: GPU time and exposed time of the collectives measured inside CUPTI's sampling
  * windows (COMMLENS_CUPTI=sampled), the ratio the ones outside are estimated with. */
-typedef struct { int loaded; cl_comm_info info; cl_comm_facts f; cl_part *part; uint64_t m_span, m_expo; } comm_cache;
+/* net: a proxy op of the communicator was seen (its collectives have network children) */
+typedef struct { int loaded, net; cl_comm_info info; cl_comm_facts f; cl_part *part; uint64_t m_span, m_expo; } comm_cache;
 struct cl_asm {
   cl_parts *parts;          /* whose trace, summary and totals each event goes to */
   cl_asm_deps deps;
@@ -219,6 +220,10 @@ static uint64_t bytes_per(cl_asm *a, const char *func, const char *dt, int nrank
   return (uint64_t)m->size * (m->per_rank && nranks > 0 ? (uint64_t)nranks : 1);
 }
 
+/* A collective or p2p operation the timers' sample left out (CL_F_UNTIMED) and that got no
+ * KernelCh anyway: its host times are all NCCL's events give of it (CUPTI's inside a window). */
+static int sample_untimed(const cl_ev *c) { return (c->flags & CL_F_UNTIMED) && !c->kch_done; }
+
 /* The digest's row of a finished collective (exporters/digest.h). Its names are NCCL's static
  * strings (bytes_per), so the digest and the summary find them by address. */
 static void digest_coll(const comm_cache *cc, cl_part *p, const cl_ev *c, uint64_t s, uint64_t e, int code,
@@ -231,7 +236,8 @@ static void digest_coll(const comm_cache *cc, cl_part *p, const cl_ev *c, uint64
                   .nchannels = coll ? c->p.coll.nchannels : c->p.p2p.nchannels, .peer = coll ? 0 : c->p.p2p.peer,
                   .enq_start = c->start, .enq_stop = c->stop, .src = code,
                   .gpu_start = code ? s : c->start, .gpu_end = code ? e : c->start,
-                  .exposed_ns = exposed_ns, .tail_ch = c->tail_ch, .expo_est = est, .static_names = 1};
+                  .exposed_ns = exposed_ns, .tail_ch = c->tail_ch, .expo_est = est, .static_names = 1,
+                  .untimed = sample_untimed(c)};
   cl_digest_coll(p->dg, &r);
 }
 
@@ -251,6 +257,8 @@ static void coll_done(cl_asm *a, const cl_ev *c, uint64_t s, uint64_t e, int cod
   a->stats.colls_done++;
   if (p) {
     p->colls_done++;
+    if (sample_untimed(c)) p->colls_untimed++;
+    else if (c->kch_done) p->colls_kch++;
     cl_summary_add_static(p->sum, func, bytes, c->etype == CL_EV_COLL ? nranks : 2, timed ? e - s : 0);
     if (cl_cfg.prom[0])                    /* enqueue to GPU start: 0 when the GPU was there first */
       cl_prom_comms_add(&p->prom, cc ? cc->info.d.hash : 0, bytes, timed, timed ? e - s : 0,
@@ -517,9 +525,16 @@ static void on_exposed(void *arg, const cl_expo_result *r) {
 
 static int coll_like(const cl_ev *e) { return e->etype == CL_EV_COLL || e->etype == CL_EV_P2P; }
 static unsigned expected_kch(const cl_ev *c) {
-  if (!(cl_cfg.mask & (1u << CL_EV_KERNEL_CH))) return 0;
+  if (!(cl_cfg.mask & (1u << CL_EV_KERNEL_CH)) || (c->flags & CL_F_UNTIMED)) return 0;
   if (c->kch_first) return 1;   /* its other channels were not asked for */
   return c->etype == CL_EV_COLL ? c->p.coll.nchannels : c->p.p2p.nchannels;
+}
+/* Left out by the timers' sample, without a child, on a communicator that never had a proxy op:
+ * nothing more will come of it, so it need not wait for the grace time. */
+static int untimed_alone(cl_asm *a, const cl_ev *c) {
+  if (!(c->flags & CL_F_UNTIMED) || c->nchild) return 0;
+  const comm_cache *cc = comm_of(a, c->comm);
+  return cc && !cc->net;
 }
 static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
   if (c->awaiting) return;
@@ -539,7 +554,7 @@ static void maybe_finish(cl_asm *a, cl_ev *c, uint64_t now, int force) {
       /* KernelCh starts when the GPU reaches the work, which can be long after the enqueue
        * (a long kernel ahead in the stream): wait for every channel, up to CHILD_WAIT_NS */
       if (since_stop < CHILD_WAIT_NS) return;
-    } else if (!exp && waited(seen, last) < CL_ASM_GRACE_NS) return;
+    } else if (!exp && !untimed_alone(a, c) && waited(seen, last) < CL_ASM_GRACE_NS) return;
   }
   if (finish_coll(a, c)) remove_ev(a, c);
 }
@@ -686,6 +701,10 @@ static cl_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   if (parent) { parent->open_children++; parent->nchild++; parent->last_child = h->ts; }
   else if (early && !span && cl_grow(&a->early, &a->cap_early, (size_t)a->nearly + 1, sizeof *a->early, 64, 0) == 0)
     a->early[a->nearly++] = (struct early){e->id, pid};
+  if (e->etype == CL_EV_PROXY_OP && e->comm && !(h->flags & CL_F_FOREIGN)) {   /* untimed_alone */
+    comm_cache *c = comm_of(a, e->comm);
+    if (c) c->net = 1;
+  }
   if ((e->etype == CL_EV_COLL_API || e->etype == CL_EV_P2P_API) && pid) link_put(a, h->id, pid);
   if ((e->etype == CL_EV_COLL || e->etype == CL_EV_P2P) && pid)
     e->api_group = link_group(a, pid);   /* v5+: parent is the API event */
@@ -990,6 +1009,8 @@ void cl_asm_free(cl_asm *a) {
 }
 
 void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s) { *s = a->stats; s->open_now = a->n; }
+
+void cl_asm_clocks_from(cl_asm *dst, const cl_asm *src) { memcpy(dst->off, src->off, sizeof dst->off); }
 
 void cl_asm_offsets_json(const cl_asm *a, const cl_part *p, cl_sb *b) {
   sb_puts(b, "[");

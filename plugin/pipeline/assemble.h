@@ -65,6 +65,9 @@ void cl_asm_tick(cl_asm *a, uint64_t now, int final);
  * streams fed whole): they run to `now`. */
 void cl_asm_read_until(cl_asm *a, uint64_t t);
 void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s);
+/* `dst` starts from the GPU clocks `src` has calibrated so far (a flight dump's assembler, from
+ * the main one's: its KernelCh are placed at once instead of held until it calibrates its own). */
+void cl_asm_clocks_from(cl_asm *dst, const cl_asm *src);
 /* The open event with this id, NULL if none (valid until the next feed or tick). */
 const cl_ev *cl_asm_open_event(cl_asm *a, uint64_t id);
 /* The participant's GPU clock offset as a JSON array (for its trace tail). */

@@ -18,6 +18,9 @@
 #define SIGNAL_WAIT_NS 10000000000ull
 #define LATE_GAP_NS 60000000000ull
 #define HANG_CHECK_NS 250000000ull
+/* Of COMMLENS_FLIGHT_MB, what the window does not take: the watch's tables (1 MiB) and a dump's
+ * own memory (about 3 MiB at its peak over a full window: bench/flight_memory.c). */
+#define DUMP_ROOM (5ull << 20)
 
 static cl_fring *g_ring;
 static cl_watch *g_watch;
@@ -68,7 +71,8 @@ void cl_flight_setup(void) {
   if (!cl_cfg.flight_s || g_ring) return;
   uint64_t keep = (uint64_t)cl_cfg.flight_s * 1000000000ull;
   int kch = (cl_cfg.mask & (1u << CL_EV_KERNEL_CH)) && cl_proc.abi >= 4;
-  g_ring = cl_fring_new(cl_cfg.flight_bytes, keep);
+  uint64_t window = cl_cfg.flight_bytes >= 2 * DUMP_ROOM ? cl_cfg.flight_bytes - DUMP_ROOM : cl_cfg.flight_bytes / 2;
+  g_ring = cl_fring_new(window, keep);
   g_watch = g_ring ? cl_watch_new(kch, (uint64_t)cl_cfg.late_ms * 1000000ull) : NULL;
   if (!g_watch) {
     cl_fring_free(g_ring);
@@ -79,8 +83,10 @@ void cl_flight_setup(void) {
   }
   install_signal();
   g_lost_base = events_lost();
-  cl_log(CL_LOG_INFO, "flight recorder: the last %d s (at most %llu MiB) kept; dumps into %s/flight on %s%s%s%s%s",
-         cl_cfg.flight_s, (unsigned long long)(cl_cfg.flight_bytes >> 20), cl_cfg.dir,
+  cl_log(CL_LOG_INFO, "flight recorder: the last %d s (%s; at most %llu MiB with its dumps, %llu KiB of it the "
+         "window) kept; dumps into %s/flight on %s%s%s%s%s", cl_cfg.flight_s,
+         cl_cfg.flight_light ? "what the digest records, the default" : "every event NCCL gives",
+         (unsigned long long)(cl_cfg.flight_bytes >> 20), (unsigned long long)(window >> 10), cl_cfg.dir,
          g_sig == SIGUSR1 ? "SIGUSR1, " : g_sig == SIGUSR2 ? "SIGUSR2, " : "",
          cl_cfg.hang_s ? "a collective not done after COMMLENS_HANG_S" : "",
          cl_cfg.hang_s && cl_cfg.late_ms ? ", " : "", cl_cfg.late_ms ? "a collective longer than COMMLENS_LATE_MS" : "",
@@ -96,11 +102,13 @@ void cl_flight_feed(const cl_rec *r) {
   cl_watch_feed(g_watch, r);
 }
 
+static const cl_asm *g_clocks;   /* the main assembler during a tick (cl_flight_tick's) */
+
 static void dump(const char *trigger, const char *why, uint64_t now) {
   cl_dump_req req = {trigger, ++g_dumps, why, now};
   char path[1500];
   uint64_t t0 = cl_now();
-  int n = cl_flight_dump(g_ring, g_watch, &req, path, sizeof path);
+  int n = cl_flight_dump(g_ring, g_watch, &req, g_clocks, path, sizeof path);
   double ms = (double)(cl_now() - t0) / 1e6;
   cl_fring_stats s;
   cl_fring_get_stats(g_ring, &s);
@@ -130,8 +138,9 @@ static void signal_dump(uint64_t now, const cl_stage *stage, uint64_t ring_slots
   dump("signal", why, now);
 }
 
-void cl_flight_tick(uint64_t now, int caught_up, const cl_stage *stage) {
+void cl_flight_tick(uint64_t now, int caught_up, const cl_stage *stage, const cl_asm *clocks) {
   if (!g_ring) return;
+  g_clocks = clocks;
   char why[512];
   /* A signal is dumped once every record committed before it has been fed to the window
    * (cl_read_mark_unread), or SIGNAL_WAIT_NS later under a backlog that does not clear, saying
@@ -172,6 +181,7 @@ void cl_flight_tick(uint64_t now, int caught_up, const cl_stage *stage) {
       dump("hang", why, now);
     }
   }
+  g_clocks = NULL;
 }
 
 void cl_flight_free(void) {

@@ -6,6 +6,7 @@
 #ifndef COMMLENS_FLIGHT_H
 #define COMMLENS_FLIGHT_H
 #include "commlens/event.h"
+#include "plugin/pipeline/assemble.h"
 #include "plugin/pipeline/staging.h"
 #include <stdint.h>
 
@@ -16,8 +17,9 @@ void cl_flight_setup(void);
 void cl_flight_feed(const cl_rec *r);
 /* Format thread, every pass: dumps what is asked for. `caught_up`: every ring and staging
  * was empty this pass (a hang is only judged then: a backlog is not a hang). `stage`: the
- * staging the records pass through, followed for a signal's records (NULL: none). */
-void cl_flight_tick(uint64_t now, int caught_up, const cl_stage *stage);
+ * staging the records pass through, followed for a signal's records (NULL: none). `clocks`:
+ * the main assembler, whose GPU clocks a dump starts from (NULL: none). */
+void cl_flight_tick(uint64_t now, int caught_up, const cl_stage *stage, const cl_asm *clocks);
 /* Exit, after the format thread stopped: frees the memory (the handler stays: it only sets a
  * flag nothing reads any more). */
 void cl_flight_free(void);

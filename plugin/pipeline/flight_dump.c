@@ -19,7 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BODY_WRITE_BYTES (4u << 20)   /* a body is written out once it holds this much */
+#define BODY_WRITE_BYTES (512u << 10) /* a body is written out once it holds this much */
+#define TICK_RECORDS 512               /* the dump's assembler finishes what it can this often, */
+#define OPEN_MAX 1024                  /* and, holding more events than this, what waits for a grace */
+#define TAIL_STEP_NS 10000000ull       /* and after the last record, in steps of this much time */
 
 typedef struct {
   int fd;                   /* the temporary, -1 before it is made */
@@ -36,6 +39,8 @@ typedef struct {
   char dir[1100];
   const cl_dump_req *req;
   int err;                  /* the first errno that stopped a file */
+  uint64_t fed;             /* records fed so far */
+  uint64_t last_ts;         /* the newest record's time */
 } dump_run;
 
 static int write_all(int fd, const char *p, size_t n) {
@@ -93,10 +98,32 @@ static void write_bodies(dump_run *d) {
   for (size_t i = 0; i < cl_parts_count(d->parts); i++) write_body(d, cl_parts_at(d->parts, i));
 }
 
+/* Every record of the window, oldest first; now and then the assembler finishes what it can at
+ * the record's time, so that what the dump holds stays bounded by what is in flight, not by the
+ * window. */
 static void feed(void *arg, const cl_rec *r) {
   dump_run *d = arg;
   cl_asm_feed(d->asm_, r);
+  if (r->ts > d->last_ts) d->last_ts = r->ts;
+  if (++d->fed % TICK_RECORDS == 0) {
+    cl_asm_stats st;
+    cl_asm_get_stats(d->asm_, &st);
+    /* past OPEN_MAX, collectives waiting for late children (their grace) are finished now: a
+     * child later still is an orphan, counted, in a dump of a window that dense */
+    cl_asm_tick(d->asm_, st.open_now > OPEN_MAX ? r->ts + CL_ASM_GRACE_NS : r->ts, 0);
+  }
   if (cl_parts_pending_bytes(d->parts) > BODY_WRITE_BYTES) write_bodies(d);
+}
+/* After the last record: the collectives still waiting (for a grace time, for channels) are
+ * finished as time would have finished them, step by step with the bodies written between,
+ * then whatever is left; never all at once into one body. */
+static void finish_tail(dump_run *d) {
+  uint64_t end = d->last_ts + CL_ASM_GRACE_NS + TAIL_STEP_NS;
+  for (uint64_t t = d->last_ts; d->last_ts && t < end && t < d->req->now; t += TAIL_STEP_NS) {
+    cl_asm_tick(d->asm_, t, 0);
+    if (cl_parts_pending_bytes(d->parts) > BODY_WRITE_BYTES) write_bodies(d);
+  }
+  cl_asm_tick(d->asm_, d->req->now, 1);
 }
 
 /* ---- the collectives this rank had not finished ---- */
@@ -229,7 +256,7 @@ static int finish_file(dump_run *d, cl_part *p, const cl_fring *fr, cl_watch *w,
   return 1;
 }
 
-int cl_flight_dump(const cl_fring *fr, cl_watch *w, const cl_dump_req *req, char *first, size_t n) {
+int cl_flight_dump(const cl_fring *fr, cl_watch *w, const cl_dump_req *req, const cl_asm *clocks, char *first, size_t n) {
   first[0] = 0;
   dump_run *d = calloc(1, sizeof *d);
   if (!d) { cl_log(CL_LOG_WARN, "flight recorder: out of memory; no %s dump", req->trigger); return 0; }
@@ -249,9 +276,10 @@ int cl_flight_dump(const cl_fring *fr, cl_watch *w, const cl_dump_req *req, char
   d->asm_ = d->parts ? cl_asm_new(d->parts, NULL, &deps) : NULL;
   int wrote = 0;
   if (d->asm_) {
+    if (clocks) cl_asm_clocks_from(d->asm_, clocks);
     cl_parts_discover(d->parts);
     cl_fring_each(fr, feed, d);
-    cl_asm_tick(d->asm_, req->now, 1);
+    finish_tail(d);
     for (size_t i = 0; i < cl_parts_count(d->parts); i++) {
       wrote += finish_file(d, cl_parts_at(d->parts, i), fr, w, first, n);
     }

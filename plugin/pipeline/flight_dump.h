@@ -5,6 +5,7 @@
  * only; it never touches the main trace's assembler or files. */
 #ifndef COMMLENS_FLIGHT_DUMP_H
 #define COMMLENS_FLIGHT_DUMP_H
+#include "plugin/pipeline/assemble.h"
 #include "plugin/pipeline/flight_ring.h"
 #include "plugin/pipeline/flight_watch.h"
 #include <stdint.h>
@@ -14,6 +15,7 @@
 typedef struct { const char *trigger; int number; const char *why; uint64_t now; } cl_dump_req;
 
 /* Writes the dump; returns the files written (0: none, a message was logged). The first
- * file's path goes to first (n bytes). */
-int cl_flight_dump(const cl_fring *fr, cl_watch *w, const cl_dump_req *req, char *first, size_t n);
+ * file's path goes to first (n bytes). `clocks`: the main assembler, whose GPU clocks the dump
+ * starts from (read only; NULL: the dump calibrates its own). */
+int cl_flight_dump(const cl_fring *fr, cl_watch *w, const cl_dump_req *req, const cl_asm *clocks, char *first, size_t n);
 #endif

@@ -17,7 +17,7 @@ typedef struct {
   int pt_bad;
   uint8_t proxy_open[CL_WATCH_MAX_CH];      /* open ProxyOps per channel */
 } w_coll;
-typedef struct { int64_t started, done; uint64_t done_start; int used; } w_comm;
+typedef struct { int64_t started, done; uint64_t done_start; int used, net; } w_comm;   /* net: a ProxyOp seen */
 
 struct cl_watch {
   w_coll *colls; uint32_t ncolls;
@@ -132,7 +132,9 @@ static void start_coll(cl_watch *w, const cl_start_rec *r) {
   e->c.comm = h->aux;
   e->c.func = r->p.coll.func;
   e->c.nchannels = r->p.coll.nchannels;
-  e->c.kch_expected = w->kch_expected ? (r->p.coll.nchannels < CL_WATCH_MAX_CH ? r->p.coll.nchannels : CL_WATCH_MAX_CH) : 0;
+  /* the timers' sample left it out (CL_F_UNTIMED): no KernelCh comes */
+  e->c.kch_expected = w->kch_expected && !(h->flags & CL_F_UNTIMED)
+                      ? (r->p.coll.nchannels < CL_WATCH_MAX_CH ? r->p.coll.nchannels : CL_WATCH_MAX_CH) : 0;
   w->ncolls++;
 }
 
@@ -152,11 +154,14 @@ static void start_kid(cl_watch *w, const cl_start_rec *r) {
   p->c.kids_open++;
   p->c.kids_seen++;
   if (h->etype == CL_EV_KERNEL_CH) {
+    /* the one channel of its collective recorded (gate.h cl_kch_first): its others never come */
+    if ((h->flags & CL_F_KCH_FIRST) && p->c.kch_expected) p->c.kch_expected = 1;
     p->c.ch_started |= 1ull << k->channel;
     if (!k->pt_start) p->pt_bad = 1;
     else if (!p->pt_min || k->pt_start < p->pt_min) p->pt_min = k->pt_start;
     if (!p->h_min || h->ts < p->h_min) p->h_min = h->ts;
   } else {
+    comm_of(w, p->c.comm)->net = 1;
     if (p->proxy_open[k->channel] < UINT8_MAX) p->proxy_open[k->channel]++;
     p->c.proxy_open_ch |= 1ull << k->channel;
   }
@@ -177,9 +182,27 @@ static void stop_kid(cl_watch *w, w_kid *k, uint64_t ts) {
   if (p->c.id) maybe_finish(w, p);
 }
 
+/* A whole KernelCh in one record (CL_F_SPAN, held back on its thread when only a digest is
+ * written): its start, then its stop. */
+static void span_kid(cl_watch *w, const cl_rec *r) {
+  cl_kch_tail t;
+  memcpy(&t, r + 1, sizeof t);
+  cl_start_rec st;
+  st.hdr = *r;
+  st.hdr.flags &= (uint8_t)~CL_F_SPAN;
+  memset(&st.p, 0, sizeof st.p);
+  st.p.kernel_ch.ptimer = t.ptimer;
+  st.p.kernel_ch.channel = t.channel;
+  start_kid(w, &st);
+  const cl_rec stop = {.kind = CL_REC_STOP, .nslots = 1, .flags = t.stop_flags, .aux = t.stop_aux, .id = r->id,
+                       .ts = t.stop_ts, .arg = t.stop_arg};
+  cl_watch_feed(w, &stop);
+}
+
 void cl_watch_feed(cl_watch *w, const cl_rec *r) {
   if (r->kind == CL_REC_START) {
-    if (r->etype == CL_EV_COLL && r->nslots > 1) start_coll(w, (const cl_start_rec *)r);
+    if (r->flags & CL_F_SPAN) { if (r->etype == CL_EV_KERNEL_CH && r->nslots == 2) span_kid(w, r); }
+    else if (r->etype == CL_EV_COLL && r->nslots > 1) start_coll(w, (const cl_start_rec *)r);
     else if ((r->etype == CL_EV_KERNEL_CH || r->etype == CL_EV_PROXY_OP) && r->nslots > 1)
       start_kid(w, (const cl_start_rec *)r);
     return;
@@ -200,6 +223,12 @@ void cl_watch_feed(cl_watch *w, const cl_rec *r) {
   w_coll *e = coll_slot(w, r->id);
   if (!e->c.id) return;
   e->c.stopped = 1;
+  /* left out by the timers' sample, and no network: nothing will ever say it finished, and a
+   * later timed one that finishes settles the question for it (settle) */
+  if (!e->c.kch_expected && !e->c.kids_seen && w->kch_expected && !comm_of(w, e->c.comm)->net) {
+    coll_del(w, e);
+    return;
+  }
   maybe_finish(w, e);
 }
 

@@ -94,15 +94,16 @@ static void track_cupti(cl_format_deps *d, uint64_t now) {
   d->cupti_rec = rec;
 }
 
-/* NCCL's API and KernelLaunch events have three readers: the trace, the flight recorder's dumps
- * (a rank stuck in ncclGroupEnd before any collective was enqueued shows only there) and the
- * CUPTI join; with none, the shims answer them with no handle (gate.h). A sampling window opens
+/* NCCL's API and KernelLaunch events have three readers: the trace, the detailed flight
+ * recorder's dumps (COMMLENS_FLIGHT_S set: a rank stuck in ncclGroupEnd before any collective was
+ * enqueued shows only there; the default recorder keeps what the digest records) and the CUPTI
+ * join; with none, the shims answer them with no handle (gate.h). A sampling window opens
  * at a poll, so they come back two polls ahead of it, and at the latest at the poll that opens
  * it, before CUPTI is armed (a poll late under load); CUPTI taken up again after another tool
  * had it is armed at a poll too, and they are on all the while another tool has it. */
 #define LAUNCH_LEAD_NS (2 * CUPTI_POLL_NS)
 static void gate_launch_events(const cl_format_deps *d, uint64_t now) {
-  int needed = (cl_cfg.output & CL_OUT_TRACE) || cl_cfg.flight_s ||
+  int needed = (cl_cfg.output & CL_OUT_TRACE) || cl_flight_detailed() ||
                (d->gj && cl_cupti_wants_launches(now, LAUNCH_LEAD_NS));
   cl_gate_launch_events(needed);
   /* one channel a collective between the windows: every channel inside them, where the one
@@ -157,7 +158,7 @@ static void *format_main(void *arg) {
     if (atomic_load(&g_stop)) break;
     note_read(d);
     cl_asm_tick(d->asm_, now, 0);
-    cl_flight_tick(now, rings_idle && got == 0 && cl_stage_empty(d->stage), d->stage);
+    cl_flight_tick(now, rings_idle && got == 0 && cl_stage_empty(d->stage), d->stage, d->asm_);
     cl_window_tick(now - cl_proc.start_ns);
     if (now - last_flush >= (uint64_t)cl_cfg.flush_ms * 1000000ull) { d->flush(0); last_flush = now; }
     if (got) last_busy = now;

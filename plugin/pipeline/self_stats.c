@@ -6,6 +6,8 @@
 #include "common/config.h"
 #include "common/loghist.h"
 #include "plugin/capture/ring.h"
+#include "plugin/capture/gate.h"
+#include "plugin/capture/timers.h"
 #include "plugin/gpu/cupti.h"
 #include "plugin/output/identity.h"
 #include <stdio.h>
@@ -17,7 +19,8 @@ double cl_stats_overhead_pct(const cl_run_stats *s) {
 
 /* The tail: closes traceEvents and writes commlensStats; the three JSON texts go as they are. */
 static void write_tail(cl_sb *b, int as_tail, const cl_run_stats *s, int final, const char *gpu_offsets,
-                       const char *cupti, const char *exposure, const char *channels, uint64_t digest_lost) {
+                       const char *cupti, const char *exposure, const char *channels, const char *timers,
+                       uint64_t digest_lost) {
   sb_reset(b);
   if (as_tail) sb_puts(b, "\n],\"commlensStats\":");
   sb_printf(b, "{\"final\":%s,\"events\":%llu,\"records\":%llu,\"dropped\":%llu,"
@@ -41,6 +44,8 @@ static void write_tail(cl_sb *b, int as_tail, const cl_run_stats *s, int final, 
   sb_puts(b, exposure);
   sb_puts(b, ",\"channels\":");
   sb_puts(b, channels);
+  sb_puts(b, ",\"timers\":");
+  sb_puts(b, timers);
   sb_printf(b, ",\"digest_lost\":%llu", (unsigned long long)digest_lost);
   sb_puts(b, as_tail ? "}}\n" : "}");
 }
@@ -80,6 +85,19 @@ void cl_stats_gather(cl_run_stats *s, const cl_format_deps *run, const cl_part *
   s->process_gpus = (unsigned)cl_parts_count(run->parts);
 }
 
+/* The timers' sample (plugin/capture/timers.h): the participant's collectives timed by NCCL's
+ * kernel-channel timers and left out, and the process's API calls and levels. */
+static void timers_json(cl_sb *b, const cl_part *p) {
+  cl_timers_stats t;
+  cl_timers_get_stats(&t);
+  sb_printf(b, "{\"mode\":\"%s\",\"budget_ppm\":%llu,\"cost_ns\":%llu,\"timed\":%llu,\"left_out\":%llu,"
+            "\"api_calls\":%llu,\"api_timed\":%llu,\"level_max\":%u,\"level_changes\":%llu}",
+            !(cl_cfg.mask & (1u << CL_EV_KERNEL_CH)) ? "off" : cl_gate_sampling() ? "sampled" : "all",
+            (unsigned long long)cl_cfg.timers_budget_ppm, (unsigned long long)cl_cfg.timers_cost_ns,
+            (unsigned long long)p->colls_kch, (unsigned long long)p->colls_untimed, (unsigned long long)t.calls,
+            (unsigned long long)t.timed, t.max_level, (unsigned long long)t.level_changes);
+}
+
 /* The stats object, as the trace's tail (as_tail) or alone (the digest's stats block). */
 static void stats_text(cl_sb *tail, int as_tail, const cl_format_deps *run, cl_part *p, int final) {
   cl_run_stats s;
@@ -106,15 +124,31 @@ static void stats_text(cl_sb *tail, int as_tail, const cl_format_deps *run, cl_p
             (unsigned long long)s.kch_untimed, (unsigned long long)spread_n,
             (unsigned long long)cl_loghist_quantile(p->ch_spread_hist, CL_SPREAD_BUCKETS, 0.5),
             (unsigned long long)cl_loghist_quantile(p->ch_spread_hist, CL_SPREAD_BUCKETS, 0.95));
+  cl_sb tm = {0};
+  timers_json(&tm, p);
   write_tail(tail, as_tail, &s, final, offsets.p ? offsets.p : "[]", cupti.p ? cupti.p : "null",
-             expo.p ? expo.p : "null", ch.p ? ch.p : "null", cl_digest_lost(p->dg));
-  sb_free(&offsets); sb_free(&cupti); sb_free(&expo); sb_free(&ch);
+             expo.p ? expo.p : "null", ch.p ? ch.p : "null", tm.p ? tm.p : "null", cl_digest_lost(p->dg));
+  sb_free(&offsets); sb_free(&cupti); sb_free(&expo); sb_free(&ch); sb_free(&tm);
 }
 void cl_stats_tail(cl_sb *tail, const cl_format_deps *run, cl_part *p, int final) { stats_text(tail, 1, run, p, final); }
 void cl_stats_object(cl_sb *b, const cl_format_deps *run, cl_part *p, int final) { stats_text(b, 0, run, p, final); }
 
 /* A quantile of the channel spreads in microseconds, as the GPU line prints it. */
 static double spread_us(const uint32_t *h, double q) { return cl_loghist_us(cl_loghist_quantile(h, CL_SPREAD_BUCKETS, q)); }
+
+/* COMMLENS_TIMERS=sampled, when it left any collective out: the sample's size ("" otherwise). */
+static void timers_line(const cl_part *p, char *out, size_t n) {
+  if (!n) return;
+  out[0] = 0;
+  if (!p->colls_untimed) return;
+  cl_timers_stats t;
+  cl_timers_get_stats(&t);
+  snprintf(out, n, "; NCCL's kernel-channel timers on a sample (COMMLENS_TIMERS=sampled, %.3g%% of wall time at "
+           "%.3g us each): %llu collectives timed, %llu left to their host times (CUPTI's in its windows), level "
+           "up to %u (1 run of 4 calls in %u)", (double)cl_cfg.timers_budget_ppm / 1e4,
+           (double)cl_cfg.timers_cost_ns / 1e3, (unsigned long long)p->colls_kch, (unsigned long long)p->colls_untimed,
+           t.max_level, 1u << t.max_level);
+}
 
 /* The summary's line on GPU timing: how many collectives got a GPU span, from what, and the
  * exposure, or why there is none. */
@@ -127,6 +161,8 @@ void cl_stats_gpu_line(const cl_format_deps *run, cl_part *p, const cl_run_stats
     cl_cupti_get_stats(&cs);
     snprintf(out + k, n - (size_t)k, "CUPTI %s: %s (from NCCL's own events only, no exposure)",
              cl_cfg.cupti ? "unavailable" : "off", cl_cfg.cupti ? cs.status : "COMMLENS_CUPTI=off");
+    size_t used = strlen(out);
+    timers_line(p, out + used, n - used);
     return;
   }
   cl_gj_counts c;
@@ -167,6 +203,8 @@ void cl_stats_gpu_line(const cl_format_deps *run, cl_part *p, const cl_run_stats
       snprintf(out + used, n - used, ", their error not measured (no collective with every channel timed)");
     used = strlen(out);
   }
+  timers_line(p, out + used, n - used);
+  used = strlen(out);
   if (s->colls_gpu_lost && used < n)   /* exposure above counts only what CUPTI timed */
     snprintf(out + used, n - used, "; %llu of %llu collectives lack GPU timing from CUPTI: %s",
              (unsigned long long)s->colls_gpu_lost, (unsigned long long)s->colls_done, CL_GPU_LOST_WHY);

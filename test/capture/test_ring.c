@@ -473,18 +473,20 @@ TL_TEST(kernel_ch_is_one_record_when_only_a_digest_is_written) {
 }
 
 /* When KernelCh events are held to their stop (and Group events go quiet): a digest alone, no
- * flight recorder, and an NCCL whose KernelCh events stop (ABI v4+; v3's never do). */
+ * detailed flight recorder (the default one keeps what the digest records), and an NCCL whose
+ * KernelCh events stop (ABI v4+; v3's never do). */
 TL_TEST(kernel_ch_held_only_for_a_digest_alone_and_abi_4_on) {
   cl_config_load();
-  struct { unsigned output; int flight_s, abi, want; } c[] = {
-    {CL_OUT_DIGEST, 0, 5, 1}, {CL_OUT_DIGEST, 0, 4, 1}, {CL_OUT_DIGEST, 0, 3, 0}, {CL_OUT_DIGEST, 30, 5, 0},
-    {CL_OUT_TRACE | CL_OUT_DIGEST, 0, 5, 0}, {CL_OUT_TRACE, 0, 6, 0}};
+  struct { unsigned output; int flight_s, light, abi, want; } c[] = {
+    {CL_OUT_DIGEST, 0, 0, 5, 1}, {CL_OUT_DIGEST, 0, 0, 4, 1}, {CL_OUT_DIGEST, 0, 0, 3, 0}, {CL_OUT_DIGEST, 30, 0, 5, 0},
+    {CL_OUT_DIGEST, 60, 1, 5, 1}, {CL_OUT_TRACE | CL_OUT_DIGEST, 0, 0, 5, 0}, {CL_OUT_TRACE, 0, 0, 6, 0}};
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     cl_cfg.output = c[i].output;
     cl_cfg.flight_s = c[i].flight_s;
+    cl_cfg.flight_light = c[i].light;
     cl_gate_setup(c[i].abi);
-    CHECK(atomic_load(&cl_digest_only) == c[i].want, "output %u, flight %d s, ABI v%d: held %d, want %d", c[i].output,
-          c[i].flight_s, c[i].abi, atomic_load(&cl_digest_only), c[i].want);
+    CHECK(atomic_load(&cl_digest_only) == c[i].want, "output %u, flight %d s%s, ABI v%d: held %d, want %d", c[i].output,
+          c[i].flight_s, c[i].light ? " (the default, light)" : "", c[i].abi, atomic_load(&cl_digest_only), c[i].want);
   }
   atomic_store(&cl_digest_only, 0);
   cl_config_load();

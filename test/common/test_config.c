@@ -180,3 +180,36 @@ TL_TEST(integer_settings_are_decimal) {
   }
   unsetenv("RANK");
 }
+
+/* COMMLENS_TIMERS: sampled by default (0.5% of wall time at 10 us a timed collective), another
+ * budget and cost taken exactly, all; every collective timed when COMMLENS_EVENTS asks for
+ * KernelCh itself; a bad value warns and keeps the default. The flight recorder is on by default,
+ * light, within 16 MiB; set, it keeps every event. */
+TL_TEST(timers_sampled_by_default_and_the_flight_recorder_on) {
+  load_with(NULL, NULL);
+  CHECK(cl_cfg.timers == CL_TIMERS_SAMPLED && cl_cfg.timers_budget_ppm == 5000 && cl_cfg.timers_cost_ns == 10000,
+        "default timers %d %llu ppm %llu ns", cl_cfg.timers, (unsigned long long)cl_cfg.timers_budget_ppm,
+        (unsigned long long)cl_cfg.timers_cost_ns);
+  CHECK(cl_cfg.flight_s == 60 && cl_cfg.flight_light && cl_cfg.flight_bytes == 16ull << 20 && !cl_flight_detailed(),
+        "default flight %d s light %d %llu bytes", cl_cfg.flight_s, cl_cfg.flight_light, (unsigned long long)cl_cfg.flight_bytes);
+  load_with("COMMLENS_TIMERS", "sampled:0.25:7.5");
+  CHECK(g_nlog == 0 && cl_cfg.timers == CL_TIMERS_SAMPLED && cl_cfg.timers_budget_ppm == 2500 &&
+        cl_cfg.timers_cost_ns == 7500, "sampled:0.25:7.5: %llu ppm %llu ns", (unsigned long long)cl_cfg.timers_budget_ppm,
+        (unsigned long long)cl_cfg.timers_cost_ns);
+  load_with("COMMLENS_TIMERS", "all");
+  CHECK(g_nlog == 0 && cl_cfg.timers == CL_TIMERS_ALL, "all: %d", cl_cfg.timers);
+  load_with("COMMLENS_EVENTS", "default+kernelch");
+  CHECK(cl_cfg.timers == CL_TIMERS_ALL, "kernelch asked for: timers %d", cl_cfg.timers);
+  static const char *bad[] = {"some", "sampled:", "sampled:0", "sampled:101", "sampled:0.5:0.01", "sampled:0.5:10:1",
+                              "sampled:nan", "sampled:0.0001"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    load_with("COMMLENS_TIMERS", bad[i]);
+    CHECK(g_nlog == 1 && strstr(g_log, "COMMLENS_TIMERS") && cl_cfg.timers == CL_TIMERS_SAMPLED &&
+          cl_cfg.timers_budget_ppm == 5000 && cl_cfg.timers_cost_ns == 10000, "\"%s\": %d warnings, %llu ppm: %s", bad[i],
+          g_nlog, (unsigned long long)cl_cfg.timers_budget_ppm, g_log);
+  }
+  load_with("COMMLENS_FLIGHT_S", "30");
+  CHECK(cl_cfg.flight_s == 30 && !cl_cfg.flight_light && cl_flight_detailed(), "set: detailed");
+  load_with("COMMLENS_FLIGHT_S", "0");
+  CHECK(!cl_cfg.flight_s && !cl_flight_detailed(), "0: off");
+}

@@ -263,12 +263,19 @@ int h_mask_wants(int mask, uint64_t type) {
 
 static int bitpos(uint64_t t) { return t ? __builtin_ctzll(t) : 0; }
 
+/* A handle that records nothing (event.h: CL_ID_QUIET and the quiet API handles, thread serial 0
+ * with the top bit set): NCCL stops it, the plugin ignores it. */
+static int quiet_handle(const void *h) {
+  uint64_t v = (uint64_t)(uintptr_t)h;
+  return (v >> 63) && !((v >> 40) & 0x7fffff);
+}
+
 /* Starts an event if the snapshot mask wants it; counts it. NULL if not emitted. */
 static void *emit(h_plugin *p, void *ctx, int mask, const h_event *e, h_counts *c) {
   if (!h_mask_wants(mask, e->type)) return NULL;
   void *h = h_start(p, ctx, e, NULL);
   if (c) __atomic_add_fetch(&c->started[bitpos(e->type) & 15], 1, __ATOMIC_RELAXED);
-  if (c && h) __atomic_add_fetch(&c->answered[bitpos(e->type) & 15], 1, __ATOMIC_RELAXED);
+  if (c && h && !quiet_handle(h)) __atomic_add_fetch(&c->answered[bitpos(e->type) & 15], 1, __ATOMIC_RELAXED);
   return h;
 }
 static void state(h_plugin *p, void *h, int st, uint64_t arg, h_counts *c) {

@@ -89,7 +89,8 @@ typedef struct {
  * answered with a handle), per event type bit position, plus proxy-step states. Accumulates. */
 typedef struct {
   long started[16];       /* by cl type index (bit position) */
-  long answered[16];      /* of those, the ones the plugin gave a handle (not NULL) */
+  long answered[16];      /* of those, the ones the plugin gave a handle that records (not NULL,
+                             not a quiet one: event.h CL_ID_QUIET, CL_ID_QUIET_API_*) */
   long states[32];
   long colls, p2ps;       /* collective / p2p operations driven */
   long foreign;

@@ -140,17 +140,29 @@ H_CHILD(signal_dump) {
   h_close(&p);
 }
 
+/* Collectives 0..4 done, then collective 5 enqueued (its handle; *t0: the GPU timers' now). */
+static void *enqueue_seq5(h_plugin *p, void *ctx, uint64_t *t0) {
+  for (int i = 0; i < 5; i++) h_drive_coll(p, ctx, &k_inline, (uint64_t)i, NULL);
+  h_event ce = {.type = CLABI_EV_COLL, .func = "AllReduce", .datatype = "ncclFloat32", .algo = "RING",
+                .proto = "SIMPLE", .seq = 5, .count = 1024, .nchannels = 2, .nwarps = 16};
+  void *coll = h_start(p, ctx, &ce, NULL);
+  h_stop(p, coll);
+  *t0 = h_realtime_ns();
+  return coll;
+}
+/* A dump's one communicator (commlensFlight.comms[0]), NULL when it describes another number. */
+static json_object *only_comm(tr_trace *t) {
+  json_object *comms = h_json_get(flight_of(t), "comms");
+  return comms && json_object_array_length(comms) == 1 ? json_object_array_get_idx(comms, 0) : NULL;
+}
+
 /* ---- a hang: collective 5 enqueued, channel 0 done, channel 1 never ---- */
 H_CHILD(hang_dump) {
   h_plugin p;
   void *ctx;
   h_open_init(&p, 5, &ctx);
-  for (int i = 0; i < 5; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
-  h_event ce = {.type = CLABI_EV_COLL, .func = "AllReduce", .datatype = "ncclFloat32", .algo = "RING",
-                .proto = "SIMPLE", .seq = 5, .count = 1024, .nchannels = 2, .nwarps = 16};
-  void *coll = h_start(&p, ctx, &ce, NULL);
-  h_stop(&p, coll);
-  uint64_t t0 = h_realtime_ns();
+  uint64_t t0;
+  void *coll = enqueue_seq5(&p, ctx, &t0);
   h_event k0 = {.type = CLABI_EV_KERNEL_CH, .parent = coll, .channel = 0, .ptimer = t0};
   h_event k1 = {.type = CLABI_EV_KERNEL_CH, .parent = coll, .channel = 1, .ptimer = t0};
   void *h0 = h_start(&p, ctx, &k0, NULL), *h1 = h_start(&p, ctx, &k1, NULL);
@@ -162,8 +174,7 @@ H_CHILD(hang_dump) {
   REQUIRE(n == 1, "one hang dump, found %d", n);
   tr_trace t;
   if (load_dump(paths[0], &t) == 0) {
-    json_object *f = flight_of(&t), *comms = h_json_get(f, "comms");
-    json_object *c0 = comms && json_object_array_length(comms) == 1 ? json_object_array_get_idx(comms, 0) : NULL;
+    json_object *f = flight_of(&t), *c0 = only_comm(&t);
     REQUIRE(c0, "one communicator described: %s", f ? json_object_to_json_string(f) : "(no commlensFlight)");
     CHECK(jint(c0, "last_started_seq") == 5 && jint(c0, "last_done_seq") == 4, "started 5, done 4: %s",
           json_object_to_json_string(c0));
@@ -378,7 +389,8 @@ H_CHILD(no_dump) {
   CHECK(h_log_count(-1, "dump written") == 0, "no dump message: %s", h_log_text());
 }
 
-/* ---- the memory bound: 1 MiB holds the newest collectives only, evictions counted ---- */
+/* ---- the memory bound: 1 MiB (half of it the window) holds the newest collectives only,
+ * evictions counted ---- */
 H_CHILD(bound_by_memory) {
   h_plugin p;
   void *ctx;
@@ -405,8 +417,9 @@ H_CHILD(bound_by_memory) {
   if (got == 0) {
     json_object *f = flight_of(&t);
     int64_t kept = jint(f, "records"), put = jint(f, "records_put"), room = jint(f, "evicted_room");
-    CHECK(jint(f, "cap_bytes") == 1 << 20 && jint(f, "bytes") <= 1 << 20 && jint(f, "bytes") > (1 << 20) / 2,
-          "bytes within the 1 MiB bound: %s", json_object_to_json_string(f));
+    /* of COMMLENS_FLIGHT_MB=1, half is the window: the rest is a dump's own room (flight.c) */
+    CHECK(jint(f, "cap_bytes") == 1 << 19 && jint(f, "bytes") <= 1 << 19 && jint(f, "bytes") > (1 << 19) / 2,
+          "bytes within the window's 512 KiB of the 1 MiB bound: %s", json_object_to_json_string(f));
     CHECK(room > 0 && kept + room + jint(f, "evicted_age") == put, "evictions counted: kept %lld + evicted %lld = put %lld",
           (long long)kept, (long long)room, (long long)put);
     int64_t lo, hi;
@@ -573,6 +586,74 @@ H_CHILD(app_handler_kept) {
   CHECK(stat(dir, &st) != 0, "no dump by a signal the application handles");
 }
 
+/* ---- the default recorder (COMMLENS_FLIGHT_S unset): on, fed what the digest records ---- */
+/* Nothing set but the rank and the stand-in CUPTI: SIGUSR2 writes a dump, and the job lives on
+ * (the handler is the recorder's: the signal's default action would have ended the process). */
+H_CHILD(default_signal_dump) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < 20; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
+  CHECK(h_log_count(-1, "what the digest records, the default") == 1, "the default recorder said so: %s", h_log_text());
+  tr_trace t;
+  char path[1500];
+  if (signal_and_load(".signal-1.trace.json", 1, &t, path, sizeof path) == 0) {
+    int64_t lo, hi;
+    CHECK((coll_seqs(&t, &lo, &hi) == 20 || !caught_up(&t)) && lo == 0, "collectives 0..19 in the dump (%lld..%lld)",
+          (long long)lo, (long long)hi);
+    tr_free(&t);
+  }
+  for (int i = 20; i < 40; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);   /* the job goes on */
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+/* The default recorder judges a hang from the collective alone (its KernelCh wait on NCCL's
+ * proxy thread until they stop, between CUPTI's windows): seq 5's channels start and never stop. */
+H_CHILD(default_hang_dump) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  uint64_t t0;
+  void *coll = enqueue_seq5(&p, ctx, &t0);
+  h_event k0 = {.type = CLABI_EV_KERNEL_CH, .parent = coll, .channel = 0, .ptimer = t0};
+  void *h0 = h_start(&p, ctx, &k0, NULL);
+  char *paths[8];
+  int n = wait_dumps(".hang-1.trace.json", 1, paths, 8);
+  REQUIRE(n == 1, "one hang dump, found %d", n);
+  tr_trace t;
+  if (load_dump(paths[0], &t) == 0) {
+    json_object *c0 = only_comm(&t), *nd = c0 ? h_json_get(c0, "not_done") : NULL;
+    json_object *x = nd && json_object_array_length(nd) == 1 ? json_object_array_get_idx(nd, 0) : NULL;
+    CHECK(x && jint(x, "seq") == 5 && jint(c0, "last_done_seq") == 4, "seq 5 not done, 4 done: %s",
+          c0 ? json_object_to_json_string(c0) : "(none)");
+    tr_free(&t);
+  }
+  free_paths(paths, n);
+  if (h0) { h_state(&p, h0, CLABI_ST_KERNEL_CH_STOP, t0 + 20000); h_stop(&p, h0); }
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
+/* Collectives the timers' sample left out (no KernelCh comes, no network) are never called hung:
+ * past the first 1024 calls of the communicator, nearly every one is left out, then the job goes
+ * quiet for longer than COMMLENS_HANG_S. */
+H_CHILD(untimed_never_hung) {
+  h_plugin p;
+  void *ctx;
+  h_open_init(&p, 5, &ctx);
+  for (int i = 0; i < 2000; i++) h_drive_coll(&p, ctx, &k_inline, (uint64_t)i, NULL);
+  nap_ms(4000);   /* COMMLENS_HANG_S=1, checked a few times over */
+  char dir[1200];
+  flight_dir(dir, sizeof dir);
+  char *paths[8];
+  int n = h_find_files(dir, ".trace.json", paths, 8);
+  CHECK(n == 0, "%d dumps of a job that only went quiet (%s)", n, n ? paths[0] : "");
+  free_paths(paths, n);
+  h_finalize(&p, ctx);
+  h_close(&p);
+}
+
 static const char *const k_base[] = {"COMMLENS_CUPTI=0", "COMMLENS_RANK=3", "COMMLENS_FLIGHT_S=30", NULL};
 
 TL_TEST(dump_by_signal) { h_run_case("signal_dump", k_base, (const char *const[]){"COMMLENS_HANG_S=0", NULL}, NULL); }
@@ -612,6 +693,23 @@ TL_TEST(eviction_by_age) {
 TL_TEST(planted_link_at_dump_name) { h_run_case("planted_name", k_base, NULL, NULL); }
 TL_TEST(planted_link_at_flight_dir) { h_run_case("planted_dir", k_base, NULL, NULL); }
 TL_TEST(application_signal_handler_kept) { h_run_case("app_handler_kept", k_base, NULL, NULL); }
+
+/* The default: no flight setting at all, the digest alone, the stand-in CUPTI (sampled mode). */
+static void run_default(const char *child, const char *const *extra) {
+  char fake[1200], cupti[1300];
+  h_fake_path(NULL, "libcommlens-fakecupti.so", fake, sizeof fake);
+  snprintf(cupti, sizeof cupti, "COMMLENS_CUPTI_LIB=%s", fake);
+  const char *base[] = {cupti, "COMMLENS_RANK=3", "COMMLENS_OUTPUT=digest", NULL};
+  h_run_case(child, base, extra, NULL);
+}
+TL_TEST(default_recorder_dumps_on_sigusr2_and_the_job_lives_on) {
+  run_default("default_signal_dump", (const char *const[]){"COMMLENS_HANG_S=0", NULL});
+}
+TL_TEST(default_recorder_dumps_a_hang) { run_default("default_hang_dump", (const char *const[]){"COMMLENS_HANG_S=2", NULL}); }
+/* a budget far below the rate: past the first 1024 calls, 1 run of 4 calls in 1024 timed */
+TL_TEST(default_recorder_never_calls_untimed_collectives_hung) {
+  run_default("untimed_never_hung", (const char *const[]){"COMMLENS_HANG_S=1", "COMMLENS_TIMERS=sampled:0.001:10000", NULL});
+}
 
 /* Dumps of a real hang (examples/gpu_flight.sh on one H200, 4 PyTorch ranks as emulated nodes,
  * 2026-11-26): every rank dumped on SIGUSR2 while seq 20 was in flight, then rank 1 stopped

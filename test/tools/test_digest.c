@@ -374,8 +374,9 @@ TL_TEST(digest_columns_decode_as_their_patterns_change) {
 
 /* Format 1 (C blocks, every column raw) still reads: a digest the plugin wrote before format 2.
  * And an R block is whole or damage: runs that fill the column exactly, else the block is
- * skipped and counted, never read past. */
-static void r_block(cl_dg_buf *f, uint64_t run_of_rows) {
+ * skipped and counted, never read past. Format 2's R blocks (16 columns) read as format 3's
+ * (17: the timers column last), whose timers value is 0 or 1. */
+static void r_block(cl_dg_buf *f, uint64_t run_of_rows, int ncols, uint64_t timers) {
   cl_dg_buf b = {0};
   cl_dg_varint(&b, 3);                                   /* rows */
   const char *strs[] = {"", "AllReduce", "c"};
@@ -383,10 +384,11 @@ static void r_block(cl_dg_buf *f, uint64_t run_of_rows) {
   for (int i = 0; i < 3; i++) { cl_dg_varint(&b, strlen(strs[i])); cl_dg_put(&b, strs[i], strlen(strs[i])); }
   cl_dg_varint(&b, 1);                                   /* one communicator: hash, name, rank, nranks */
   cl_dg_varint(&b, 0xabc); cl_dg_varint(&b, 2); cl_dg_varint(&b, cl_dg_zz(0)); cl_dg_varint(&b, cl_dg_zz(2));
-  for (int col = 0; col < 16; col++) {
+  for (int col = 0; col < ncols; col++) {
     if (col == 2) { cl_dg_varint(&b, CL_DG_COL_RUNS); cl_dg_varint(&b, run_of_rows); cl_dg_varint(&b, 1); continue; }
     cl_dg_varint(&b, CL_DG_COL_RAW);                    /* func above: "AllReduce" in one run */
-    for (int i = 0; i < 3; i++) cl_dg_varint(&b, col == 9 ? cl_dg_zz(1000) : col == 11 ? CL_DG_SRC_KERNEL_CH : 0);
+    for (int i = 0; i < 3; i++)
+      cl_dg_varint(&b, col == 9 ? cl_dg_zz(1000) : col == 11 ? CL_DG_SRC_KERNEL_CH : col == 16 ? timers : 0);
   }
   cl_dg_block(f, CL_DG_COLLS_RUNS, b.p, b.len);
   free(b.p);
@@ -404,11 +406,27 @@ TL_TEST(format_1_reads_and_runs_must_fill_their_column) {
   for (uint64_t run = 2; run <= 4; run++) {               /* 3 fills the column; 2 and 4 do not */
     cl_dg_buf f = {0};
     REQUIRE(cl_digest_file_head(&f, hdr, strlen(hdr)) == 0, "head");
-    r_block(&f, run);
+    r_block(&f, run, 17, 1);
     rows = 0;
     memset(&info, 0, sizeof info);
     CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &rows, &info, 0) == 0 && rows == (run == 3 ? 3 : 0) &&
           info.bad == (run != 3), "a run of %llu for 3 rows: %ld rows, bad %d", (unsigned long long)run, rows, info.bad);
+    cl_info_free(&info);
+    free(f.p);
+  }
+  /* format 2: its 16 columns read, every row timed; format 3 with a timers value past 1: damage */
+  for (int v = 2; v <= 3; v++) {
+    cl_dg_buf f = {0};
+    uint8_t head[CL_DG_FILE_HEAD] = {0};
+    memcpy(head, CL_DG_MAGIC, CL_DG_MAGIC_LEN);
+    head[CL_DG_MAGIC_LEN] = (uint8_t)v;
+    cl_dg_put(&f, head, sizeof head);
+    REQUIRE(cl_dg_block(&f, CL_DG_HEADER, (const uint8_t *)hdr, strlen(hdr)) == 0, "header block");
+    r_block(&f, 3, v == 2 ? 16 : 17, 2);
+    rows = 0;
+    memset(&info, 0, sizeof info);
+    CHECK(cl_digest_scan_mem(f.p, f.len, &sink, &rows, &info, 0) == 0 && rows == (v == 2 ? 3 : 0) && info.bad == (v == 3),
+          "format %d: %ld rows, bad %d", v, rows, info.bad);
     cl_info_free(&info);
     free(f.p);
   }

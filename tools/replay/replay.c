@@ -209,6 +209,8 @@ typedef struct {
   pthread_cond_t cv;
   h_plugin plug[8];
   rp_map ctx, handle;
+  rp_map untimed;             /* rp_set_follow_mask: recorded API, Coll/P2p and KernelCh handles whose
+                                 operation's snapshot of the mask lacked KernelCh */
   rp_stats *st;
   int rec_pid;                /* the recorded process: its proxy ops carry this pid */
   const char *lib;            /* the plugin (the stand-in libcuda is looked for beside it) */
@@ -245,6 +247,22 @@ static _Atomic uint64_t g_burst_ns;     /* rp_set_burst */
 void rp_set_burst(uint64_t ns) { atomic_store(&g_burst_ns, ns); }
 static _Atomic uint64_t g_first_pause_ns;   /* rp_set_first_pause */
 void rp_set_first_pause(uint64_t ns) { atomic_store(&g_first_pause_ns, ns); }
+static _Atomic int g_follow_mask;           /* rp_set_follow_mask */
+void rp_set_follow_mask(int on) { atomic_store(&g_follow_mask, on); }
+
+/* rp_set_follow_mask, ABI v5+: NCCL's snapshot of the mask at an operation's API call (read at
+ * the recorded CollApi or P2pApi start) decides whether its KernelCh (and their phases) come.
+ * 1 when the start `type` with recorded handle `rec` and recorded parent `par` is not made. */
+static int not_made(rp_run *r, uint64_t type, uint64_t rec, uint64_t par) {
+  uint64_t x;
+  if (type == CLABI_EV_COLL_API || type == CLABI_EV_P2P_API) {
+    if (!(__atomic_load_n(&h_mask, __ATOMIC_RELAXED) & CLABI_EV_KERNEL_CH)) map_put(&r->untimed, rec, 1);
+    return 0;
+  }
+  if (!map_get(&r->untimed, par, &x)) return 0;
+  map_put(&r->untimed, rec, 1);   /* its Coll or P2p, then those below it */
+  return type == CLABI_EV_KERNEL_CH || type == CLABI_EV_KERNEL_PHASE;
+}
 
 /* The event type of a start ('S') whose descriptor holds at least 8 bytes: a uint64_t from v5
  * on, a byte before. */
@@ -419,6 +437,15 @@ static void do_call(rp_run *r, rp_call *c) {
       pid = (int32_t)getpid();
       memcpy(d + 24, &pid, 4);
     }
+    uint64_t rec_parent;
+    memcpy(&rec_parent, d + 8, 8);
+    if (c->abi >= 5 && atomic_load_explicit(&g_follow_mask, memory_order_relaxed) &&
+        not_made(r, type, c->b, rec_parent)) {
+      map_put(&r->handle, c->b, 0);   /* as a NULL answer: its state and stop are not made either */
+      r->st->calls--;
+      r->st->unmade++;
+      break;
+    }
     patch_parent(r, d, 8);
     unsigned char *tm = r->nw ? timer_of(c, d) : NULL;   /* uniform pacing: through the map */
     if (tm) warp_timer(r, tm);
@@ -530,6 +557,9 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
   }
   free(line);
   gzclose(gz);
+  /* a recording replayed whole has every KernelCh NCCL gave then: the library is told to time
+   * every collective (else its sample would mark some untimed whose KernelCh still come) */
+  if (!atomic_load(&g_follow_mask)) setenv("COMMLENS_TIMERS", "all", 0);
   for (int v = 1; v <= 7 && rc == 0; v++)
     if (need[v] && h_open(&r.plug[v], lib, v)) {
       snprintf(st->err, sizeof st->err, "cannot load ncclProfiler_v%d", v);
@@ -558,6 +588,6 @@ int rp_replay_paced(const char *rec_path, const char *lib, double speed, rp_stat
   free(r.calls);
   free(r.wt);
   free(r.wT);
-  free(r.ctx.k); free(r.ctx.v); free(r.handle.k); free(r.handle.v);
+  free(r.ctx.k); free(r.ctx.v); free(r.handle.k); free(r.handle.v); free(r.untimed.k); free(r.untimed.v);
   return rc;
 }

@@ -63,4 +63,10 @@ void rp_set_burst(uint64_t ns);
  * first CUPTI window, COMMLENS_CUPTI=sampled) is the same in streams of any length (bench/
  * replay_cost.c); 0, the default: no pause. */
 void rp_set_first_pause(uint64_t ns);
+/* on: KernelCh (and their kernel phases) follow the library's mask as NCCL's do from 2.28 (ABI
+ * v5+): made only for an operation whose API call found KernelCh in the mask (the library's
+ * sample of NCCL's timers, COMMLENS_TIMERS=sampled); the others, their states and stops are not
+ * made (counted in `unmade`). Off, the default: every recorded call is made, and the library
+ * is asked to time every collective (COMMLENS_TIMERS=all, unless the environment says). */
+void rp_set_follow_mask(int on);
 #endif

@@ -165,6 +165,7 @@ void cl_analyse(cl_job *job, const cl_clock_model *cm, cl_analysis *an) {
   free(m);
   qsort(an->ch, an->nch, sizeof(cl_chan_row), cmp_chan);
   cl_tags_compute(job, &an->vd, &an->tags, stderr);
+  cl_timers_check(job, &an->timers);
 }
 
 void cl_analysis_free(cl_analysis *an) {
@@ -174,6 +175,7 @@ void cl_analysis_free(cl_analysis *an) {
   cl_channels_free(&an->chv);
   cl_hang_free(&an->hang);
   cl_tags_free(&an->tags);
+  cl_timers_an_free(&an->timers);
 }
 
 /* The plugin's own total first: operations that share a kernel (a Send and a Recv of one

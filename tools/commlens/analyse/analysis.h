@@ -8,6 +8,7 @@
 #include "tools/commlens/analyse/verdict.h"
 #include "tools/commlens/analyse/channels.h"
 #include "tools/commlens/analyse/tags.h"
+#include "tools/commlens/analyse/timers.h"
 #include <stdint.h>
 
 /* What the report concludes, for every output form (text, JSON, HTML). Times in ns. */
@@ -37,6 +38,7 @@ typedef struct {
   cl_blame bl;                     /* waits per rank and NVTX step, from the verdict's instances */
   cl_hang hang;                    /* what flight-recorder dumps say about a hang (hang.h) */
   cl_tags tags;                    /* by v7 user tag, and each rank's exposure split (tags.h) */
+  cl_timers_an timers;             /* whether every rank timed the same instances (timers.h) */
 } cl_analysis;
 /* Fills *an from a job aligned by cl_clock_align with model cm (borrowed: it must outlive an);
  * cl_analysis_free releases it. */

@@ -194,6 +194,12 @@ static inline void add_sat(int64_t *acc, int64_t v) {
   *acc = s > SUM_LIM ? SUM_LIM : s < -SUM_LIM ? -SUM_LIM : s;
 }
 
+/* A "coll" slice the timers' sample left out (its args say "gpu_timers":"left out"). */
+static int left_out(cl_str_t args) {
+  static const char k[] = "\"gpu_timers\":\"left out\"";
+  return args.p && args.n >= (int)sizeof k - 1 && memmem(args.p, (size_t)args.n, k, sizeof k - 1) != NULL;
+}
+
 static void on_event(const cl_ev *ev, void *arg) {
   scan_ctx *c = arg; cl_rank *r = c->r;
   cl_progress_count(&c->prog, ev->end - ev->beg);
@@ -231,6 +237,7 @@ static void on_event(const cl_ev *ev, void *arg) {
   }
   case CAT_COLL: {
     if (!ev->has_seq) break;
+    cl_tmarks_note(&r->tmarks, ev->comm, func_of(c, ev->name), ev->seq, left_out(ev->args));
     if (!r->enq_scratch) r->enq_scratch = cl_xcalloc(1, sizeof(host_colls));
     host_colls *hc = r->enq_scratch;
     CL_PUSH(hc->v, ((host_coll){ ev->comm, ev->seq, ev->ts_ns, func_of(c, ev->name), (uint32_t)hc->v.n }));
@@ -301,6 +308,7 @@ static void on_dg_coll(const cl_dg_row *d, void *arg) {
   span(r, d->enq_start, d->enq_end);
   int lane, fresh;
   cl_dg_lane(&c->lanes, d->comm, 0, d->enq_start, d->enq_end, &lane, &fresh);   /* as merge draws it */
+  if (!d->p2p) cl_tmarks_note(&r->tmarks, d->comm, digest_func(c, d->func), d->seq, d->untimed);
   if (!d->src) return;              /* not GPU-timed: the trace draws no span for it either */
   span(r, d->gpu_start, d->gpu_end);
   cl_coll k;
@@ -672,6 +680,7 @@ int cl_job_refuse_output(const cl_job *job, const char *path, const char *what) 
 
 static void rank_free(cl_rank *r) {
   for (size_t k = 0; k < r->chans.n; k++) free(r->chans.a[k].peers.a);
+  cl_tmarks_free(&r->tmarks);
   free(r->chans.a); free(r->colls.a); free(r->steps.a); free(r->chends.a); free(r->pname);
   cl_info_free(&r->info); free(r->path); free(r);
 }

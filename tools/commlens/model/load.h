@@ -6,6 +6,7 @@
 #include "tools/commlens/read/trace_read.h"
 #include "tools/commlens/base/util.h"
 #include "tools/commlens/model/attempts.h"
+#include "tools/commlens/model/timers.h"
 #include <stdint.h>
 
 /* One coll_gpu slice on one rank (times in the rank's own clock, ns). enq: the host enqueue of
@@ -54,6 +55,7 @@ typedef struct {
   int64_t n_enq;             /* collectives whose host enqueue was paired with their GPU span */
   int64_t exposed_args, exposed_evs; int has_exposed_args, has_exposed_evs;
   int64_t n_kch_implausible;
+  cl_tmarks tmarks;          /* its collectives, and which the timers' sample left out (model/timers.h) */
   /* clock alignment (analyse/clock_align.c): aligned = own - offset_ns */
   int aligned; int64_t offset_ns, off_err_ns, off_mad_ns; int off_samples, off_via;
   /* scan scratch */

@@ -57,7 +57,7 @@ static int read_strings(cl_dg_in *in, str_tab *t, cl_info *info) {
 
 typedef struct { uint64_t hash; uint32_t name; int32_t rank, nranks; } comm_t;
 enum { C_P2P, C_COMM, C_FUNC, C_ALGO, C_PROTO, C_SEQ, C_BYTES, C_NCH, C_PEER, C_ENQ, C_ENQ_DUR, C_SRC,
-       C_GS, C_GDUR, C_EXPO, C_TAIL, C_N };
+       C_GS, C_GDUR, C_EXPO, C_TAIL, C_N, C_TIMERS = C_N, C_N3 };   /* C_N3: version 3's columns */
 
 static int32_t i32(int64_t v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }
 
@@ -94,9 +94,10 @@ static enum blk_rc fits(size_t n, size_t min, const cl_dg_block_view *b, cl_info
 
 /* A collectives block (C, or R: columns in runs); its rows are delivered only when it is whole. */
 static enum blk_rc colls_block(const cl_dg_block_view *b, int64_t off, const cl_dg_sink *sink, void *arg, cl_info *info,
-                               int runs) {
+                               int runs, unsigned version) {
   const uint8_t *raw = b->raw;
   size_t len = b->n;
+  const int ncols = version >= 3 ? C_N3 : C_N;
   cl_dg_in in = {raw, raw + len, 0};
   /* a C row takes at least C_N bytes; R rows can take less, up to the writer's bound */
   size_t n = cl_dg_get_max(&in, runs ? CL_DG_BLOCK_ROWS : len);
@@ -117,14 +118,14 @@ static enum blk_rc colls_block(const cl_dg_block_view *b, int64_t off, const cl_
     cm[i].nranks = i32(cl_dg_unzz(cl_dg_get_varint(&in)));
     if (in.bad || !st.n) goto out;
   }
-  if (!(col = malloc((n ? n : 1) * C_N * sizeof *col))) goto out;
-  for (int c = 0; c < C_N; c++) read_col(&in, col + (size_t)c * n, n, runs);
+  if (!(col = calloc((n ? n : 1) * C_N3, sizeof *col))) goto out;   /* a version 2 block's timers: 0 */
+  for (int c = 0; c < ncols; c++) read_col(&in, col + (size_t)c * n, n, runs);
   if (in.bad || in.p != in.e) goto out;
   /* check every index before delivering anything: a block is whole or not at all */
   for (size_t i = 0; i < n; i++) {
     if (col[C_COMM * n + i] >= nc || col[C_FUNC * n + i] >= st.n || col[C_ALGO * n + i] >= st.n ||
         col[C_PROTO * n + i] >= st.n || col[C_P2P * n + i] > 1 || col[C_SRC * n + i] > (CL_DG_SRC_EST | 7) ||
-        (col[C_SRC * n + i] & 7) >= CL_DG_SRC_N) goto out;
+        (col[C_SRC * n + i] & 7) >= CL_DG_SRC_N || col[C_TIMERS * n + i] > 1) goto out;
   }
   int64_t seq = 0, enq = 0;
   for (size_t i = 0; i < n; i++) {
@@ -137,7 +138,8 @@ static enum blk_rc colls_block(const cl_dg_block_view *b, int64_t off, const cl_
                    .seq = seq < 0 ? -1 : clamp(seq), .bytes = u2i(V(C_BYTES)),
                    .nchannels = i32(cl_dg_unzz(V(C_NCH))), .peer = i32(cl_dg_unzz(V(C_PEER))),
                    .src = (int)(V(C_SRC) & 7), .expo_est = (V(C_SRC) & CL_DG_SRC_EST) != 0, .exposed_ns = V(C_EXPO) ? u2i(V(C_EXPO) - 1) : -1,
-                   .tail_ch = V(C_TAIL) && V(C_TAIL) <= 65536 ? (int)V(C_TAIL) - 1 : -1};
+                   .tail_ch = V(C_TAIL) && V(C_TAIL) <= 65536 ? (int)V(C_TAIL) - 1 : -1,
+                   .untimed = (int)V(C_TIMERS)};
     r.enq_start = add_t(clamp(enq), off);
     r.enq_end = add_t(r.enq_start, clamp(cl_dg_unzz(V(C_ENQ_DUR))));
     r.gpu_start = r.src ? add_t(r.enq_start, clamp(cl_dg_unzz(V(C_GS)))) : r.enq_start;
@@ -250,8 +252,8 @@ int cl_digest_scan_mem(const uint8_t *d, size_t len, const cl_dg_sink *sink, voi
     info->saw_events = 1;
     enum blk_rc bad = BLK_OK;
     switch (b.type) {
-    case CL_DG_COLLS: bad = colls_block(&b, off, sink, arg, info, 0); break;
-    case CL_DG_COLLS_RUNS: bad = colls_block(&b, off, sink, arg, info, 1); break;
+    case CL_DG_COLLS: bad = colls_block(&b, off, sink, arg, info, 0, ver); break;
+    case CL_DG_COLLS_RUNS: bad = colls_block(&b, off, sink, arg, info, 1, ver); break;
     case CL_DG_CHANS: bad = chans_block(&b, sink, arg, info); break;
     case CL_DG_STEPS: bad = steps_block(&b, off, sink, arg, info); break;
     case CL_DG_STATS:

@@ -17,6 +17,7 @@ typedef struct {
   int64_t enq_start, enq_end, gpu_start, gpu_end, exposed_ns;
   int src, tail_ch;
   int expo_est;   /* exposed_ns is estimated (the src column's CL_DG_SRC_EST flag) */
+  int untimed;    /* the timers' sample left it out (version 3's timers column; 0 before) */
 } cl_dg_row;
 /* A (comm, channel) aggregate of one block (the reader sums them). */
 /* peer -1: KernelCh durations (n, sum_dur, max_dur, max_seq); else proxy-step waits with that

@@ -108,7 +108,7 @@ static void on_row(const cl_dg_row *r, void *arg) {
   conv *c = arg;
   uint32_t tid = lane(c, r->comm, r->comm_name, 0, r->enq_start, r->enq_end);
   slice_head(c, r, tid, r->p2p ? "p2p" : "coll", r->enq_start, r->enq_end);
-  fprintf(c->out, ",\"bytes\":%" PRId64 "}}", r->bytes);
+  fprintf(c->out, ",\"bytes\":%" PRId64 "%s}}", r->bytes, r->untimed && !r->p2p ? ",\"gpu_timers\":\"left out\"" : "");
   if (!r->src) return;
   tid = lane(c, r->comm, r->comm_name, 1, r->gpu_start, r->gpu_end);
   slice_head(c, r, tid, "coll_gpu", r->gpu_start, r->gpu_end);

@@ -97,6 +97,27 @@ static void put_json(FILE *o, const char *t) {
   }
 }
 
+/* COMMLENS_TIMERS=sampled: "gpu_timers", only when some collective was left out (timers.h). */
+static void timers_json(const cl_job *job, const cl_timers_an *t, json_object *root) {
+  if (!t->sampled) return;
+  json_object *x = json_object_new_object(), *d = json_object_new_array();
+  json_object_object_add(x, "collectives", ji(t->n_seen));
+  json_object_object_add(x, "left_out", ji(t->n_out));
+  json_object_object_add(x, "instances_compared", ji(t->compared));
+  json_object_object_add(x, "timed_on_every_rank", ji(t->timed_all));
+  json_object_object_add(x, "left_out_on_every_rank", ji(t->out_all));
+  json_object_object_add(x, "mixed", ji(t->mixed));
+  for (int i = 0; i < job->n; i++) {
+    if (!t->differ[i]) continue;
+    json_object *r = json_object_new_object();
+    json_object_object_add(r, "rank", ji(job->r[i]->rank));
+    json_object_object_add(r, "instances", ji(t->differ[i]));
+    json_object_array_add(d, r);
+  }
+  json_object_object_add(x, "ranks_not_with_the_others", d);
+  json_object_object_add(root, "gpu_timers", x);
+}
+
 void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object *root = json_object_new_object(), *ranks = json_object_new_array();
   cl_render_verdict_json(job, an, root);   /* the answer first (docs/verdict.md) */
@@ -172,6 +193,7 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
     json_object_array_add(ranks, x);
   }
   json_object_object_add(root, "ranks", ranks);
+  timers_json(job, &an->timers, root);
   cl_render_tags_json(job, an, root);   /* v7: exposure split, by user tag */
   int *ord = cl_xmalloc(((size_t)job->n + 1) * sizeof(int));
   const cl_blame *bl = &an->bl;

@@ -72,6 +72,34 @@ void cl_render_hang_text(const cl_job *job, const cl_hang *h, FILE *o) {
   if (h->comms.n || h->n_dumps || job->earlier.n) fputc('\n', o);
 }
 
+/* COMMLENS_TIMERS=sampled: the sample's size, and whether every rank timed the same instances
+ * (analyse/timers.h); nothing when no collective was left out. */
+static void timers_text(const cl_job *job, const cl_timers_an *t, int top, FILE *o) {
+  if (!t->sampled) return;
+  int nranks = 0;
+  for (int i = 0; i < job->n; i++) nranks += job->r[i]->tmarks.n_out > 0;
+  fprintf(o, "  NCCL's kernel-channel timers on a sample (COMMLENS_TIMERS=sampled): %lld of %lld collectives left to "
+          "their host times (and CUPTI's in its windows) on %d rank(s); the GPU times above rest on the timed ones. "
+          "Of %lld instances seen on 2+ ranks, %lld timed on every one, %lld left out on every one", (long long)t->n_out,
+          (long long)t->n_seen, nranks, (long long)t->compared, (long long)t->timed_all, (long long)t->out_all);
+  if (!t->mixed) {
+    fprintf(o, ": the same instances timed on every rank%s\n", t->compared ? "" : " (none to compare)");
+    return;
+  }
+  fprintf(o, ", %lld timed on some ranks only; not with the others:", (long long)t->mixed);
+  int *done = cl_xcalloc((size_t)job->n, sizeof *done), shown = 0;
+  for (; shown < top; shown++) {   /* most first */
+    int best = -1;
+    for (int i = 0; i < job->n; i++)
+      if (!done[i] && t->differ[i] && (best < 0 || t->differ[i] > t->differ[best])) best = i;
+    if (best < 0) break;
+    done[best] = 1;
+    fprintf(o, "%s rank %d (%lld)", shown ? "," : "", job->r[best]->rank, (long long)t->differ[best]);
+  }
+  free(done);
+  fprintf(o, "\n");
+}
+
 void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   char b1[32], b2[32], b3[32], b4[32], b5[32];
   cl_render_hang_text(job, &an->hang, o);
@@ -273,6 +301,7 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     else
       fprintf(o, "the spread of a collective's channels was not measured (no collective with every channel timed)\n");
   }
+  timers_text(job, &an->timers, top, o);
   if (lost)   /* the plugin's own count (commlensStats.collectives_gpu_lost), the one rule */
     fprintf(o, "  %lld of %lld collectives lack GPU timing from CUPTI on %d rank(s): lost (CUPTI taken by another "
             "tool, e.g. torch.profiler; set TEARDOWN_CUPTI=1 so it lets go after its window)\n",
