@@ -284,6 +284,7 @@ static int child_main(const char *lib, const char *stream, const char *cupti, in
     script();
   }
   rp_set_call_hook(on_call);
+  rp_set_follow_mask(1);   /* NCCL's KernelCh only for operations whose snapshot of the mask had it */
   if (span_s > 0) rp_set_uniform_span((uint64_t)(span_s * 1e9));   /* paced: evenly over span_s seconds */
   if (rp_replay_paced(stream, lib, span_s > 0 ? 1.0 : 0, &g_st) != 0) { fprintf(stderr, "replay: %s\n", g_st.err); return 2; }
   /* The replay freed its stream (~100 small chunks a collective) into the main arena's fastbins:
