@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# mask_sampling.sh: what the default costs a latency-bound loop of small collectives, side by side
+# with no plugin, NCCL's Inspector and a null plugin asking for NCCL's kernel-channel timers; then
+# the launch-bound step (bench/sampled_cost.sh). One call of the GPU machine, within BUDGET_S.
+#
+#   bench/mask_sampling.sh OUTDIR [PLUGIN]      (run from the repository root)
+#     PLUGIN   the commlens library (default .gpu/libnccl-profiler-commlens.so, built here)
+#
+# The loop: bench/allreduce_loop.py, 2 ranks (a GPU each when there are two, else both on GPU 0
+# as emulated nodes over sockets: said in OUTDIR/env.txt), BLOCKS blocks of ITERS 8-byte
+# all_reduces; each round runs every configuration once, the order turned each round:
+#   none         no plugin
+#   cl-default   commlens as shipped (COMMLENS_TIMERS=sampled, flight recorder on)
+#   cl-noflight  the same with COMMLENS_FLIGHT_S=0 (the recorder's cost, by difference)
+#   cl-all       COMMLENS_TIMERS=all (every collective timed: the default before)
+#   inspector    NCCL's Inspector (NCCL_INSPECTOR_ENABLE=1), built here from NCCL_SRC
+#   null-kch     bench/null_plugin.c asking Coll + KernelCh (NCCL's own cost of its timers)
+#   null-none    the null plugin asking nothing
+# Then bench/sampled_cost.sh (the cuda launch-bound step: tiny kernels and 2 all_reduces a step,
+# shortened) if the budget has room. Environment [defaults]: ROUNDS [3] BLOCKS [6] ITERS [5000]
+# BUDGET_S [470] (no round starts that is not expected to end within it) CONFIGS [all seven]
+# NCCL_SRC [.gpu/nccl-src: NVIDIA/nccl; ext-profiler/inspector/ is what is built] PYTHON [python3]
+# LB_RUN_S [60] LB_NONE_S [12] LB_BENCHES [cuda] DRY_RUN [0; 1 prints what would run].
+# Output: OUTDIR/loop/r<round>/<config>.txt (the RESULT line and the log), the commlens runs'
+# digests and summaries of round 1 (OUTDIR/loop/r1/<config>/), OUTDIR/table.md, OUTDIR/lb/.
+set -u
+OUT=${1:?usage: bench/mask_sampling.sh OUTDIR [PLUGIN]}
+PLUGIN=${2:-$PWD/.gpu/libnccl-profiler-commlens.so}
+here=$(cd "$(dirname "$0")" && pwd)
+ROUNDS=${ROUNDS:-3}; BLOCKS=${BLOCKS:-6}; ITERS=${ITERS:-5000}; BUDGET_S=${BUDGET_S:-470}
+CONFIGS=${CONFIGS:-none cl-default cl-noflight cl-all inspector null-kch null-none}
+NCCL_SRC=${NCCL_SRC:-$PWD/.gpu/nccl-src}; PYTHON=${PYTHON:-python3}; DRY=${DRY_RUN:-0}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+mkdir -p "$OUT/loop" "$OUT/bin" || exit 2
+OUT=$(cd "$OUT" && pwd)
+export NCCL_NVLS_ENABLE=0
+T0=$SECONDS
+left() { echo $((BUDGET_S - (SECONDS - T0))); }
+
+# ---- what runs where ----
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+SHARED=; [ "${ngpu:-0}" -lt 2 ] && SHARED=--shared-gpu
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 2
+  if [ -n "$SHARED" ]; then echo "GPUs: ${ngpu:-0}; ranks: both on GPU 0, as emulated nodes over sockets"
+  else echo "GPUs: $ngpu; ranks: one GPU each"; fi
+  "$PYTHON" -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())' 2>&1; } \
+  | tee "$OUT/env.txt"
+
+# ---- the plugins: commlens (carried), the null plugin and Inspector (built here) ----
+NULL_LIB=$OUT/bin/libnccl-profiler-null.so
+INSPECTOR_LIB=$OUT/bin/libnccl-profiler-inspector.so
+build() {
+  [ -f "$PLUGIN" ] || { echo "no commlens plugin at $PLUGIN" | tee -a "$OUT/skipped.txt"; }
+  gcc -std=c11 -D_GNU_SOURCE -O2 -fPIC -fvisibility=hidden -Iinclude -shared -o "$NULL_LIB" "$here/null_plugin.c" \
+    -Wl,-z,nodelete >"$OUT/bin/null.log" 2>&1 || echo "null plugin: build failed (bin/null.log)" | tee -a "$OUT/skipped.txt"
+  local src=$NCCL_SRC/ext-profiler/inspector b=$OUT/bin/inspector
+  if [ -d "$src" ]; then
+    rm -rf "$b" && cp -r "$src" "$b" && \
+    printf '#include "version.h"\nconst char* get_git_version_info() { return "commlens bench"; }\n' >"$b/version.cc" && \
+    (cd "$b" && timeout 120 g++ -I"$CUDA_HOME/include" -Inccl -O3 -fPIC -shared -DNDEBUG -o "$INSPECTOR_LIB" \
+       version.cc inspector_plugin.cc inspector.cc json.cc -L"$CUDA_HOME/lib64" -lcudart -lpthread) >"$OUT/bin/inspector.log" 2>&1 \
+      || echo "inspector: build failed (bin/inspector.log)" | tee -a "$OUT/skipped.txt"
+  else
+    echo "inspector: no NCCL sources at $NCCL_SRC (ext-profiler/inspector)" | tee -a "$OUT/skipped.txt"
+  fi
+}
+lib_of() { case $1 in cl-*) echo "$PLUGIN";; null-*) echo "$NULL_LIB";; inspector) echo "$INSPECTOR_LIB";; *) echo;; esac; }
+
+# ---- one run: a configuration's 2 ranks ----
+port=29600
+one() {  # config round
+  local cfg=$1 r=$2 d=$OUT/loop/r$2 lib env=() pids=() rc=0 s k
+  lib=$(lib_of "$cfg"); mkdir -p "$d"
+  [ "$cfg" != none ] && env+=(NCCL_PROFILER_PLUGIN="$lib")
+  case $cfg in
+    cl-*) env+=(COMMLENS_DIR="$d/$cfg" COMMLENS_SUMMARY=file);;&
+    cl-noflight) env+=(COMMLENS_FLIGHT_S=0);;
+    cl-all) env+=(COMMLENS_TIMERS=all);;
+    inspector) env+=(NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_DUMP_DIR="$d/$cfg.dir");;
+    null-kch) env+=(NULLPROF_MASK=0x42 NULLPROF_MARK="$d/$cfg.mark");;
+    null-none) env+=(NULLPROF_MASK=0 NULLPROF_MARK="$d/$cfg.mark");;
+  esac
+  port=$((port + 1))
+  if [ "$DRY" = 1 ]; then echo "round $r: $cfg: env ${env[*]:-} $PYTHON allreduce_loop.py ${SHARED:-}"; return; fi
+  for k in 0 1; do
+    env "${env[@]}" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT RANK=$k LOCAL_RANK=$k WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT=$port timeout -k 5 120 "$PYTHON" "$here/allreduce_loop.py" --blocks "$BLOCKS" --iters "$ITERS" \
+      ${SHARED:-} >"$d/$cfg.rank$k.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; s=$?; [ $rc -eq 0 ] && rc=$s; done
+  { grep -h '^RESULT ' "$d/$cfg.rank0.log"; echo "rc=$rc"; grep -h 'PROFILER/Plugin' "$d/$cfg.rank0.log" | head -n 2; } >"$d/$cfg.txt"
+  [ "$r" -gt 1 ] && rm -rf "$d/$cfg" "$d/$cfg.dir"   # round 1's outputs stay: digests for `commlens report`
+  echo "round $r: $cfg: exit $rc ($(left) s left)"
+}
+
+[ "$DRY" = 1 ] || build
+cfgs=()
+for c in $CONFIGS; do
+  l=$(lib_of "$c")
+  if [ "$DRY" != 1 ] && [ "$c" != none ] && [ ! -f "$l" ]; then echo "skip $c: no library" | tee -a "$OUT/skipped.txt"; continue; fi
+  cfgs+=("$c")
+done
+per=0
+for r in $(seq 1 "$ROUNDS"); do
+  if [ "$r" -gt 1 ] && [ "$per" -gt "$(left)" ]; then echo "stopping after $((r - 1)) rounds (budget)" | tee -a "$OUT/skipped.txt"; break; fi
+  rs=$SECONDS; n=${#cfgs[@]}
+  for i in $(seq 0 $((n - 1))); do one "${cfgs[$(( (i + r) % n ))]}" "$r"; done
+  per=$((SECONDS - rs))
+done
+[ "$DRY" = 1 ] || "$PYTHON" "$here/mask_sampling_table.py" "$OUT" | tee "$OUT/table.md"
+
+# ---- the launch-bound step, shortened to what the budget leaves ----
+LB_RUN_S=${LB_RUN_S:-60}; LB_NONE_S=${LB_NONE_S:-12}; LB_BENCHES=${LB_BENCHES:-cuda}
+need=$(( $(echo $LB_BENCHES | wc -w) * (LB_RUN_S + 2 * LB_NONE_S + 45) + 90 ))   # three runs a bench, starts, nvcc
+if [ "$(left)" -ge "$need" ] || [ "$DRY" = 1 ]; then
+  echo "launch-bound step ($LB_BENCHES): RUN_S=$LB_RUN_S NONE_S=$LB_NONE_S ($(left) s left)"
+  [ "$DRY" = 1 ] || RUN_S=$LB_RUN_S NONE_S=$LB_NONE_S BENCHES=$LB_BENCHES PYTHON=$PYTHON \
+    bash "$here/sampled_cost.sh" "$OUT/lb" "$PLUGIN" >"$OUT/lb.log" 2>&1
+  [ "$DRY" = 1 ] || { cat "$OUT/lb/sampled_cost.txt" 2>/dev/null; grep -h "NCCL's kernel-channel timers on a sample\|GPU timing" \
+    "$OUT"/lb/*/traces/*.summary.txt 2>/dev/null | cut -c1-300; }
+else
+  echo "launch-bound steps skipped: $(left) s left, $need wanted" | tee -a "$OUT/skipped.txt"
+fi
+echo "done in $((SECONDS - T0)) s"
