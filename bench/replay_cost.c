@@ -313,6 +313,12 @@ static const char *g_self, *g_fake_cupti, *g_tmp;
 static double g_pair_ns;   /* one timed call's clock reads */
 
 static const char *g_output = "digest";   /* COMMLENS_OUTPUT priced (--output): the default */
+/* COMMLENS_TIMERS priced (--timers): "all" by default, every collective timed by NCCL's timers
+ * whatever the stream's rate. Sampled, the share timed follows each stream's rate (a level a
+ * stream), which the slope between two streams of different rates cannot take apart: a timed
+ * and a left-out collective are priced apart ("sampled:0.001:10000": left out past the first
+ * 1,024 calls, in both streams alike), and a job's cost is their mix at its level. */
+static const char *g_timers = "all";
 static long g_sum_count, g_sum_timed;   /* collectives in the summaries read, and GPU-timed */
 
 /* Adds a summary's per-collective counts ("count":N,"timed":M) to the sums above. */
@@ -398,6 +404,7 @@ static run_result run_child(const char *lib, const char *stream, int with_cupti,
     dup2(null, 1); dup2(null, 2);
     setenv("COMMLENS_DIR", dir, 1);
     setenv("COMMLENS_OUTPUT", g_output, 1);   /* the replay driver would ask for the trace */
+    setenv("COMMLENS_TIMERS", g_timers, 1);
     if (with_cupti) {
       setenv("COMMLENS_CUPTI_LIB", g_fake_cupti, 1);
       setenv("COMMLENS_CUPTI", g_cupti, 1);
@@ -625,6 +632,7 @@ static int usage(void) {
           "                         [--lib PLUGIN.so] [--null NULL.so] [--fake-cupti LIBCUPTI.so] [--data DIR]\n"
           "                         [--output digest|trace|both]   (COMMLENS_OUTPUT priced; default digest)\n"
           "                         [--cupti sampled|kernels]      (COMMLENS_CUPTI priced; default sampled)\n"
+          "                         [--timers all|SPEC]            (COMMLENS_TIMERS priced; default all)\n"
           "                         [RECORDING ...]   (a name under --data, or a .rec.gz path; ABI v5/v6)\n"
           "       bench-replay-cost --make-stream REC.rec.gz OUT.rec.gz COPIES ABI   (the stream it replays)\n"
           "       bench-replay-cost --split CALLGRIND.OUT   (its launch-side and writer-side instructions)\n"
@@ -663,6 +671,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--callgrind")) callgrind = 1;
     else if (!strcmp(argv[i], "--output") && i + 1 < argc) g_output = argv[++i];
     else if (!strcmp(argv[i], "--cupti") && i + 1 < argc) g_cupti = argv[++i];
+    else if (!strcmp(argv[i], "--timers") && i + 1 < argc) g_timers = argv[++i];
     else if (!strcmp(argv[i], "--update-baseline")) callgrind = update = 1;
     else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) baseline = argv[++i];
     else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
@@ -697,11 +706,12 @@ int main(int argc, char **argv) {
   setenv("NULLPROF_MASK", nmask, 1);
   g_pair_ns = read_cost();
 
-  printf("commlens CPU replay benchmark: default mode (COMMLENS_CUPTI=%s, mask 0x%04x, COMMLENS_OUTPUT=%s), recorded\n"
-         "NCCL 2.28.3 streams replayed as fast as possible, a kernel record per NCCL launch from the\n"
-         "stand-in libcupti; medians of %d runs; slopes between two stream lengths (per-run costs\n"
+  printf("commlens CPU replay benchmark: default mode (COMMLENS_CUPTI=%s, mask 0x%04x, COMMLENS_OUTPUT=%s,\n"
+         "COMMLENS_TIMERS=%s), recorded NCCL 2.28.3 streams replayed as fast as possible, a kernel record per NCCL\n"
+         "launch from the stand-in libcupti; medians of %d runs; slopes between two stream lengths (per-run costs\n"
          "cancel). launch = inside NCCL's calls (clock reads of %.0f ns per call removed);\n"
-         "writer = the plugin's own threads and its exit path (CPU time).\n\n", g_cupti, MASK_DEFAULT, g_output, runs, g_pair_ns);
+         "writer = the plugin's own threads and its exit path (CPU time).\n\n", g_cupti, MASK_DEFAULT, g_output, g_timers,
+         runs, g_pair_ns);
 
   /* 1a: per collective, per recording, ABI v5 and v6, commlens and the null plugin */
   if (!nrecs) { recs[0] = "nccl2.28.3-h200x2-nvlink-r0"; recs[1] = "nccl2.28.3-h200x2-socket-r0"; }
