@@ -122,6 +122,9 @@ static void start_coll(cl_watch *w, const cl_start_rec *r) {
   w_comm *m = comm_of(w, h->aux);
   m->used = 1;
   if ((int64_t)r->p.coll.seq > m->started) m->started = (int64_t)r->p.coll.seq;
+  /* left out by the timers' sample on a communicator without network: nothing will say it
+   * finished, and a later timed one that finishes settles it (settle) */
+  if ((h->flags & CL_F_UNTIMED) && w->kch_expected && !m->net) return;
   if (w->ncolls >= COLL_CAP) { w->untracked++; return; }
   w_coll *e = coll_slot(w, h->id);
   if (e->c.id) return;                           /* the same id twice: keep the first */
@@ -138,6 +141,28 @@ static void start_coll(cl_watch *w, const cl_start_rec *r) {
   w->ncolls++;
 }
 
+/* ---- a KernelCh's parts, on its collective ---- */
+/* started on channel `ch` at GPU timer `pt` (seen at host time `ts`) */
+static void kch_started(w_coll *p, unsigned flags, unsigned ch, uint64_t pt, uint64_t ts) {
+  p->c.kids_seen++;
+  /* the one channel of its collective recorded (gate.h cl_kch_first): its others never come */
+  if ((flags & CL_F_KCH_FIRST) && p->c.kch_expected) p->c.kch_expected = 1;
+  p->c.ch_started |= 1ull << ch;
+  if (!pt) p->pt_bad = 1;
+  else if (!p->pt_min || pt < p->pt_min) p->pt_min = pt;
+  if (!p->h_min || ts < p->h_min) p->h_min = ts;
+}
+/* its stop timer (the KernelChStop state): how far its GPU got */
+static void kch_stop_timer(w_coll *p, uint64_t pt_start, uint64_t pt_stop) {
+  if (!pt_stop || pt_stop < pt_start) p->pt_bad = 1;
+  else if (pt_stop > p->pt_max) p->pt_max = pt_stop;
+}
+/* stopped, seen at host time `ts` */
+static void kch_stopped(w_coll *p, unsigned ch, uint64_t ts) {
+  p->c.ch_done |= 1ull << ch;
+  if (ts > p->h_max) p->h_max = ts;
+}
+
 static void start_kid(cl_watch *w, const cl_start_rec *r) {
   const cl_rec *h = &r->hdr;
   if (h->flags & CL_F_FOREIGN) return;          /* another process's parent (PXN) */
@@ -152,15 +177,10 @@ static void start_kid(cl_watch *w, const cl_start_rec *r) {
                (uint8_t)(ch < CL_WATCH_MAX_CH ? ch : CL_WATCH_MAX_CH - 1)};
   w->nkids++;
   p->c.kids_open++;
-  p->c.kids_seen++;
   if (h->etype == CL_EV_KERNEL_CH) {
-    /* the one channel of its collective recorded (gate.h cl_kch_first): its others never come */
-    if ((h->flags & CL_F_KCH_FIRST) && p->c.kch_expected) p->c.kch_expected = 1;
-    p->c.ch_started |= 1ull << k->channel;
-    if (!k->pt_start) p->pt_bad = 1;
-    else if (!p->pt_min || k->pt_start < p->pt_min) p->pt_min = k->pt_start;
-    if (!p->h_min || h->ts < p->h_min) p->h_min = h->ts;
+    kch_started(p, h->flags, k->channel, k->pt_start, h->ts);
   } else {
+    p->c.kids_seen++;
     comm_of(w, p->c.comm)->net = 1;
     if (p->proxy_open[k->channel] < UINT8_MAX) p->proxy_open[k->channel]++;
     p->c.proxy_open_ch |= 1ull << k->channel;
@@ -172,8 +192,7 @@ static void stop_kid(cl_watch *w, w_kid *k, uint64_t ts) {
   if (p->c.id) {
     if (p->c.kids_open) p->c.kids_open--;
     if (k->etype == CL_EV_KERNEL_CH) {
-      p->c.ch_done |= 1ull << k->channel;
-      if (ts > p->h_max) p->h_max = ts;
+      kch_stopped(p, k->channel, ts);
     } else if (p->proxy_open[k->channel] && --p->proxy_open[k->channel] == 0) {
       p->c.proxy_open_ch &= ~(1ull << k->channel);
     }
@@ -183,20 +202,18 @@ static void stop_kid(cl_watch *w, w_kid *k, uint64_t ts) {
 }
 
 /* A whole KernelCh in one record (CL_F_SPAN, held back on its thread when only a digest is
- * written): its start, then its stop. */
+ * written): its start and its stop at once on its collective, never in the table of children. */
 static void span_kid(cl_watch *w, const cl_rec *r) {
+  if ((r->flags & CL_F_FOREIGN) || !w->kch_expected) return;
+  w_coll *p = coll_slot(w, r->arg);
+  if (!p->c.id) return;
   cl_kch_tail t;
   memcpy(&t, r + 1, sizeof t);
-  cl_start_rec st;
-  st.hdr = *r;
-  st.hdr.flags &= (uint8_t)~CL_F_SPAN;
-  memset(&st.p, 0, sizeof st.p);
-  st.p.kernel_ch.ptimer = t.ptimer;
-  st.p.kernel_ch.channel = t.channel;
-  start_kid(w, &st);
-  const cl_rec stop = {.kind = CL_REC_STOP, .nslots = 1, .flags = t.stop_flags, .aux = t.stop_aux, .id = r->id,
-                       .ts = t.stop_ts, .arg = t.stop_arg};
-  cl_watch_feed(w, &stop);
+  unsigned ch = t.channel < CL_WATCH_MAX_CH ? t.channel : CL_WATCH_MAX_CH - 1;
+  kch_started(p, r->flags, ch, t.ptimer, r->ts);
+  if (t.stop_flags & CL_F_STOP_KCH_STATE) kch_stop_timer(p, t.ptimer, t.stop_arg);
+  kch_stopped(p, ch, t.stop_ts);
+  maybe_finish(w, p);
 }
 
 void cl_watch_feed(cl_watch *w, const cl_rec *r) {
@@ -209,13 +226,10 @@ void cl_watch_feed(cl_watch *w, const cl_rec *r) {
   }
   int kch_state = r->kind == CL_REC_STATE ? r->aux == CL_ST_KERNEL_CH_STOP
                   : r->kind == CL_REC_STOP && (r->flags & CL_F_STOP_KCH_STATE);
-  if (kch_state) {                     /* the channel's stop timer: how far its GPU got */
+  if (kch_state) {                     /* the channel's stop timer */
     w_kid *k = kid_slot(w, r->id);
     w_coll *p = k->id ? coll_slot(w, k->parent) : NULL;
-    if (p && p->c.id) {
-      if (!r->arg || r->arg < k->pt_start) p->pt_bad = 1;
-      else if (r->arg > p->pt_max) p->pt_max = r->arg;
-    }
+    if (p && p->c.id) kch_stop_timer(p, k->pt_start, r->arg);
   }
   if (r->kind != CL_REC_STOP) return;
   w_kid *k = kid_slot(w, r->id);
@@ -223,12 +237,6 @@ void cl_watch_feed(cl_watch *w, const cl_rec *r) {
   w_coll *e = coll_slot(w, r->id);
   if (!e->c.id) return;
   e->c.stopped = 1;
-  /* left out by the timers' sample, and no network: nothing will ever say it finished, and a
-   * later timed one that finishes settles the question for it (settle) */
-  if (!e->c.kch_expected && !e->c.kids_seen && w->kch_expected && !comm_of(w, e->c.comm)->net) {
-    coll_del(w, e);
-    return;
-  }
   maybe_finish(w, e);
 }
 
