@@ -18,8 +18,8 @@
 #define SIGNAL_WAIT_NS 10000000000ull
 #define LATE_GAP_NS 60000000000ull
 #define HANG_CHECK_NS 250000000ull
-/* Of COMMLENS_FLIGHT_MB, what the window does not take: the watch's tables (1 MiB) and a dump's
- * own memory (about 3 MiB at its peak over a full window: bench/flight_memory.c). */
+/* Of COMMLENS_FLIGHT_MB, what the window does not take: the watch's tables (about 1.4 MiB) and a
+ * dump's own memory (about 3 MiB at its peak over a full window: bench/flight_memory.c). */
 #define DUMP_ROOM (5ull << 20)
 
 static cl_fring *g_ring;
