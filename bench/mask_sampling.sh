@@ -18,7 +18,7 @@
 #   null-none    the null plugin asking nothing
 # Then bench/sampled_cost.sh (the cuda launch-bound step: tiny kernels and 2 all_reduces a step,
 # shortened) if the budget has room. Environment [defaults]: ROUNDS [3] BLOCKS [6] ITERS [5000]
-# BUDGET_S [470] (no round starts that is not expected to end within it) CONFIGS [all seven]
+# BUDGET_S [480] (no round starts that is not expected to end within it) CONFIGS [all seven]
 # NCCL_SRC [.gpu/nccl-src: NVIDIA/nccl; ext-profiler/inspector/ is what is built] PYTHON [python3]
 # LB_RUN_S [60] LB_NONE_S [12] LB_BENCHES [cuda] DRY_RUN [0; 1 prints what would run].
 # Output: OUTDIR/loop/r<round>/<config>.txt (the RESULT line and the log), the commlens runs'
@@ -27,7 +27,7 @@ set -u
 OUT=${1:?usage: bench/mask_sampling.sh OUTDIR [PLUGIN]}
 PLUGIN=${2:-$PWD/.gpu/libnccl-profiler-commlens.so}
 here=$(cd "$(dirname "$0")" && pwd)
-ROUNDS=${ROUNDS:-3}; BLOCKS=${BLOCKS:-6}; ITERS=${ITERS:-5000}; BUDGET_S=${BUDGET_S:-470}
+ROUNDS=${ROUNDS:-3}; BLOCKS=${BLOCKS:-6}; ITERS=${ITERS:-5000}; BUDGET_S=${BUDGET_S:-480}
 CONFIGS=${CONFIGS:-none cl-default cl-noflight cl-all inspector null-kch null-none}
 NCCL_SRC=${NCCL_SRC:-$PWD/.gpu/nccl-src}; PYTHON=${PYTHON:-python3}; DRY=${DRY_RUN:-0}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
