@@ -22,6 +22,8 @@ def main():
     ap.add_argument("--blocks", type=int, default=6)
     ap.add_argument("--iters", type=int, default=5000)
     ap.add_argument("--warmup", type=int, default=2000)
+    ap.add_argument("--warmup-s", type=float, default=0.0,
+                    help="warm up for at least this many seconds too (past commlens's first CUPTI window)")
     ap.add_argument("--shared-gpu", action="store_true")
     args = ap.parse_args()
     rank = int(os.environ["RANK"])
@@ -34,8 +36,17 @@ def main():
     t_start = time.perf_counter()
     dist.init_process_group("nccl", device_id=torch.device("cuda", dev))
     x = torch.ones(2, dtype=torch.float32, device="cuda")
-    for _ in range(args.warmup):
-        dist.all_reduce(x)
+    t_warm = time.perf_counter()
+    n = 0
+    more = torch.ones(1, dtype=torch.float32, device="cuda")
+    while True:  # every rank runs as many as the one that wants most (the same collectives on all)
+        for _ in range(500):
+            dist.all_reduce(x)
+        n += 500
+        more.fill_(1.0 if n < args.warmup or time.perf_counter() - t_warm < args.warmup_s else 0.0)
+        dist.all_reduce(more, op=dist.ReduceOp.MAX)
+        if more.item() == 0.0:
+            break
     torch.cuda.synchronize()
     blocks = []
     for _ in range(args.blocks):

@@ -18,18 +18,23 @@
 #   null-none    the null plugin asking nothing
 # Then bench/sampled_cost.sh (the cuda launch-bound step: tiny kernels and 2 all_reduces a step,
 # shortened) if the budget has room. Environment [defaults]: ROUNDS [3] BLOCKS [6] ITERS [5000]
+# WARMUP_S [3: the loop times its blocks after the first of commlens's CUPTI windows, which lasts from
+# the start to 1 s after the first collective, and before the next, 30 s on: the cost between windows;
+# the windows' own share is the launch-bound step's "in-window" figure, over the 30 s period]
 # BUDGET_S [480] (no round starts that is not expected to end within it) CONFIGS [all seven]
 # NCCL_SRC [.gpu/nccl-src: NVIDIA/nccl; ext-profiler/inspector/ is what is built] PYTHON [python3]
-# LB_RUN_S [60] LB_NONE_S [12] LB_BENCHES [cuda] DRY_RUN [0; 1 prints what would run].
+# LB_RUN_S [60] LB_NONE_S [12] LB_BENCHES [cuda; empty: no launch-bound step] DRY_RUN [0; 1 prints what
+# would run] PIN [1: rank k on its own 4 cores, 2+4k..5+4k, where taskset and 16 cores are there; the
+# loop is bound by its host thread, and threads moved between cores made rounds 10 us apart].
 # Output: OUTDIR/loop/r<round>/<config>.txt (the RESULT line and the log), the commlens runs'
 # digests and summaries of round 1 (OUTDIR/loop/r1/<config>/), OUTDIR/table.md, OUTDIR/lb/.
 set -u
 OUT=${1:?usage: bench/mask_sampling.sh OUTDIR [PLUGIN]}
 PLUGIN=${2:-$PWD/.gpu/libnccl-profiler-commlens.so}
 here=$(cd "$(dirname "$0")" && pwd)
-ROUNDS=${ROUNDS:-3}; BLOCKS=${BLOCKS:-6}; ITERS=${ITERS:-5000}; BUDGET_S=${BUDGET_S:-480}
+ROUNDS=${ROUNDS:-3}; BLOCKS=${BLOCKS:-6}; ITERS=${ITERS:-5000}; BUDGET_S=${BUDGET_S:-480}; WARMUP_S=${WARMUP_S:-3}
 CONFIGS=${CONFIGS:-none cl-default cl-noflight cl-all inspector null-kch null-none}
-NCCL_SRC=${NCCL_SRC:-$PWD/.gpu/nccl-src}; PYTHON=${PYTHON:-python3}; DRY=${DRY_RUN:-0}
+NCCL_SRC=${NCCL_SRC:-$PWD/.gpu/nccl-src}; PYTHON=${PYTHON:-python3}; DRY=${DRY_RUN:-0}; PIN=${PIN:-1}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p "$OUT/loop" "$OUT/bin" || exit 2
 OUT=$(cd "$OUT" && pwd)
@@ -39,10 +44,12 @@ left() { echo $((BUDGET_S - (SECONDS - T0))); }
 
 # ---- what runs where ----
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+{ command -v taskset >/dev/null && [ "$(nproc)" -ge 16 ]; } || PIN=0
 SHARED=; [ "${ngpu:-0}" -lt 2 ] && SHARED=--shared-gpu
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 2
   if [ -n "$SHARED" ]; then echo "GPUs: ${ngpu:-0}; ranks: both on GPU 0, as emulated nodes over sockets"
   else echo "GPUs: $ngpu; ranks: one GPU each"; fi
+  if [ "$PIN" = 1 ]; then echo "cores: rank k on 2+4k..5+4k (taskset)"; else echo "cores: not pinned"; fi
   "$PYTHON" -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())' 2>&1; } \
   | tee "$OUT/env.txt"
 
@@ -83,8 +90,9 @@ one() {  # config round
   port=$((port + 1))
   if [ "$DRY" = 1 ]; then echo "round $r: $cfg: env ${env[*]:-} $PYTHON allreduce_loop.py ${SHARED:-}"; return; fi
   for k in 0 1; do
-    env "${env[@]}" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT RANK=$k LOCAL_RANK=$k WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
-      MASTER_PORT=$port timeout -k 5 120 "$PYTHON" "$here/allreduce_loop.py" --blocks "$BLOCKS" --iters "$ITERS" \
+    pin=(); [ "$PIN" = 1 ] && pin=(taskset -c $((2 + 4 * k))-$((5 + 4 * k)))
+    "${pin[@]}" env "${env[@]}" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT RANK=$k LOCAL_RANK=$k WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT=$port timeout -k 5 120 "$PYTHON" "$here/allreduce_loop.py" --blocks "$BLOCKS" --iters "$ITERS" --warmup-s "$WARMUP_S" \
       ${SHARED:-} >"$d/$cfg.rank$k.log" 2>&1 &
     pids+=($!)
   done
@@ -111,9 +119,11 @@ done
 [ "$DRY" = 1 ] || "$PYTHON" "$here/mask_sampling_table.py" "$OUT" | tee "$OUT/table.md"
 
 # ---- the launch-bound step, shortened to what the budget leaves ----
-LB_RUN_S=${LB_RUN_S:-60}; LB_NONE_S=${LB_NONE_S:-12}; LB_BENCHES=${LB_BENCHES:-cuda}
+LB_RUN_S=${LB_RUN_S:-60}; LB_NONE_S=${LB_NONE_S:-12}; LB_BENCHES=${LB_BENCHES-cuda}
 need=$(( $(echo $LB_BENCHES | wc -w) * (LB_RUN_S + 2 * LB_NONE_S + 45) + 90 ))   # three runs a bench, starts, nvcc
-if [ "$(left)" -ge "$need" ] || [ "$DRY" = 1 ]; then
+if [ -z "$LB_BENCHES" ]; then
+  echo "launch-bound step: not asked for (LB_BENCHES empty)"
+elif [ "$(left)" -ge "$need" ] || [ "$DRY" = 1 ]; then
   echo "launch-bound step ($LB_BENCHES): RUN_S=$LB_RUN_S NONE_S=$LB_NONE_S ($(left) s left)"
   [ "$DRY" = 1 ] || RUN_S=$LB_RUN_S NONE_S=$LB_NONE_S BENCHES=$LB_BENCHES PYTHON=$PYTHON \
     bash "$here/sampled_cost.sh" "$OUT/lb" "$PLUGIN" >"$OUT/lb.log" 2>&1

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """mask_sampling_table.py OUTDIR: the table of bench/mask_sampling.sh. Per configuration: each
 round's microseconds per 8-byte all_reduce (the mean of its blocks), its difference to `none` in
-the same round (pairs, so drift between rounds cancels), and over the rounds the mean of those
-differences with their min..max. Then what the commlens runs' summaries say of the timers' sample,
+the same round (pairs, so drift between rounds cancels), and over the rounds the mean and the
+median of those differences with their min..max. Then what the commlens runs' summaries say of the timers' sample,
 and two differences read from the same rounds: NCCL's own cost of its kernel-channel timers
 (null-kch - null-none) and the flight recorder's (cl-default - cl-noflight)."""
 import glob, json, os, re, statistics, sys
@@ -44,23 +44,25 @@ def main(out):
     if not none:
         print("no `none` runs: no table")
         return 1
-    print("| configuration | us per all_reduce over no plugin, mean of rounds (min..max) | rounds |")
-    print("|---|---|---|")
-    print("| no plugin | %.1f us (%.1f..%.1f) | %d |" % (statistics.mean(none.values()), min(none.values()),
-                                                     max(none.values()), len(none)))
+    print("| configuration | us per all_reduce over no plugin, mean of rounds (min..max) | median | rounds |")
+    print("|---|---|---|---|")
+    print("| no plugin | %.1f us (%.1f..%.1f) | %.1f us | %d |" % (statistics.mean(none.values()), min(none.values()),
+                                                                max(none.values()), statistics.median(none.values()),
+                                                                len(none)))
     diffs = {}
     for cfg in ["cl-default", "cl-noflight", "cl-all", "inspector", "null-kch", "null-none"]:
         d = [per[cfg][r] - none[r] for r in per.get(cfg, {}) if r in none]
         diffs[cfg] = {r: per[cfg][r] - none[r] for r in per.get(cfg, {}) if r in none}
         if d:
-            print("| %s | %s (%s..%s) | %d |" % (LABELS[cfg], fmt(statistics.mean(d)), fmt(min(d)), fmt(max(d)), len(d)))
+            print("| %s | %s (%s..%s) | %s | %d |" % (LABELS[cfg], fmt(statistics.mean(d)), fmt(min(d)), fmt(max(d)),
+                                                     fmt(statistics.median(d)), len(d)))
     for name, a, b in (("NCCL's kernel-channel timers (null-kch - null-none)", "null-kch", "null-none"),
                        ("the flight recorder (cl-default - cl-noflight)", "cl-default", "cl-noflight"),
                        ("commlens default against Inspector (cl-default - inspector)", "cl-default", "inspector")):
         p = [per[a][r] - per[b][r] for r in per.get(a, {}) if r in per.get(b, {})]
         if p:
-            print("%s: %s us per all_reduce, mean of %d rounds (%s..%s)" % (name, fmt(statistics.mean(p)), len(p),
-                                                                           fmt(min(p)), fmt(max(p))))
+            print("%s: %s us per all_reduce, mean of %d rounds (%s..%s), median %s" % (
+                name, fmt(statistics.mean(p)), len(p), fmt(min(p)), fmt(max(p)), fmt(statistics.median(p))))
     for f in sorted(glob.glob(os.path.join(out, "loop", "r*", "*", "*.summary.txt"))):
         txt = open(f, errors="replace").read()
         m = re.search(r"NCCL's kernel-channel timers on a sample [^;]*", txt)
