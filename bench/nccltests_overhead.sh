@@ -14,7 +14,10 @@
 #   CUPTI, GPU spans from KernelCh), cl-sampled (COMMLENS_CUPTI=sampled where the plugin has it),
 #   cl-before (BEFORE_LIB, another build of commlens in its default mode: a change priced against
 #   the commit before it, in the same rounds),
-#   RUN_TIMEOUT [60], BUDGET_S [400] (no round starts unless it is expected to end within it).
+#   RUN_TIMEOUT [60], BUDGET_S [400] (no round starts unless it is expected to end within it),
+#   SIZES ["-b 8 -e 1M -f 8"], WARMUP [100: warm-up iterations per size; commlens's first CUPTI window
+#   closes COMMLENS_CUPTI_SAMPLE's W after the first collective, so a warm-up longer than W keeps the
+#   window and its close out of every timed size].
 # Output: OUTDIR/<nccl>/r<round>/<config>.log, OUTDIR/table.md (printed too). A run whose plugin
 # NCCL did not load (no "PROFILER/Plugin: Loaded" line) is INVALID and left out of the table.
 set -u
@@ -23,6 +26,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${ROUNDS:-8}
 CONFIGS=${CONFIGS:-none null cl-default cl-full inspector example}
 ITERS=${ITERS:-2000}
+SIZES=${SIZES:--b 8 -e 1M -f 8}
+WARMUP=${WARMUP:-100}
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 BUDGET_S=${BUDGET_S:-400}
 export NCCL_NVLS_ENABLE=0
@@ -56,8 +61,8 @@ one() {  # nccl-name libdir config round
     inspector) env+=(NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_DUMP_DIR="$d/$3.dir");;
     example) env+=(NCCL_PROFILE_EVENT_MASK=3855 NCCL_PROFILE_DUMP_FILE="$d/$3.dir/example");;
   esac
-  env "${env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$NT/all_reduce_perf" -g 2 -b 8 -e 1M -f 8 \
-    -n "$ITERS" -w 100 -c 0 >"$d/$3.log" 2>&1
+  env "${env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$NT/all_reduce_perf" -g 2 $SIZES \
+    -n "$ITERS" -w "$WARMUP" -c 0 >"$d/$3.log" 2>&1
   echo "rc=$?" >>"$d/$3.log"
   echo "output bytes: $(du -sb "$d/$3.dir" | cut -f1)" >>"$d/$3.log"
   rm -rf "$d/$3.dir"   # traces and dumps can be large; their size is in the log
