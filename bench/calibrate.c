@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,6 +174,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--verbose")) verbose = 1;   /* every clean job accused, every planted one missed */
     else if (!strcmp(argv[i], "--planted-only")) clean = 0;
     else { fprintf(stderr, "usage: calibrate [--workers N] [--scale X] [--dir DIR] [--verbose] [--planted-only]\n"); return 2; }
+  }
+  struct stat ds;
+  if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) || access(dir, W_OK | X_OK) != 0) {
+    fprintf(stderr, "calibrate: %s is not a directory this process can write\n", dir);
+    return 2;
   }
   specs v = {0};
   build(&v, scale, clean);
