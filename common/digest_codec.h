@@ -35,7 +35,7 @@ enum { CL_DG_SRC_NONE = 0, CL_DG_SRC_CUPTI, CL_DG_SRC_CUPTI_GRAPH, CL_DG_SRC_KER
  * outside CUPTI's windows), not measured. */
 #define CL_DG_SRC_EST 8
 /* The source's name (the trace's "source"; NULL for none). The writer keeps a collective's
- * source as its code (assemble.c), and names it only where it is drawn. */
+ * source as its code (plugin/pipeline/asm_finish.c), and names it only where it is drawn. */
 const char *cl_dg_src_name(int code);
 
 /* A growable byte buffer of the encoder (caller owns .p; free() it). oom: a growth failed,

@@ -30,7 +30,7 @@ extern _Atomic int cl_digest_only;
  * windows: a KernelCh is recorded only for the first channel of its collective that NCCL's
  * proxy thread sees start; the others get no handle (hotpath.c), and the recorded one says so
  * (CL_F_KCH_FIRST). Inside the windows every channel is recorded, so the error of the one
- * channel's span is measured there (plugin/pipeline/assemble.c). Set by the writer
+ * channel's span is measured there (plugin/pipeline/asm_feed.c). Set by the writer
  * (cl_gate_channels). */
 extern _Atomic int cl_kch_first;
 

@@ -1,6 +1,6 @@
 /* nccl_slices.h: how each kind of NCCL event is drawn (docs/trace-format.md): its track, name,
  * category and args, and a collective's GPU span with its flow from the enqueue. The assembler
- * (plugin/pipeline/assemble.c) decides lifetimes, spans and totals and hands each finished event
+ * (plugin/pipeline/asm_feed.c, asm_finish.c) decides lifetimes, spans and totals and hands each finished event
  * here as const data; drawing changes nothing but the trace body. */
 #ifndef COMMLENS_NCCL_SLICES_H
 #define COMMLENS_NCCL_SLICES_H
@@ -10,8 +10,8 @@
 
 typedef struct { uint8_t st; uint64_t ts, arg; } cl_ev_state;
 
-/* An NCCL event as the assembler completed it. Drawing reads the first block; the rest is
- * the assembler's bookkeeping while the event is open. */
+/* An NCCL event as the assembler completed it: what drawing reads (the assembler's bookkeeping
+ * while the event is open is its own: plugin/pipeline/asm_state.h). */
 typedef struct cl_ev {
   uint64_t id, parent, start, stop;
   uint32_t comm, thread;              /* communicator serial (0: none), thread serial */
@@ -26,26 +26,8 @@ typedef struct cl_ev {
   uint64_t ph_ns[3];                  /* Coll/P2p: per phase, the longest any channel spent */
   uint32_t ph_n;                      /* Coll/P2p: channels that reported phases */
   uint64_t user_tag;                  /* Coll/P2p: the application's tag (v7; 0 untagged) */
-  /* ---- the assembler's ---- */
-  uint32_t open_children, kch_done, nchild;
-  uint64_t gmin, gmax, pmin, pmax, last_child;
-  uint64_t gsmax, gtmin;              /* Coll/P2p: its channels' latest start and earliest end */
-  int kch_first;                      /* Coll/P2p: one channel recorded (CL_F_KCH_FIRST) */
-  int registered;
-  int untabled;                       /* not in the table of open events (a span: one record) */
-  uint32_t enq_tid;                   /* the enqueue slice's track, for the GPU span's flow */
+  uint32_t enq_tid;                   /* Coll/P2p: its enqueue slice's track, for the GPU span's flow */
   uint64_t enq_ts;
-  uint64_t api_group;                 /* Coll/P2p (v5+): the GroupApi its launch belongs to */
-  uint64_t gs, ge;                    /* chosen GPU span while waiting for its exposure */
-  uint8_t src;                        /* the chosen span's source (common/digest_codec.h CL_DG_SRC_) */
-  int awaiting;
-  int expo_est;                /* sampled mode: outside CUPTI's windows, exposure to be estimated */
-  /* a copy-engine collective (its CeColl read as a Coll: algo "CE", proto its sync strategy):
-   * the stream its copies run on (CUPTI id plus one, 0 unknown) */
-  uint8_t ce;
-  uint32_t ce_stream;
-  uint64_t ce_ticket;                 /* its place in the GPU join's copy-engine ring (0: none) */
-  struct cl_ev *next_free;
 } cl_ev;
 
 /* What drawing shows of a communicator. */

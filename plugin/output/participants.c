@@ -2,6 +2,7 @@
  * handful of GPUs); the registry is read through the lookups it is given, never written. */
 #include "plugin/output/participants.h"
 #include "common/config.h"
+#include "common/loghist.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,4 +169,8 @@ void cl_part_top_add(cl_part *p, const char *func, uint64_t seq, uint64_t comm, 
   if (!exposed || exposed <= p->top[k].exposed) return;
   while (k > 0 && p->top[k - 1].exposed < exposed) { p->top[k] = p->top[k - 1]; k--; }
   p->top[k] = (cl_top){func, seq, comm, exposed, dur};
+}
+
+void cl_part_spread_add(cl_part *p, uint64_t start_spread, uint64_t end_spread) {
+  p->ch_spread_hist[cl_loghist_bucket(start_spread > end_spread ? start_spread : end_spread, CL_SPREAD_BUCKETS)]++;
 }

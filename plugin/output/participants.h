@@ -93,4 +93,7 @@ void cl_parts_settle_rank(cl_parts *ps, cl_part *p);
 size_t cl_parts_pending_bytes(cl_parts *ps);
 /* Keeps the CL_NTOP most exposed collectives of `p` (func is static or interned). */
 void cl_part_top_add(cl_part *p, const char *func, uint64_t seq, uint64_t comm, uint64_t exposed, uint64_t dur);
+/* A collective with every channel timed, in ch_spread_hist: its channels' starts span
+ * `start_spread` ns and their ends `end_spread`. */
+void cl_part_spread_add(cl_part *p, uint64_t start_spread, uint64_t end_spread);
 #endif

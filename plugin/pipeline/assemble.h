@@ -54,7 +54,7 @@ void cl_asm_feed(cl_asm *a, const cl_rec *r);
 #define CL_ASM_GRACE_NS 200000000ull
 #define CL_ASM_CUPTI_WAIT_NS 2500000000ull
 /* How far a CUPTI kernel span may lie from the collective's own KernelCh span (each end) and
- * still be taken as its kernel's (assemble.c cupti_agrees). */
+ * still be taken as its kernel's (asm_finish.c cupti_agrees). */
 #define CL_ASM_CUPTI_KCH_TOL_NS 500000ull
 /* Finishes collectives whose children are done or who waited longer than the grace time. */
 void cl_asm_tick(cl_asm *a, uint64_t now, int final);
@@ -68,8 +68,6 @@ void cl_asm_get_stats(const cl_asm *a, cl_asm_stats *s);
 /* `dst` starts from the GPU clocks `src` has calibrated so far (a flight dump's assembler, from
  * the main one's: its KernelCh are placed at once instead of held until it calibrates its own). */
 void cl_asm_clocks_from(cl_asm *dst, const cl_asm *src);
-/* The open event with this id, NULL if none (valid until the next feed or tick). */
-const cl_ev *cl_asm_open_event(cl_asm *a, uint64_t id);
 /* The participant's GPU clock offset as a JSON array (for its trace tail). */
 void cl_asm_offsets_json(const cl_asm *a, const cl_part *p, cl_sb *b);
 /* A participant's exposure totals and most exposed collectives, as JSON ("null" without

@@ -1,5 +1,5 @@
 /* flight_dump.h: one flight-recorder dump: the records the flight ring holds, assembled and
- * drawn exactly as the main trace is (plugin/pipeline/assemble.c, plugin/output/nccl_slices.c),
+ * drawn exactly as the main trace is (plugin/pipeline/asm_feed.c, plugin/output/nccl_slices.c),
  * into one new Chrome-trace file per participant (GPU) under <dir>/flight/, with the
  * collectives this rank had not finished drawn and described (commlensFlight). Format thread
  * only; it never touches the main trace's assembler or files. */

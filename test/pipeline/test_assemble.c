@@ -4,6 +4,7 @@
  * back as JSON. Communicators are registered in the real registry (capture/contexts.c). */
 #include "tl.h"
 #include "common/loghist.h"
+#include "plugin/pipeline/asm_state.h"   /* cl_asm_open_event: an open event's bookkeeping */
 #include "trace_read.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -1098,7 +1099,7 @@ TL_TEST(large_groups_of_two_threads_keep_every_link) {
     for (uint32_t t = 1; t <= 2; t++) {
       uint64_t id = ev_id(t, 2 + N + i);
       t_start(&f, id, CL_EV_P2P, comm, ev_id(t, 2 + i), 100000 + i, &p, 0);
-      const cl_ev *e = cl_asm_open_event(f.a, id);
+      const cl_asm_ev *e = cl_asm_open_event(f.a, id);
       if (!e || e->api_group != ev_id(t, 1)) lost++;
     }
   CHECK(lost == 0, "%d of %d p2p operations lost their group", lost, 2 * N);
