@@ -1,4 +1,4 @@
-/* fuzz_join.c: libFuzzer target over the CUPTI join (plugin/gpu/gpu_join.c) and the
+/* fuzz_join.c: libFuzzer target over the CUPTI join (plugin/gpu/gj_join.c and the files beside it) and the
  * participants it draws into: the input is a sequence of 16-byte operations, in any order:
  * NCCL KernelLaunch windows, CUPTI launch, kernel (plain and CUDA-graph replays), memcpy and
  * NVTX records, collectives queued for exposure, graph claims, coverage starts and stops, and

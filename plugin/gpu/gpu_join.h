@@ -43,7 +43,7 @@ typedef void (*cl_gj_exposed_fn)(void *arg, const cl_expo_result *r);
  * at `after` on the stream whose CUPTI id plus one is `stream` (cl_cupti_stream_id) of device
  * `dev`; cl_gj_ce_enqueue returns its ticket (0: not kept), which cl_gj_ce_span takes with the
  * id. Its copies are CUPTI's memcpy records on that stream, assigned in stream order as they
- * come (gpu_join.c says how a collective's end is told apart from the next one's start).
+ * come (gj_copy.c says how a collective's end is told apart from the next one's start).
  * cl_gj_ce_span: its GPU span, the first copy's start to the last one's end, once it is complete
  * (0 until then); with `settle` (the last time it is asked) whatever copies it has, and it
  * takes no more. The stream's waits for its peers (stream memory operations, which CUPTI does

@@ -87,7 +87,7 @@ static void track_cupti(cl_format_deps *d, uint64_t now) {
   uint64_t taken = rec ? 0 : cl_cupti_taken_after();
   if (taken && taken < last_ok) last_ok = taken;
   /* coverage starts once CUPTI records (a window was armed since `now` was read): a launch
-   * before that may have no kernel record, and must not wait for one (gpu_join.c) */
+   * before that may have no kernel record, and must not wait for one (gj_join.c) */
   if (rec) cl_gj_start(d->gj, cl_now());
   else if (cl_cupti_sampling_gap()) cl_gj_stop_window(d->gj, now);
   else cl_gj_stop(d->gj, last_ok);
