@@ -86,6 +86,45 @@ static inline void *cl_v5_start_common(void *ctx, uint64_t type, void *parentObj
   }
   return cl_v5_start_any(ctx, type, parentObj, rank, dv, abi, tag);
 }
+/* A CollApi (`coll`) or P2pApi's payload, with the recorder's string references when it records
+ * (`rec`). */
+static inline void cl_v5_api_payload(const clabi_descr_v5 *d, int coll, uint64_t tag, int rec, cl_payload *p,
+                                     cl_ref *refs, int *nrefs) {
+  p->coll_api.func = coll ? d->collApi.func : d->p2pApi.func;
+  p->coll_api.datatype = coll ? d->collApi.datatype : d->p2pApi.datatype;
+  p->coll_api.count = coll ? d->collApi.count : d->p2pApi.count;
+  p->coll_api.stream = (uint64_t)(uintptr_t)(coll ? d->collApi.stream : d->p2pApi.stream);
+  p->coll_api.root = coll ? d->collApi.root : -1;
+  p->coll_api.graph_captured = cl_flag(coll ? &d->collApi.graphCaptured : &d->p2pApi.graphCaptured);
+  p->coll_api.user_tag = tag;
+  if (!rec) return;
+  refs[(*nrefs)++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.func) : offsetof(clabi_descr_v5, p2pApi.func),
+                              p->coll_api.func, cl_str_len(p->coll_api.func)};
+  refs[(*nrefs)++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.datatype) : offsetof(clabi_descr_v5, p2pApi.datatype),
+                              p->coll_api.datatype, cl_str_len(p->coll_api.datatype)};
+}
+/* A Coll (`coll`) or P2p's payload, with the recorder's string references when it records. */
+static inline void cl_v5_op_payload(const clabi_descr_v5 *d, int coll, uint64_t tag, int rec, cl_payload *p,
+                                    cl_ref *refs, int *nrefs) {
+  if (coll) {
+    p->coll = (cl_coll){.seq = d->coll.seqNumber, .func = d->coll.func, .datatype = d->coll.datatype,
+                        .algo = d->coll.algo, .proto = d->coll.proto, .count = d->coll.count,
+                        .parent_group = (uint64_t)(uintptr_t)d->coll.parentGroup, .root = d->coll.root,
+                        .nchannels = d->coll.nChannels, .nwarps = d->coll.nWarps, .user_tag = tag};
+    if (!rec) return;
+    refs[(*nrefs)++] = (cl_ref){offsetof(clabi_descr_v5, coll.func), d->coll.func, cl_str_len(d->coll.func)};
+    refs[(*nrefs)++] = (cl_ref){offsetof(clabi_descr_v5, coll.datatype), d->coll.datatype, cl_str_len(d->coll.datatype)};
+    refs[(*nrefs)++] = (cl_ref){offsetof(clabi_descr_v5, coll.algo), d->coll.algo, cl_str_len(d->coll.algo)};
+    refs[(*nrefs)++] = (cl_ref){offsetof(clabi_descr_v5, coll.proto), d->coll.proto, cl_str_len(d->coll.proto)};
+    return;
+  }
+  p->p2p = (cl_p2p){.func = d->p2p.func, .datatype = d->p2p.datatype, .count = d->p2p.count,
+                    .parent_group = (uint64_t)(uintptr_t)d->p2p.parentGroup, .peer = d->p2p.peer,
+                    .nchannels = d->p2p.nChannels, .user_tag = tag};
+  if (!rec) return;
+  refs[(*nrefs)++] = (cl_ref){offsetof(clabi_descr_v5, p2p.func), d->p2p.func, cl_str_len(d->p2p.func)};
+  refs[(*nrefs)++] = (cl_ref){offsetof(clabi_descr_v5, p2p.datatype), d->p2p.datatype, cl_str_len(d->p2p.datatype)};
+}
 /* Every other start, and every start while the recorder records. */
 static void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank, const void *dv, int abi,
                              uint64_t tag) {
@@ -107,22 +146,10 @@ static void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank
     p.group_api.depth = d->groupApi.groupDepth;
     break;
   case CLABI_EV_COLL_API:
-  case CLABI_EV_P2P_API: {
-    int coll = type == CLABI_EV_COLL_API;
-    et = coll ? CL_EV_COLL_API : CL_EV_P2P_API; size = CL_PSIZE(coll_api);
-    p.coll_api.func = coll ? d->collApi.func : d->p2pApi.func;
-    p.coll_api.datatype = coll ? d->collApi.datatype : d->p2pApi.datatype;
-    p.coll_api.count = coll ? d->collApi.count : d->p2pApi.count;
-    p.coll_api.stream = (uint64_t)(uintptr_t)(coll ? d->collApi.stream : d->p2pApi.stream);
-    p.coll_api.root = coll ? d->collApi.root : -1;
-    p.coll_api.graph_captured = cl_flag(coll ? &d->collApi.graphCaptured : &d->p2pApi.graphCaptured);
-    p.coll_api.user_tag = tag;
-    if (rec) refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.func) : offsetof(clabi_descr_v5, p2pApi.func),
-                             p.coll_api.func, cl_str_len(p.coll_api.func)};
-    if (rec) refs[nrefs++] = (cl_ref){coll ? offsetof(clabi_descr_v5, collApi.datatype) : offsetof(clabi_descr_v5, p2pApi.datatype),
-                             p.coll_api.datatype, cl_str_len(p.coll_api.datatype)};
+  case CLABI_EV_P2P_API:
+    et = type == CLABI_EV_COLL_API ? CL_EV_COLL_API : CL_EV_P2P_API; size = CL_PSIZE(coll_api);
+    cl_v5_api_payload(d, type == CLABI_EV_COLL_API, tag, rec, &p, refs, &nrefs);
     break;
-  }
   case CLABI_EV_KERNEL_LAUNCH:
     et = CL_EV_KERNEL_LAUNCH; size = CL_PSIZE(kernel_launch);
     p.kernel_launch.stream = (uint64_t)(uintptr_t)d->kernelLaunch.stream;
@@ -134,25 +161,11 @@ static void *cl_v5_start_any(void *ctx, uint64_t type, void *parentObj, int rank
     et = CL_EV_GROUP; size = 0;
     break;
   case CLABI_EV_COLL:
-    et = CL_EV_COLL; size = CL_PSIZE(coll);
-    parent = cl_v5_op_parent(parentObj, &flags);
-    p.coll = (cl_coll){.seq = d->coll.seqNumber, .func = d->coll.func, .datatype = d->coll.datatype,
-                       .algo = d->coll.algo, .proto = d->coll.proto, .count = d->coll.count,
-                       .parent_group = (uint64_t)(uintptr_t)d->coll.parentGroup, .root = d->coll.root,
-                       .nchannels = d->coll.nChannels, .nwarps = d->coll.nWarps, .user_tag = tag};
-    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.func), d->coll.func, cl_str_len(d->coll.func)};
-    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.datatype), d->coll.datatype, cl_str_len(d->coll.datatype)};
-    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.algo), d->coll.algo, cl_str_len(d->coll.algo)};
-    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, coll.proto), d->coll.proto, cl_str_len(d->coll.proto)};
-    break;
   case CLABI_EV_P2P:
-    et = CL_EV_P2P; size = CL_PSIZE(p2p);
+    et = type == CLABI_EV_COLL ? CL_EV_COLL : CL_EV_P2P;
+    size = type == CLABI_EV_COLL ? CL_PSIZE(coll) : CL_PSIZE(p2p);
     parent = cl_v5_op_parent(parentObj, &flags);
-    p.p2p = (cl_p2p){.func = d->p2p.func, .datatype = d->p2p.datatype, .count = d->p2p.count,
-                     .parent_group = (uint64_t)(uintptr_t)d->p2p.parentGroup, .peer = d->p2p.peer,
-                     .nchannels = d->p2p.nChannels, .user_tag = tag};
-    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, p2p.func), d->p2p.func, cl_str_len(d->p2p.func)};
-    if (rec) refs[nrefs++] = (cl_ref){offsetof(clabi_descr_v5, p2p.datatype), d->p2p.datatype, cl_str_len(d->p2p.datatype)};
+    cl_v5_op_payload(d, type == CLABI_EV_COLL, tag, rec, &p, refs, &nrefs);
     break;
   case CLABI_EV_PROXY_OP:
     et = CL_EV_PROXY_OP; size = CL_PSIZE(proxy_op);
