@@ -118,84 +118,80 @@ static void timers_json(const cl_job *job, const cl_timers_an *t, json_object *r
   json_object_object_add(root, "gpu_timers", x);
 }
 
-void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
-  json_object *root = json_object_new_object(), *ranks = json_object_new_array();
-  cl_render_verdict_json(job, an, root);   /* the answer first (docs/verdict.md) */
-  hang_json(&an->hang, root);
-  attempts_json(job, root);
-  json_object_object_add(root, "job", js(job->job));
-  json_object_object_add(root, "ref_rank", ji(job->ref_rank));
-  json_object_object_add(root, "instances_matched", ji(an->n_multi));
-  json_object_object_add(root, "files_skipped", ji(job->n_files_skipped));
-  json_object_object_add(root, "utf8_replaced", ji(job->n_utf8));
-  for (int i = 0; i < job->n; i++) {
-    cl_rank *r = job->r[i]; cl_rank_an *ra = &an->ra[i]; json_object *x = json_object_new_object();
-    double ex; const char *src = cl_rank_exposed(r, &ex);
-    json_object_object_add(x, "rank", ji(r->rank));
-    json_object_object_add(x, "host", js(r->info.host));
-    json_object_object_add(x, "gpu", ji(r->device));
-    json_object_object_add(x, "file", jpath(r->path));
-    json_object_object_add(x, "comm_ns", jd(ra->comm_union));
-    json_object_object_add(x, "exposed_ns", src ? jd(ex) : NULL);
-    json_object_object_add(x, "exposed_source", src ? js(src) : NULL);
-    json_object_object_add(x, "overlap", src && ra->comm_union > 0 ? jd(1 - ex / ra->comm_union) : NULL);
-    json_object_object_add(x, "colls", ji((int64_t)r->colls.n));
-    json_object_object_add(x, "instances", ji(ra->n_inst));
-    json_object_object_add(x, "waited_ns", jd(ra->waited));
-    json_object_object_add(x, "blame_ns", jd(ra->blame));
-    json_object_object_add(x, "last_arrivals", ji(ra->n_last));
-    json_object_object_add(x, "late_mean_ns", jd(ra->n_last ? ra->late_sum / (double)ra->n_last : 0));
-    json_object *w = json_object_new_array();
-    for (int k = 0; k < 3 && k < ra->n_last; k++) {
-      cl_inst *in = &job->inst.a[ra->worst[k]]; json_object *e = json_object_new_object();
-      json_object_object_add(e, "comm", jcomm(in->comm)); json_object_object_add(e, "func", js(cl_func_name(in->func)));
-      json_object_object_add(e, "seq", ji(in->seq)); json_object_object_add(e, "wait_ns", jd(ra->worst_w[k]));
-      json_object_array_add(w, e);
-    }
-    json_object_object_add(x, "worst_instances", w);
-    json_object_object_add(x, "coll_time_ns", jd(ra->coll_time));
-    json_object_object_add(x, "transfer_ns", jd(ra->transfer));
-    json_object *c = json_object_new_object();
-    cl_clock_json(c, r);
-    json_object_object_add(x, "clock", c);
-    json_object *p = json_object_new_object();
-    json_object_object_add(p, "abi", ji(r->info.abi));
-    json_object_object_add(p, "version", js(r->info.version));
-    json_object_object_add(p, "events", ji(r->info.n_events));
-    json_object_object_add(p, "events_reported", ji(r->info.st_events));
-    json_object_object_add(p, "dropped", ji(r->info.st_dropped));
-    json_object_object_add(p, "overhead_pct", json_object_new_double(r->info.st_overhead_pct));
-    json_object_object_add(p, "overhead_ns_per_call", ji(r->info.st_overhead_ns));
-    json_object_object_add(p, "overhead_ns_per_call_median", ji(r->info.st_overhead_med_ns));
-    if (r->info.has_stats) {   /* the plugin's counts, each where the file says it */
-      static const char *const said[] = {"calls", "records", "cupti_spans_rejected", "launch_events_skipped"};
-      const int64_t v[] = {r->info.st_calls, r->info.st_records, r->info.st_cupti_rejected, r->info.st_skipped};
-      for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
-        if (v[k] >= 0) json_object_object_add(p, said[k], ji(v[k]));
-    }
-    if (r->info.st_colls_gpu_lost >= 0) {   /* traces of 0.1.0 and later that say it */
-      json_object_object_add(p, "collectives", ji(r->info.st_colls));
-      json_object_object_add(p, "collectives_gpu_lost", ji(r->info.st_colls_gpu_lost));
-    }
-    if (r->info.st_est_colls >= 0) {   /* COMMLENS_CUPTI=sampled: as the plugin's exposure.estimated */
-      static const char *const keys[] = {"collectives", "comm_ns", "exposed_ns", "unknown", "check_n",
-                                         "check_estimated_ns", "check_measured_ns"};
-      const int64_t vals[] = {r->info.st_est_colls, r->info.st_est_comm_ns, r->info.st_est_exposed_ns,
-                              r->info.st_est_unknown, r->info.st_est_check_n, r->info.st_est_check_pred_ns,
-                              r->info.st_est_check_meas_ns};
-      json_object *es = json_object_new_object();
-      for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) json_object_object_add(es, keys[k], ji(vals[k]));
-      json_object_object_add(p, "exposure_estimated", es);
-    }
-    json_object_object_add(p, "final", json_object_new_boolean(r->info.final));
-    json_object_object_add(p, "truncated", json_object_new_boolean(r->info.truncated || r->info.bad));
-    json_object_object_add(x, "plugin", p);
-    json_object_array_add(ranks, x);
+/* What a rank's plugin said of itself: ABI, version, events, drops, overhead, its counts. */
+static json_object *plugin_json(const cl_rank *r) {
+  json_object *p = json_object_new_object();
+  json_object_object_add(p, "abi", ji(r->info.abi));
+  json_object_object_add(p, "version", js(r->info.version));
+  json_object_object_add(p, "events", ji(r->info.n_events));
+  json_object_object_add(p, "events_reported", ji(r->info.st_events));
+  json_object_object_add(p, "dropped", ji(r->info.st_dropped));
+  json_object_object_add(p, "overhead_pct", json_object_new_double(r->info.st_overhead_pct));
+  json_object_object_add(p, "overhead_ns_per_call", ji(r->info.st_overhead_ns));
+  json_object_object_add(p, "overhead_ns_per_call_median", ji(r->info.st_overhead_med_ns));
+  if (r->info.has_stats) {   /* the plugin's counts, each where the file says it */
+    static const char *const said[] = {"calls", "records", "cupti_spans_rejected", "launch_events_skipped"};
+    const int64_t v[] = {r->info.st_calls, r->info.st_records, r->info.st_cupti_rejected, r->info.st_skipped};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+      if (v[k] >= 0) json_object_object_add(p, said[k], ji(v[k]));
   }
-  json_object_object_add(root, "ranks", ranks);
-  timers_json(job, &an->timers, root);
-  cl_render_tags_json(job, an, root);   /* v7: exposure split, by user tag */
-  int *ord = cl_xmalloc(((size_t)job->n + 1) * sizeof(int));
+  if (r->info.st_colls_gpu_lost >= 0) {   /* traces of 0.1.0 and later that say it */
+    json_object_object_add(p, "collectives", ji(r->info.st_colls));
+    json_object_object_add(p, "collectives_gpu_lost", ji(r->info.st_colls_gpu_lost));
+  }
+  if (r->info.st_est_colls >= 0) {   /* COMMLENS_CUPTI=sampled: as the plugin's exposure.estimated */
+    static const char *const keys[] = {"collectives", "comm_ns", "exposed_ns", "unknown", "check_n",
+                                       "check_estimated_ns", "check_measured_ns"};
+    const int64_t vals[] = {r->info.st_est_colls, r->info.st_est_comm_ns, r->info.st_est_exposed_ns,
+                            r->info.st_est_unknown, r->info.st_est_check_n, r->info.st_est_check_pred_ns,
+                            r->info.st_est_check_meas_ns};
+    json_object *es = json_object_new_object();
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) json_object_object_add(es, keys[k], ji(vals[k]));
+    json_object_object_add(p, "exposure_estimated", es);
+  }
+  json_object_object_add(p, "final", json_object_new_boolean(r->info.final));
+  json_object_object_add(p, "truncated", json_object_new_boolean(r->info.truncated || r->info.bad));
+  return p;
+}
+
+/* One rank: its communication, exposure, waits, worst instances, clock and plugin. */
+static json_object *rank_json(cl_job *job, cl_analysis *an, int i) {
+  cl_rank *r = job->r[i]; cl_rank_an *ra = &an->ra[i]; json_object *x = json_object_new_object();
+  double ex; const char *src = cl_rank_exposed(r, &ex);
+  json_object_object_add(x, "rank", ji(r->rank));
+  json_object_object_add(x, "host", js(r->info.host));
+  json_object_object_add(x, "gpu", ji(r->device));
+  json_object_object_add(x, "file", jpath(r->path));
+  json_object_object_add(x, "comm_ns", jd(ra->comm_union));
+  json_object_object_add(x, "exposed_ns", src ? jd(ex) : NULL);
+  json_object_object_add(x, "exposed_source", src ? js(src) : NULL);
+  json_object_object_add(x, "overlap", src && ra->comm_union > 0 ? jd(1 - ex / ra->comm_union) : NULL);
+  json_object_object_add(x, "colls", ji((int64_t)r->colls.n));
+  json_object_object_add(x, "instances", ji(ra->n_inst));
+  json_object_object_add(x, "waited_ns", jd(ra->waited));
+  json_object_object_add(x, "blame_ns", jd(ra->blame));
+  json_object_object_add(x, "last_arrivals", ji(ra->n_last));
+  json_object_object_add(x, "late_mean_ns", jd(ra->n_last ? ra->late_sum / (double)ra->n_last : 0));
+  json_object *w = json_object_new_array();
+  for (int k = 0; k < 3 && k < ra->n_last; k++) {
+    cl_inst *in = &job->inst.a[ra->worst[k]]; json_object *e = json_object_new_object();
+    json_object_object_add(e, "comm", jcomm(in->comm)); json_object_object_add(e, "func", js(cl_func_name(in->func)));
+    json_object_object_add(e, "seq", ji(in->seq)); json_object_object_add(e, "wait_ns", jd(ra->worst_w[k]));
+    json_object_array_add(w, e);
+  }
+  json_object_object_add(x, "worst_instances", w);
+  json_object_object_add(x, "coll_time_ns", jd(ra->coll_time));
+  json_object_object_add(x, "transfer_ns", jd(ra->transfer));
+  json_object *c = json_object_new_object();
+  cl_clock_json(c, r);
+  json_object_object_add(x, "clock", c);
+  json_object_object_add(x, "plugin", plugin_json(r));
+  return x;
+}
+
+/* Who caused the waits (blame.h): the ranks last on the verdict's evidence, start-up, and the
+ * steps that lost most. */
+static void blame_json(cl_job *job, cl_analysis *an, json_object *root) {
   const cl_blame *bl = &an->bl;
   json_object *sl = json_object_new_array();
   for (int k = 0; k < job->n; k++) {
@@ -245,11 +241,10 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
   json_object_object_add(at, "steps", sj);
   json_object_object_add(root, "attribution", at);
   json_object_object_add(root, "slow_ranks", sl);
-  json_object *tot = json_object_new_object();
-  json_object_object_add(tot, "coll_ns", jd(an->tot_coll));
-  json_object_object_add(tot, "wait_ns", jd(an->tot_wait));
-  json_object_object_add(tot, "transfer_ns", jd(an->tot_transfer));
-  json_object_object_add(root, "collective_time", tot);
+}
+
+/* Slow channels: the tail channel of each collective, with what its proxy steps say. */
+static void channels_json(cl_job *job, cl_analysis *an, json_object *root) {
   json_object *ch = json_object_new_array();
   for (size_t k = 0; k < an->nch; k++) {
     cl_chan_row *c = &an->ch[k]; json_object *x = json_object_new_object(); int peer; int64_t pw; cl_chan_top_peer(c->c, &peer, &pw);
@@ -273,6 +268,10 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
     json_object_array_add(ch, x);
   }
   json_object_object_add(root, "slow_channels", ch);
+}
+
+/* The lowest bus bandwidths against the median of the same function and size. */
+static void bandwidth_json(cl_job *job, cl_analysis *an, json_object *root) {
   json_object *bw = json_object_new_array();
   for (size_t k = 0; k < an->nlow; k++) {
     uint32_t id = an->lowbw[k]; cl_inst_an *ia = &an->ia[id]; cl_inst *in = &job->inst.a[id];
@@ -285,9 +284,31 @@ void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
     json_object_array_add(bw, x);
   }
   json_object_object_add(root, "low_bandwidth", bw);
+}
+
+void cl_render_json(cl_job *job, cl_analysis *an, FILE *o) {
+  json_object *root = json_object_new_object(), *ranks = json_object_new_array();
+  cl_render_verdict_json(job, an, root);   /* the answer first (docs/verdict.md) */
+  hang_json(&an->hang, root);
+  attempts_json(job, root);
+  json_object_object_add(root, "job", js(job->job));
+  json_object_object_add(root, "ref_rank", ji(job->ref_rank));
+  json_object_object_add(root, "instances_matched", ji(an->n_multi));
+  json_object_object_add(root, "files_skipped", ji(job->n_files_skipped));
+  json_object_object_add(root, "utf8_replaced", ji(job->n_utf8));
+  for (int i = 0; i < job->n; i++) json_object_array_add(ranks, rank_json(job, an, i));
+  json_object_object_add(root, "ranks", ranks);
+  timers_json(job, &an->timers, root);
+  cl_render_tags_json(job, an, root);   /* v7: exposure split, by user tag */
+  blame_json(job, an, root);
+  json_object *tot = json_object_new_object();
+  json_object_object_add(tot, "coll_ns", jd(an->tot_coll));
+  json_object_object_add(tot, "wait_ns", jd(an->tot_wait));
+  json_object_object_add(tot, "transfer_ns", jd(an->tot_transfer));
+  json_object_object_add(root, "collective_time", tot);
+  channels_json(job, an, root);
+  bandwidth_json(job, an, root);
   put_json(o, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
   fputc('\n', o);
   json_object_put(root);
-  free(ord);
 }
-

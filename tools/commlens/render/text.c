@@ -100,10 +100,11 @@ static void timers_text(const cl_job *job, const cl_timers_an *t, int top, FILE 
   fprintf(o, "\n");
 }
 
-void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
-  char b1[32], b2[32], b3[32], b4[32], b5[32];
+/* The hang and the verdict first (the answer, then what it rests on), then what was read. */
+static void head_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
+  char b1[32];
   cl_render_hang_text(job, &an->hang, o);
-  cl_render_verdict_text(job, an, top, o);   /* the answer first, then what it rests on */
+  cl_render_verdict_text(job, an, top, o);
   fprintf(o, "commlens report: %d rank(s) of job \"%s\" (ranks %d..%d), %d file(s) read, %d skipped\n",
           job->n, cl_show(job->job), job->r[0]->rank, job->r[job->n - 1]->rank, job->n_files_seen - job->n_files_skipped,
           job->n_files_skipped);
@@ -113,8 +114,11 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   if (job->n_utf8) fprintf(o, "  %lld invalid UTF-8 byte(s) in the traces' strings, shown as U+FFFD\n", (long long)job->n_utf8);
   fprintf(o, "  span %s on rank %d's clock; %lld collective instances matched on 2+ ranks\n\n",
           cl_fmt_time(b1, sizeof b1, an->span), job->ref_rank, (long long)an->n_multi);
+}
 
-  /* ranks */
+/* Ranks, the most exposed (else most communication) first. */
+static void ranks_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
+  char b1[32], b2[32], b3[32];
   int *ord = cl_xmalloc((size_t)job->n * sizeof(int));
   for (int i = 0; i < job->n; i++) ord[i] = i;
   fprintf(o, "Ranks (communication = union of coll_gpu spans; exposed from %s)\n", "the plugin's totals, else coll_gpu exposed_ns / exposed events");
@@ -139,8 +143,13 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
             ex >= 0 ? cl_fmt_time(b2, sizeof b2, ex) : "n/a", ov, cl_fmt_time(b3, sizeof b3, an->ra[best].waited), r->colls.n);
   }
   if (job->n > shown) fprintf(o, "  ... %d more rank(s) (--top N)\n", job->n - shown);
+  free(ord);
+}
 
-  /* waits caused per rank (blame.h), from the verdict's per-instance last arrivals */
+/* Waits caused per rank (blame.h), from the verdict's per-instance last arrivals; the steps that
+ * lost most; where collective time went. */
+static void waits_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
+  char b1[32], b2[32], b3[32], b4[32], b5[32];
   const cl_blame *bl = &an->bl;
   fprintf(o, "\nWaits caused (who arrived last, per rank, on the verdict's evidence; the verdict above says who is a straggler)\n");
   fprintf(o, "  %5s  %-16s %11s %11s %12s %12s %12s  %s\n", "rank", "host", "late", "median by", "wait caused",
@@ -183,10 +192,11 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
             cl_fmt_time(b1, sizeof b1, an->tot_coll), cl_fmt_time(b2, sizeof b2, an->tot_wait), 100 * an->tot_wait / an->tot_coll,
             cl_fmt_time(b3, sizeof b3, an->tot_transfer), 100 * an->tot_transfer / an->tot_coll,
             fabs(100 * (an->tot_coll - an->tot_wait - an->tot_transfer) / an->tot_coll) < 0.05 ? 0.0 : 100 * (an->tot_coll - an->tot_wait - an->tot_transfer) / an->tot_coll);
+}
 
-  cl_render_tags_text(job, an, top, o);   /* v7: exposure split, by user tag */
-
-  /* channels */
+/* Slow channels: the tail channel of each collective, from kernel_ch. */
+static void channels_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
+  char b1[32], b2[32], b3[32], b4[32];
   fprintf(o, "\nSlow channels (tail = the channel that finished last within its collective on that rank, from kernel_ch)\n");
   fprintf(o, "  %5s %4s %-10s %13s %11s %7s %18s %20s %11s  %s\n", "rank", "ch", "comm", "tail", "mean dur", "vs rank",
           "longest (seq)", "peer wait [peer]", "gpu wait", "proxy steps say");
@@ -204,8 +214,10 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
             cl_fmt_time(b4, sizeof b4, (double)(c->c->w_gpu + c->c->w_recv_gpu)), cl_chan_verdict(c->c));
   }
   if (!an->nch) fprintf(o, "  (no kernel_ch or proxy_step events)\n");
+}
 
-  /* bandwidth */
+/* Lowest bus bandwidth, against the median of the same function and size. */
+static void bandwidth_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
   fprintf(o, "\nLowest bus bandwidth (nccl-tests factors; time = shortest duration across ranks; vs median of same func+size)\n");
   fprintf(o, "  %-16s %-10s %12s %11s %11s %7s %8s\n", "collective", "comm", "bytes", "busbw", "median", "ratio", "last in");
   for (size_t k = 0; k < an->nlow && (int)k < top; k++) {
@@ -217,8 +229,12 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
             ia->busbw / ia->ratio, ia->ratio, ia->culprit >= 0 ? job->r[ia->culprit]->rank : -1);
   }
   if (!an->nlow) fprintf(o, "  (none below the median, or fewer than 3 instances per func+size)\n");
+}
 
-  /* clocks */
+/* Clock alignment against the reference rank, largest offsets first. */
+static void clocks_text(cl_job *job, int top, FILE *o) {
+  char b1[32], b2[32];
+  int *ord = cl_xmalloc((size_t)job->n * sizeof(int));
   int64_t maxerr = 0, maxoff = 0; int unal = 0;
   for (int i = 0; i < job->n; i++) {
     cl_rank *r = job->r[i];
@@ -240,8 +256,13 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
     fprintf(o, "  %5d %14s %11s %8d %5d\n", r->rank, cl_fmt_time(b1, sizeof b1, (double)r->offset_ns),
             cl_fmt_time(b2, sizeof b2, (double)r->off_err_ns), r->off_samples, r->off_via);
   }
+  free(ord);
+}
 
-  /* plugin health */
+/* The plugin's health: ABI, drops, overhead; sampled exposure and channels; the timers'
+ * sample; CUPTI lost; then ranks worst first. */
+static void health_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
+  int *ord = cl_xmalloc((size_t)job->n * sizeof(int));
   int64_t drops = 0; double maxov = 0; int maxov_r = -1, ntrunc = 0, nfinal = 0, abi0 = job->r[0]->info.abi, abimix = 0;
   for (int i = 0; i < job->n; i++) {
     cl_info *in = &job->r[i]->info;
@@ -323,7 +344,16 @@ void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
             (long long)(in->st_overhead_med_ns ? in->st_overhead_med_ns : in->st_overhead_ns),   /* older traces: the mean */
             in->bad ? "damaged mid-file" : in->truncated ? "truncated" : in->final ? "final" : "not final (no exit flush)");
   }
-  (void)b5;
   free(ord);
 }
 
+void cl_render_text(cl_job *job, cl_analysis *an, int top, FILE *o) {
+  head_text(job, an, top, o);
+  ranks_text(job, an, top, o);
+  waits_text(job, an, top, o);
+  cl_render_tags_text(job, an, top, o);   /* v7: exposure split, by user tag */
+  channels_text(job, an, top, o);
+  bandwidth_text(job, an, top, o);
+  clocks_text(job, top, o);
+  health_text(job, an, top, o);
+}
