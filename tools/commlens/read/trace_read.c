@@ -1,531 +1,11 @@
-/* trace_read.c: the streaming scanner behind cl_trace_scan (see trace_read.h).
- * Owns the read buffer and the top-level JSON walk. Must stay correct for any valid JSON
- * (escapes, nesting, whitespace, key order) while staying fast on our writer's regular
- * output; it must never load a whole file into memory or parse events through json-c. */
+/* trace_read.c: the streaming scan behind cl_trace_scan (see trace_read.h): the top-level walk
+ * of a rank file's JSON, as a state machine over what gz_read.c delivers, each event read by
+ * json_scan.c; resumes at the next event line after damage. It must never load a whole file
+ * into memory or parse events through json-c. */
 #include "tools/commlens/read/trace_read.h"
-#include "tools/commlens/base/util.h"
-#include "common/utf8.h"
-#include <json-c/json.h>
-#include <zlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <limits.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#define CL_BUF_INIT (4u << 20)
-#define CL_BUF_MAX  (1u << 30)
-
-/* ---- JSON primitives. All return the position after what they consumed, or NULL when the
- * text ends first (need more data) or is malformed (*bad set). ------------------------- */
-static inline const char *js_ws(const char *p, const char *e) {
-  while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
-  return p;
-}
-
-/* p at the opening quote. */
-static inline const char *js_str(const char *p, const char *e) {
-  const char *s = p + 1;
-  for (;;) {
-    const char *q = memchr(s, '"', (size_t)(e - s));
-    if (!q) return NULL;
-    const char *b = q;
-    while (b > p + 1 && b[-1] == '\\') b--;
-    if (((q - b) & 1) == 0) return q + 1;
-    s = q + 1;
-  }
-}
-
-static inline int js_delim(char c) {
-  return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-static const char *js_skip(const char *p, const char *e, int *bad) {
-  if (p >= e) return NULL;
-  char c = *p;
-  if (c == '"') return js_str(p, e);
-  if (c == '{' || c == '[') {
-    int d = 0;
-    while (p < e) {
-      c = *p;
-      if (c == '"') { p = js_str(p, e); if (!p) return NULL; continue; }
-      if (c == '{' || c == '[') d++;
-      else if (c == '}' || c == ']') { if (--d == 0) return p + 1; }
-      p++;
-    }
-    return NULL;
-  }
-  if (c == ',' || c == '}' || c == ']' || c == ':') { *bad = 1; return NULL; }
-  const char *s = p;
-  while (p < e && !js_delim(*p)) p++;
-  if (p == e) return NULL;
-  if (p == s) { *bad = 1; return NULL; }
-  return p;
-}
-
-/* Numbers saturate at +-2^62 (values from a damaged file are garbage, but adding two of them
- * must stay defined). */
-#define JS_LIM ((uint64_t)1 << 62)
-static int64_t js_clamp(double d) {
-  if (!(d == d)) return 0;
-  if (d >= (double)JS_LIM) return (int64_t)JS_LIM;
-  if (d <= -(double)JS_LIM) return -(int64_t)JS_LIM;
-  return (int64_t)d;
-}
-
-/* Number (or numeric string) -> double, slow path. */
-static const char *js_num_slow(const char *p, const char *e, double *out, int *bad) {
-  int quoted = (*p == '"');
-  const char *s = p + quoted, *q = s;
-  while (q < e && !js_delim(*q) && *q != '"') q++;
-  if (q == e) return NULL;
-  char tmp[64]; size_t n = (size_t)(q - s);
-  if (n == 0 || n >= sizeof tmp) { *bad = 1; return NULL; }
-  memcpy(tmp, s, n); tmp[n] = 0;
-  char *end; *out = strtod(tmp, &end);
-  if (end == tmp) *out = 0;
-  if (quoted) { if (*q != '"') { *bad = 1; return NULL; } q++; }
-  return q;
-}
-
-/* Microseconds with decimals -> integer nanoseconds, exactly for up to three decimals. */
-static const char *js_us_to_ns(const char *p, const char *e, int64_t *out, int *bad) {
-  const char *s = p; int neg = 0;
-  if (p < e && *p == '-') { neg = 1; p++; }
-  uint64_t ip = 0; const char *d0 = p;
-  while (p < e && (unsigned)(*p - '0') < 10) { if (ip < JS_LIM) ip = ip * 10 + (uint64_t)(*p - '0'); p++; }
-  if (p == e) return NULL;
-  if (ip > JS_LIM / 1000) ip = JS_LIM / 1000;
-  if (p == d0) goto slow;
-  int64_t frac = 0; int nf = 0, round = 0;
-  if (*p == '.') {
-    p++;
-    while (p < e && (unsigned)(*p - '0') < 10) {
-      if (nf < 3) { frac = frac * 10 + (*p - '0'); nf++; }
-      else if (nf == 3) { round = (*p >= '5'); nf++; }
-      p++;
-    }
-    if (p == e) return NULL;
-  }
-  if (*p == 'e' || *p == 'E') goto slow;
-  if (!js_delim(*p)) { *bad = 1; return NULL; }
-  for (int i = nf < 3 ? nf : 3; i < 3; i++) frac *= 10;
-  int64_t v = (int64_t)ip * 1000 + frac + round;
-  *out = neg ? -v : v;
-  return p;
-slow:;
-  double d; const char *q = js_num_slow(s, e, &d, bad);
-  if (q) *out = js_clamp(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
-  return q;
-}
-
-/* Integer (or numeric string, or hex string "0x...") -> int64. */
-static const char *js_int(const char *p, const char *e, int64_t *out, int *bad) {
-  if (p < e && *p == '"') {
-    const char *q = js_str(p, e);
-    if (!q) return NULL;
-    const char *s = p + 1; size_t n = (size_t)(q - 1 - s);
-    char tmp[40];
-    if (n >= sizeof tmp) n = sizeof tmp - 1;
-    memcpy(tmp, s, n); tmp[n] = 0;
-    *out = (int64_t)strtoull(tmp, NULL, 0);
-    return q;
-  }
-  const char *s = p; int neg = 0; uint64_t v = 0;
-  if (p < e && *p == '-') { neg = 1; p++; }
-  const char *d0 = p;
-  while (p < e && (unsigned)(*p - '0') < 10) { if (v < JS_LIM) v = v * 10 + (uint64_t)(*p - '0'); p++; }
-  if (p == e) return NULL;
-  if (v > JS_LIM) v = JS_LIM;
-  if (p != d0 && js_delim(*p)) { *out = neg ? -(int64_t)v : (int64_t)v; return p; }
-  if (p < e && (*p == 't' || *p == 'f' || *p == 'n')) {   /* true/false/null */
-    const char *q = js_skip(p, e, bad);
-    if (q) *out = (*p == 't');
-    return q;
-  }
-  double d; const char *q = js_num_slow(s, e, &d, bad);
-  if (q) *out = js_clamp(d);
-  return q;
-}
-
-static inline int key_is(const char *k, int kl, const char *lit, int ll) {
-  return kl == ll && memcmp(k, lit, (size_t)ll) == 0;
-}
-#define KEY(lit) key_is(k, kl, lit, (int)sizeof(lit) - 1)
-
-static int cat_of(const char *s, int n) {
-  switch (n) {
-  case 2: if (!memcmp(s, "ce", 2)) return CAT_CE; break;
-  case 3: if (!memcmp(s, "api", 3)) return CAT_API; if (!memcmp(s, "net", 3)) return CAT_NET; break;
-  case 4: if (!memcmp(s, "coll", 4)) return CAT_COLL; if (!memcmp(s, "flow", 4)) return CAT_FLOW; break;
-  case 5: if (!memcmp(s, "group", 5)) return CAT_GROUP; break;
-  case 7: if (!memcmp(s, "exposed", 7)) return CAT_EXPOSED; break;
-  case 8: if (!memcmp(s, "coll_gpu", 8)) return CAT_COLL_GPU; if (!memcmp(s, "proxy_op", 8)) return CAT_PROXY_OP; break;
-  case 9: if (!memcmp(s, "kernel_ch", 9)) return CAT_KERNEL_CH; break;
-  case 10:
-    if (!memcmp(s, "proxy_step", 10)) return CAT_PROXY_STEP;
-    if (!memcmp(s, "proxy_ctrl", 10)) return CAT_PROXY_CTRL;
-    if (!memcmp(s, "gpu_kernel", 10)) return CAT_GPU_KERNEL;
-    break;
-  case 11: if (!memcmp(s, "proxy_state", 11)) return CAT_PROXY_STATE; break;
-  }
-  if (n == 3 && !memcmp(s, "p2p", 3)) return CAT_P2P;
-  return CAT_OTHER;
-}
-
-/* The next member of an object at p (after '{' or a value): returns the start of its value,
- * with the key in *k (length *kl). Returns NULL at the closing '}' (then *close points at it), at the
- * end of the input (truncated), or on malformed input (*bad set). */
-static const char *js_member(const char *p, const char *e, const char **k, int *kl,
-                             const char **close, int *bad) {
-  *close = NULL;
-  for (;;) {
-    p = js_ws(p, e);
-    if (p >= e) return NULL;
-    if (*p == '}') { *close = p; return NULL; }
-    if (*p == ',') { p++; continue; }
-    if (*p != '"') { *bad = 1; return NULL; }
-    *k = p + 1;
-    const char *q = js_str(p, e);
-    if (!q) return NULL;
-    *kl = (int)(q - 1 - *k);
-    p = js_ws(q, e);
-    if (p >= e) return NULL;
-    if (*p != ':') { *bad = 1; return NULL; }
-    p = js_ws(p + 1, e);
-    return p < e ? p : NULL;
-  }
-}
-
-/* A user tag: the decimal string the plugin writes ("7"; a number is taken too). Anything
- * else is not a tag (NULL with *bad set: the caller skips the value). */
-static const char *js_tag(const char *p, const char *e, uint64_t *out, int *bad) {
-  if (*p != '"') {
-    int64_t v;
-    const char *r = js_int(p, e, &v, bad);
-    if (r && v < 0) { *bad = 1; return NULL; }
-    if (r) *out = (uint64_t)v;
-    return r;
-  }
-  uint64_t v = 0;
-  const char *q = p + 1;
-  int n = 0;
-  for (; q < e && *q >= '0' && *q <= '9' && n < 20; q++, n++) {
-    uint64_t d = (uint64_t)(*q - '0');
-    if (v > (UINT64_MAX - d) / 10) { *bad = 1; return NULL; }
-    v = v * 10 + d;
-  }
-  if (!n || q >= e || *q != '"') { *bad = 1; return NULL; }
-  *out = v;
-  return q + 1;
-}
-
-static const char *parse_args(const char *p, const char *e, cl_ev *ev, int *bad) {
-  p++;
-  for (;;) {
-    const char *k, *close;
-    int kl;
-    p = js_member(p, e, &k, &kl, &close, bad);
-    if (!p) return close ? close + 1 : NULL;
-    int64_t v = 0;
-    const char *r = NULL;
-    switch (kl) {
-    case 3:
-      if (KEY("seq")) { r = js_int(p, e, &ev->seq, bad); ev->has_seq = r != NULL; break; }
-      break;
-    case 4:
-      if (KEY("comm")) { r = js_int(p, e, &v, bad); ev->comm = (uint64_t)v; ev->has_comm = r != NULL; break; }
-      if (KEY("peer")) { r = js_int(p, e, &v, bad); ev->peer = (int)v; ev->has_peer = r != NULL; break; }
-      if ((KEY("func") || KEY("name")) && *p == '"') {
-        r = js_str(p, e);
-        if (r) { cl_str_t s = { p + 1, (int)(r - 1 - (p + 1)) }; if (k[0] == 'f') ev->func = s; else ev->arg_name = s; }
-        break;
-      }
-      break;
-    case 5:
-      if (KEY("bytes")) { r = js_int(p, e, &ev->bytes, bad); ev->has_bytes = r != NULL; break; }
-      break;
-    case 6:
-      if (KEY("nranks")) { r = js_int(p, e, &v, bad); ev->nranks = (int)v; ev->has_nranks = r != NULL; break; }
-      if (KEY("device")) { r = js_int(p, e, &v, bad); ev->device = (int)v; ev->has_device = r != NULL; break; }
-      if (KEY("source") && *p == '"') { r = js_str(p, e); ev->ce = r && r - p == 10 && !memcmp(p + 1, "cupti_ce", 8); break; }
-      break;
-    case 7:
-      if (KEY("channel")) { r = js_int(p, e, &v, bad); ev->channel = (int)v; ev->has_channel = r != NULL; break; }
-      break;
-    case 8:
-      if (KEY("p2p_peer")) { r = js_int(p, e, &v, bad); ev->has_p2p_peer = r != NULL; break; }
-      if (KEY("user_tag")) { r = js_tag(p, e, &ev->user_tag, bad); ev->has_tag = r != NULL; break; }
-      break;
-    case 9:
-      if (KEY("comm_name") && *p == '"') { r = js_str(p, e); if (r) ev->comm_name = (cl_str_t){ p + 1, (int)(r - 1 - (p + 1)) }; break; }
-      break;
-    case 10:
-      if (KEY("exposed_ns")) { r = js_int(p, e, &ev->exposed_ns, bad); ev->has_exposed = r != NULL; break; }
-      if (KEY("compute_ns")) { r = js_int(p, e, &ev->compute_ns, bad); break; }
-      break;
-    case 11:
-      if (KEY("gpu_wait_ns")) { r = js_int(p, e, &ev->w_gpu, bad); break; }
-      if (KEY("implausible")) { r = js_int(p, e, &v, bad); ev->implausible = (int)v; break; }
-      break;
-    case 12:
-      if (KEY("sync_wait_ns")) { r = js_int(p, e, &ev->sync_wait_ns, bad); ev->has_phase = r != NULL && ev->sync_wait_ns >= 0; break; }
-      if (KEY("peer_wait_ns")) { r = js_int(p, e, &ev->w_peer, bad); break; }
-      if (KEY("send_wait_ns")) { r = js_int(p, e, &ev->w_send, bad); break; }
-      if (KEY("recv_wait_ns")) { r = js_int(p, e, &ev->w_recv, bad); break; }
-      break;
-    case 13:
-      if (KEY("flush_wait_ns")) { r = js_int(p, e, &ev->w_flush, bad); break; }
-      break;
-    case 16:
-      if (KEY("recv_gpu_wait_ns")) { r = js_int(p, e, &ev->w_recv_gpu, bad); break; }
-      break;
-    }
-    if (!r) {
-      if (*bad) { *bad = 0; r = js_skip(p, e, bad); }   /* unexpected type: just skip it */
-      else if (p < e) r = js_skip(p, e, bad);
-      if (!r) return NULL;
-    }
-    p = r;
-  }
-}
-
-int cl_ev_async_key(const cl_ev *ev, char *buf, size_t n) {
-  cl_str_t id = ev->id2.p ? ev->id2 : (cl_str_t){ ev->id_v, ev->id_v ? (int)(ev->id_ve - ev->id_v) : 0 };
-  int k = snprintf(buf, n, "%.*s\x1f%.*s", ev->cat_s.n, ev->cat_s.p ? ev->cat_s.p : "", id.n, id.p ? id.p : "");
-  return k < 0 || (size_t)k >= n ? -1 : k;
-}
-
-/* Parses the event object at p ('{'). */
-static const char *parse_event(const char *p, const char *e, cl_ev *ev, int *bad) {
-  memset(ev, 0, sizeof *ev);
-  ev->beg = p; ev->cat = CAT_NONE;
-  p++;
-  for (;;) {
-    const char *k, *close;
-    int kl;
-    p = js_member(p, e, &k, &kl, &close, bad);
-    if (!p) {
-      if (!close) return NULL;
-      ev->end = close + 1;
-      return close + 1;
-    }
-    const char *r = NULL;
-    if (kl == 2 && k[0] == 'p' && k[1] == 'h' && *p == '"') {
-      r = js_str(p, e); if (r) ev->ph = p[1];
-    } else if (kl == 2 && k[0] == 't' && k[1] == 's') {
-      r = js_us_to_ns(p, e, &ev->ts_ns, bad); ev->has_ts = r != NULL; ev->ts_v = p; ev->ts_ve = r;
-    } else if (kl == 3 && !memcmp(k, "dur", 3)) {
-      r = js_us_to_ns(p, e, &ev->dur_ns, bad); ev->has_dur = r != NULL;
-    } else if (kl == 3 && !memcmp(k, "pid", 3)) {
-      r = js_skip(p, e, bad); ev->pid_v = p; ev->pid_ve = r;
-    } else if (kl == 3 && !memcmp(k, "tid", 3)) {
-      if (*p == '"') r = js_str(p, e);
-      else { r = js_int(p, e, &ev->tid, bad); ev->tid_is_num = r != NULL; }
-      ev->has_tid = r != NULL;
-    } else if (kl == 3 && !memcmp(k, "cat", 3) && *p == '"') {
-      r = js_str(p, e);
-      if (r) { ev->cat_s = (cl_str_t){ p + 1, (int)(r - 1 - (p + 1)) }; ev->cat = cat_of(ev->cat_s.p, ev->cat_s.n); }
-    } else if (kl == 4 && !memcmp(k, "name", 4) && *p == '"') {
-      r = js_str(p, e);
-      if (r) ev->name = (cl_str_t){ p + 1, (int)(r - 1 - (p + 1)) };
-    } else if (kl == 2 && k[0] == 'i' && k[1] == 'd') {
-      r = js_skip(p, e, bad); ev->id_v = p; ev->id_ve = r; ev->has_id = r != NULL;
-    } else if (kl == 3 && !memcmp(k, "id2", 3)) {
-      r = js_skip(p, e, bad);
-      if (r) ev->id2 = (cl_str_t){ p, (int)(r - p) };
-    } else if (kl == 4 && !memcmp(k, "args", 4) && *p == '{') {
-      r = parse_args(p, e, ev, bad);
-      if (r) ev->args = (cl_str_t){ p, (int)(r - p) };
-    }
-    if (!r) {
-      if (*bad) { *bad = 0; r = js_skip(p, e, bad); }
-      else r = js_skip(p, e, bad);
-      if (!r) return NULL;
-    }
-    p = r;
-  }
-}
-
-int cl_ev_parse(const char *p, size_t n, cl_ev *ev) {
-  int bad = 0;
-  const char *q = n && *p == '{' ? parse_event(p, p + n, ev, &bad) : NULL;
-  return q == p + n && !bad ? 0 : -1;
-}
-
-
-/* ---- the reader: the file (plain, or gzip of one or more members) behind a growable
- * buffer. Gzip is inflated here rather than by gzread: gzread drops what a failing call had
- * decoded, and stops for good at the first damage. This reader keeps everything decoded
- * before a damage, says where and what it was, and resumes at the next gzip member (the
- * plugin starts one every few MiB at an event line), so a flipped byte costs one member. */
-typedef struct {
-  int fd, is_gz, zinit, in_member, damaged;
-  z_stream zs;
-  unsigned char in[1u << 16];
-  uint64_t in_base;                 /* file offset of in[0] */
-  uint64_t out_base;                /* uncompressed offset of buf[0] */
-  char *buf; size_t cap, pos, len;
-  int eof;
-  int resynced; size_t cut;         /* set by a fill that resumed after damage: new data from buf[cut] */
-  int n_damage; char dmsg[200];     /* gzip damage: how many, and what the first one was */
-} cl_reader;
-
-static uint64_t rd_in_off(const cl_reader *r) {
-  return r->in_base + (uint64_t)(r->zs.next_in - r->in);
-}
-
-/* Refills r->in after keeping its last `keep` unread bytes. Returns bytes now available. */
-static size_t rd_more_in(cl_reader *r, size_t keep) {
-  if (keep > r->zs.avail_in) keep = r->zs.avail_in;
-  memmove(r->in, r->zs.next_in + r->zs.avail_in - keep, keep);
-  r->in_base = rd_in_off(r) + r->zs.avail_in - keep;
-  r->zs.next_in = r->in; r->zs.avail_in = (uInt)keep;
-  for (;;) {
-    ssize_t n = read(r->fd, r->in + keep, sizeof r->in - keep);
-    if (n < 0 && errno == EINTR) continue;
-    if (n > 0) r->zs.avail_in += (uInt)n;
-    break;
-  }
-  return r->zs.avail_in;
-}
-
-/* Moves the input to the next "1f 8b 08" (a gzip member's start), reading on as needed;
- * 0 when the file ends first. */
-static int rd_find_member(cl_reader *r) {
-  for (;;) {
-    while (r->zs.avail_in >= 3) {
-      unsigned char *m = memchr(r->zs.next_in, 0x1f, r->zs.avail_in - 2);
-      if (!m) { r->zs.next_in += r->zs.avail_in - 2; r->zs.avail_in = 2; break; }
-      r->zs.avail_in -= (uInt)(m - r->zs.next_in); r->zs.next_in = m;
-      if (m[1] == 0x8b && m[2] == 0x08) return 1;
-      r->zs.next_in++; r->zs.avail_in--;
-    }
-    size_t had = r->zs.avail_in;
-    if (rd_more_in(r, had) == had) return 0;
-  }
-}
-
-static void rd_damage(cl_reader *r, const char *what) {
-  r->damaged = 1;
-  if (!r->n_damage++)
-    snprintf(r->dmsg, sizeof r->dmsg, "gzip data damaged at compressed byte %llu (uncompressed byte %llu): %s",
-             (unsigned long long)rd_in_off(r), (unsigned long long)(r->out_base + r->len), what);
-}
-
-/* Inflates into buf[len, cap). Returns bytes produced; 0 at the end of the file. */
-static size_t rd_inflate(cl_reader *r) {
-  z_stream *zs = &r->zs;
-  zs->next_out = (Bytef *)r->buf + r->len; zs->avail_out = (uInt)(r->cap - r->len);
-  size_t before = zs->avail_out;
-  while (zs->avail_out == before) {
-    if (!zs->avail_in && !rd_more_in(r, 0)) {
-      if (r->in_member) {   /* torn: the file ends inside a member */
-        if (!r->n_damage++)
-          snprintf(r->dmsg, sizeof r->dmsg, "gzip stream cut short at compressed byte %llu (uncompressed byte %llu)",
-                   (unsigned long long)rd_in_off(r), (unsigned long long)(r->out_base + r->len));
-      }
-      r->in_member = 0;
-      break;
-    }
-    if (!r->in_member) {   /* between members: the next must start here */
-      if (zs->avail_in < 3) rd_more_in(r, zs->avail_in);
-      if (zs->avail_in < 3 || zs->next_in[0] != 0x1f || zs->next_in[1] != 0x8b || zs->next_in[2] != 0x08) {
-        rd_damage(r, "bytes where a gzip member should start");
-        if (!rd_find_member(r)) break;
-      }
-      inflateReset(zs);
-      r->in_member = 1;
-      if (r->damaged) { r->damaged = 0; r->resynced = 1; r->cut = r->len; }
-    }
-    int rc = inflate(zs, Z_NO_FLUSH);
-    if (rc == Z_STREAM_END) { r->in_member = 0; continue; }
-    if (rc == Z_OK || (rc == Z_BUF_ERROR && zs->avail_in == 0)) continue;
-    char what[120];
-    const char *m = zs->msg ? zs->msg : "inflate error";
-    if (strstr(m, "data check")) snprintf(what, sizeof what, "CRC mismatch (%s)", m);
-    else if (strstr(m, "length check")) snprintf(what, sizeof what, "length mismatch (%s)", m);
-    else snprintf(what, sizeof what, "inflate error (%s)", m);
-    rd_damage(r, what);
-    r->in_member = 0;
-    if (zs->avail_in) { zs->next_in++; zs->avail_in--; }   /* look for the next member past here */
-    if (!rd_find_member(r)) break;
-  }
-  return before - zs->avail_out;
-}
-
-/* Keeps [pos, len) and reads more after it; grows the buffer when it is full of one value.
- * Returns 1 if new bytes arrived. */
-static int reader_fill(cl_reader *r) {
-  if (r->eof) return 0;
-  if (r->pos) {
-    memmove(r->buf, r->buf + r->pos, r->len - r->pos);
-    r->len -= r->pos; r->out_base += r->pos; r->pos = 0;
-  }
-  if (r->len == r->cap) {
-    if (r->cap >= CL_BUF_MAX) { r->eof = 1; return 0; }
-    r->cap *= 2; r->buf = cl_xrealloc(r->buf, r->cap);
-  }
-  size_t n;
-  if (r->is_gz) n = rd_inflate(r);
-  else {
-    ssize_t k;
-    do k = read(r->fd, r->buf + r->len, r->cap - r->len); while (k < 0 && errno == EINTR);
-    n = k > 0 ? (size_t)k : 0;
-  }
-  if (!n) { r->eof = 1; return 0; }
-  r->len += n;
-  return 1;
-}
-
-/* Opens `path` for reading: never blocks (a FIFO planted under a trace's name), and only a
- * regular file is read. A symbolic link to a regular file is read (reading through a link
- * changes nothing, and users link traces into one directory); a link to a FIFO or device is
- * refused like the FIFO or device itself. Returns the fd, or -1 with the reason. */
-int cl_input_open(const char *path, cl_info *info) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    snprintf(info->msg, sizeof info->msg, "cannot open: %s", strerror(errno));
-    return -1;
-  }
-  struct stat st = {0};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(info->msg, sizeof info->msg, "not a regular file (%s)",
-             S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ||
-             S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket" : "not readable as a file");
-    close(fd); return -1;
-  }
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-  info->dev = (uint64_t)st.st_dev; info->ino = (uint64_t)st.st_ino;
-  return fd;
-}
-
-/* Starts reading at the file's first bytes: gzip when they are its magic, else plain. */
-static int reader_open(cl_reader *r, const char *path, cl_info *info) {
-  memset(r, 0, sizeof *r);
-  r->fd = cl_input_open(path, info);
-  if (r->fd < 0) return -1;
-  r->cap = CL_BUF_INIT; r->buf = cl_xmalloc(r->cap);
-  r->zs.next_in = r->in;
-  rd_more_in(r, 0);
-  if (r->zs.avail_in >= 2 && r->in[0] == 0x1f && r->in[1] == 0x8b) {
-    if (inflateInit2(&r->zs, 15 + 16) != Z_OK) { close(r->fd); free(r->buf); snprintf(info->msg, sizeof info->msg, "out of memory"); return -1; }
-    r->is_gz = r->zinit = 1;
-  } else {   /* plain: what was read already is the text's start */
-    memcpy(r->buf, r->in, r->zs.avail_in); r->len = r->zs.avail_in; r->zs.avail_in = 0;
-  }
-  return 0;
-}
-
-static void reader_close(cl_reader *r) {
-  if (r->zinit) inflateEnd(&r->zs);
-  close(r->fd);
-  free(r->buf);
-}
 
 /* A flight-recorder dump's commlensFlight object, kept as its text for analyse/hang.c (only a
  * well-formed object of at most 1 MiB; a repeated one replaces the first). */
@@ -547,8 +27,8 @@ enum { K_OTHER, K_HEADER, K_STATS, K_EVENTS, K_FLIGHT };
  * when [p, e) holds none yet. */
 static const char *next_event_line(const char *p, const char *e, int at_cut) {
   if (at_cut) {
-    const char *q = js_ws(p, e);
-    if (q < e && *q == ',') q = js_ws(q + 1, e);
+    const char *q = cl_json_ws(p, e);
+    if (q < e && *q == ',') q = cl_json_ws(q + 1, e);
     if (q < e && *q == '{') return q;
   }
   for (const char *q = p; q + 1 < e && (q = memchr(q, '\n', (size_t)(e - q - 1))); q++)
@@ -563,7 +43,7 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
   info->st_colls = info->st_colls_gpu_lost = -1;   /* not said until a tail says so */
   info->st_est_colls = -1;
   cl_reader r;
-  if (reader_open(&r, path, info) != 0) { info->bad = 1; return -1; }
+  if (cl_reader_open(&r, path, info) != 0) { info->bad = 1; return -1; }
   int state = ST_OPEN, key = K_OTHER;
   int resync = 0, at_cut = 0;   /* skipping to the next event line after damage (at_cut: from the new data) */
   cl_ev ev;
@@ -579,15 +59,15 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
     if (resync) {
       const char *q = next_event_line(b, e, at_cut);
       if (q) { r.pos = (size_t)(q - r.buf); resync = at_cut = 0; continue; }
-      const char *w = js_ws(b, e);
-      if (at_cut && w < e && *w == ',') w = js_ws(w + 1, e);
+      const char *w = cl_json_ws(b, e);
+      if (at_cut && w < e && *w == ',') w = cl_json_ws(w + 1, e);
       if (!at_cut || w < e) { at_cut = 0; if (r.len > r.pos + 1) r.pos = r.len - 1; }   /* keep a last newline */
-      if (!reader_fill(&r) && !r.resynced) break;
+      if (!cl_reader_fill(&r) && !r.resynced) break;
       continue;
     }
-    const char *p = js_ws(b, e);
+    const char *p = cl_json_ws(b, e);
     r.pos = (size_t)(p - r.buf);
-    if (p == e) { if (!reader_fill(&r) && !r.resynced) break; continue; }
+    if (p == e) { if (!cl_reader_fill(&r) && !r.resynced) break; continue; }
     int bad = 0;
     const char *q = NULL;
     if (state == ST_OPEN) {
@@ -598,15 +78,16 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
       if (*p == ',') { r.pos++; continue; }
       if (*p == '}') { state = ST_DONE; break; }
       if (*p != '"') { bad = 1; }
-      else if ((q = js_str(p, e)) != NULL) {
+      else if ((q = cl_json_str(p, e)) != NULL) {
         const char *k = p + 1; int kl = (int)(q - 1 - k);
-        q = js_ws(q, e);
+        q = cl_json_ws(q, e);
         if (q < e && *q != ':') bad = 1;
         else if (q < e) {
-          q = js_ws(q + 1, e);
+          q = cl_json_ws(q + 1, e);
           if (q < e) {
-            key = KEY("traceEvents") ? K_EVENTS : KEY("commlens") ? K_HEADER : KEY("commlensStats") ? K_STATS :
-                  KEY("commlensFlight") ? K_FLIGHT : K_OTHER;
+            cl_str_t ks = {k, kl};
+            key = cl_str_eq(ks, "traceEvents") ? K_EVENTS : cl_str_eq(ks, "commlens") ? K_HEADER :
+                  cl_str_eq(ks, "commlensStats") ? K_STATS : cl_str_eq(ks, "commlensFlight") ? K_FLIGHT : K_OTHER;
             r.pos = (size_t)(q - r.buf); state = ST_VALUE; continue;
           }
         }
@@ -617,7 +98,7 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
         if (header_only && info->has_header) { state = ST_DONE; break; }
         continue;
       }
-      q = js_skip(p, e, &bad);
+      q = cl_json_skip(p, e, &bad);
       if (q) {
         if (key == K_HEADER) cl_info_header(info, p, (size_t)(q - p));
         else if (key == K_STATS) cl_info_stats(info, p, (size_t)(q - p));
@@ -628,14 +109,14 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
       if (*p == ',') { r.pos++; continue; }
       if (*p == ']') { info->events_closed = 1; r.pos++; state = ST_KEY; continue; }
       if (*p == '{') {
-        q = parse_event(p, e, &ev, &bad);
+        q = cl_ev_scan(p, e, &ev, &bad);
         if (q) {
           info->n_events++; info->bytes_events += q - p;
           if (fn) fn(&ev, arg);
           r.pos = (size_t)(q - r.buf); continue;
         }
       } else {
-        q = js_skip(p, e, &bad);
+        q = cl_json_skip(p, e, &bad);
         if (q) { r.pos = (size_t)(q - r.buf); continue; }
       }
     }
@@ -649,7 +130,7 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
       info->n_skipped++;   /* damage inside the event array: resume at the next event line */
       r.pos++; resync = 1; at_cut = 0; continue;
     }
-    if (!reader_fill(&r) && !r.resynced) break;   /* value runs past the end of the data */
+    if (!cl_reader_fill(&r) && !r.resynced) break;   /* value runs past the end of the data */
   }
   if (r.n_damage) {   /* the gzip damage explains any JSON damage after it: say it instead */
     snprintf(info->msg, sizeof info->msg, "%s", r.dmsg);
@@ -658,7 +139,7 @@ int cl_trace_scan(const char *path, cl_ev_fn fn, void *arg, cl_info *info, int h
   }
   if (state != ST_DONE && !info->bad) info->truncated = 1;
   if (state == ST_ELEM || (info->bad && info->saw_events)) info->truncated = 1;
-  reader_close(&r);
+  cl_reader_close(&r);
   if (info->has_header && cl_info_refused(info)) return -1;
   if (!info->has_header) {
     if (!info->msg[0] || !info->bad)
@@ -673,184 +154,4 @@ void cl_info_free(cl_info *in) {
   free(in->flight);
   free(in->version); free(in->host); free(in->job); free(in->rank_source); free(in->boot_id); free(in->clock_id);
   in->version = in->host = in->job = in->rank_source = in->boot_id = in->clock_id = in->flight = NULL;
-}
-
-int cl_str_eq(cl_str_t s, const char *lit) {
-  size_t n = strlen(lit);
-  return (size_t)s.n == n && memcmp(s.p, lit, n) == 0;
-}
-
-long cl_step_number(cl_str_t s) {
-  const char *p = s.p; int n = s.n, i;
-  if (n > 5 && !memcmp(p, "step ", 5)) i = 5;
-  else if (n > 5 && !memcmp(p, "Step ", 5)) i = 5;
-  else if (n > 14 && !memcmp(p, "ProfilerStep#", 13)) i = 13;
-  else return -1;
-  long v = 0;
-  for (; i < n; i++) {        /* a step past LONG_MAX is no step number (fuzz_cli: it overflowed) */
-    if ((unsigned)(p[i] - '0') >= 10 || v > (LONG_MAX - (p[i] - '0')) / 10) return -1;
-    v = v * 10 + (p[i] - '0');
-  }
-  return v;
-}
-
-static int hex4(const char *p, const char *e, unsigned *out) {
-  unsigned v = 0;
-  if (e - p < 4) return -1;
-  for (int i = 0; i < 4; i++) {
-    char c = p[i];
-    unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (unsigned)((c | 0x20) - 'a' + 10) : 16;
-    if (d > 15) return -1;
-    v = v * 16 + d;
-  }
-  *out = v;
-  return 0;
-}
-
-/* Every JSON escape, \u too (surrogate pairs joined; a lone half becomes U+FFFD), as UTF-8.
- * A character that does not fit whole is left out with everything after it. */
-char *cl_str_unescape(cl_str_t s, char *buf, size_t n) {
-  size_t o = 0;
-  const char *p = s.p, *e = s.p ? s.p + s.n : NULL;   /* an absent value: {NULL, 0} */
-  while (p < e && o + 1 < n) {
-    unsigned cp = (unsigned char)*p++;
-    if (cp == '\\' && p < e) {
-      char c = *p++;
-      switch (c) {
-      case 'n': cp = '\n'; break;
-      case 't': cp = '\t'; break;
-      case 'r': cp = '\r'; break;
-      case 'b': cp = '\b'; break;
-      case 'f': cp = '\f'; break;
-      case 'u': {
-        unsigned lo;
-        if (hex4(p, e, &cp)) { cp = 0xfffd; break; }
-        p += 4;
-        if (cp >= 0xd800 && cp < 0xdc00 && e - p >= 6 && p[0] == '\\' && p[1] == 'u' && !hex4(p + 2, e, &lo) &&
-            lo >= 0xdc00 && lo < 0xe000) {
-          cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-          p += 6;
-        } else if (cp >= 0xd800 && cp < 0xe000) cp = 0xfffd;
-        break;
-      }
-      default: cp = (unsigned char)c;   /* \" \\ \/ */
-      }
-      if (cp >= 0x80) {
-        int k = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-        if (o + (size_t)k + 1 > n) break;
-        if (k == 2) buf[o++] = (char)(0xc0 | cp >> 6);
-        else if (k == 3) { buf[o++] = (char)(0xe0 | cp >> 12); buf[o++] = (char)(0x80 | (cp >> 6 & 0x3f)); }
-        else { buf[o++] = (char)(0xf0 | cp >> 18); buf[o++] = (char)(0x80 | (cp >> 12 & 0x3f)); buf[o++] = (char)(0x80 | (cp >> 6 & 0x3f)); }
-        buf[o++] = (char)(0x80 | (cp & 0x3f));
-        continue;
-      }
-    }
-    buf[o++] = (char)cp;
-  }
-  /* cut short by n: never inside a character (a lead byte whose continuation did not fit goes) */
-  if (p < e) {
-    size_t k = o, back = 0;
-    while (k > 0 && back < 3 && ((unsigned char)buf[k - 1] & 0xC0) == 0x80) { k--; back++; }
-    if (k > 0 && (unsigned char)buf[k - 1] >= 0xC0) {
-      unsigned char lead = (unsigned char)buf[k - 1];
-      size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-      if (back + 1 < need) o = k - 1;
-    }
-  }
-  buf[o] = 0;
-  return buf;
-}
-
-int cl_json_member(const char **pp, const char *e, cl_str_t *key, cl_str_t *val) {
-  const char *p = js_ws(*pp, e), *q;
-  int bad = 0;
-  if (p < e && (*p == '{' || *p == ',')) p = js_ws(p + 1, e);
-  if (p >= e || *p != '"' || !(q = js_str(p, e))) return 0;
-  *key = (cl_str_t){ p + 1, (int)(q - 1 - (p + 1)) };
-  p = js_ws(q, e);
-  if (p >= e || *p != ':') return 0;
-  p = js_ws(p + 1, e);
-  if (!(q = js_skip(p, e, &bad))) return 0;
-  *val = (cl_str_t){ p, (int)(q - p) };
-  *pp = q;
-  return 1;
-}
-
-/* ---- strict validation of one value (for text passed through verbatim) ---- */
-static const char *jv_value(const char *p, const char *e, int depth);
-static const char *jv_ws(const char *p, const char *e) { return js_ws(p, e); }
-static const char *jv_string(const char *p, const char *e) {
-  for (p++; p < e; p++) {
-    unsigned char c = (unsigned char)*p;
-    if (c == '"') return p + 1;
-    if (c < 0x20) return NULL;
-    if (c >= 0x80) {   /* a JSON text is UTF-8: json-c and Perfetto refuse it otherwise (fuzz_cli found
-                          a merge passing a foreign byte through) */
-      size_t l = cl_utf8_len((const unsigned char *)p, (const unsigned char *)e);
-      if (!l) return NULL;
-      p += l - 1;
-      continue;
-    }
-    if (c == '\\') {
-      if (++p >= e) return NULL;
-      if (*p == 'u') {
-        for (int i = 0; i < 4; i++)
-          if (++p >= e || !((*p >= '0' && *p <= '9') || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'f'))) return NULL;
-      } else if (!strchr("\"\\/bfnrt", *p) || !*p) return NULL;
-    }
-  }
-  return NULL;
-}
-static const char *jv_digits(const char *p, const char *e) {
-  const char *s = p;
-  while (p < e && *p >= '0' && *p <= '9') p++;
-  return p == s ? NULL : p;
-}
-static const char *jv_number(const char *p, const char *e) {
-  if (p < e && *p == '-') p++;
-  if (p < e && *p == '0') p++;
-  else if (!(p = jv_digits(p, e))) return NULL;
-  if (p < e && *p == '.' && !(p = jv_digits(p + 1, e))) return NULL;
-  if (p < e && (*p == 'e' || *p == 'E')) {
-    p++;
-    if (p < e && (*p == '+' || *p == '-')) p++;
-    if (!(p = jv_digits(p, e))) return NULL;
-  }
-  return p;
-}
-static const char *jv_value(const char *p, const char *e, int depth) {
-  p = jv_ws(p, e);
-  if (p >= e || depth > 64) return NULL;
-  switch (*p) {
-  case '"': return jv_string(p, e);
-  case '{': case '[': {
-    char close = *p == '{' ? '}' : ']';
-    int obj = *p == '{';
-    p = jv_ws(p + 1, e);
-    if (p < e && *p == close) return p + 1;
-    for (;;) {
-      if (obj) {
-        p = jv_ws(p, e);
-        if (p >= e || *p != '"' || !(p = jv_string(p, e))) return NULL;
-        p = jv_ws(p, e);
-        if (p >= e || *p != ':') return NULL;
-        p++;
-      }
-      if (!(p = jv_value(p, e, depth + 1))) return NULL;
-      p = jv_ws(p, e);
-      if (p >= e) return NULL;
-      if (*p == close) return p + 1;
-      if (*p != ',') return NULL;
-      p++;
-    }
-  }
-  case 't': return e - p >= 4 && !memcmp(p, "true", 4) ? p + 4 : NULL;
-  case 'f': return e - p >= 5 && !memcmp(p, "false", 5) ? p + 5 : NULL;
-  case 'n': return e - p >= 4 && !memcmp(p, "null", 4) ? p + 4 : NULL;
-  default: return jv_number(p, e);
-  }
-}
-int cl_json_valid(const char *p, size_t n) {
-  const char *e = p + n, *q = jv_value(p, e, 0);
-  return q && jv_ws(q, e) == e;
 }
