@@ -52,14 +52,14 @@ static void tag_arg(cl_sb *b, int *first, uint64_t tag) {
   sb_key(b, first, "user_tag"); sb_puts(b, "\""); sb_u64(b, tag); sb_puts(b, "\"");
 }
 
-const char *cl_ev_func(const cl_ev *c) {
+const char *cl_nccl_ev_func(const cl_nccl_ev *c) {
   return c->etype == CL_EV_COLL ? c->p.coll.func : c->etype == CL_EV_P2P ? c->p.p2p.func : NULL;
 }
 
 static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* ---- per-type emission at stop ---- */
-void cl_draw_api(const cl_draw *d, const cl_ev *e) {
+void cl_draw_api(const cl_draw *d, const cl_nccl_ev *e) {
   char fam[64], name[64];
   int grp = e->etype == CL_EV_GROUP_API;
   int tid_os = d->os_tid(d->arg, e->thread);
@@ -88,7 +88,7 @@ void cl_draw_api(const cl_draw *d, const cl_ev *e) {
   ct_slice_end(d->ct);
 }
 
-uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e) {
+uint32_t cl_draw_enqueue(const cl_draw *d, const cl_nccl_ev *e) {
   char fam[96];
   const char *lab = label(d, e->comm);
   cl_sb *b = ct_body(d->ct);
@@ -140,9 +140,9 @@ uint32_t cl_draw_enqueue(const cl_draw *d, const cl_ev *e) {
   return tid;
 }
 
-void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, const char *src,
+void cl_draw_coll_gpu(const cl_draw *d, const cl_nccl_ev *c, uint64_t s, uint64_t e, const char *src,
                       int64_t exposed_ns, int expo_est, uint64_t bytes, const char *gpu_timing) {
-  const char *func = cl_ev_func(c);
+  const char *func = cl_nccl_ev_func(c);
   char fam[96];
   snprintf(fam, sizeof fam, "%s: GPU", label(d, c->comm));
   uint32_t tid = lane(d, CL_TRACK_COMM_GPU, c->comm, 0, fam, s, e);
@@ -175,7 +175,7 @@ void cl_draw_coll_gpu(const cl_draw *d, const cl_ev *c, uint64_t s, uint64_t e, 
   if (c->enq_tid) ct_flow(d->ct, c->id, c->enq_tid, c->enq_ts, tid, s);
 }
 
-void cl_draw_gpu_lost(const cl_draw *d, const cl_ev *c, const char *why, uint64_t nlost) {
+void cl_draw_gpu_lost(const cl_draw *d, const cl_nccl_ev *c, const char *why, uint64_t nlost) {
   char name[128];
   snprintf(name, sizeof name, "GPU timing %s", why);
   ct_counter(d->ct, name, c->stop, "collectives", (int64_t)nlost);
@@ -185,7 +185,7 @@ void cl_draw_gpu_lost(const cl_draw *d, const cl_ev *c, const char *why, uint64_
  * by its GPU timers relative to the channel's start (one offset, so no clock error between
  * them), clipped to the channel and to the next phase (async times are each read on their own).
  * Children of the channel's async slice: its id and cat (so a viewer nests them), "phase". */
-static void draw_phases(const cl_draw *d, const cl_ev *e, const aslice *a, uint64_t s, uint64_t t) {
+static void draw_phases(const cl_draw *d, const cl_nccl_ev *e, const aslice *a, uint64_t s, uint64_t t) {
   static const char *const names[3] = {"initial_sync", "compute", "final_sync"};
   uint64_t ps[3], pt[3], at = s;
   for (int i = 0; i < 3; i++) {
@@ -207,7 +207,7 @@ static void draw_phases(const cl_draw *d, const cl_ev *e, const aslice *a, uint6
   }
 }
 
-void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, uint64_t s, uint64_t t,
+void cl_draw_kernel_ch(const cl_draw *d, const cl_nccl_ev *e, const cl_nccl_ev *parent, uint64_t s, uint64_t t,
                        uint64_t stop_pt, int implausible) {
   char fam[96];
   snprintf(fam, sizeof fam, "%s: ch %u GPU", label(d, e->comm), e->p.kernel_ch.channel);
@@ -218,7 +218,7 @@ void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, ui
   sb_key(b, &first, "channel"); sb_u64(b, e->p.kernel_ch.channel);
   if (parent) {
     if (parent->etype == CL_EV_COLL) { sb_key(b, &first, "seq"); sb_u64(b, parent->p.coll.seq); }
-    sb_key(b, &first, "func"); sb_jstr(b, cl_ev_func(parent));
+    sb_key(b, &first, "func"); sb_jstr(b, cl_nccl_ev_func(parent));
   }
   if (parent) tag_arg(b, &first, parent->user_tag);
   sb_key(b, &first, "gpu_start_ns"); sb_u64(b, e->p.kernel_ch.ptimer);
@@ -229,7 +229,7 @@ void cl_draw_kernel_ch(const cl_draw *d, const cl_ev *e, const cl_ev *parent, ui
   aslice_close(d, &a, s, t);
 }
 
-void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent) {
+void cl_draw_proxy_op(const cl_draw *d, const cl_nccl_ev *e, const cl_nccl_ev *parent) {
   const cl_proxy_op *op = &e->p.proxy_op;
   char fam[112];
   snprintf(fam, sizeof fam, "%s: ch %u proxy %s", label(d, e->comm), op->channel, op->is_send ? "send" : "recv");
@@ -247,7 +247,7 @@ void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent) {
   sb_key(b, &first, "bytes"); sb_u64(b, e->bytes);
   if (parent) {
     if (parent->etype == CL_EV_COLL) { sb_key(b, &first, "seq"); sb_u64(b, parent->p.coll.seq); }
-    sb_key(b, &first, "func"); sb_jstr(b, cl_ev_func(parent));
+    sb_key(b, &first, "func"); sb_jstr(b, cl_nccl_ev_func(parent));
   }
   if (e->flags & CL_F_FOREIGN) { sb_key(b, &first, "pxn_pid"); sb_i64(b, op->pid); }
   ct_slice_end(d->ct);
@@ -259,7 +259,7 @@ void cl_draw_proxy_op(const cl_draw *d, const cl_ev *e, const cl_ev *parent) {
  * last to the step's stop), clipped to the step and to the end of the phase before it. So the
  * phases nest in their step and follow one another whatever their times say (a state read on
  * another thread can be timed outside the step, or arrive out of order). */
-static void step_phases(const cl_ev *e, uint64_t s[], uint64_t t[]) {
+static void step_phases(const cl_nccl_ev *e, uint64_t s[], uint64_t t[]) {
   uint64_t at = e->start;
   for (int i = 0; i < e->nst; i++) {
     s[i] = clamp(e->st[i].ts, at, e->stop);
@@ -268,7 +268,7 @@ static void step_phases(const cl_ev *e, uint64_t s[], uint64_t t[]) {
   }
 }
 
-void cl_step_waits(const cl_ev *e, uint64_t w[CL_STEP_NWAITS]) {
+void cl_step_waits(const cl_nccl_ev *e, uint64_t w[CL_STEP_NWAITS]) {
   uint64_t ns[CL_ST__MAX + 1] = {0}, ps[sizeof e->st / sizeof e->st[0]], pt[sizeof e->st / sizeof e->st[0]];
   step_phases(e, ps, pt);
   for (int i = 0; i < e->nst; i++)
@@ -278,7 +278,7 @@ void cl_step_waits(const cl_ev *e, uint64_t w[CL_STEP_NWAITS]) {
   for (int k = 0; k < CL_STEP_NWAITS; k++) w[k] = ns[which[k]];
 }
 
-void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint64_t bytes) {
+void cl_draw_proxy_step(const cl_draw *d, const cl_nccl_ev *e, const cl_nccl_ev *op, uint64_t bytes) {
   int send = op ? op->p.proxy_op.is_send : 0;
   unsigned ch = op ? op->p.proxy_op.channel : 0;
   uint64_t ps[sizeof e->st / sizeof e->st[0]], pt[sizeof e->st / sizeof e->st[0]], w[CL_STEP_NWAITS];
@@ -314,7 +314,7 @@ void cl_draw_proxy_step(const cl_draw *d, const cl_ev *e, const cl_ev *op, uint6
   aslice_close(d, &a, e->start, e->stop);
 }
 
-void cl_draw_other(const cl_draw *d, const cl_ev *e) {
+void cl_draw_other(const cl_draw *d, const cl_nccl_ev *e) {
   char fam[112];
   cl_sb *b = ct_body(d->ct);
   int first;

@@ -485,8 +485,8 @@ static void adopt_orphans(cl_asm *a, cl_asm_ev *parent, uint64_t now, int final)
 }
 
 static void add_state(cl_asm_ev *e, uint32_t st, uint64_t ts, uint64_t arg) {
-  if (e->d.nst < sizeof e->d.st / sizeof e->d.st[0]) e->d.st[e->d.nst++] = (cl_ev_state){(uint8_t)st, ts, arg};
-  else e->d.st[e->d.nst - 1] = (cl_ev_state){(uint8_t)st, ts, arg};
+  if (e->d.nst < sizeof e->d.st / sizeof e->d.st[0]) e->d.st[e->d.nst++] = (cl_nccl_ev_state){(uint8_t)st, ts, arg};
+  else e->d.st[e->d.nst - 1] = (cl_nccl_ev_state){(uint8_t)st, ts, arg};
 }
 
 static void feed_stop_rec(cl_asm *a, cl_asm_ev *e, const cl_rec *r) {

@@ -32,7 +32,7 @@ static void digest_coll(const comm_cache *cc, cl_part *p, const cl_asm_ev *c, ui
   int coll = c->d.etype == CL_EV_COLL;
   cl_dg_coll r = {.comm_hash = cc && cc->info.d.hash ? cc->info.d.hash : coll ? c->d.p.coll.comm_hash : c->d.p.p2p.comm_hash,
                   .comm_name = cc ? cc->f.name : "", .rank = cc ? cc->f.rank : -1, .nranks = cc ? cc->f.nranks : -1,
-                  .p2p = !coll, .func = cl_ev_func(&c->d), .algo = coll ? c->d.p.coll.algo : NULL,
+                  .p2p = !coll, .func = cl_nccl_ev_func(&c->d), .algo = coll ? c->d.p.coll.algo : NULL,
                   .proto = coll ? c->d.p.coll.proto : NULL, .seq = coll ? c->d.p.coll.seq : 0, .bytes = bytes,
                   .nchannels = coll ? c->d.p.coll.nchannels : c->d.p.p2p.nchannels, .peer = coll ? 0 : c->d.p.p2p.peer,
                   .enq_start = c->d.start, .enq_stop = c->d.stop, .src = code,
@@ -119,7 +119,7 @@ static void timed_done(cl_asm *a, const coll_end *f, const cl_draw *dr, const ch
  * digest, channel spread, lost-marking, drawing). */
 static void coll_done(cl_asm *a, const cl_asm_ev *c, uint64_t s, uint64_t e, int code, int64_t exposed_ns, int est) {
   comm_cache *cc = comm_of(a, c->d.comm);
-  coll_end f = {.c = c, .cc = cc, .p = part_cc(a, cc, c->d.comm), .func = cl_ev_func(&c->d), .s = s, .e = e,
+  coll_end f = {.c = c, .cc = cc, .p = part_cc(a, cc, c->d.comm), .func = cl_nccl_ev_func(&c->d), .s = s, .e = e,
                 .code = code, .timed = code != CL_DG_SRC_NONE, .est = est, .nranks = cc ? cc->info.d.nranks : -1,
                 .exposed_ns = exposed_ns};
   f.bytes = c->d.etype == CL_EV_COLL ? c->d.p.coll.count * bytes_per(a, f.func, c->d.p.coll.datatype, f.nranks)

@@ -1,7 +1,7 @@
 /* asm_state.h: the assembler's own state, shared by the files it is cut into (asm_feed.c: the
  * open events' lifetimes; asm_finish.c: a collective's end and what each consumer gets of it;
  * asm_comms.c: the communicator cache; asm_json.c: the trace tail's JSON). Nobody else includes
- * it: to the rest of the plugin cl_asm is opaque and a finished event is a const cl_ev. */
+ * it: to the rest of the plugin cl_asm is opaque and a finished event is a const cl_nccl_ev. */
 #ifndef COMMLENS_ASM_STATE_H
 #define COMMLENS_ASM_STATE_H
 #include "common/hash.h"
@@ -11,7 +11,7 @@
 /* An open event: what drawing reads (d, first: a finished event is handed over as &e->d), and
  * the assembler's bookkeeping while it is open. */
 typedef struct cl_asm_ev {
-  cl_ev d;
+  cl_nccl_ev d;
   uint32_t open_children, kch_done, nchild;
   uint64_t gmin, gmax, pmin, pmax, last_child;
   uint64_t gsmax, gtmin;              /* Coll/P2p: its channels' latest start and earliest end */
@@ -31,7 +31,7 @@ typedef struct cl_asm_ev {
   struct cl_asm_ev *next_free;
 } cl_asm_ev;
 /* What drawing reads of an open event that may be missing (a parent: NULL). */
-static inline const cl_ev *drawn_ev(const cl_asm_ev *e) { return e ? &e->d : NULL; }
+static inline const cl_nccl_ev *drawn_ev(const cl_asm_ev *e) { return e ? &e->d : NULL; }
 
 #define MAX_DEV 65
 #define NAPI 65536                   /* CollApi/P2pApi -> GroupApi links remembered ... */
