@@ -1,5 +1,5 @@
 /* cupti_internal.h: the CUPTI bridge's state (plugin/gpu/cupti.c), for cupti.c and its unit
- * test (test/core/test_cupti.c) only: the buffer bounds and the one state record. Everything
+ * test (test/gpu/test_cupti.c) only: the buffer bounds and the one state record. Everything
  * else uses plugin/gpu/cupti.h. */
 #ifndef COMMLENS_CUPTI_INTERNAL_H
 #define COMMLENS_CUPTI_INTERNAL_H

@@ -8,7 +8,7 @@
  * running late beside make test's other groups put a GPU span outside the host window). Every expectation is derived from the recording itself
  * (its Coll, P2p, KernelCh and ProxyStep descriptors): exact, without hard-coded counts. */
 #include "harness.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include "plugin/output/tracks.h"
 #include <errno.h>
 #include <signal.h>

@@ -4,7 +4,7 @@
  * number of events per (ph, cat). Foreign PXN pointers in the recording pass through. */
 #include "harness.h"
 #include "tools/replay/replay.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include <sys/stat.h>
 #include <unistd.h>
 

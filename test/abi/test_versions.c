@@ -5,7 +5,7 @@
  * again after exit (the final flush): header, per-category counts, hierarchy, GPU time
  * mapping, track sanity and zero drops. */
 #include "harness.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include <ctype.h>
 #include <dlfcn.h>
 #include <sys/timex.h>

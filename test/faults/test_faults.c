@@ -8,7 +8,7 @@
  * name cases use private namespaces (root); where the kernel refuses, they say so and skip. */
 #include "harness.h"
 #include "tools/commlens/read/digest_read.h"
-#include "trace_read.h"
+#include "tr_load.h"
 /* The CLI's own streaming reader: what `commlens report` and `merge` make of a torn file. */
 #include "tools/commlens/read/trace_read.h"
 #include "tools/commlens/base/util.h"

@@ -4,7 +4,7 @@
  * be written (under a fresh name where needed), and nothing of the plugin's own is left behind
  * but its outputs. Each case runs in a fresh process (the plugin reads its settings once). */
 #include "harness.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * tsan variant runs it under ThreadSanitizer). What was driven must be what the trace holds,
  * with zero drops (the buffers are sized for it). */
 #include "harness.h"
-#include "trace_read.h"
+#include "tr_load.h"
 /* The CLI's streaming reader: an exit case's trace has no bound on its size (the drivers run
  * on while the exit path finishes the file, slowly under ThreadSanitizer), so it is read in
  * one pass, never loaded whole (a 12 GB json-c tree under TSan once). */

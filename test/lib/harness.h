@@ -9,7 +9,7 @@
 #include "commlens/nccl_profiler_abi.h"
 #include "tl.h"
 #include "tools/replay/driver.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>

@@ -5,7 +5,7 @@
 #include "tl.h"
 #include "common/loghist.h"
 #include "plugin/pipeline/asm_state.h"   /* cl_asm_open_event: an open event's bookkeeping */
-#include "trace_read.h"
+#include "tr_load.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/grow.h"
@@ -115,7 +115,7 @@ static void t_small(fixture *f, unsigned kind, uint64_t id, uint64_t ts, uint32_
 static void t_stop(fixture *f, uint64_t id, uint64_t ts) { t_small(f, CL_REC_STOP, id, ts, 0, 0); }
 
 /* The trace body as a JSON array, held to the track rules like every trace the tests load
- * (trace_read.h: its slices nest on their tracks); and the names of its tracks. */
+ * (tr_load.h: its slices nest on their tracks); and the names of its tracks. */
 static json_object *body_json(fixture *f) {
   cl_sb *b = ct_body(f->ct);
   cl_sb t = {0};

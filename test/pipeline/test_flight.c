@@ -6,7 +6,7 @@
  * dump must load under the trace checks (tr_load: nesting) and be read by `commlens report`.
  * Each case runs in a fresh process (the plugin reads its settings once). */
 #include "harness.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include "tools/replay/replay.h"
 #include <dirent.h>
 #include <errno.h>

@@ -30,7 +30,7 @@
  * rank 3 = +5 ms inside its interval after the shift; the merged trace parses, has pids 0..3,
  * and its metadata lists the offsets. */
 #include "harness.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -8,7 +8,7 @@
  * (check_verdict): the planted ranks and their pattern named, nothing else named that the
  * application's own ready times do not show late. */
 #include "harness.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>

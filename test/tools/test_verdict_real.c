@@ -6,7 +6,7 @@
  * GPU's 2.26 ms slices decide who starts last). */
 #include "tl.h"
 #include "tools/commlens/base/util.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include "tools/commlens/analyse/clock_model.h"
 #include "tools/commlens/analyse/straggler.h"
 #include "tools/commlens/analyse/steps.h"

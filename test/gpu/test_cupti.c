@@ -477,4 +477,4 @@ TL_TEST(other_tool_lets_go_and_gpu_timing_resumes) {
   cl_cupti_stop();
 }
 
-TL_MAIN("core/cupti")
+TL_MAIN("gpu/cupti")

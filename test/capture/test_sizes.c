@@ -4,7 +4,7 @@
  * counted, and so is every event lost with its parent (a proxy step whose proxy op was
  * dropped). Each case runs in a fresh process (the settings are read once). */
 #include "harness.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include <json-c/json.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -196,4 +196,4 @@ TL_TEST(children_of_a_dropped_parent_are_counted_dropped) {
   if (!tl_cur_failed) h_rm_rf(dir);
 }
 
-H_MAIN("core/sizes")
+H_MAIN("capture/sizes")

@@ -161,4 +161,4 @@ TL_TEST(clock_sync_reads_the_kernel_state) {
   CHECK(s.maxerror_us >= 0 && s.esterror_us >= 0, "negative errors %ld %ld", s.esterror_us, s.maxerror_us);
 }
 
-TL_MAIN("core/clock_identity")
+TL_MAIN("output/clock_identity")

@@ -4,7 +4,7 @@
  * unload/reload cycles, bad configuration, unwritable output, many communicators from many
  * threads, the capture window, and a full ring. Every call but init must return success. */
 #include "harness.h"
-#include "trace_read.h"
+#include "tr_load.h"
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -359,4 +359,4 @@ TL_TEST(full_ring_drops_never_blocks) {
   run_case("full_ring", (const char *const[]){"COMMLENS_BUFFER_MB=1", "COMMLENS_RING_KB=16", NULL});
 }
 
-H_MAIN("core/robust")
+H_MAIN("faults/robust")

@@ -739,7 +739,7 @@ TL_TEST(copy_engine_collectives_at_a_real_rate) {
   done(g, ps);
 }
 
-TL_MAIN("core/gpu_join")
+TL_MAIN("gpu/gpu_join")
 
 /* A launch as the assembler hands it over, with CUPTI's stream id + 1 (0: none offered). */
 static void launch_sid(cl_gj *g, uint64_t s, uint64_t group, uint32_t sid) {

@@ -85,4 +85,4 @@ TL_TEST(out_of_order_samples_keep_the_minimum) {
   CHECK(cl_gpu_clock_to_host(&c, gpu_at(host + 5000), host + 5000 + 300) == host + 5000 + 300, "mapping");
 }
 
-TL_MAIN("core/gpu_clock")
+TL_MAIN("gpu/gpu_clock")

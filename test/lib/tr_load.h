@@ -1,8 +1,8 @@
-/* trace_read.h (tests): loads one commlens per-rank trace file (plain or .gz) whole with
+/* tr_load.h (tests): loads one commlens per-rank trace file (plain or .gz) whole with
  * json-c, for assertions. Times come from the exact "us.nnn" text, never through a double.
  * Not for large files: the CLI has the streaming reader (tools/commlens/read/trace_read.h). */
-#ifndef COMMLENS_TEST_TRACE_READ_H
-#define COMMLENS_TEST_TRACE_READ_H
+#ifndef COMMLENS_TEST_TR_LOAD_H
+#define COMMLENS_TEST_TR_LOAD_H
 #include <json-c/json.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -316,4 +316,4 @@ TL_TEST(full_ivset_forgets_a_sixteenth_at_once) {
   cl_iv_free(&s);
 }
 
-TL_MAIN("core/exposure")
+TL_MAIN("gpu/exposure")

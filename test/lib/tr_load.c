@@ -1,6 +1,6 @@
-/* trace_read.c (tests): whole-file json-c loader of one per-rank trace and the checks tests
+/* tr_load.c (tests): whole-file json-c loader of one per-rank trace and the checks tests
  * share. Owns the parsed tree (tr_free); everything it hands out is borrowed from it. */
-#include "trace_read.h"
+#include "tr_load.h"
 #include "plugin/output/tracks.h"
 #include <math.h>
 #include <errno.h>
