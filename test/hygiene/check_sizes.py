@@ -28,7 +28,6 @@ EXEMPT = {}
 OVER = {
     "test/pipeline/test_assemble.c": {"file": 1306},
     "test/pipeline/test_flight.c": {"file": 865},
-    "test/gpu/test_gpu_join.c": {"file": 821},
     "test/lib/harness.c": {"file": 824, "h_encode()": 159},
     "bench/replay_cost.c": {"file": 838, "main()": 196},
 }
