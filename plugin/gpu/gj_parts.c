@@ -22,11 +22,8 @@ static void on_window(void *arg, const cl_expo_window *w) {
   if (q->p->trace) cl_draw_window_counters(q->p->ct, w);   /* exposed communication per 100 ms bucket */
 }
 
-/* The join's state of a participant; its aggregator is made on first use (NULL when out of
- * memory: that participant then reports no exposure). */
-static gj_part *part_state(cl_gj *g, cl_part *p) {
+gj_part *cl_gj_part_new(cl_gj *g, cl_part *p) {
   gj_part *q = &g->part[p->index];
-  if (q->agg) return q;
   q->g = g;
   q->p = p;
   q->agg = cl_expo_agg_new(100000000ull, 2000000000ull, on_window, q);
@@ -37,10 +34,6 @@ static gj_part *part_state(cl_gj *g, cl_part *p) {
     cl_expo_add_step(q->agg, k->s, k->e, k->id);
   }
   return q;
-}
-gj_part *cl_gj_dev_state(cl_gj *g, int dev) {
-  cl_part *p = cl_parts_of_dev(g->parts, dev);
-  return p ? part_state(g, p) : NULL;
 }
 
 void cl_gj_steps(cl_gj *g, cl_part *p, uint64_t *n, uint64_t *exposed_sum, uint64_t *comm_sum,

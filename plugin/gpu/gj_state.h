@@ -121,10 +121,17 @@ struct cl_gj {
 const cover_t *cl_gj_cover_of(const cl_gj *g, uint64_t t);
 
 /* ---- per participant (gj_parts.c) ---- */
-/* The join's state of the participant of device `dev` (cl_parts_of_dev); its aggregator is
- * made on first use. NULL when none, or out of memory (that participant then reports no
- * exposure). */
-gj_part *cl_gj_dev_state(cl_gj *g, int dev);
+/* A participant's state made on its first use: its aggregator, fed the NVTX steps it missed
+ * (NULL when out of memory: that participant then reports no exposure). */
+gj_part *cl_gj_part_new(cl_gj *g, cl_part *p);
+/* The join's state of the participant of device `dev` (cl_parts_of_dev), NULL when none or out
+ * of memory. Every kernel record asks: the made case is the inline test. */
+static inline gj_part *cl_gj_dev_state(cl_gj *g, int dev) {
+  cl_part *p = cl_parts_of_dev(g->parts, dev);
+  if (!p) return NULL;
+  gj_part *q = &g->part[p->index];
+  return q->agg ? q : cl_gj_part_new(g, p);
+}
 
 /* ---- the pool of NCCL kernels with no launch (gj_graph.c) ---- */
 /* Pools an NCCL kernel with no launch to join it by: a graph replay, or one whose launch is

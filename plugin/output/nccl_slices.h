@@ -16,8 +16,6 @@ typedef struct cl_nccl_ev {
   uint64_t id, parent, start, stop;
   uint32_t comm, thread;              /* communicator serial (0: none), thread serial */
   uint8_t etype, flags, stopped, nst;
-  cl_payload p;
-  cl_nccl_ev_state st[8];                  /* states in arrival order */
   uint64_t bytes;                     /* ProxyOp: bytes its steps moved */
   int tail_ch;                        /* Coll/P2p: the channel that finished last, -1 unknown */
   uint64_t ph_s[3], ph_t[3];          /* KernelCh (v7): its phases' GPU start and stop timers,
@@ -28,6 +26,10 @@ typedef struct cl_nccl_ev {
   uint64_t user_tag;                  /* Coll/P2p: the application's tag (v7; 0 untagged) */
   uint32_t enq_tid;                   /* Coll/P2p: its enqueue slice's track, for the GPU span's flow */
   uint64_t enq_ts;
+  /* last, so that a new event clears what precedes them (plugin/pipeline/asm_feed.c feed_start):
+   * the payload is copied in, the states are counted by nst */
+  cl_payload p;
+  cl_nccl_ev_state st[8];             /* states in arrival order */
 } cl_nccl_ev;
 
 /* What drawing shows of a communicator. */

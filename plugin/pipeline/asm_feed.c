@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(offsetof(cl_asm_ev, d.p) + sizeof(cl_payload) == offsetof(cl_asm_ev, d.st) &&
+               offsetof(cl_asm_ev, d.st) + sizeof(((cl_asm_ev *)0)->d.st) == sizeof(cl_asm_ev),
+               "an open event's payload and states come last (feed_start clears what precedes them)");
 _Static_assert(CL_STEP_NWAITS == CL_DG_NWAITS, "the digest keeps every proxy-step wait the trace shows");
 
 #define MAX_OPEN (1u << 22)          /* open events kept at most (memory bound) */
@@ -326,11 +329,17 @@ static cl_asm_ev *feed_start(cl_asm *a, const cl_start_rec *r, int span) {
   if (!span && a->n * 2 >= a->cap && grow(a) != 0) { a->stats.writer_drops++; return NULL; }
   cl_asm_ev *e = alloc_ev(a);
   if (!e) { a->stats.writer_drops++; return NULL; }
-  /* every field cleared but these (the payload is copied over its zeros next) */
-  *e = (cl_asm_ev){.d = {.id = h->id, .parent = pid,    /* kept for every type: KernelLaunch needs its group */
-                         .start = h->ts, .comm = h->aux, .thread = CL_ID_SERIAL(h->id), .etype = h->etype,
-                         .flags = h->flags, .tail_ch = -1},
-                   .registered = parent != NULL, .untabled = span};
+  memset(e, 0, offsetof(cl_asm_ev, d.p));   /* all but the payload (copied next) and the states */
+  e->d.id = h->id;
+  e->d.parent = pid;                    /* kept for every type: KernelLaunch needs its group */
+  e->d.start = h->ts;
+  e->d.comm = h->aux;
+  e->d.thread = CL_ID_SERIAL(h->id);
+  e->d.etype = h->etype;
+  e->d.flags = h->flags;
+  e->d.tail_ch = -1;
+  e->registered = parent != NULL;
+  e->untabled = span;
   a->stats.ops_started += e->d.etype == CL_EV_COLL || e->d.etype == CL_EV_P2P || e->d.etype == CL_EV_CE_COLL;
   size_t plen = (size_t)(h->nslots - 1) * CL_SLOT_BYTES;
   if (plen > sizeof e->d.p) plen = sizeof e->d.p;

@@ -8,10 +8,10 @@
 #include "plugin/gpu/gpu_clock.h"
 #include "plugin/pipeline/assemble.h"
 
-/* An open event: what drawing reads (d, first: a finished event is handed over as &e->d), and
- * the assembler's bookkeeping while it is open. */
+/* An open event: the assembler's bookkeeping while it is open, and what drawing reads (d: a
+ * finished event is handed over as &e->d; last, its payload and states last of all, so that
+ * one clear of everything before d.p starts an event). */
 typedef struct cl_asm_ev {
-  cl_nccl_ev d;
   uint32_t open_children, kch_done, nchild;
   uint64_t gmin, gmax, pmin, pmax, last_child;
   uint64_t gsmax, gtmin;              /* Coll/P2p: its channels' latest start and earliest end */
@@ -29,6 +29,7 @@ typedef struct cl_asm_ev {
   uint32_t ce_stream;
   uint64_t ce_ticket;                 /* its place in the GPU join's copy-engine ring (0: none) */
   struct cl_asm_ev *next_free;
+  cl_nccl_ev d;
 } cl_asm_ev;
 /* What drawing reads of an open event that may be missing (a parent: NULL). */
 static inline const cl_nccl_ev *drawn_ev(const cl_asm_ev *e) { return e ? &e->d : NULL; }
