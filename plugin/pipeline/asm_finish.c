@@ -174,11 +174,6 @@ static int cupti_agrees(const cl_asm_ev *c, uint64_t s, uint64_t e) {
   return ds <= CL_ASM_CUPTI_KCH_TOL_NS && de <= CL_ASM_CUPTI_KCH_TOL_NS;
 }
 
-int cl_asm_cupti_expected(cl_asm *a, const cl_asm_ev *c) {
-  if (c->ce) return a->gj && c->ce_ticket;
-  return a->gj && cl_gj_covered(a->gj, c->d.stop) &&
-         (c->api_group || cl_gj_graph_seen(a->gj, comm_dev(a, c->d.comm)));
-}
 
 /* Sampled mode: a span outside CUPTI's windows (or in a window's first quarter, at most 250 ms,
  * where kernels launched before it opened still run unrecorded) has no measured exposure. */

@@ -149,8 +149,13 @@ static inline const cl_draw *draw_for(cl_asm *a, uint32_t comm) { return draw_pa
  * ("cupti_ce"; settle: the last time it asks); its source (CL_DG_SRC_NONE: none yet). */
 int cl_asm_cupti_span(cl_asm *a, cl_asm_ev *c, int settle, uint64_t *s, uint64_t *e, uint32_t *dev);
 /* Whether a collective should wait for a CUPTI kernel record: CUPTI covered its time and it
- * has a launch group, or CUDA-graph replays run on its device. */
-int cl_asm_cupti_expected(cl_asm *a, const cl_asm_ev *c);
+ * has a launch group, or CUDA-graph replays run on its device. Asked at every stop of a
+ * collective's children: inline. */
+static inline int cl_asm_cupti_expected(cl_asm *a, const cl_asm_ev *c) {
+  if (c->ce) return a->gj && c->ce_ticket;
+  return a->gj && cl_gj_covered(a->gj, c->d.stop) &&
+         (c->api_group || cl_gj_graph_seen(a->gj, comm_dev(a, c->d.comm)));
+}
 /* The collective is done: choose its GPU span (CUPTI kernel, else KernelCh, else proxy ops).
  * With CUPTI the span waits for its exposure (kept in the table, `awaiting`); returns 1 when
  * the event can be freed now. */
