@@ -13,6 +13,7 @@
  * It asserts nothing else; the numbers are for docs/performance.md. */
 #include "commlens/nccl_profiler_abi.h"
 #include "tools/replay/replay.h"
+#include "rc_stream.h"
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -36,157 +37,6 @@ static int MASK_DEFAULT = 0x5F4F;
 static const char *g_cupti = "sampled";
 #define MAX_RUNS 32
 #define SPAN_S 8.0   /* callgrind runs: every stream's calls spread evenly over this many seconds */
-
-/* ---------------------------------------------------------------------------------------- */
-/* The stream: a recording filtered to `mask`, its body repeated `copies` times (collective
- * sequence numbers and times moved on each time), every communicator on GPU 0, no finalize
- * (the writer finishes at exit, as in a job that never destroys its communicators). */
-typedef struct { long colls, p2ps, launches, events, calls; } stream_counts;
-
-typedef struct { uint64_t *k; unsigned char *v; size_t cap, n; } hflag;   /* recorded handle -> dropped */
-static unsigned char *hflag_slot(hflag *m, uint64_t k) {
-  static unsigned char nil;   /* a NULL handle: never dropped */
-  if (!k) { nil = 0; return &nil; }
-  if (4 * (m->n + 1) > 3 * m->cap) {   /* grow: rehash what is there */
-    hflag g = {calloc(m->cap ? 2 * m->cap : 1 << 12, 8), calloc(m->cap ? 2 * m->cap : 1 << 12, 1),
-               m->cap ? 2 * m->cap : 1 << 12, 0};
-    if (!g.k || !g.v) { fprintf(stderr, "out of memory\n"); exit(2); }
-    for (size_t i = 0; i < m->cap; i++) if (m->k[i]) *hflag_slot(&g, m->k[i]) = m->v[i];
-    free(m->k); free(m->v);
-    *m = g;
-  }
-  size_t i = (k * 0x9E3779B97F4A7C15ull >> 20) & (m->cap - 1);
-  while (m->k[i] && m->k[i] != k) i = (i + 1) & (m->cap - 1);
-  if (!m->k[i]) { m->k[i] = k; m->n++; }
-  return &m->v[i];
-}
-
-static uint64_t hex_u64le(const char *h) {   /* 16 hex digits, little-endian bytes */
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) {
-    unsigned b;
-    sscanf(h + 2 * i, "%2x", &b);
-    v = v << 8 | b;
-  }
-  return v;
-}
-static void put_u64le(char *h, uint64_t v) {
-  for (int i = 0; i < 8; i++, v >>= 8) {
-    char t[3];
-    snprintf(t, sizeof t, "%02x", (unsigned)(v & 0xff));
-    h[2 * i] = t[0]; h[2 * i + 1] = t[1];
-  }
-}
-
-static int split(char *line, char **tok, int max) {
-  int n = 0;
-  for (char *p = line; n < max;) {
-    tok[n++] = p;
-    char *sp = strchr(p, ' ');
-    if (!sp) break;
-    *sp = 0;
-    p = sp + 1;
-  }
-  return n;
-}
-
-static char **read_lines(const char *path, size_t *n) {
-  gzFile gz = gzopen(path, "rb");
-  if (!gz) return NULL;
-  size_t cap = 1024;
-  char **v = malloc(cap * sizeof *v), *buf = malloc(1 << 20);
-  *n = 0;
-  while (gzgets(gz, buf, 1 << 20)) {
-    size_t l = strlen(buf);
-    if (l && buf[l - 1] == '\n') buf[--l] = 0;
-    if (!l) continue;
-    if (*n == cap) v = realloc(v, (cap *= 2) * sizeof *v);
-    v[(*n)++] = strdup(buf);
-  }
-  free(buf);
-  gzclose(gz);
-  return v;
-}
-
-static int make_stream(const char *src, const char *dst, int copies, int mask, int abi, stream_counts *c) {
-  size_t n;
-  char **lines = read_lines(src, &n);
-  if (!lines) { fprintf(stderr, "cannot read %s\n", src); return -1; }
-  uint64_t maxseq = 0, last_t = 0;
-  for (size_t i = 0; i < n; i++) {
-    char *tok[16], *dup = strdup(lines[i]);
-    int nt = split(dup, tok, 16);
-    if (lines[i][0] != '#' && nt > 4) {
-      uint64_t t = strtoull(tok[3], NULL, 10);
-      if (t > last_t) last_t = t;
-      if (tok[0][0] == 'S' && nt > 7 && strlen(tok[7]) >= 64 && hex_u64le(tok[7]) == CLABI_EV_COLL) {
-        uint64_t s = hex_u64le(tok[7] + 48);
-        if (s > maxseq) maxseq = s;
-      }
-    }
-    free(dup);
-  }
-  gzFile out = gzopen(dst, "wb1");
-  if (!out) { fprintf(stderr, "cannot write %s\n", dst); return -1; }
-  memset(c, 0, sizeof *c);
-  hflag dropped = {0};
-  for (int copy = 0; copy < copies; copy++) {
-    uint64_t dt = (uint64_t)copy * (last_t + 1000000), dseq = (uint64_t)copy * (maxseq + 1);
-    for (size_t i = 0; i < n; i++) {
-      if (lines[i][0] == '#') { if (!copy) gzprintf(out, "%s\n", lines[i]); continue; }
-      char *tok[300], *dup = strdup(lines[i]);
-      int nt = split(dup, tok, 300);
-      char kind = tok[0][0];
-      char abis[8];
-      snprintf(abis, sizeof abis, "%d", abi ? abi : atoi(tok[4]));
-      tok[4] = abis;
-      char ts[32];
-      snprintf(ts, sizeof ts, "%llu", (unsigned long long)(strtoull(tok[3], NULL, 10) + dt));
-      tok[3] = ts;
-      int keep = 1;
-      if (kind == 'I') {
-        keep = !copy;
-      } else if (kind == 'F') {
-        keep = 0;
-      } else if (kind == 'S') {
-        char *d = tok[7];
-        uint64_t type = hex_u64le(d), h = strtoull(tok[6], NULL, 16);
-        unsigned char *f = hflag_slot(&dropped, h);
-        *f = !(type & (uint64_t)mask);
-        keep = !*f;
-        if (keep) {
-          uint64_t parent = hex_u64le(d + 16);
-          if (parent && *hflag_slot(&dropped, parent)) put_u64le(d + 16, 0);
-          if (type == CLABI_EV_COLL) { put_u64le(d + 48, hex_u64le(d + 48) + dseq); c->colls++; }
-          /* the GPU's timers move on with the copy's time, as a longer job's would */
-          if (type == CLABI_EV_KERNEL_CH && strlen(d) >= 80 && hex_u64le(d + 64)) put_u64le(d + 64, hex_u64le(d + 64) + dt);
-          if (type == CLABI_EV_P2P) c->p2ps++;
-          if (type == CLABI_EV_KERNEL_LAUNCH) c->launches++;
-          c->events++;
-        }
-      } else {   /* E, T */
-        keep = !*hflag_slot(&dropped, strtoull(tok[5], NULL, 16));
-        int st = kind == 'T' && nt > 7 ? atoi(tok[6]) : 0;
-        if (keep && (st == CLABI_ST_KERNEL_CH_STOP || st == CLABI_ST_KERNEL_PHASE_STOP) && strlen(tok[7]) >= 16 &&
-            hex_u64le(tok[7]))
-          put_u64le(tok[7], hex_u64le(tok[7]) + dt);
-      }
-      if (keep) {
-        if (kind != 'I') c->calls++;
-        for (int k = 0; k < nt; k++) gzprintf(out, k ? " %s" : "%s", tok[k]);
-        if (kind == 'I' && nt == 12) gzprintf(out, " 0");   /* GPU 0 */
-        gzprintf(out, "\n");
-      }
-      free(dup);
-    }
-  }
-  gzclose(out);
-  for (size_t i = 0; i < n; i++) free(lines[i]);
-  free(lines);
-  free(dropped.k);
-  free(dropped.v);
-  return 0;
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* The child: one replay, kernel records pushed from the call hook, one result line at exit. */
@@ -640,7 +490,9 @@ static int usage(void) {
   return 2;
 }
 
-int main(int argc, char **argv) {
+/* The helper modes: a child replay, a callgrind file's split, a stream for a run by hand.
+ * Returns the exit status, or -1 when argv asks for none of them. */
+static int helper_mode(int argc, char **argv) {
   if ((argc == 6 || argc == 7) && !strcmp(argv[1], "--child")) {
     char *end = NULL;   /* SPAN_S[:BURST_NS] */
     double span = argc == 7 ? strtod(argv[6], &end) : 0;
@@ -659,44 +511,59 @@ int main(int argc, char **argv) {
     printf("%ld collectives, %ld p2p, %ld launches, %ld events, %ld calls\n", c.colls, c.p2ps, c.launches, c.events, c.calls);
     return 0;
   }
-  g_self = argv[0];
-  const char *lib = getenv("COMMLENS_LIB"), *null_lib = NULL, *data = "test/data/real",
-             *baseline = "bench/replay_cost.baseline";
-  int runs = 5, callgrind = 0, update = 0, nrecs = 0;
+  return -1;
+}
+
+/* What one benchmark run prices: the plugin and the null plugin, the recordings, the runs. */
+typedef struct {
+  const char *lib, *null_lib, *data, *baseline;
+  int runs, callgrind, update, nrecs;
   /* the recordings priced per collective (default: NVLink and sockets, NCCL 2.28.3); the first
    * also prices compute-kernel records and gives the instruction counts */
-  const char *recs[9] = {NULL};
+  const char *recs[9];
+} bench_cfg;
+enum { K1 = 2, K2 = 8 };   /* the two stream lengths of a slope (copies of a recording) */
+
+/* The options into *b (and the g_ settings); 0, or usage()'s status. */
+static int parse_args(int argc, char **argv, bench_cfg *b) {
+  *b = (bench_cfg){.lib = getenv("COMMLENS_LIB"), .data = "test/data/real", .baseline = "bench/replay_cost.baseline",
+                   .runs = 5};
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--callgrind")) callgrind = 1;
+    if (!strcmp(argv[i], "--runs") && i + 1 < argc) b->runs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--callgrind")) b->callgrind = 1;
     else if (!strcmp(argv[i], "--output") && i + 1 < argc) g_output = argv[++i];
     else if (!strcmp(argv[i], "--cupti") && i + 1 < argc) g_cupti = argv[++i];
     else if (!strcmp(argv[i], "--timers") && i + 1 < argc) g_timers = argv[++i];
-    else if (!strcmp(argv[i], "--update-baseline")) callgrind = update = 1;
-    else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) baseline = argv[++i];
-    else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
-    else if (!strcmp(argv[i], "--null") && i + 1 < argc) null_lib = argv[++i];
+    else if (!strcmp(argv[i], "--update-baseline")) b->callgrind = b->update = 1;
+    else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) b->baseline = argv[++i];
+    else if (!strcmp(argv[i], "--lib") && i + 1 < argc) b->lib = argv[++i];
+    else if (!strcmp(argv[i], "--null") && i + 1 < argc) b->null_lib = argv[++i];
     else if (!strcmp(argv[i], "--fake-cupti") && i + 1 < argc) g_fake_cupti = argv[++i];
-    else if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
-    else if (argv[i][0] != '-' && nrecs < 8) recs[nrecs++] = argv[i];   /* NAME.rec.gz or a path */
+    else if (!strcmp(argv[i], "--data") && i + 1 < argc) b->data = argv[++i];
+    else if (argv[i][0] != '-' && b->nrecs < 8) b->recs[b->nrecs++] = argv[i];   /* NAME.rec.gz or a path */
     else return usage();
   }
-  if (runs < 1) runs = 1;
-  if (runs > MAX_RUNS) runs = MAX_RUNS;
+  if (b->runs < 1) b->runs = 1;
+  if (b->runs > MAX_RUNS) b->runs = MAX_RUNS;
+  return 0;
+}
+
+/* The libraries found, the temporary directory made, the mask set; 0, or 2 after saying why. */
+static int setup(bench_cfg *b) {
   static char libp[4096], nullp[4200], cuptip[4200];
-  if (!lib) lib = "build/libnccl-profiler-commlens.so";
-  if (!realpath(lib, libp)) { fprintf(stderr, "no plugin at %s\n", lib); return 2; }
-  lib = libp;
+  if (!b->lib) b->lib = "build/libnccl-profiler-commlens.so";
+  if (!realpath(b->lib, libp)) { fprintf(stderr, "no plugin at %s\n", b->lib); return 2; }
+  b->lib = libp;
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", lib);
+  snprintf(dir, sizeof dir, "%s", b->lib);
   *strrchr(dir, '/') = 0;
-  if (!null_lib) { snprintf(nullp, sizeof nullp, "%s/libnccl-profiler-null.so", dir); null_lib = nullp; }
+  if (!b->null_lib) { snprintf(nullp, sizeof nullp, "%s/libnccl-profiler-null.so", dir); b->null_lib = nullp; }
   if (!g_fake_cupti) { snprintf(cuptip, sizeof cuptip, "%s/libcommlens-fakecupti.so", dir); g_fake_cupti = cuptip; }
-  if (access(null_lib, R_OK) || access(g_fake_cupti, R_OK)) {
-    fprintf(stderr, "need %s and %s (make bench builds them)\n", null_lib, g_fake_cupti);
+  if (access(b->null_lib, R_OK) || access(g_fake_cupti, R_OK)) {
+    fprintf(stderr, "need %s and %s (make bench builds them)\n", b->null_lib, g_fake_cupti);
     return 2;
   }
-  char tmpl[] = "/tmp/commlens-bench-XXXXXX";
+  static char tmpl[] = "/tmp/commlens-bench-XXXXXX";
   if (!mkdtemp(tmpl)) { perror("mkdtemp"); return 2; }
   g_tmp = tmpl;
   if (strcmp(g_cupti, "sampled") && strcmp(g_cupti, "kernels")) { fprintf(stderr, "--cupti: sampled or kernels\n"); return 2; }
@@ -704,29 +571,22 @@ int main(int argc, char **argv) {
   char nmask[16];
   snprintf(nmask, sizeof nmask, "0x%04X", MASK_DEFAULT);
   setenv("NULLPROF_MASK", nmask, 1);
-  g_pair_ns = read_cost();
+  return 0;
+}
 
-  printf("commlens CPU replay benchmark: default mode (COMMLENS_CUPTI=%s, mask 0x%04x, COMMLENS_OUTPUT=%s,\n"
-         "COMMLENS_TIMERS=%s), recorded NCCL 2.28.3 streams replayed as fast as possible, a kernel record per NCCL\n"
-         "launch from the stand-in libcupti; medians of %d runs; slopes between two stream lengths (per-run costs\n"
-         "cancel). launch = inside NCCL's calls (clock reads of %.0f ns per call removed);\n"
-         "writer = the plugin's own threads and its exit path (CPU time).\n\n", g_cupti, MASK_DEFAULT, g_output, g_timers,
-         runs, g_pair_ns);
-
-  /* 1a: per collective, per recording, ABI v5 and v6, commlens and the null plugin */
-  if (!nrecs) { recs[0] = "nccl2.28.3-h200x2-nvlink-r0"; recs[1] = "nccl2.28.3-h200x2-socket-r0"; }
-  const int K1 = 2, K2 = 8;
+/* 1a: per collective, per recording, ABI v5 and v6, commlens and the null plugin */
+static int per_collective(const bench_cfg *b) {
+  char s1[4200], s2[4200];
   printf("%-30s %4s %-9s %9s %12s %12s %12s\n", "recording (per collective)", "abi", "plugin", "ops/run",
          "launch ns", "writer ns", "bytes");
-  char s1[4200], s2[4200], src[4200];
-  for (int ri = 0; recs[ri]; ri++) {
+  for (int ri = 0; b->recs[ri]; ri++) {
     for (int abi = 5; abi <= 6; abi++) {
       stream_counts c1, c2;
-      if (make_pair(data, recs[ri], K1, K2, abi, s1, s2, sizeof s1, &c1, &c2)) return 1;
+      if (make_pair(b->data, b->recs[ri], K1, K2, abi, s1, s2, sizeof s1, &c1, &c2)) return 1;
       double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
-      unit_cost cl = slope(lib, s1, s2, 1, 0, 0, u1, u2, runs);
-      unit_cost nl = slope(null_lib, s1, s2, 0, 0, 0, u1, u2, runs);
-      printf("%-30s %4d %-9s %9ld %12.0f %12.0f %12.0f   GPU-timed %ld of %ld\n", recs[ri], abi, "commlens",
+      unit_cost cl = slope(b->lib, s1, s2, 1, 0, 0, u1, u2, b->runs);
+      unit_cost nl = slope(b->null_lib, s1, s2, 0, 0, 0, u1, u2, b->runs);
+      printf("%-30s %4d %-9s %9ld %12.0f %12.0f %12.0f   GPU-timed %ld of %ld\n", b->recs[ri], abi, "commlens",
              c2.colls + c2.p2ps, cl.launch, cl.writer, cl.bytes, cl.timed, cl.colls);
       printf("%-30s %4d %-9s %9s %12.0f %12s %12s\n", "", abi, "null", "", nl.launch, "-", "-");
       if (abi == 5)
@@ -734,50 +594,56 @@ int main(int argc, char **argv) {
                (double)(c2.events - c1.events) / (u2 - u1), (double)(c2.calls - c1.calls) / (u2 - u1));
     }
   }
+  return 0;
+}
 
-  /* 1a': the writer's CPU per second of a job: the first recording's two streams, each spread
-   * evenly over SPAN_S seconds (what the threads' waking and clock-paced work cost, beside the
-   * per-collective work: at these rates, most of it) */
-  {
-    stream_counts c1, c2;
-    if (make_pair(data, recs[0], K1, K2, 5, s1, s2, sizeof s1, &c1, &c2)) return 1;
-    printf("\nwriter CPU over %g s, the calls spread evenly (%s, ABI v5):\n", SPAN_S, recs[0]);
-    for (int k = 0; k < 2; k++) {
-      const stream_counts *c = k ? &c2 : &c1;
-      run_result r = run_child(lib, k ? s2 : s1, 1, 0, NULL, SPAN_S);
-      if (r.ok)
-        printf("  %5.0f collectives a second: %6.1f ms of CPU a second, %.2f%% of a core\n",
-               (double)(c->colls + c->p2ps) / SPAN_S, r.writer_ns / SPAN_S / 1e6, r.writer_ns / SPAN_S / 1e7);
-    }
+/* 1a': the writer's CPU per second of a job: the first recording's two streams, each spread
+ * evenly over SPAN_S seconds (what the threads' waking and clock-paced work cost, beside the
+ * per-collective work: at these rates, most of it) */
+static int writer_per_second(const bench_cfg *b) {
+  char s1[4200], s2[4200];
+  stream_counts c1, c2;
+  if (make_pair(b->data, b->recs[0], K1, K2, 5, s1, s2, sizeof s1, &c1, &c2)) return 1;
+  printf("\nwriter CPU over %g s, the calls spread evenly (%s, ABI v5):\n", SPAN_S, b->recs[0]);
+  for (int k = 0; k < 2; k++) {
+    const stream_counts *c = k ? &c2 : &c1;
+    run_result r = run_child(b->lib, k ? s2 : s1, 1, 0, NULL, SPAN_S);
+    if (r.ok)
+      printf("  %5.0f collectives a second: %6.1f ms of CPU a second, %.2f%% of a core\n",
+             (double)(c->colls + c->p2ps) / SPAN_S, r.writer_ns / SPAN_S / 1e6, r.writer_ns / SPAN_S / 1e7);
   }
+  return 0;
+}
 
-  /* 1a'': the steady state: two long streams, each spread evenly over SPAN_S seconds (both pay
-   * the same waking and clock-paced work), their lengths past the plugin's warm-up (its tables'
-   * first touch, its heap's growth: the first few thousand collectives of a process), each
-   * burst of calls (recorded less than BURST_NS apart: a collective's launch, its proxy ops)
-   * kept whole, as NCCL makes them. The slopes above take short streams replayed as fast as
-   * possible: the warm-up and a writer always behind (staging and heap growing) are in them;
-   * a spread of single calls would find every call's caches cold. The null plugin's launch
-   * figure is what the replay's own timing leaves in (cold clock reads). */
+/* 1a'': the steady state: two long streams, each spread evenly over SPAN_S seconds (both pay
+ * the same waking and clock-paced work), their lengths past the plugin's warm-up (its tables'
+ * first touch, its heap's growth: the first few thousand collectives of a process), each
+ * burst of calls (recorded less than BURST_NS apart: a collective's launch, its proxy ops)
+ * kept whole, as NCCL makes them. The slopes above take short streams replayed as fast as
+ * possible: the warm-up and a writer always behind (staging and heap growing) are in them;
+ * a spread of single calls would find every call's caches cold. The null plugin's launch
+ * figure is what the replay's own timing leaves in (cold clock reads). */
+static int steady_state(const bench_cfg *b) {
+  char s1[4200], s2[4200];
   for (int abi = 5; abi <= 6; abi++) {
     const int W1 = 32, W2 = 160;
     const uint64_t BURST_NS = 20000;
     stream_counts c1, c2;
-    if (make_pair(data, recs[0], W1, W2, abi, s1, s2, sizeof s1, &c1, &c2)) return 1;
+    if (make_pair(b->data, b->recs[0], W1, W2, abi, s1, s2, sizeof s1, &c1, &c2)) return 1;
     double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
     g_burst_ns = BURST_NS;
-    unit_cost st = slope_paced(lib, s1, s2, 1, 0, 0, u1, u2, runs, SPAN_S);
-    unit_cost nl = slope_paced(null_lib, s1, s2, 0, 0, 0, u1, u2, runs, SPAN_S);
+    unit_cost st = slope_paced(b->lib, s1, s2, 1, 0, 0, u1, u2, b->runs, SPAN_S);
+    unit_cost nl = slope_paced(b->null_lib, s1, s2, 0, 0, 0, u1, u2, b->runs, SPAN_S);
     unit_cost in = st;
     if (abi == 5) {   /* inside a CUPTI window all the run: the join, exposure */
       g_sample = g_window;
-      in = slope_paced(lib, s1, s2, 1, 0, 0, u1, u2, runs, SPAN_S);
+      in = slope_paced(b->lib, s1, s2, 1, 0, 0, u1, u2, b->runs, SPAN_S);
       g_sample = FIRST_WINDOW;
     }
     g_burst_ns = 0;
     if (abi == 5)
       printf("\nsteady state (%s x%d and x%d, each spread evenly over %g s: %.0f and %.0f a second,\n"
-             "bursts of calls under %.0f us apart kept whole):\n", recs[0], W1, W2, SPAN_S, u1 / SPAN_S,
+             "bursts of calls under %.0f us apart kept whole):\n", b->recs[0], W1, W2, SPAN_S, u1 / SPAN_S,
              u2 / SPAN_S, BURST_NS / 1e3);
     printf("  ABI v%d, per collective: launch %.0f ns (null plugin %.0f), writer %.0f ns between CUPTI windows "
            "(GPU-timed %ld of %ld)\n", abi, st.launch, nl.launch, st.writer, st.timed, st.colls);
@@ -786,53 +652,86 @@ int main(int argc, char **argv) {
              "launch %.0f ns over null, writer %.0f ns\n", in.launch, in.writer, DEFAULT_WINDOW_NS / 1e9,
              DEFAULT_PERIOD_NS / 1e9, at_duty(st.launch, in.launch) - nl.launch, at_duty(st.writer, in.writer));
   }
+  return 0;
+}
 
-  /* 1b: per compute-kernel record */
-  const int KC = 4, C = 100;
+enum { C_PER_LAUNCH = 100 };   /* compute kernels beside each NCCL launch, where priced */
+
+/* 1b: per compute-kernel record */
+static int per_compute_kernel(const bench_cfg *b) {
+  const int KC = 4, C = C_PER_LAUNCH;
+  char s1[4200], src[4200];
   stream_counts cc;
-  rec_path(src, sizeof src, data, recs[0]);
+  rec_path(src, sizeof src, b->data, b->recs[0]);
   snprintf(s1, sizeof s1, "%s/c.rec.gz", g_tmp);
   if (make_stream(src, s1, KC, MASK_DEFAULT, 5, &cc)) return 1;
   g_sample = g_window;
-  unit_cost ck = slope(lib, s1, s1, 1, 0, C, 0, (double)C * (double)cc.launches, runs);
+  unit_cost ck = slope(b->lib, s1, s1, 1, 0, C, 0, (double)C * (double)cc.launches, b->runs);
   g_sample = FIRST_WINDOW;
   printf("\nper compute-kernel record (%s x%d, %d compute kernels per NCCL launch, %ld launches):\n"
          "  writer %.0f ns, trace %.0f bytes (launch-side plugin time per compute kernel: %.1f ns; "
-         "GPU-timed %ld of %ld collectives)\n", recs[0], KC, C, cc.launches, ck.writer, ck.bytes, ck.launch,
+         "GPU-timed %ld of %ld collectives)\n", b->recs[0], KC, C, cc.launches, ck.writer, ck.bytes, ck.launch,
          ck.timed, ck.colls);
+  return 0;
+}
 
+/* The instruction counts under callgrind, compared with (or written to) the baseline. Returns
+ * the regressions found, or -1 when a stream could not be made. */
+static int instructions(const bench_cfg *b) {
+  const int C = C_PER_LAUNCH;
+  char s1[4200], s2[4200];
+  printf("\ninstructions (valgrind --tool=callgrind, inclusive; slopes as above, but each stream's calls spread\n"
+         "evenly over %g s, so both do the same clock-paced work, flushes included):\n", SPAN_S);
+  stream_counts c1, c2;
+  if (make_pair(b->data, b->recs[0], K1, K2, 5, s1, s2, sizeof s1, &c1, &c2)) return -1;
+  double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
+  ir_split a = cg_run(b->lib, s1, 0, "k1", SPAN_S), z = cg_run(b->lib, s2, 0, "k2", SPAN_S);
+  double il = (z.launch - a.launch) / (u2 - u1), iw = (z.writer - a.writer) / (u2 - u1);
+  g_sample = g_window;        /* inside a window (all of the run): collectives, compute kernels */
+  ir_split aw = cg_run(b->lib, s1, 0, "k1w", SPAN_S), zw = cg_run(b->lib, s2, 0, "kw", SPAN_S);
+  ir_split cn = cg_run(b->lib, s2, C, "cn", SPAN_S);
+  g_sample = FIRST_WINDOW;
+  double ic = (cn.writer - zw.writer) / ((double)C * (double)c2.launches);
+  double iww = (zw.writer - aw.writer) / (u2 - u1), iwd = at_duty(iw, iww);
+  if (make_pair(b->data, b->recs[0], K1, K2, 6, s1, s2, sizeof s1, &c1, &c2)) return -1;
+  ir_split a6 = cg_run(b->lib, s1, 0, "k1v6", SPAN_S), z6 = cg_run(b->lib, s2, 0, "k2v6", SPAN_S);
+  double il6 = (z6.launch - a6.launch) / (u2 - u1), iw6 = (z6.writer - a6.writer) / (u2 - u1);
+  printf("  per collective (%s): launch %.0f, writer %.0f between windows, %.0f inside one;\n"
+         "    at the default's duty (%g s in %g): writer %.0f (ABI v6 between windows: launch %.0f, writer %.0f)\n"
+         "  per compute-kernel record: writer %.0f\n", b->recs[0], il, iw, iww, DEFAULT_WINDOW_NS / 1e9,
+         DEFAULT_PERIOD_NS / 1e9, iwd, il6, iw6, ic);
+  add_metric("launch_instr_per_collective", il);
+  add_metric("writer_instr_per_collective", iw);
+  add_metric("writer_instr_per_collective_in_window", iww);
+  add_metric("launch_instr_per_collective_v6", il6);
+  add_metric("writer_instr_per_compute_kernel", ic);
   int regressions = 0;
-  if (callgrind) {
-    printf("\ninstructions (valgrind --tool=callgrind, inclusive; slopes as above, but each stream's calls spread\n"
-           "evenly over %g s, so both do the same clock-paced work, flushes included):\n", SPAN_S);
-    stream_counts c1, c2;
-    if (make_pair(data, recs[0], K1, K2, 5, s1, s2, sizeof s1, &c1, &c2)) return 1;
-    double u1 = (double)(c1.colls + c1.p2ps), u2 = (double)(c2.colls + c2.p2ps);
-    ir_split a = cg_run(lib, s1, 0, "k1", SPAN_S), z = cg_run(lib, s2, 0, "k2", SPAN_S);
-    double il = (z.launch - a.launch) / (u2 - u1), iw = (z.writer - a.writer) / (u2 - u1);
-    g_sample = g_window;        /* inside a window (all of the run): collectives, compute kernels */
-    ir_split aw = cg_run(lib, s1, 0, "k1w", SPAN_S), zw = cg_run(lib, s2, 0, "kw", SPAN_S);
-    ir_split cn = cg_run(lib, s2, C, "cn", SPAN_S);
-    g_sample = FIRST_WINDOW;
-    double ic = (cn.writer - zw.writer) / ((double)C * (double)c2.launches);
-    double iww = (zw.writer - aw.writer) / (u2 - u1), iwd = at_duty(iw, iww);
-    if (make_pair(data, recs[0], K1, K2, 6, s1, s2, sizeof s1, &c1, &c2)) return 1;
-    ir_split a6 = cg_run(lib, s1, 0, "k1v6", SPAN_S), z6 = cg_run(lib, s2, 0, "k2v6", SPAN_S);
-    double il6 = (z6.launch - a6.launch) / (u2 - u1), iw6 = (z6.writer - a6.writer) / (u2 - u1);
-    printf("  per collective (%s): launch %.0f, writer %.0f between windows, %.0f inside one;\n"
-           "    at the default's duty (%g s in %g): writer %.0f (ABI v6 between windows: launch %.0f, writer %.0f)\n"
-           "  per compute-kernel record: writer %.0f\n", recs[0], il, iw, iww, DEFAULT_WINDOW_NS / 1e9,
-           DEFAULT_PERIOD_NS / 1e9, iwd, il6, iw6, ic);
-    add_metric("launch_instr_per_collective", il);
-    add_metric("writer_instr_per_collective", iw);
-    add_metric("writer_instr_per_collective_in_window", iww);
-    add_metric("launch_instr_per_collective_v6", il6);
-    add_metric("writer_instr_per_compute_kernel", ic);
-    if (nrecs) printf("  (recordings given: not compared with %s, which prices the default ones)\n", baseline);
-    else if (update) write_baseline(baseline);
-    else regressions = compare_baseline(baseline);
-    if (regressions) printf("%d REGRESSION(S): instructions grew by 10%% or more over %s\n", regressions, baseline);
-  }
+  if (b->nrecs) printf("  (recordings given: not compared with %s, which prices the default ones)\n", b->baseline);
+  else if (b->update) write_baseline(b->baseline);
+  else regressions = compare_baseline(b->baseline);
+  if (regressions) printf("%d REGRESSION(S): instructions grew by 10%% or more over %s\n", regressions, b->baseline);
+  return regressions;
+}
+
+int main(int argc, char **argv) {
+  int rc = helper_mode(argc, argv);
+  if (rc >= 0) return rc;
+  g_self = argv[0];
+  bench_cfg b;
+  if ((rc = parse_args(argc, argv, &b)) != 0) return rc;
+  if ((rc = setup(&b)) != 0) return rc;
+  g_pair_ns = read_cost();
+
+  printf("commlens CPU replay benchmark: default mode (COMMLENS_CUPTI=%s, mask 0x%04x, COMMLENS_OUTPUT=%s,\n"
+         "COMMLENS_TIMERS=%s), recorded NCCL 2.28.3 streams replayed as fast as possible, a kernel record per NCCL\n"
+         "launch from the stand-in libcupti; medians of %d runs; slopes between two stream lengths (per-run costs\n"
+         "cancel). launch = inside NCCL's calls (clock reads of %.0f ns per call removed);\n"
+         "writer = the plugin's own threads and its exit path (CPU time).\n\n", g_cupti, MASK_DEFAULT, g_output, g_timers,
+         b.runs, g_pair_ns);
+  if (!b.nrecs) { b.recs[0] = "nccl2.28.3-h200x2-nvlink-r0"; b.recs[1] = "nccl2.28.3-h200x2-socket-r0"; }
+  if (per_collective(&b) || writer_per_second(&b) || steady_state(&b) || per_compute_kernel(&b)) return 1;
+  int regressions = 0;
+  if (b.callgrind && (regressions = instructions(&b)) < 0) return 1;
   rm_tree(g_tmp);
   return regressions ? 1 : 0;
 }
