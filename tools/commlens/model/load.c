@@ -511,19 +511,30 @@ static cl_rank *read_header(cl_job *job, char *path) {
   return NULL;
 }
 
-/* The job most files belong to wins (ties: the job of the lowest rank); the others' files are
- * said, freed and taken out of cand. */
+/* The job most files belong to wins (ties: the job of the lowest rank, then the one met first);
+ * the others' files are said, freed and taken out of cand. Grouped by a sort of the files by
+ * job (a count per file over every file was quadratic in ranks). */
+static const char *job_of(const cl_rank *r) { return r->info.job ? r->info.job : ""; }
+typedef struct { const cl_rank *r; size_t i; } cand_at;
+static int cmp_by_job(const void *a, const void *b) {
+  const cand_at *x = a, *y = b;
+  int c = strcmp(job_of(x->r), job_of(y->r));
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
 static void choose_job(cl_job *job, rank_vec *cand) {
-  const char *best = NULL; int bestn = 0, bestrank = 0;
-  for (size_t i = 0; i < cand->n; i++) {
-    const char *j = cand->a[i]->info.job ? cand->a[i]->info.job : "";
-    int n = 0, lo = cand->a[i]->rank;
-    for (size_t k = 0; k < cand->n; k++) {
-      const char *jk = cand->a[k]->info.job ? cand->a[k]->info.job : "";
-      if (!strcmp(j, jk)) { n++; if (cand->a[k]->rank < lo) lo = cand->a[k]->rank; }
+  const char *best = NULL; int bestn = 0, bestrank = 0; size_t bestfirst = 0;
+  cand_at *by = cl_xmalloc((cand->n + 1) * sizeof *by);
+  for (size_t i = 0; i < cand->n; i++) by[i] = (cand_at){ cand->a[i], i };
+  if (cand->n) qsort(by, cand->n, sizeof *by, cmp_by_job);
+  for (size_t s = 0, e; s < cand->n; s = e) {   /* by[s].i: where the job's first file is in cand */
+    int lo = by[s].r->rank;
+    for (e = s; e < cand->n && !strcmp(job_of(by[e].r), job_of(by[s].r)); e++) if (by[e].r->rank < lo) lo = by[e].r->rank;
+    int n = (int)(e - s);
+    if (!best || n > bestn || (n == bestn && (lo < bestrank || (lo == bestrank && by[s].i < bestfirst)))) {
+      best = job_of(by[s].r); bestn = n; bestrank = lo; bestfirst = by[s].i;
     }
-    if (n > bestn || (n == bestn && lo < bestrank)) { best = j; bestn = n; bestrank = lo; }
   }
+  free(by);
   job->job = strdup(best ? best : "");
   size_t kept = 0;
   for (size_t i = 0; i < cand->n; i++) {
