@@ -380,6 +380,9 @@ static void rank_scan(cl_rank *r) {
   free(r->chan_idx); r->chan_idx = NULL; r->chan_cap = 0;
   pair_enqueues(r);
   if (r->t_min == INT64_MAX) r->t_min = r->t_max = 0;
+  /* kept for the whole report: no room past what the rank has (doubling left up to half spare) */
+  if (r->colls.n) { r->colls.a = cl_xrealloc(r->colls.a, r->colls.n * sizeof *r->colls.a); r->colls.cap = r->colls.n; }
+  if (r->chans.n) { r->chans.a = cl_xrealloc(r->chans.a, r->chans.n * sizeof *r->chans.a); r->chans.cap = r->chans.n; }
 }
 
 typedef struct { cl_rank **r; int n; int next; pthread_mutex_t mu; } work_q;
