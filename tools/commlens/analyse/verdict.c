@@ -23,16 +23,20 @@ static int all_enqueued(const cl_job *job) {
   return nc && ne == nc;
 }
 
-/* First arrival of an instance on the reference clock, by enqueues or GPU starts. */
-static int64_t first_arrival(const cl_job *job, const cl_clock_model *m, const cl_inst *in, enum cl_sg_evidence ev) {
-  int64_t t = INT64_MAX;
-  for (uint32_t j = 0; j < in->count; j++) {
-    const cl_member *mb = &job->mem.a[in->first + j];
-    const cl_coll *c = &job->r[mb->rank_idx]->colls.a[mb->coll_idx];
-    int64_t a = cl_cm_align(m, (int)mb->rank_idx, ev == CL_SG_ENQUEUE ? c->enq : c->start);
-    if (a < t) t = a;
+/* First arrival of each instance on the reference clock, by enqueues or GPU starts: a pass
+ * rank by rank over the members (in memory order; instance by instance, each member read was a
+ * cache miss in another rank's array, and the pass slowed per member as ranks grew). */
+static void first_arrivals(const cl_job *job, const cl_clock_model *m, enum cl_sg_evidence ev, int64_t *t) {
+  for (size_t k = 0; k < job->inst.n; k++) t[k] = INT64_MAX;
+  for (int i = 0; i < job->n; i++) {
+    const cl_rank *r = job->r[i];
+    for (size_t k = 0; k < r->colls.n; k++) {
+      const cl_coll *c = &r->colls.a[k];
+      if (c->inst == UINT32_MAX) continue;
+      int64_t a = cl_cm_align(m, i, ev == CL_SG_ENQUEUE ? c->enq : c->start);
+      if (a < t[c->inst]) t[c->inst] = a;
+    }
   }
-  return t;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -255,12 +259,39 @@ static cl_sg_arrival arrival_at(const cl_job *job, const cl_clock_model *m, int 
   return (cl_sg_arrival){ ri, cl_cm_align(m, ri, t), err, cl_cm_align(m, ri, end), m->clock_of_rank[ri] + 1, res };
 }
 
+/* Each member's arrival (sa), its enqueue (se, when given) and out->arrival, rank by rank in
+ * memory order (see first_arrivals); *n_ce: the members that arrive by their enqueue. */
+static size_t place_members(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out, cl_sg_arrival *sa,
+                            cl_sg_arrival *se, int by_wait, size_t *n_ce) {
+  size_t n_mem = 0;
+  for (int ri = 0; ri < job->n; ri++) {
+    const cl_rank *r = job->r[ri];
+    int64_t res = cl_gpu_share_res(&out->share, ri);
+    for (size_t k = 0; k < r->colls.n; k++) {
+      const cl_coll *c = &r->colls.a[k];
+      if (c->inst == UINT32_MAX) continue;
+      size_t at = c->mem;
+      /* a copy-engine collective's GPU span starts after the peers' sync: its enqueue arrives */
+      int by_enq = c->ce && c->enq != CL_NO_TIME;
+      n_mem++; *n_ce += by_enq;
+      sa[at] = arrival_at(job, m, ri, by_enq ? c->enq : c->start, c->end, by_enq ? 0 : res);
+      out->arrival[at] = sa[at].value;
+      if (se) {   /* the same clock error and end: the enqueue is within a step of the start */
+        se[at] = sa[at];
+        se[at].value = cl_cm_align(m, ri, c->enq); se[at].res = 0;
+      }
+      if (by_wait) sa[at] = cl_phase_arrival(c, ri);
+    }
+  }
+  return n_mem;
+}
+
 /* The verdict's input: per instance, each member's GPU start (on a time-shared GPU with the
  * scheduler's slices as its resolution) and, when every rank paired its collectives with their
  * enqueues, its host enqueue as the second evidence; or the GPU's own wait (v7). */
 static void build_input(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out, cl_sg_inst *si,
-                        cl_sg_arrival *sa, cl_sg_arrival *se, int by_wait, int enq, enum cl_sg_evidence *ev) {
-  size_t n_mem = 0, n_ce = 0;   /* members, and those that arrive by their enqueue (copy engine) */
+                        cl_sg_arrival *sa, cl_sg_arrival *se, int by_wait, enum cl_sg_evidence *ev) {
+  size_t n_ce = 0, n_mem = place_members(job, m, out, sa, se, by_wait, &n_ce);
   uint32_t maxc = 1;
   for (size_t k = 0; k < job->inst.n; k++) if (job->inst.a[k].count > maxc) maxc = job->inst.a[k].count;
   uint32_t *scratch = cl_xmalloc(maxc * sizeof *scratch);
@@ -270,21 +301,6 @@ static void build_input(const cl_job *job, const cl_clock_model *m, cl_verdict_a
      * and the allocator lands there, in collectives of kinds seen before (FSDP's all-gathers) */
     int first_step = out->steps_source == CL_STEPS_PATTERN && out->inst_step[k] == 0;
     si[k] = (cl_sg_inst){ in->comm, in->seq, in->bytes, in->func, out->inst_step[k], first_step, in->first, in->count };
-    for (uint32_t j = 0; j < in->count; j++) {
-      const cl_member *mb = &job->mem.a[in->first + j];
-      const cl_coll *c = &job->r[mb->rank_idx]->colls.a[mb->coll_idx];
-      int ri = (int)mb->rank_idx;
-      /* a copy-engine collective's GPU span starts after the peers' sync: its enqueue arrives */
-      int by_enq = c->ce && c->enq != CL_NO_TIME;
-      n_mem++; n_ce += by_enq;
-      sa[in->first + j] = arrival_at(job, m, ri, by_enq ? c->enq : c->start, c->end, by_enq ? 0 : cl_gpu_share_res(&out->share, ri));
-      out->arrival[in->first + j] = sa[in->first + j].value;
-      if (enq) {   /* the same clock error and end: the enqueue is within a step of the start */
-        se[in->first + j] = sa[in->first + j];
-        se[in->first + j].value = cl_cm_align(m, ri, c->enq); se[in->first + j].res = 0;
-      }
-      if (by_wait) sa[in->first + j] = cl_phase_arrival(c, ri);
-    }
     /* who arrived last makes everyone wait only where every end depends on every start: a
      * Broadcast's root (or a Reduce's peers) may finish before a late receiver starts, so a
      * receiver running behind the root costs nothing (the 2-GPU socket recording: rank 1 up to
@@ -305,7 +321,7 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
   enum cl_sg_evidence order_ev = enq ? CL_SG_ENQUEUE : CL_SG_GPU_START;
   int by_wait = cl_phase_evidence_usable(job);   /* v7: the GPU's own wait, no clock (phase_evidence.h) */
   int64_t *t_first = cl_xmalloc((ni + 1) * sizeof *t_first);
-  for (size_t k = 0; k < ni; k++) t_first[k] = first_arrival(job, m, &job->inst.a[k], order_ev);
+  first_arrivals(job, m, order_ev, t_first);
   out->inst_step = cl_xmalloc((ni + 1) * sizeof *out->inst_step);
   find_steps(job, m, out, t_first);
   free(t_first);
@@ -316,7 +332,7 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
   const char **hosts = cl_xmalloc(((size_t)job->n + 1) * sizeof *hosts);
   for (int i = 0; i < job->n; i++) hosts[i] = job->r[i]->info.host ? job->r[i]->info.host : "";
   enum cl_sg_evidence ev;
-  build_input(job, m, out, si, sa, se, by_wait, se != NULL, &ev);
+  build_input(job, m, out, si, sa, se, by_wait, &ev);
   /* the host enqueue beside the GPU start: a rank late to enqueue shows there at the host's
    * resolution where a time-shared GPU's slices hide it, a rank slow on the GPU in its starts */
   int second = se && ev == CL_SG_GPU_START;

@@ -94,6 +94,7 @@ void cl_job_instances(cl_job *job) {
       uint32_t id = r->colls.a[k].inst;
       if (id == UINT32_MAX) continue;
       cl_inst *in = &job->inst.a[id];
+      r->colls.a[k].mem = in->first + in->count;
       job->mem.a[in->first + in->count++] = (cl_member){ (uint32_t)ri, (uint32_t)k };
     }
   }

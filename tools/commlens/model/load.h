@@ -19,6 +19,8 @@ typedef struct {
   uint64_t comm; int64_t seq, start, end, bytes, enq;
   int64_t exposed;                      /* exposed communication (ns), -1 when not known */
   int32_t tid, nranks; uint32_t inst;   /* inst: index into cl_job.inst, UINT32_MAX if none */
+  uint32_t mem;                         /* with inst: its member's index into cl_job.mem, so that a
+                                           pass over the members can go rank by rank, in memory order */
   uint16_t func; uint8_t p2p, tid_ok;
   uint8_t has_tag, has_phase, has_exposed;
   uint8_t ce;                           /* a copy-engine collective: its span is its copies, after the
