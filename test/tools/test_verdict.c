@@ -32,7 +32,7 @@ static uint32_t add_inst_x(job *j, int func, int64_t bytes, int step, int R, con
   for (int i = 0; i < R; i++) last = fmax(last, off[i]);
   CL_PUSH(j->inst, ((cl_sg_inst){0xc0, j->seq++, bytes, func, step, 0, (uint32_t)j->arr.n, (uint32_t)R}));
   for (int i = 0; i < R; i++)
-    CL_PUSH(j->arr, ((cl_sg_arrival){i, j->t + (int64_t)off[i], err, j->t + (int64_t)(last + xfer), j->clock ? j->clock[i] : 0, 0}));
+    CL_PUSH(j->arr, ((cl_sg_arrival){.who = i, .value = j->t + (int64_t)off[i], .err = err, .end = j->t + (int64_t)(last + xfer), .clock = j->clock ? j->clock[i] : 0}));
   j->t += (int64_t)(last + xfer) + 20000000;     /* 20 ms of compute to the next */
   return (uint32_t)(j->inst.n - 1);
 }
@@ -245,7 +245,7 @@ TL_TEST(gpu_side_slow_rank_from_its_gpu_wait) {
     CL_PUSH(j.inst, ((cl_sg_inst){0xc0, s, 1 << 20, AR, -1, 0, (uint32_t)j.arr.n, 4}));
     for (int r = 0; r < 4; r++) {
       double wait = r == 3 ? urand() * 50e3 : 4e6 + urand() * 2e6;
-      CL_PUSH(j.arr, ((cl_sg_arrival){r, (int64_t)wait, 0, 0, 0, 0}));
+      CL_PUSH(j.arr, ((cl_sg_arrival){.who = r, .value = (int64_t)wait}));
     }
   }
   cl_sg_input in = input_of(&j, 4, CL_SG_GPU_WAIT, HOSTS);
@@ -424,7 +424,7 @@ TL_TEST(large_job_is_bounded) {
     double last = 0;
     CL_PUSH(j.inst, ((cl_sg_inst){0xc0, s, 1 << 20, AR, -1, 0, (uint32_t)j.arr.n, 4096}));
     for (int r = 0; r < 4096; r++) { off[r] = urand() * 1e6 + (r == 4000 ? 2e6 : 0); last = fmax(last, off[r]); }
-    for (int r = 0; r < 4096; r++) CL_PUSH(j.arr, ((cl_sg_arrival){r, j.t + (int64_t)off[r], 0, j.t + (int64_t)last + 100000, 0, 0}));
+    for (int r = 0; r < 4096; r++) CL_PUSH(j.arr, ((cl_sg_arrival){.who = r, .value = j.t + (int64_t)off[r], .end = j.t + (int64_t)last + 100000}));
     j.t += 30000000;
   }
   cl_sg_input in = input_of(&j, 4096, CL_SG_ENQUEUE, NULL);

@@ -90,8 +90,8 @@ static void verdict_of(enum cl_sg_evidence ev, cl_clock_model *m, cl_sg_verdict 
       int64_t t = ev == CL_SG_ENQUEUE ? o->start : I[k].gs[o->rank];
       double e, lo, hi;
       cl_cm_offset(m, o->rank, t, &e, &lo, &hi);
-      sa[ci[k].first + j] = (cl_sg_arrival){o->rank, cl_cm_align(m, o->rank, t), (int64_t)((hi - lo) / 2),
-                                            cl_cm_align(m, o->rank, o->end), 0, 0};
+      sa[ci[k].first + j] = (cl_sg_arrival){.who = o->rank, .value = cl_cm_align(m, o->rank, t), .err = (int64_t)((hi - lo) / 2),
+                                            .end = cl_cm_align(m, o->rank, o->end)};
     }
   }
   cl_sg_input sin = {nranks, hosts, NULL, (size_t)ninst, si, sa, ev, 0, 0, 0, NULL, CL_SG_ENQUEUE, 0};

@@ -77,7 +77,7 @@ static int rank_channels(const cl_job *job, const cl_verdict_an *vd, int ri, cl_
     for (size_t k = a; k < e; k++) {
       const cl_chend *x = &r->chends.a[ord[k]];
       if (x->channel < 0 || x->channel >= CH_MAX) continue;
-      sa[na++] = (cl_sg_arrival){ x->channel, x->end, 0, 0, 1, 0 };
+      sa[na++] = (cl_sg_arrival){ .who = x->channel, .value = x->end, .clock = 1 };
       si[ni].count++;
       if (x->channel + 1 > nwho) nwho = x->channel + 1;
     }

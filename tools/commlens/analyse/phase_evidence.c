@@ -17,7 +17,7 @@ int cl_phase_evidence_usable(const cl_job *job) {
 }
 
 cl_sg_arrival cl_phase_arrival(const cl_coll *c, int rank_idx) {
-  return (cl_sg_arrival){ rank_idx, c->gwait, 0, 0, 0, 0 };
+  return (cl_sg_arrival){ .who = rank_idx, .value = c->gwait };
 }
 
 int64_t cl_phase_job_ns(const cl_job *job) {

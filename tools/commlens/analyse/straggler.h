@@ -34,13 +34,14 @@ enum cl_sg_evidence {
 const char *cl_sg_evidence_name(enum cl_sg_evidence e);   /* for text */
 const char *cl_sg_evidence_key(enum cl_sg_evidence e);    /* for JSON (docs/verdict.md) */
 
+/* Fields in this order keep it 40 bytes (one per member, two with a second evidence). */
 typedef struct {
   int32_t who;        /* participant: rank index (or channel) in [0, nwho) */
+  int32_t clock;      /* which clock value was read on, 1-based; two arrivals of one clock
+                         differ by no clock error (their errs are not added); 0: unknown */
   int64_t value;      /* see cl_sg_evidence */
   int64_t err;        /* +- clock uncertainty of value, ns (0 on one clock, or no clock) */
   int64_t end;        /* aligned end of the participant's part, ns; 0: unknown */
-  int32_t clock;      /* which clock value was read on, 1-based; two arrivals of one clock
-                         differ by no clock error (their errs are not added); 0: unknown */
   int64_t res;        /* resolution: the participant may have been ready up to this long before
                          value (a GPU time-shared by k ranks starts its kernel up to k - 1
                          scheduler slices late); a lateness within it is a tie */

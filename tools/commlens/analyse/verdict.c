@@ -256,7 +256,8 @@ static cl_sg_arrival arrival_at(const cl_job *job, const cl_clock_model *m, int 
   double est, lo, hi;
   int64_t err = cl_cm_offset(m, ri, t, &est, &lo, &hi) ? (int64_t)ceil((hi - lo) / 2) : INT64_MAX / 4;
   (void)job;
-  return (cl_sg_arrival){ ri, cl_cm_align(m, ri, t), err, cl_cm_align(m, ri, end), m->clock_of_rank[ri] + 1, res };
+  return (cl_sg_arrival){ .who = ri, .clock = m->clock_of_rank[ri] + 1, .value = cl_cm_align(m, ri, t), .err = err,
+                          .end = cl_cm_align(m, ri, end), .res = res };
 }
 
 /* Each member's arrival (sa), its enqueue (se, when given) and out->arrival, rank by rank in
