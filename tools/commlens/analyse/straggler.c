@@ -63,22 +63,26 @@ static int cmp_dbl(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The last and second arrival of one instance in arr (GPU_WAIT: the least wait is the latest),
- * and how late the last certainly was: after every other member, each pair's clock error
- * counted (none between arrivals of one clock), less its own resolution. */
-static void measure_ev(const cl_sg_input *in, const cl_sg_arrival *arr, double min_margin, const cl_sg_inst *ins,
+/* The last and second arrival of one instance by its first evidence (v2 NULL: in->arr), or by
+ * its second (v2: the members' second values, each beside its arrival in in->arr, resolution 0;
+ * GPU_WAIT: the least wait is the latest), and how late the last certainly was: after every
+ * other member, each pair's clock error counted (none between arrivals of one clock), less its
+ * own resolution. */
+static void measure_ev(const cl_sg_input *in, const int64_t *v2, double min_margin, const cl_sg_inst *ins,
                        ev_res *o) {
-  int wait_mode = arr == in->arr && in->evidence == CL_SG_GPU_WAIT;
+  int wait_mode = !v2 && in->evidence == CL_SG_GPU_WAIT;
+  const cl_sg_arrival *arr = in->arr;
   double last = -INFINITY, second = -INFINITY, el = 0, es = 0;
   int32_t cl = 0, cs = 0;
   uint32_t jl = 0;
   memset(o, 0, sizeof *o);
   o->last = o->second = -1;
+#define VALUE_AT(k) (double)(v2 ? v2[k] : arr[k].value)
   for (uint32_t j = 0; j < ins->count; j++) {
     const cl_sg_arrival *a = &arr[ins->first + j];
     if (a->who < 0 || a->who >= in->nwho) continue;
-    double v = wait_mode ? -(double)a->value : (double)a->value;
-    o->blurred |= a->res > 0;
+    double v = wait_mode ? -VALUE_AT(ins->first + j) : VALUE_AT(ins->first + j);
+    o->blurred |= !v2 && a->res > 0;
     /* ties go to the lower participant: deterministic, and a tie has margin 0 (never called) */
     if (v > last || (v == last && a->who < o->last)) {
       second = last; o->second = o->last; es = el; cs = cl;
@@ -92,10 +96,12 @@ static void measure_ev(const cl_sg_input *in, const cl_sg_arrival *arr, double m
   for (uint32_t j = 0; j < ins->count; j++) {
     const cl_sg_arrival *a = &arr[ins->first + j];
     if (j == jl || a->who < 0 || a->who >= in->nwho) continue;
-    double v = wait_mode ? -(double)a->value : (double)a->value, e = cl && cl == a->clock ? 0 : el + (double)a->err;
+    double v = wait_mode ? -VALUE_AT(ins->first + j) : VALUE_AT(ins->first + j), e = cl && cl == a->clock ? 0 : el + (double)a->err;
     late = fmin(late, last - v - e);
   }
-  late -= (double)(arr[ins->first + jl].res > 0 ? arr[ins->first + jl].res : 0);
+#undef VALUE_AT
+  int64_t rl = v2 ? 0 : arr[ins->first + jl].res;
+  late -= (double)(rl > 0 ? rl : 0);
   o->called = late > 0 && o->margin > min_margin;
   o->late = o->called ? late : 0;
 }
@@ -107,8 +113,8 @@ static void measure(const cl_sg_input *in, double min_margin, const cl_sg_inst *
   int wait_mode = in->evidence == CL_SG_GPU_WAIT;
   memset(r, 0, sizeof *r);
   r->last = r->second = -1;
-  measure_ev(in, in->arr, min_margin, ins, e1);
-  if (in->arr2) measure_ev(in, in->arr2, min_margin, ins, e2); else { memset(e2, 0, sizeof *e2); e2->last = -1; }
+  measure_ev(in, NULL, min_margin, ins, e1);
+  if (in->value2) measure_ev(in, in->value2, min_margin, ins, e2); else { memset(e2, 0, sizeof *e2); e2->last = -1; }
   if (e1->last < 0) return;
   double first = INFINITY, end = -INFINITY, last = e1->t_last;
   uint32_t n = 0;
@@ -275,7 +281,7 @@ static void unit_effects(const cl_sg_input *in, const uint32_t *elig, size_t ne,
   CL_VEC(piece) p = {0};
   for (size_t k = 0; k < ne; k++) {
     if (unit[k] < 0) continue;
-    for (int e = 0; e < 2 && (e == 0 || in->arr2); e++) {
+    for (int e = 0; e < 2 && (e == 0 || in->value2); e++) {
       const ev_res *r = &ev[e][elig[k]];
       if (r->last >= 0 && r->called)
         CL_PUSH(p, ((piece){ unit[k], r->last, (uint8_t)e, (uint8_t)(e == 0 || ev[0][elig[k]].blurred), r->late, elig[k] }));
@@ -396,7 +402,7 @@ static void fill_suspect(const cl_sg_input *in, const cl_sg_verdict *v, const un
     s->median_lateness_ns = n ? cl_median_dbl(c, n) : 0;
   } else if (s->pattern == CL_SG_SOME && burst(ut, l, nl, s->cost_ns, &s->burst_from, &s->burst_to)) s->pattern = CL_SG_BURST;
   free(l); free(c);
-  s->gpu_side = in->arr2 && in->evidence == CL_SG_GPU_START && in->evidence2 == CL_SG_ENQUEUE &&
+  s->gpu_side = in->value2 && in->evidence == CL_SG_GPU_START && in->evidence2 == CL_SG_ENQUEUE &&
                 s->cost_by[0] >= 2 * s->cost_by[1];
   uint32_t *ev = cl_xmalloc((ne + 1) * sizeof *ev);
   size_t n = 0;
@@ -464,7 +470,7 @@ static size_t measure_all(const cl_sg_input *in, cl_sg_verdict *v, ev_res *ev1, 
     measure(in, v->min_margin_ns, &in->inst[i], &v->inst[i], &ev1[i], &ev2[i], scratch);
     for (uint32_t j = 0; j < in->inst[i].count; j++) {
       const cl_sg_arrival *a = &in->arr[in->inst[i].first + j];
-      double r = fmax((double)a->res, in->arr2 ? (double)in->arr2[in->inst[i].first + j].res : 0);
+      double r = fmax((double)a->res, 0);   /* the second evidence has resolution 0 */
       res = fmax(res, r);
       if (a->who >= 0 && a->who < in->nwho) res_of[a->who] = fmax(res_of[a->who], r);
     }
@@ -544,7 +550,7 @@ static void name_stragglers(const cl_sg_input *in, cl_sg_verdict *v, const unit_
 
 void cl_sg_analyse(const cl_sg_input *in, cl_sg_verdict *v) {
   memset(v, 0, sizeof *v);
-  v->evidence = in->evidence; v->evidence2 = in->evidence2; v->has_second = in->arr2 != NULL;
+  v->evidence = in->evidence; v->evidence2 = in->evidence2; v->has_second = in->value2 != NULL;
   v->who_word = in->who_word ? in->who_word : "rank";
   v->alpha = in->alpha > 0 ? in->alpha : CL_SG_ALPHA;
   v->min_margin_ns = in->min_margin_ns > 0 ? in->min_margin_ns : CL_SG_MIN_MARGIN_NS;

@@ -64,8 +64,9 @@ typedef struct {
   double min_margin_ns;           /* 0: CL_SG_MIN_MARGIN_NS */
   int64_t job_ns;                 /* the job's wall time; 0: first arrival to last end seen
                                      (GPU_WAIT has no times: pass it, or the line omits it) */
-  const cl_sg_arrival *arr2;      /* a second evidence of the same members (arr2[k] is arr[k]'s
-                                     member: the host enqueue beside the GPU start), or NULL */
+  const int64_t *value2;          /* a second evidence of the same members, or NULL: value2[k] is
+                                     arr[k]'s member's (the host enqueue beside the GPU start), on
+                                     the same clock with the same error and end, resolution 0 */
   enum cl_sg_evidence evidence2;
   double material;                /* 0: CL_SG_MATERIAL; < 0: no floor */
 } cl_sg_input;

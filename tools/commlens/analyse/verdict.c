@@ -260,10 +260,10 @@ static cl_sg_arrival arrival_at(const cl_job *job, const cl_clock_model *m, int 
                           .end = cl_cm_align(m, ri, end), .res = res };
 }
 
-/* Each member's arrival (sa), its enqueue (se, when given) and out->arrival, rank by rank in
+/* Each member's arrival (sa), its aligned enqueue (se, when given) and out->arrival, rank by rank in
  * memory order (see first_arrivals); *n_ce: the members that arrive by their enqueue. */
 static size_t place_members(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out, cl_sg_arrival *sa,
-                            cl_sg_arrival *se, int by_wait, size_t *n_ce) {
+                            int64_t *se, int by_wait, size_t *n_ce) {
   size_t n_mem = 0;
   for (int ri = 0; ri < job->n; ri++) {
     const cl_rank *r = job->r[ri];
@@ -277,10 +277,7 @@ static size_t place_members(const cl_job *job, const cl_clock_model *m, cl_verdi
       n_mem++; *n_ce += by_enq;
       sa[at] = arrival_at(job, m, ri, by_enq ? c->enq : c->start, c->end, by_enq ? 0 : res);
       out->arrival[at] = sa[at].value;
-      if (se) {   /* the same clock error and end: the enqueue is within a step of the start */
-        se[at] = sa[at];
-        se[at].value = cl_cm_align(m, ri, c->enq); se[at].res = 0;
-      }
+      if (se) se[at] = cl_cm_align(m, ri, c->enq);   /* its clock error and end: the start's (within a step) */
       if (by_wait) sa[at] = cl_phase_arrival(c, ri);
     }
   }
@@ -291,7 +288,7 @@ static size_t place_members(const cl_job *job, const cl_clock_model *m, cl_verdi
  * scheduler's slices as its resolution) and, when every rank paired its collectives with their
  * enqueues, its host enqueue as the second evidence; or the GPU's own wait (v7). */
 static void build_input(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out, cl_sg_inst *si,
-                        cl_sg_arrival *sa, cl_sg_arrival *se, int by_wait, enum cl_sg_evidence *ev) {
+                        cl_sg_arrival *sa, int64_t *se, int by_wait, enum cl_sg_evidence *ev) {
   size_t n_ce = 0, n_mem = place_members(job, m, out, sa, se, by_wait, &n_ce);
   uint32_t maxc = 1;
   for (size_t k = 0; k < job->inst.n; k++) if (job->inst.a[k].count > maxc) maxc = job->inst.a[k].count;
@@ -328,7 +325,8 @@ void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_a
   free(t_first);
   cl_gpu_share_find(job, &out->share);
   cl_sg_inst *si = cl_xmalloc((ni + 1) * sizeof *si);
-  cl_sg_arrival *sa = cl_xmalloc((job->mem.n + 1) * sizeof *sa), *se = enq && !by_wait ? cl_xmalloc((job->mem.n + 1) * sizeof *se) : NULL;
+  cl_sg_arrival *sa = cl_xmalloc((job->mem.n + 1) * sizeof *sa);
+  int64_t *se = enq && !by_wait ? cl_xmalloc((job->mem.n + 1) * sizeof *se) : NULL;
   out->arrival = cl_xmalloc((job->mem.n + 1) * sizeof *out->arrival);
   const char **hosts = cl_xmalloc(((size_t)job->n + 1) * sizeof *hosts);
   for (int i = 0; i < job->n; i++) hosts[i] = job->r[i]->info.host ? job->r[i]->info.host : "";
