@@ -6,6 +6,7 @@
 #include "tools/commlens/render/html.h"
 #include "tools/commlens/render/report.h"
 #include "tools/commlens/analyse/clock_align.h"
+#include "tools/commlens/base/par.h"
 #include "common/config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@ enum { O_JSON = CL_OPT_FIRST_FREE, O_TOP, O_THREADS, O_HTML, O_OUT, O_FORMAT, O_
 
 #define WINDOW_MAX_MS 1e10      /* 115 days: as ns it fits int64 with any timestamp's room */
 #define STEPS_MAX (1L << 53)
-#define THREADS_HELP "files read at once (default: 2, at most the CPU count)"
+#define THREADS_HELP "threads that read the files and share the passes over the ranks (default: the CPUs it may use)"
 #define DIRS_EPILOG \
   "DIR is a directory of per-rank commlens traces (*.trace.json[.gz]) or a trace file.\n" \
   "Exit status: 0 when output was produced, 2 when nothing usable was found or on bad usage.\n"
@@ -166,13 +167,12 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  common_opts co = { 2, {0} };
-  long nc = sysconf(_SC_NPROCESSORS_ONLN);
-  if (nc > 0 && nc < co.threads) co.threads = (int)nc;
+  common_opts co = { 0, {0} };   /* threads: 0 until --threads says; then cl_par_threads */
   report_opts_t ro = { 0, 5, NULL };
   cl_merge_opts mo; memset(&mo, 0, sizeof mo); mo.format = -1;
   const char *comm_arg = NULL;
   int rc = 2, prc = parse(c, argc - 1, argv + 1, &co, &ro, &mo, &comm_arg);
+  co.threads = cl_par_threads(co.threads);
   if (prc) rc = prc == 1 ? 0 : 2;
   else if (c == &cmd_env) {
     if (co.dirs.n) cl_opts_usage_error(c, "takes no operands ('%s')", co.dirs.a[0]);

@@ -4,6 +4,7 @@
 #include "tools/commlens/analyse/verdict.h"
 #include "tools/commlens/analyse/phase_evidence.h"
 #include "tools/commlens/analyse/gpu_share.h"
+#include "tools/commlens/base/par.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,20 +24,41 @@ static int all_enqueued(const cl_job *job) {
   return nc && ne == nc;
 }
 
-/* First arrival of each instance on the reference clock, by enqueues or GPU starts: a pass
- * rank by rank over the members (in memory order; instance by instance, each member read was a
- * cache miss in another rank's array, and the pass slowed per member as ranks grew). */
-static void first_arrivals(const cl_job *job, const cl_clock_model *m, enum cl_sg_evidence ev, int64_t *t) {
-  for (size_t k = 0; k < job->inst.n; k++) t[k] = INT64_MAX;
-  for (int i = 0; i < job->n; i++) {
-    const cl_rank *r = job->r[i];
+/* A pass over the members rank by rank in memory order (instance by instance, each member read
+ * was a cache miss in another rank's array, and the pass slowed per member as ranks grew), the
+ * ranks cut among the job's threads (base/par.h): each member's results go to its own index. */
+typedef struct {
+  const cl_job *job; const cl_clock_model *m; cl_verdict_an *out;
+  enum cl_sg_evidence ev; int64_t *t[CL_PAR_MAX];                    /* first_arrivals */
+  cl_sg_arrival *sa; int64_t *se; int by_wait; size_t n_mem[CL_PAR_MAX], n_ce[CL_PAR_MAX];   /* place_members */
+} member_pass;
+
+/* Per part: the first arrival of each instance among its ranks (INT64_MAX: none). */
+static void first_part(size_t lo, size_t hi, int part, void *arg) {
+  member_pass *p = arg;
+  int64_t *t = p->t[part];
+  for (size_t k = 0; k < p->job->inst.n; k++) t[k] = INT64_MAX;
+  for (size_t i = lo; i < hi; i++) {
+    const cl_rank *r = p->job->r[i];
     for (size_t k = 0; k < r->colls.n; k++) {
       const cl_coll *c = &r->colls.a[k];
       if (c->inst == UINT32_MAX) continue;
-      int64_t a = cl_cm_align(m, i, ev == CL_SG_ENQUEUE ? c->enq : c->start);
+      int64_t a = cl_cm_align(p->m, (int)i, p->ev == CL_SG_ENQUEUE ? c->enq : c->start);
       if (a < t[c->inst]) t[c->inst] = a;
     }
   }
+}
+/* First arrival of each instance on the reference clock, by enqueues or GPU starts. */
+static void first_arrivals(const cl_job *job, const cl_clock_model *m, enum cl_sg_evidence ev, int64_t *t) {
+  member_pass p = { .job = job, .m = m, .ev = ev };
+  p.t[0] = t;
+  int parts = job->threads < job->n ? job->threads : job->n;
+  for (int q = 1; q < parts && q < CL_PAR_MAX; q++) p.t[q] = cl_xmalloc((job->inst.n + 1) * sizeof *t);
+  parts = cl_par_parts((size_t)job->n, parts, first_part, &p);
+  if (!parts) for (size_t k = 0; k < job->inst.n; k++) t[k] = INT64_MAX;
+  for (int q = 1; q < parts; q++)
+    for (size_t k = 0; k < job->inst.n; k++) if (p.t[q][k] < t[k]) t[k] = p.t[q][k];
+  for (int q = 1; q < CL_PAR_MAX && p.t[q]; q++) free(p.t[q]);
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -260,27 +282,35 @@ static cl_sg_arrival arrival_at(const cl_job *job, const cl_clock_model *m, int 
                           .end = cl_cm_align(m, ri, end), .res = res };
 }
 
-/* Each member's arrival (sa), its aligned enqueue (se, when given) and out->arrival, rank by rank in
- * memory order (see first_arrivals); *n_ce: the members that arrive by their enqueue. */
-static size_t place_members(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out, cl_sg_arrival *sa,
-                            int64_t *se, int by_wait, size_t *n_ce) {
-  size_t n_mem = 0;
-  for (int ri = 0; ri < job->n; ri++) {
-    const cl_rank *r = job->r[ri];
-    int64_t res = cl_gpu_share_res(&out->share, ri);
+/* Per part: each member's arrival (sa), its aligned enqueue (se, when given) and out->arrival;
+ * its members, and those that arrive by their enqueue (copy engine), counted in its slots. */
+static void place_part(size_t lo, size_t hi, int part, void *arg) {
+  member_pass *p = arg;
+  size_t n_mem = 0, n_ce = 0;
+  for (size_t ri = lo; ri < hi; ri++) {
+    const cl_rank *r = p->job->r[ri];
+    int64_t res = cl_gpu_share_res(&p->out->share, (int)ri);
     for (size_t k = 0; k < r->colls.n; k++) {
       const cl_coll *c = &r->colls.a[k];
       if (c->inst == UINT32_MAX) continue;
       size_t at = c->mem;
       /* a copy-engine collective's GPU span starts after the peers' sync: its enqueue arrives */
       int by_enq = c->ce && c->enq != CL_NO_TIME;
-      n_mem++; *n_ce += by_enq;
-      sa[at] = arrival_at(job, m, ri, by_enq ? c->enq : c->start, c->end, by_enq ? 0 : res);
-      out->arrival[at] = sa[at].value;
-      if (se) se[at] = cl_cm_align(m, ri, c->enq);   /* its clock error and end: the start's (within a step) */
-      if (by_wait) sa[at] = cl_phase_arrival(c, ri);
+      n_mem++; n_ce += by_enq;
+      p->sa[at] = arrival_at(p->job, p->m, (int)ri, by_enq ? c->enq : c->start, c->end, by_enq ? 0 : res);
+      p->out->arrival[at] = p->sa[at].value;
+      if (p->se) p->se[at] = cl_cm_align(p->m, (int)ri, c->enq);   /* its clock error and end: the start's (within a step) */
+      if (p->by_wait) p->sa[at] = cl_phase_arrival(c, (int)ri);
     }
   }
+  p->n_mem[part] = n_mem; p->n_ce[part] = n_ce;
+}
+static size_t place_members(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out, cl_sg_arrival *sa,
+                            int64_t *se, int by_wait, size_t *n_ce) {
+  member_pass p = { .job = job, .m = m, .out = out, .sa = sa, .se = se, .by_wait = by_wait };
+  int parts = cl_par_parts((size_t)job->n, job->threads, place_part, &p);
+  size_t n_mem = 0;
+  for (int q = 0; q < parts; q++) { n_mem += p.n_mem[q]; *n_ce += p.n_ce[q]; }
   return n_mem;
 }
 

@@ -643,6 +643,7 @@ static void scan_ranks(cl_job *job, rank_vec *use, int threads) {
 int cl_job_load(cl_job *job, char **paths, int npaths, int threads) {
   memset(job, 0, sizeof *job);
   job->attempt_start_ns = -1;
+  job->threads = threads < 1 ? 1 : threads;
   path_vec files = {0};
   find_files(job, paths, npaths, &files);
   job->n_files_seen = (int)files.n;

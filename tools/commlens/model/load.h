@@ -83,6 +83,7 @@ typedef struct { char *path, *flight; int rank; } cl_dump;
 
 typedef struct {
   cl_rank **r; int n;                  /* usable ranks, sorted by rank */
+  int threads;                         /* threads a pass over the ranks may use (base/par.h) */
   int n_files_seen, n_files_skipped;
   char *job;                           /* the job id everyone agreed on (may be "") */
   CL_VEC(cl_inst) inst;
