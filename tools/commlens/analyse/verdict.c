@@ -261,7 +261,7 @@ static int cmp_clock(const void *x, const void *y) {
  * (seen: GPU spans a replayed rank placed 17 ms after its peer's end, their KernelCh held while
  * its GPU clock was being calibrated). Such times would name a one-off stall that never was.
  * Linear in the members after a sort by clock (4,096 ranks: no pair is compared). */
-static int impossible(const cl_sg_arrival *a, uint32_t n, uint32_t *idx) {
+int cl_verdict_impossible(const cl_sg_arrival *a, uint32_t n, uint32_t *idx) {
   for (uint32_t k = 0; k < n; k++) idx[k] = k;
   if (start_after_end(a, idx, n, 1)) return 1;
   g_arr = a;
@@ -334,7 +334,7 @@ static void build_input(const cl_job *job, const cl_clock_model *m, cl_verdict_a
      * receiver running behind the root costs nothing (the 2-GPU socket recording: rank 1 up to
      * 1.5 ms behind in 24 Broadcasts, no one waiting). Left out, counted. */
     if (!cl_cm_func_is_causal(cl_func_name(in->func))) { si[k].count = 0; out->n_not_causal++; }
-    else if (impossible(&sa[in->first], in->count, scratch)) { si[k].count = 0; out->n_impossible++; }
+    else if (cl_verdict_impossible(&sa[in->first], in->count, scratch)) { si[k].count = 0; out->n_impossible++; }
   }
   free(scratch);
   *ev = by_wait ? CL_SG_GPU_WAIT : n_mem && n_ce == n_mem ? CL_SG_ENQUEUE : CL_SG_GPU_START;

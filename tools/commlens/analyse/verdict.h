@@ -44,4 +44,8 @@ typedef struct {
  * Frees with cl_verdict_free. */
 void cl_verdict_compute(const cl_job *job, const cl_clock_model *m, cl_verdict_an *out);
 void cl_verdict_free(cl_verdict_an *out);
+/* Whether an instance's n aligned arrivals cannot be true: some member started after another
+ * had ended, beyond both clock errors (on one clock: beyond none). Linear in n after a sort by
+ * clock; idx: n entries of scratch. */
+int cl_verdict_impossible(const cl_sg_arrival *a, uint32_t n, uint32_t *idx);
 #endif
