@@ -16,8 +16,8 @@ int cl_phase_evidence_usable(const cl_job *job) {
   return members > 0;
 }
 
-cl_sg_arrival cl_phase_arrival(const cl_coll *c, int rank_idx) {
-  return (cl_sg_arrival){ .who = rank_idx, .value = c->gwait };
+cl_sg_arrival cl_phase_arrival(const cl_rank *r, size_t k, int rank_idx) {
+  return (cl_sg_arrival){ .who = rank_idx, .value = cl_coll_v7_of(r, k).gwait };
 }
 
 int64_t cl_phase_job_ns(const cl_job *job) {

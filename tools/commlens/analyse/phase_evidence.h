@@ -15,7 +15,7 @@
 int cl_phase_evidence_usable(const cl_job *job);
 /* The arrival the verdict reads for one member: value = its GPU wait (ns), no clock error, no
  * clock (wait durations of different hosts compare directly), end unknown. */
-cl_sg_arrival cl_phase_arrival(const cl_coll *c, int rank_idx);
+cl_sg_arrival cl_phase_arrival(const cl_rank *r, size_t k, int rank_idx);
 /* The job's wall time for the verdict line (GPU wait carries no times): the longest rank's
  * first-to-last event span, ns. */
 int64_t cl_phase_job_ns(const cl_job *job);

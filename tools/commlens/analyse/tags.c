@@ -8,14 +8,15 @@
 /* A collective's exposure split: how much of its exposed time the GPU spent waiting for its
  * peers (initial_sync opens the kernel: the exposed time up to its length), the rest
  * transferring. 0 and -1 when unknown (no exposure or no phases). */
-static void split(const cl_coll *c, double *waiting, double *transferring) {
+static void split(const cl_rank *r, size_t k, double *waiting, double *transferring) {
+  const cl_coll *c = &r->colls.a[k];
   if (!c->has_exposed || !c->has_phase) { *waiting = 0; *transferring = -1; return; }
-  double ex = (double)c->exposed, w = (double)c->gwait;
+  double ex = (double)c->exposed, w = (double)cl_coll_v7_of(r, k).gwait;
   *waiting = w < ex ? w : ex;
   *transferring = ex - *waiting;
 }
 
-static uint64_t tag_of(const cl_coll *c) { return c->has_tag ? c->tag : 0; }
+static uint64_t tag_of(const cl_rank *r, size_t k) { return r->colls.a[k].has_tag ? cl_coll_v7_of(r, k).tag : 0; }
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -49,7 +50,7 @@ void cl_tags_compute(const cl_job *job, const cl_verdict_an *vd, cl_tags *t, FIL
     t->exp_wait[i] = 0; t->exp_xfer[i] = -1;
     for (size_t k = 0; k < r->colls.n; k++) {
       double w, x;
-      split(&r->colls.a[k], &w, &x);
+      split(r, k, &w, &x);
       if (x >= 0) { t->exp_wait[i] += w; t->exp_xfer[i] = (t->exp_xfer[i] < 0 ? 0 : t->exp_xfer[i]) + x; }
       any |= r->colls.a[k].has_tag;
     }
@@ -59,7 +60,7 @@ void cl_tags_compute(const cl_job *job, const cl_verdict_an *vd, cl_tags *t, FIL
   uint64_t *tags = cl_xmalloc((total + 1) * sizeof *tags);
   size_t n = 0;
   for (int i = 0; i < job->n; i++)
-    for (size_t k = 0; k < job->r[i]->colls.n; k++) tags[n++] = tag_of(&job->r[i]->colls.a[k]);
+    for (size_t k = 0; k < job->r[i]->colls.n; k++) tags[n++] = tag_of(job->r[i], k);
   qsort(tags, n, sizeof *tags, cmp_u64);
   size_t nd = 0;
   for (size_t k = 0; k < n; k++) if (!nd || tags[k] != tags[nd - 1]) tags[nd++] = tags[k];
@@ -69,20 +70,23 @@ void cl_tags_compute(const cl_job *job, const cl_verdict_an *vd, cl_tags *t, FIL
   for (int i = 0; i < job->n; i++)
     for (size_t k = 0; k < job->r[i]->colls.n; k++) {
       const cl_coll *c = &job->r[i]->colls.a[k];
-      cl_tag_row *row = row_of(rows, nd, tag_of(c));
+      cl_tag_row *row = row_of(rows, nd, tag_of(job->r[i], k));
       double w, x;
-      split(c, &w, &x);
+      split(job->r[i], k, &w, &x);
       row->n_colls++;
       row->gpu_ns += (double)(c->end - c->start);
       if (c->has_exposed) row->exposed_ns += (double)c->exposed;
       if (x >= 0) { row->exposed_wait_ns += w; row->exposed_xfer_ns += x; }
-      if (c->has_phase) { row->sync_wait_ns += (double)c->gwait; row->compute_ns += (double)c->gwork; }
+      if (c->has_phase) {
+        cl_coll_v7 v = cl_coll_v7_of(job->r[i], k);
+        row->sync_wait_ns += (double)v.gwait; row->compute_ns += (double)v.gwork;
+      }
     }
   for (size_t k = 0; k < job->inst.n; k++) {   /* an instance's tag: its first member's */
     const cl_inst *in = &job->inst.a[k];
     if (!in->count) continue;
     const cl_member *mb = &job->mem.a[in->first];
-    cl_tag_row *row = row_of(rows, nd, tag_of(&job->r[mb->rank_idx]->colls.a[mb->coll_idx]));
+    cl_tag_row *row = row_of(rows, nd, tag_of(job->r[mb->rank_idx], mb->coll_idx));
     row->n_inst++;
     const cl_sg_inst_result *ir = vd && vd->v.inst ? &vd->v.inst[k] : NULL;
     if (ir && ir->last >= 0 && !ir->startup) { row->wait_caused_ns += ir->wait_ns; row->n_called += ir->called; }

@@ -300,7 +300,7 @@ static void place_part(size_t lo, size_t hi, int part, void *arg) {
       p->sa[at] = arrival_at(p->job, p->m, (int)ri, by_enq ? c->enq : c->start, c->end, by_enq ? 0 : res);
       p->out->arrival[at] = p->sa[at].value;
       if (p->se) p->se[at] = cl_cm_align(p->m, (int)ri, c->enq);   /* its clock error and end: the start's (within a step) */
-      if (p->by_wait) p->sa[at] = cl_phase_arrival(c, (int)ri);
+      if (p->by_wait) p->sa[at] = cl_phase_arrival(r, k, (int)ri);
     }
   }
   p->n_mem[part] = n_mem; p->n_ce[part] = n_ce;

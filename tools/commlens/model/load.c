@@ -194,6 +194,17 @@ static inline void add_sat(int64_t *acc, int64_t v) {
   *acc = s > SUM_LIM ? SUM_LIM : s < -SUM_LIM ? -SUM_LIM : s;
 }
 
+/* The v7 fields of the collective just pushed (the last of colls); the array starts, zeroed for
+ * the collectives before, at the first that has any. */
+static void put_v7(cl_rank *r, cl_coll_v7 v) {
+  if (r->v7_cap < r->colls.cap) {
+    r->v7 = cl_xrealloc(r->v7, r->colls.cap * sizeof *r->v7);
+    memset(r->v7 + r->v7_cap, 0, (r->colls.cap - r->v7_cap) * sizeof *r->v7);
+    r->v7_cap = r->colls.cap;
+  }
+  r->v7[r->colls.n - 1] = v;
+}
+
 /* A "coll" slice the timers' sample left out (its args say "gpu_timers":"left out"). */
 static int left_out(cl_str_t args) {
   static const char k[] = "\"gpu_timers\":\"left out\"";
@@ -224,11 +235,12 @@ static void on_event(const cl_ev *ev, void *arg) {
     k.func = (uint16_t)func_of(c, ev->name); k.inst = UINT32_MAX;
     k.exposed = ev->has_exposed && ev->exposed_ns >= 0 ? ev->exposed_ns : -1;
     k.p2p = (uint8_t)(ev->has_p2p_peer || cl_str_eq(ev->name, "Send") || cl_str_eq(ev->name, "Recv"));
-    k.has_tag = (uint8_t)ev->has_tag; k.tag = ev->user_tag;
-    k.has_phase = (uint8_t)ev->has_phase; k.gwait = ev->sync_wait_ns; k.gwork = ev->compute_ns > 0 ? ev->compute_ns : 0;
+    k.has_tag = (uint8_t)ev->has_tag; k.has_phase = (uint8_t)ev->has_phase;
     k.has_exposed = (uint8_t)(ev->has_exposed && ev->exposed_ns >= 0);
     k.ce = (uint8_t)ev->ce;
     CL_PUSH(r->colls, k);
+    if (r->v7 || k.has_tag || k.has_phase)
+      put_v7(r, (cl_coll_v7){ ev->user_tag, ev->sync_wait_ns, ev->compute_ns > 0 ? ev->compute_ns : 0 });
     if (ev->has_exposed) { add_sat(&r->exposed_args, ev->exposed_ns); r->has_exposed_args = 1; }
     if (ev->has_comm && (!c->comm_seen || c->last_comm != ev->comm)) {
       c->comm_seen = 1; c->last_comm = ev->comm; note_comm(ev->comm, ev->comm_name);
@@ -382,6 +394,7 @@ static void rank_scan(cl_rank *r) {
   if (r->t_min == INT64_MAX) r->t_min = r->t_max = 0;
   /* kept for the whole report: no room past what the rank has (doubling left up to half spare) */
   if (r->colls.n) { r->colls.a = cl_xrealloc(r->colls.a, r->colls.n * sizeof *r->colls.a); r->colls.cap = r->colls.n; }
+  if (r->v7) { r->v7 = cl_xrealloc(r->v7, (r->colls.n + 1) * sizeof *r->v7); r->v7_cap = r->colls.n + 1; }
   if (r->chans.n) { r->chans.a = cl_xrealloc(r->chans.a, r->chans.n * sizeof *r->chans.a); r->chans.cap = r->chans.n; }
 }
 
@@ -696,7 +709,7 @@ int cl_job_refuse_output(const cl_job *job, const char *path, const char *what) 
 static void rank_free(cl_rank *r) {
   for (size_t k = 0; k < r->chans.n; k++) free(r->chans.a[k].peers.a);
   cl_tmarks_free(&r->tmarks);
-  free(r->chans.a); free(r->colls.a); free(r->steps.a); free(r->chends.a); free(r->pname);
+  free(r->chans.a); free(r->colls.a); free(r->v7); free(r->steps.a); free(r->chends.a); free(r->pname);
   cl_info_free(&r->info); free(r->path); free(r);
 }
 

@@ -13,8 +13,8 @@
  * the same collective (its "coll" slice: the k-th (comm, func, seq) of each kind pairs up),
  * CL_NO_TIME when the trace has none. */
 #define CL_NO_TIME INT64_MIN
-/* v7: tag = the application's userTag (has_tag); gwait/gwork = the kernel phases' initial_sync
- * (the GPU's own wait for its peers) and compute, the longest channel's (has_phase). */
+/* v7 (cl_coll_v7): tag = the application's userTag (has_tag); gwait/gwork = the kernel phases'
+ * initial_sync (the GPU's own wait for its peers) and compute, the longest channel's (has_phase). */
 typedef struct {
   uint64_t comm; int64_t seq, start, end, bytes, enq;
   int64_t exposed;                      /* exposed communication (ns), -1 when not known */
@@ -25,8 +25,10 @@ typedef struct {
   uint8_t has_tag, has_phase, has_exposed;
   uint8_t ce;                           /* a copy-engine collective: its span is its copies, after the
                                            peers' sync, so its start is no arrival (its enqueue is) */
-  uint64_t tag; int64_t gwait, gwork;
 } cl_coll;
+/* v7: a collective's tag (has_tag) and kernel phases (has_phase), kept beside colls (cl_rank.v7)
+ * only by a rank whose trace has any: 24 bytes a collective the other ranks do not carry. */
+typedef struct { uint64_t tag; int64_t gwait, gwork; } cl_coll_v7;
 
 typedef struct { int peer; int64_t wait; } cl_peerwait;
 /* Aggregates for one (comm, channel) of one rank. */
@@ -49,6 +51,7 @@ typedef struct {
   int device;                /* GPU device if known, else -1 */
   int64_t t_min, t_max;      /* first ts and last ts+dur over timed events, own clock */
   CL_VEC(cl_coll) colls;
+  cl_coll_v7 *v7; size_t v7_cap;   /* per collective (as colls) where any has a tag or phases; else NULL */
   CL_VEC(cl_chan) chans;
   CL_VEC(cl_step) steps;
   CL_VEC(cl_chend) chends;   /* kernel_ch slices with a seq, in trace order */
@@ -112,6 +115,8 @@ void cl_job_free(cl_job *job);
  * inputs, read or skipped (same st_dev and st_ino, links followed); else -1 after saying so on
  * stderr ("commlens: WHAT: PATH is one of the inputs ...; not overwritten"). */
 int cl_job_refuse_output(const cl_job *job, const char *path, const char *what);
+/* Collective k's v7 fields (zeros where the rank has none). */
+static inline cl_coll_v7 cl_coll_v7_of(const cl_rank *r, size_t k) { return r->v7 ? r->v7[k] : (cl_coll_v7){0, 0, 0}; }
 /* t on the reference clock, held within +-2^62 so later differences cannot overflow (a
  * hostile trace's time near INT64_MAX minus a negative offset did: fuzz_pftrace). */
 static inline int64_t cl_aligned(const cl_rank *r, int64_t t) {
