@@ -243,30 +243,63 @@ static void blame_json(cl_job *job, cl_analysis *an, json_object *root) {
   json_object_object_add(root, "slow_ranks", sl);
 }
 
-/* Slow channels: the tail channel of each collective, with what its proxy steps say. */
+/* "slow_channels", one row a (rank, channel): at 32,768 ranks 262,144 rows, which as one tree
+ * took about 600 MiB. Written as json-c writes an array at `level` (PRETTY), each row built,
+ * written at its indentation and freed before the next. */
+typedef struct { cl_job *job; cl_analysis *an; } chan_rows_ctx;
+static json_object *chan_row(cl_job *job, cl_analysis *an, size_t k) {
+  cl_chan_row *c = &an->ch[k]; json_object *x = json_object_new_object(); int peer; int64_t pw;
+  cl_chan_top_peer(c->c, &peer, &pw);
+  json_object_object_add(x, "rank", ji(job->r[c->ri]->rank));
+  json_object_object_add(x, "comm", jcomm(c->c->comm));
+  json_object_object_add(x, "channel", ji(c->c->channel));
+  json_object_object_add(x, "kernel_ch", ji(c->c->n));
+  json_object_object_add(x, "tail", ji(c->c->tail));
+  json_object_object_add(x, "tail_frac", jd(c->c->n ? (double)c->c->tail / (double)c->c->n : 0));
+  json_object_object_add(x, "mean_dur_ns", jd(c->mean));
+  json_object_object_add(x, "vs_median", jd(c->ratio));
+  json_object_object_add(x, "max_dur_ns", ji(c->c->max_dur));
+  json_object_object_add(x, "max_dur_seq", ji(c->c->max_seq));
+  json_object_object_add(x, "proxy_steps", ji(c->c->nsteps));
+  json_object_object_add(x, "peer_wait_ns", ji(c->c->w_peer + c->c->w_recv));
+  json_object_object_add(x, "top_peer", peer >= 0 ? ji(peer) : NULL);
+  json_object_object_add(x, "top_peer_wait_ns", ji(pw));
+  json_object_object_add(x, "gpu_wait_ns", ji(c->c->w_gpu + c->c->w_recv_gpu));
+  json_object_object_add(x, "send_wait_ns", ji(c->c->w_send));
+  json_object_object_add(x, "verdict", js(cl_chan_verdict(c->c)));
+  return x;
+}
+static int chan_rows(json_object *jso, struct printbuf *pb, int level, int flags) {
+  const chan_rows_ctx *cr = json_object_get_userdata(jso);
+  printbuf_strappend(pb, "[");
+  if (flags & JSON_C_TO_STRING_PRETTY) printbuf_strappend(pb, "\n");
+  for (size_t k = 0; k < cr->an->nch; k++) {
+    if (k) printbuf_memappend(pb, ",\n", (flags & JSON_C_TO_STRING_PRETTY) ? 2 : 1);
+    json_object *x = chan_row(cr->job, cr->an, k);
+    const char *t = json_object_to_json_string_ext(x, flags);   /* at level 0: indent each line */
+    int ind = (flags & JSON_C_TO_STRING_PRETTY) ? 2 * (level + 1) : 0;
+    printbuf_memset(pb, -1, ' ', ind);
+    for (const char *p = t, *nl; *p; p = nl + 1) {
+      nl = strchr(p, '\n');
+      if (!nl) { printbuf_memappend(pb, p, (int)strlen(p)); break; }
+      printbuf_memappend(pb, p, (int)(nl - p + 1));
+      printbuf_memset(pb, -1, ' ', ind);
+    }
+    json_object_put(x);
+  }
+  if ((flags & JSON_C_TO_STRING_PRETTY) && cr->an->nch) printbuf_strappend(pb, "\n");
+  if (flags & JSON_C_TO_STRING_PRETTY) printbuf_memset(pb, -1, ' ', 2 * level);
+  return printbuf_strappend(pb, "]");
+}
+static void chan_rows_free(json_object *jso, void *ud) { (void)jso; free(ud); }
+
+/* Slow channels: the tail channel of each collective, with what its proxy steps say; the rows
+ * are made when the tree is written (chan_rows), the context freed with the array. */
 static void channels_json(cl_job *job, cl_analysis *an, json_object *root) {
   json_object *ch = json_object_new_array();
-  for (size_t k = 0; k < an->nch; k++) {
-    cl_chan_row *c = &an->ch[k]; json_object *x = json_object_new_object(); int peer; int64_t pw; cl_chan_top_peer(c->c, &peer, &pw);
-    json_object_object_add(x, "rank", ji(job->r[c->ri]->rank));
-    json_object_object_add(x, "comm", jcomm(c->c->comm));
-    json_object_object_add(x, "channel", ji(c->c->channel));
-    json_object_object_add(x, "kernel_ch", ji(c->c->n));
-    json_object_object_add(x, "tail", ji(c->c->tail));
-    json_object_object_add(x, "tail_frac", jd(c->c->n ? (double)c->c->tail / (double)c->c->n : 0));
-    json_object_object_add(x, "mean_dur_ns", jd(c->mean));
-    json_object_object_add(x, "vs_median", jd(c->ratio));
-    json_object_object_add(x, "max_dur_ns", ji(c->c->max_dur));
-    json_object_object_add(x, "max_dur_seq", ji(c->c->max_seq));
-    json_object_object_add(x, "proxy_steps", ji(c->c->nsteps));
-    json_object_object_add(x, "peer_wait_ns", ji(c->c->w_peer + c->c->w_recv));
-    json_object_object_add(x, "top_peer", peer >= 0 ? ji(peer) : NULL);
-    json_object_object_add(x, "top_peer_wait_ns", ji(pw));
-    json_object_object_add(x, "gpu_wait_ns", ji(c->c->w_gpu + c->c->w_recv_gpu));
-    json_object_object_add(x, "send_wait_ns", ji(c->c->w_send));
-    json_object_object_add(x, "verdict", js(cl_chan_verdict(c->c)));
-    json_object_array_add(ch, x);
-  }
+  chan_rows_ctx *cr = cl_xmalloc(sizeof *cr);
+  cr->job = job; cr->an = an;
+  json_object_set_serializer(ch, chan_rows, cr, chan_rows_free);
   json_object_object_add(root, "slow_channels", ch);
 }
 
