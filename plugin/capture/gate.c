@@ -80,9 +80,7 @@ void cl_gate_setup(int abi) {
 
 void cl_gate_attach_mask(int *mask) {
   atomic_store_explicit(&g_mask_ptr, mask, memory_order_relaxed);
-  uint32_t m = atomic_load(&cl_capturing) ? cl_cfg.mask : mask_outside_window();
-  atomic_store_explicit(&g_want, m, memory_order_relaxed);
-  __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED);   /* the writer may be storing it too */
+  set_mask(atomic_load(&cl_capturing) ? cl_cfg.mask : mask_outside_window());   /* the writer may be storing it too */
 }
 
 int cl_gate_coll(unsigned etype) {
