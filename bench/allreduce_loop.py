@@ -5,11 +5,14 @@ One rank of a PyTorch job (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the env
 torchrun sets them): a 2-element float32 tensor all-reduced ITERS times per block, BLOCKS
 blocks, the GPU waited for at each block's end. With --shared-gpu every rank takes GPU 0 as its
 own emulated node (examples/ddp/one_gpu.py: sockets), else rank r takes GPU r. Rank 0 prints
-"RESULT {json}": each block's microseconds per all_reduce, and the run's whole time.
+"RESULT {json}": each block's microseconds per all_reduce (its mean), each block's median
+iteration (the clock read once an iteration: a block's mean carries the host's hiccups, a
+preempted thread or a collected garbage, which its median does not), and the run's whole time.
 """
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -48,16 +51,21 @@ def main():
         if more.item() == 0.0:
             break
     torch.cuda.synchronize()
-    blocks = []
+    blocks, medians = [], []
+    pc = time.perf_counter_ns
+    ts = [0] * (args.iters + 1)
     for _ in range(args.blocks):
         t0 = time.perf_counter()
-        for _ in range(args.iters):
+        ts[0] = pc()
+        for i in range(1, args.iters + 1):
             dist.all_reduce(x)
+            ts[i] = pc()
         torch.cuda.synchronize()
         blocks.append((time.perf_counter() - t0) * 1e6 / args.iters)
+        medians.append(statistics.median(ts[i] - ts[i - 1] for i in range(1, args.iters + 1)) / 1e3)
     dist.destroy_process_group()
     if rank == 0:
-        print("RESULT " + json.dumps({"us": blocks, "iters": args.iters, "gpu": dev, "shared_gpu": args.shared_gpu,
+        print("RESULT " + json.dumps({"us": blocks, "med_us": medians, "iters": args.iters, "gpu": dev, "shared_gpu": args.shared_gpu,
                                       "run_s": time.perf_counter() - t_start}), flush=True)
 
 

@@ -33,54 +33,15 @@ static double now_ms() {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static long arg(int argc, char **argv, const char *name, long def) {
-  for (int i = 1; i + 1 < argc; i++)
-    if (!strcmp(argv[i], name)) {
-      char *end;
-      errno = 0;
-      long v = strtol(argv[i + 1], &end, 10);
-      if (errno || *end || v < 0) { fprintf(stderr, "launch_bound: bad %s '%s'\n", name, argv[i + 1]); exit(2); }
-      return v;
-    }
-  return def;
-}
-static const char *sarg(int argc, char **argv, const char *name) {
-  for (int i = 1; i + 1 < argc; i++) if (!strcmp(argv[i], name)) return argv[i + 1];
-  return nullptr;
-}
-
-// Rank 0 writes the NCCL id beside the target and renames it in; the others wait for it.
-static void share_id(ncclUniqueId *id, int rank, const char *path, int wait_s) {
-  if (rank == 0) {
-    NK(ncclGetUniqueId(id));
-    std::string tmp = std::string(path) + ".tmp" + std::to_string(getpid());
-    FILE *f = fopen(tmp.c_str(), "wbx");
-    if (!f || fwrite(id, sizeof *id, 1, f) != 1 || fclose(f) != 0 || rename(tmp.c_str(), path) != 0) {
-      fprintf(stderr, "launch_bound: cannot write %s: %s\n", path, strerror(errno));
-      exit(3);
-    }
-    return;
-  }
-  for (int i = 0; i < wait_s * 100; i++) {
-    FILE *f = fopen(path, "rb");
-    if (f) {
-      size_t got = fread(id, sizeof *id, 1, f);
-      fclose(f);
-      if (got == 1) return;
-    }
-    usleep(10000);
-  }
-  fprintf(stderr, "launch_bound: no NCCL id at %s after %d s\n", path, wait_s);
-  exit(3);
-}
+#include "ranks.h"
 
 int main(int argc, char **argv) {
-  int rank = (int)arg(argc, argv, "--rank", 0), nranks = (int)arg(argc, argv, "--nranks", 1);
-  int dev = (int)arg(argc, argv, "--device", 0);
-  long kernels = arg(argc, argv, "--kernels", 2000), colls = arg(argc, argv, "--colls", 2);
-  long steps = arg(argc, argv, "--steps", 40), warmup = arg(argc, argv, "--warmup", 10);
-  long count = arg(argc, argv, "--count", 1024);   // floats per all_reduce (4 KiB)
-  long seconds = arg(argc, argv, "--seconds", 0);  // time steps for this long instead of --steps
+  int rank = (int)arg("launch_bound", argc, argv, "--rank", 0), nranks = (int)arg("launch_bound", argc, argv, "--nranks", 1);
+  int dev = (int)arg("launch_bound", argc, argv, "--device", 0);
+  long kernels = arg("launch_bound", argc, argv, "--kernels", 2000), colls = arg("launch_bound", argc, argv, "--colls", 2);
+  long steps = arg("launch_bound", argc, argv, "--steps", 40), warmup = arg("launch_bound", argc, argv, "--warmup", 10);
+  long count = arg("launch_bound", argc, argv, "--count", 1024);   // floats per all_reduce (4 KiB)
+  long seconds = arg("launch_bound", argc, argv, "--seconds", 0);  // time steps for this long instead of --steps
   const char *id_file = sarg(argc, argv, "--id-file");
   if (nranks > 1 && !id_file) { fprintf(stderr, "launch_bound: --id-file is needed with --nranks > 1\n"); return 2; }
   if (rank >= nranks || steps < 1) { fprintf(stderr, "launch_bound: bad --rank/--nranks/--steps\n"); return 2; }
@@ -95,7 +56,7 @@ int main(int argc, char **argv) {
   CK(cudaMemset(x, 0, 32 * sizeof(float)));
   CK(cudaMemset(buf, 0, count * sizeof(float)));
   ncclUniqueId id;
-  if (nranks > 1) share_id(&id, rank, id_file, 120);
+  if (nranks > 1) share_id("launch_bound", &id, rank, id_file, 120);
   else NK(ncclGetUniqueId(&id));
   ncclComm_t nc;
   double t_init = now_ms();

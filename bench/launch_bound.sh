@@ -61,20 +61,11 @@ log() { echo "$*" | tee -a "$OUT/status.txt"; }
 cat "$OUT/env.txt"
 
 # ---- the C/CUDA step: built here unless given ----
-nccl_dirs() {   # prints "INCLUDE LIB" of the NCCL to build against
-  local d
-  d=$("$PYTHON" -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) if nvidia.nccl.__file__ else list(nvidia.nccl.__path__)[0])' 2>/dev/null)
-  if [ -n "$d" ] && [ -f "$d/include/nccl.h" ]; then echo "$d/include $d/lib"; return; fi
-  echo "$CUDA_HOME/include $CUDA_HOME/lib64"
-}
+. "$here/nvcc_nccl.sh"
 LB=${LB_BIN:-}
 if [[ " $BENCHES " == *" cuda "* ]] && [ -z "$LB" ]; then
-  read -r NINC NLIB <<<"$(nccl_dirs)"
   LB=$OUT/bin/launch_bound
-  mkdir -p "$OUT/bin"
-  # the runtime finds libnccl where it was built against (rpath), not a second copy
-  if ! timeout 180 "$CUDA_HOME/bin/nvcc" -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -o "$LB" \
-      "$here/launch_bound.cu" -I"$NINC" -L"$NLIB" -l:libnccl.so.2 -Xlinker -rpath="$NLIB" >"$OUT/bin/build.log" 2>&1; then
+  if ! nvcc_nccl "$here/launch_bound.cu" "$LB" "$OUT/bin/build.log"; then
     log "cuda: build failed (see bin/build.log); its runs are skipped"
     LB=
   fi

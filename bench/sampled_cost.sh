@@ -31,13 +31,11 @@ PLUGIN=$(cd "$(dirname "$PLUGIN")" && pwd)/$(basename "$PLUGIN")
 export NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1 | tee "$OUT/env.txt"
 
+. "$here/nvcc_nccl.sh"
 LB=${LB_BIN:-}
 if [[ " $BENCHES " == *" cuda "* ]] && [ -z "$LB" ]; then
-  d=$("$PYTHON" -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
-  if [ -n "$d" ] && [ -f "$d/include/nccl.h" ]; then NINC=$d/include NLIB=$d/lib; else NINC=$CUDA_HOME/include NLIB=$CUDA_HOME/lib64; fi
-  LB=$OUT/bin/launch_bound; mkdir -p "$OUT/bin"
-  timeout 180 "$CUDA_HOME/bin/nvcc" -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -o "$LB" "$here/launch_bound.cu" \
-    -I"$NINC" -L"$NLIB" -l:libnccl.so.2 -Xlinker -rpath="$NLIB" >"$OUT/bin/build.log" 2>&1 || { echo "cuda: build failed"; LB=; }
+  LB=$OUT/bin/launch_bound
+  nvcc_nccl "$here/launch_bound.cu" "$LB" "$OUT/bin/build.log" || { echo "cuda: build failed"; LB=; }
 fi
 
 # run NAME SECONDS PLUGIN? NRANKS CMD...: rank R gets RANK=R; prints RESULT lines into NAME.txt
