@@ -35,4 +35,6 @@ void cl_stats_object(cl_sb *b, const cl_format_deps *run, cl_part *p, int final)
  * many collectives got GPU time, from what, and the exposure, or why none). */
 void cl_stats_summary_head(const cl_run_stats *s, char *out, size_t n);
 void cl_stats_gpu_line(const cl_format_deps *run, cl_part *p, const cl_run_stats *s, char *out, size_t n);
+/* Room for the GPU line with every part at its longest (about 1,300 bytes; test_asm_cupti.c). */
+#define CL_GPU_LINE_MAX 2048
 #endif

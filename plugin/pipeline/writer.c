@@ -291,7 +291,7 @@ static void write_summaries(void) {
     cl_stats_gather(&s, &g_run, p);
     cl_sb ex = {0};
     if (g_run.gj) cl_asm_exposure_json(g_run.asm_, p, &ex);
-    char head[512], gpu[2048];   /* every part of the GPU line at its longest is about 1,300 bytes */
+    char head[512], gpu[CL_GPU_LINE_MAX];
     cl_stats_summary_head(&s, head, sizeof head);
     cl_stats_gpu_line(&g_run, p, &s, gpu, sizeof gpu);
     cl_out_summary(&p->out, head, s.records, s.dropped, p->sum, gpu, g_run.gj ? (ex.p ? ex.p : "null") : NULL,

@@ -570,6 +570,35 @@ TL_TEST(sampled_mode_says_exposure_not_known_before_anything_was_measured) {
   fx_close(&f);
 }
 
+/* The summary's GPU line with every part said at once and its counts at their widest (the
+ * windows' figures, the estimate with some not known, one channel with its spread, the timers'
+ * sample, CUPTI lost): whole in CL_GPU_LINE_MAX, its last part there to the end. A sampled run's
+ * line once ended in "level up to 7 (" (a 768-byte buffer). */
+TL_TEST(gpu_line_with_every_part_fits_whole) {
+  fixture f;
+  fx_open_default(&f, 0x5c5c5c5c5c5c5c5cull);
+  cl_cfg.cupti = CL_CUPTI_SAMPLED;
+  cl_cfg.timers = CL_TIMERS_SAMPLED;
+  cl_part *p = cl_parts_of_dev(f.ps, -1);
+  const uint64_t big = 18446744073709551615ull;
+  p->colls_expo_est = big; p->colls_expo_unknown = big - 1; p->est_comm_ns = big; p->est_expo_ns = big;
+  p->colls_one_ch = big; p->ch_spread_hist[CL_SPREAD_BUCKETS - 1] = 4294967295u;
+  p->colls_kch = big; p->colls_untimed = big;
+  cl_format_deps run;
+  memset(&run, 0, sizeof run);
+  run.gj = f.gj;
+  cl_run_stats rs;
+  memset(&rs, 0, sizeof rs);
+  rs.colls_done = rs.colls_timed = rs.colls_gpu_lost = big;
+  char line[CL_GPU_LINE_MAX];
+  cl_stats_gpu_line(&run, p, &rs, line, sizeof line);
+  size_t n = strlen(line), tail = strlen(CL_GPU_LOST_WHY);
+  CHECK(n + 1 < sizeof line && n > tail && !strcmp(line + n - tail, CL_GPU_LOST_WHY) &&
+        strstr(line, "exposure not known") == NULL && strstr(line, "not known for") && strstr(line, "95th percentile") &&
+        strstr(line, "calls in "), "%zu bytes: %s", n, line);
+  fx_close(&f);
+}
+
 /* A collective with both a CUPTI kernel span and NCCL's KernelCh span: CUPTI's is taken where
  * the two agree, and left for KernelCh's where they lie milliseconds apart (another launch's
  * kernel: a join by stream order gone wrong), counted. GPU timer = host + 1 s; the host reads
