@@ -55,7 +55,7 @@ static size_t straggler_line(const cl_sg_verdict *v, char *buf, size_t n) {
   int ch = !strcmp(v->who_word, "channel");   /* a channel that ends last beyond chance is a slow one */
   const cl_sg_suspect *s = &v->straggler[0];
   name_who(who, sizeof who, v->who_word, s->who, s->host);
-  ADD("%s is %s%s: ", who, ch ? "slow" : "a straggler", s->gpu_side ? ", slow on the GPU (not late to enqueue)" : "");
+  ADD("%s is %s%s: ", who, ch ? "slow" : "a straggler", s->gpu_side ? ", slow on the GPU (later there than to enqueue)" : "");
   len = pattern(v, s, buf, n, len);
   char t1[32];
   ADD(" by a median %s; it cost the job %.3f s", cl_fmt_time(t1, sizeof t1, s->median_lateness_ns), s->cost_ns / 1e9);
