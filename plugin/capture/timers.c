@@ -24,7 +24,9 @@ typedef struct {
   _Atomic int32_t dev;              /* index into g_active */
   _Atomic int32_t counted;          /* counted in g_active (it had a call) */
   _Atomic int32_t captured;         /* its last call was captured into a CUDA graph */
+  _Atomic uint64_t hold_until;      /* its level holds against lower rates until then (cl_timers_hold) */
 } tm_key;
+_Static_assert(sizeof(tm_key) == 64, "a communicator's counts are one cache line");
 
 static tm_key g_keys[CL_MAX_COMMS][2];
 static _Atomic uint32_t g_active[MAX_DEV + 1];   /* keys with calls, per GPU */
@@ -50,6 +52,7 @@ void cl_timers_attach(void *ctx, uint64_t hash, int dev) {
     atomic_store(&k->dev, dev >= 0 && dev < MAX_DEV ? dev : MAX_DEV);
     atomic_store(&k->counted, 0);
     atomic_store(&k->captured, 0);
+    atomic_store(&k->hold_until, 0);
   }
 }
 
@@ -83,6 +86,14 @@ unsigned cl_timers_level(uint64_t calls, uint64_t dt_ns, unsigned nshare) {
   return level;
 }
 
+unsigned cl_timers_hold(unsigned cur, unsigned want, uint64_t now, uint64_t *hold_until) {
+  if (want >= cur || now >= *hold_until) {
+    *hold_until = now + CL_TIMERS_HOLD_NS;
+    return want;
+  }
+  return cur;
+}
+
 /* The first call of an epoch: the level for this epoch, from the last one's rate. */
 static __attribute__((noinline)) void epoch(tm_key *key, uint64_t k) {
   uint64_t now = cl_now(), t0 = atomic_load_explicit(&key->epoch_t0, memory_order_relaxed);
@@ -93,8 +104,11 @@ static __attribute__((noinline)) void epoch(tm_key *key, uint64_t k) {
     return;
   }
   unsigned share = atomic_load_explicit(&g_active[dev], memory_order_relaxed);
-  unsigned level = cl_timers_level(CL_TIMERS_EPOCH, now > t0 ? now - t0 : 1, share);
-  if (level != atomic_load_explicit(&key->level, memory_order_relaxed)) {
+  unsigned cur = atomic_load_explicit(&key->level, memory_order_relaxed);
+  uint64_t hold = atomic_load_explicit(&key->hold_until, memory_order_relaxed);
+  unsigned level = cl_timers_hold(cur, cl_timers_level(CL_TIMERS_EPOCH, now > t0 ? now - t0 : 1, share), now, &hold);
+  atomic_store_explicit(&key->hold_until, hold, memory_order_relaxed);
+  if (level != cur) {
     atomic_store_explicit(&key->level, level, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_level_changes, 1, memory_order_relaxed);
     unsigned m = atomic_load_explicit(&g_max_level, memory_order_relaxed);

@@ -12,6 +12,8 @@
  * instances without talking; a higher level times a subset of a lower one's. The level is set
  * again every 1024 calls from their rate: the timed ones' cost (timers_cost_ns each) at most
  * timers_budget_ppm of wall time, split between the communicators of one GPU that have calls.
+ * A lower level waits until the higher one has gone unconfirmed for CL_TIMERS_HOLD_NS
+ * (cl_timers_hold): an epoch in which one rank stalled reads a lower rate there only.
  * Level 0, every call timed, until then and while the calls are few. A CUDA graph's capture is
  * timed from its second call on (the first follows the rule: the plugin hears of a capture only
  * at its first call): NCCL fixes a captured call's mask at the capture, and without KernelCh an
@@ -24,6 +26,7 @@
 #define CL_TIMERS_RUN_BITS 2     /* calls are timed in runs of 4 */
 #define CL_TIMERS_EPOCH 1024     /* calls of a communicator and kind between two level choices */
 #define CL_TIMERS_MAX_LEVEL 10     /* 1 run in 1024: past 500,000 collectives/s at the default budget */
+#define CL_TIMERS_HOLD_NS 500000000ull   /* how long a level holds against lower rates */
 enum { CL_TIMERS_COLL = 0, CL_TIMERS_P2P = 1 };
 
 /* A communicator's init (its context `ctx`, commHash, CUDA device): its counts start at 0. */
@@ -39,6 +42,12 @@ int cl_timers_rule(uint64_t hash, int kind, uint64_t k, unsigned level);
 /* The level that keeps `calls` calls in `dt_ns` within the budget, shared by `nshare`
  * communicators of the GPU. */
 unsigned cl_timers_level(uint64_t calls, uint64_t dt_ns, unsigned nshare);
+/* The level an epoch ending at `now` takes, at `cur` and reading `want` from its rate: a higher
+ * or the same level at once, which holds it until now + CL_TIMERS_HOLD_NS (*hold_until); a lower
+ * one once that has passed. Two ranks of one job read the same rate but in an epoch where one of
+ * them stalled (CUPTI's attach, a preempted thread), whose lower level would time instances the
+ * others do not; a rate that has really fallen is followed within the hold and an epoch. */
+unsigned cl_timers_hold(unsigned cur, unsigned want, uint64_t now, uint64_t *hold_until);
 /* A recorded API event whose operation is not timed (cl_timers_note_untimed), so that its Coll or
  * P2p event says so: a small table by id; 0 for any other id (forgotten ones: taken as timed). */
 void cl_timers_note_untimed(uint64_t api_id);

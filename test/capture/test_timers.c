@@ -62,6 +62,36 @@ TL_TEST(level_keeps_the_budget) {
   }
 }
 
+/* Two ranks of one job, epoch by epoch (about 40 ms each, as at 24,000 all_reduces a second):
+ * the same rate but for one epoch of rank 1's in which it stalled for 40 ms (a CUPTI window's attach
+ * and first launches, a preempted thread).
+ * They keep one level throughout: the stalled epoch's lower level waits out the hold, which the
+ * next epoch renews. A rate that has really fallen is followed once the hold has passed, by
+ * both alike; a higher one at once. */
+TL_TEST(level_holds_through_one_ranks_stalled_epoch) {
+  cl_cfg.timers_budget_ppm = 5000;
+  cl_cfg.timers_cost_ns = 10000;
+  const uint64_t ep = 42000000ull;   /* 1024 calls at 24,000/s */
+  unsigned lv[2] = {0, 0};
+  uint64_t hold[2] = {0, 0}, t[2] = {0, 0};
+  for (int e = 1; e <= 60; e++)
+    for (int r = 0; r < 2; r++) {
+      uint64_t dt = e >= 40 ? 4 * ep : ep;                  /* from epoch 40 on, a quarter of the rate */
+      if (r == 1 && e == 10) dt += 40000000ull;             /* rank 1 stalled in epoch 10 */
+      t[r] += dt;
+      unsigned want = cl_timers_level(CL_TIMERS_EPOCH, dt, 1);
+      if (r == 1 && e == 10) CHECK(want < lv[1], "the stalled epoch reads a lower level (%u, at %u)", want, lv[1]);
+      lv[r] = cl_timers_hold(lv[r], want, t[r], &hold[r]);
+      if (r == 1) CHECK(lv[0] == lv[1], "epoch %d: levels %u and %u", e, lv[0], lv[1]);
+    }
+  unsigned fast = cl_timers_level(CL_TIMERS_EPOCH, ep, 1), slow = cl_timers_level(CL_TIMERS_EPOCH, 4 * ep, 1);
+  CHECK(fast == 6 && slow == 4 && lv[0] == slow, "levels %u at speed, %u once slower; ended at %u", fast, slow, lv[0]);
+  uint64_t h = 0;   /* a lower level within the hold is refused, past it taken; a higher one at once */
+  CHECK(cl_timers_hold(6, 4, 1000, &h) == 4 && h == 1000 + CL_TIMERS_HOLD_NS, "an expired hold: lower at once");
+  CHECK(cl_timers_hold(4, 2, 1000 + CL_TIMERS_HOLD_NS - 1, &h) == 4, "a lower level inside the hold");
+  CHECK(cl_timers_hold(4, 7, 1001, &h) == 7 && h == 1001 + CL_TIMERS_HOLD_NS, "a higher level at once, held anew");
+}
+
 /* ---- driving NCCL's calls, its snapshot included ---- */
 typedef struct {
   h_plugin *p;
