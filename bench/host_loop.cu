@@ -11,32 +11,18 @@
 // iteration ("us": what a latency-bound loop pays), the median iteration ("med_us") and the
 // median time inside ncclAllReduce ("call_us": the calling thread's own cost, which the plugin's
 // callbacks add to). The profiler is never touched: the environment picks it.
-#include <cuda_runtime.h>
-#include <nccl.h>
+#define BENCH_PROG "host_loop"
+#include "ranks.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <ctime>
-#include <string>
-#include <unistd.h>
 #include <vector>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "host_loop: %s: %s\n", #x, cudaGetErrorString(e_)); exit(3); } } while (0)
-#define NK(x) do { ncclResult_t r_ = (x); if (r_ != ncclSuccess) { \
-  fprintf(stderr, "host_loop: %s: %s\n", #x, ncclGetErrorString(r_)); exit(3); } } while (0)
-
-#include "ranks.h"
 
 static inline long long now_ns() {
   timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
-
 
 static double median_us(std::vector<long long> v) {
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
@@ -50,13 +36,13 @@ static void print_list(const char *name, const std::vector<double> &v) {
 }
 
 int main(int argc, char **argv) {
-  int rank = (int)arg("host_loop", argc, argv, "--rank", 0), nranks = (int)arg("host_loop", argc, argv, "--nranks", 2);
-  int dev = (int)arg("host_loop", argc, argv, "--device", 0);
-  long blocks = arg("host_loop", argc, argv, "--blocks", 6), iters = arg("host_loop", argc, argv, "--iters", 5000);
-  long host_us = arg("host_loop", argc, argv, "--host-us", 30);
+  int rank = (int)arg(argc, argv, "--rank", 0), nranks = (int)arg(argc, argv, "--nranks", 2);
+  int dev = (int)arg(argc, argv, "--device", 0);
+  long blocks = arg(argc, argv, "--blocks", 6), iters = arg(argc, argv, "--iters", 5000);
+  long host_us = arg(argc, argv, "--host-us", 30);
   // iterations before the blocks: the same count on every rank (each call is a collective), set
   // by the driver to outlast the plugin's first CUPTI window
-  long warmup = arg("host_loop", argc, argv, "--warmup", 2000);
+  long warmup = arg(argc, argv, "--warmup", 2000);
   const char *id_file = sarg(argc, argv, "--id-file");
   if (nranks > 1 && !id_file) { fprintf(stderr, "host_loop: --id-file is needed with --nranks > 1\n"); return 2; }
   if (rank >= nranks || blocks < 1 || iters < 1) { fprintf(stderr, "host_loop: bad --rank/--nranks/--blocks/--iters\n"); return 2; }
@@ -68,7 +54,7 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&buf, 2 * sizeof(float)));
   CK(cudaMemset(buf, 0, 2 * sizeof(float)));
   ncclUniqueId id;
-  if (nranks > 1) share_id("host_loop", &id, rank, id_file, 120);
+  if (nranks > 1) share_id(&id, rank, id_file, 120);
   else NK(ncclGetUniqueId(&id));
   ncclComm_t nc;
   long long t_start = now_ns();

@@ -7,23 +7,12 @@
 // communicator was made; the plugin starts its first CUPTI sampling window between 0 and
 // "init_ms"). --seconds S times steps for S seconds instead of --steps. Never touches the
 // profiler: the environment picks it (NCCL_PROFILER_PLUGIN).
-#include <cuda_runtime.h>
-#include <nccl.h>
+#define BENCH_PROG "launch_bound"
+#include "ranks.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <ctime>
-#include <string>
-#include <unistd.h>
 #include <vector>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "launch_bound: %s: %s\n", #x, cudaGetErrorString(e_)); exit(3); } } while (0)
-#define NK(x) do { ncclResult_t r_ = (x); if (r_ != ncclSuccess) { \
-  fprintf(stderr, "launch_bound: %s: %s\n", #x, ncclGetErrorString(r_)); exit(3); } } while (0)
 
 __global__ void tiny(float *x, float a) { x[threadIdx.x] = x[threadIdx.x] * a + 1.0f; }
 
@@ -33,15 +22,13 @@ static double now_ms() {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-#include "ranks.h"
-
 int main(int argc, char **argv) {
-  int rank = (int)arg("launch_bound", argc, argv, "--rank", 0), nranks = (int)arg("launch_bound", argc, argv, "--nranks", 1);
-  int dev = (int)arg("launch_bound", argc, argv, "--device", 0);
-  long kernels = arg("launch_bound", argc, argv, "--kernels", 2000), colls = arg("launch_bound", argc, argv, "--colls", 2);
-  long steps = arg("launch_bound", argc, argv, "--steps", 40), warmup = arg("launch_bound", argc, argv, "--warmup", 10);
-  long count = arg("launch_bound", argc, argv, "--count", 1024);   // floats per all_reduce (4 KiB)
-  long seconds = arg("launch_bound", argc, argv, "--seconds", 0);  // time steps for this long instead of --steps
+  int rank = (int)arg(argc, argv, "--rank", 0), nranks = (int)arg(argc, argv, "--nranks", 1);
+  int dev = (int)arg(argc, argv, "--device", 0);
+  long kernels = arg(argc, argv, "--kernels", 2000), colls = arg(argc, argv, "--colls", 2);
+  long steps = arg(argc, argv, "--steps", 40), warmup = arg(argc, argv, "--warmup", 10);
+  long count = arg(argc, argv, "--count", 1024);   // floats per all_reduce (4 KiB)
+  long seconds = arg(argc, argv, "--seconds", 0);  // time steps for this long instead of --steps
   const char *id_file = sarg(argc, argv, "--id-file");
   if (nranks > 1 && !id_file) { fprintf(stderr, "launch_bound: --id-file is needed with --nranks > 1\n"); return 2; }
   if (rank >= nranks || steps < 1) { fprintf(stderr, "launch_bound: bad --rank/--nranks/--steps\n"); return 2; }
@@ -56,7 +43,7 @@ int main(int argc, char **argv) {
   CK(cudaMemset(x, 0, 32 * sizeof(float)));
   CK(cudaMemset(buf, 0, count * sizeof(float)));
   ncclUniqueId id;
-  if (nranks > 1) share_id("launch_bound", &id, rank, id_file, 120);
+  if (nranks > 1) share_id(&id, rank, id_file, 120);
   else NK(ncclGetUniqueId(&id));
   ncclComm_t nc;
   double t_init = now_ms();

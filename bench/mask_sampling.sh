@@ -10,8 +10,8 @@
 # PyTorch's NCCL), the same loop without Python, HOST_US [30] of the host's own work between two
 # calls, the calling thread's time inside ncclAllReduce measured too. 2 ranks (a GPU each when
 # there are two, else both on GPU 0 as emulated nodes over sockets: said in OUTDIR/env.txt),
-# BLOCKS blocks of ITERS 8-byte all_reduces (WARMUP_S whole seconds with LOOP=c); each round runs every configuration once, the order
-# turned each round:
+# BLOCKS blocks of ITERS 8-byte all_reduces (WARMUP_S whole seconds with LOOP=c); each round
+# runs every configuration once, the order turned each round:
 #   none         no plugin
 #   cl-default   commlens as shipped (COMMLENS_TIMERS=sampled, flight recorder on)
 #   cl-noflight  the same with COMMLENS_FLIGHT_S=0 (the recorder's cost, by difference)
@@ -27,7 +27,8 @@
 # WARMUP_S [3: the loop times its blocks after the first of commlens's CUPTI windows, which lasts from
 # the start to 1 s after the first collective, and before the next, 30 s on: the cost between windows;
 # the windows' own share is the launch-bound step's "in-window" figure, over the 30 s period]
-# BUDGET_S [480] (no round starts that is not expected to end within it) CONFIGS [the seven above but cl-nocupti and null-dflt]
+# BUDGET_S [480] (no round starts that is not expected to end within it) CONFIGS [the nine above
+# but cl-nocupti and null-dflt]
 # NCCL_SRC [.gpu/nccl-src: NVIDIA/nccl; ext-profiler/inspector/ is what is built] PYTHON [python3] LOOP [torch]
 # LB_RUN_S [60] LB_NONE_S [12] LB_BENCHES [cuda; empty: no launch-bound step] DRY_RUN [0; 1 prints what
 # would run] PIN [1: rank k on its own 4 cores, 2+4k..5+4k, where taskset and 16 cores are there; the

@@ -80,22 +80,21 @@ def table(per, what):
 
 def main(out):
     rounds = sorted(glob.glob(os.path.join(out, "loop", "r*")), key=lambda p: int(p.rsplit("r", 1)[1]))
-    per, per_med, per_call = {}, {}, {}  # cfg -> {round: us}
+    reads = (("us", "Each round's blocks' mean time per all_reduce:"),
+             ("med_us", "Each round's blocks' median iteration:"),
+             ("call_us", "Each round's blocks' median time inside ncclAllReduce (the calling thread's own cost):"))
+    per = {key: {} for key, _ in reads}  # key -> cfg -> {round: us}
     for r in rounds:
         for f in glob.glob(os.path.join(r, "*.txt")):
-            res = result(f)
-            if res and res.get("us"):
-                per.setdefault(os.path.basename(f)[:-4], {})[r] = statistics.mean(res["us"])
-            if res and res.get("med_us"):
-                per_med.setdefault(os.path.basename(f)[:-4], {})[r] = statistics.mean(res["med_us"])
-            if res and res.get("call_us"):
-                per_call.setdefault(os.path.basename(f)[:-4], {})[r] = statistics.mean(res["call_us"])
-    if not table(per, "Each round's blocks' mean time per all_reduce:"):
+            res = result(f) or {}
+            for key, _ in reads:
+                if res.get(key):
+                    per[key].setdefault(os.path.basename(f)[:-4], {})[r] = statistics.mean(res[key])
+    if not table(per["us"], reads[0][1]):
         return 1
-    if per_med:
-        table(per_med, "Each round's blocks' median iteration:")
-    if per_call:
-        table(per_call, "Each round's blocks' median time inside ncclAllReduce (the calling thread's own cost):")
+    for key, what in reads[1:]:
+        if per[key]:
+            table(per[key], what)
     for f in sorted(glob.glob(os.path.join(out, "loop", "r*", "*", "*.summary.txt"))):
         txt = open(f, errors="replace").read()
         m = re.search(r"NCCL's kernel-channel timers on a sample [^;\n]*", txt)
