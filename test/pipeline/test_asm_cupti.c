@@ -473,14 +473,16 @@ TL_TEST(collective_while_cupti_taken_is_marked_lost) {
   fx_close(&f);
 }
 
-/* The summary's GPU timing line for the fixture's one participant, `colls` collectives all timed. */
-static void gpu_line(fixture *f, uint64_t colls, char *line, size_t n) {
+/* The summary's GPU timing line for the fixture's one participant, `colls` collectives all timed,
+ * `lost` of them without CUPTI's timing. */
+static void gpu_line(fixture *f, uint64_t colls, uint64_t lost, char *line, size_t n) {
   cl_format_deps run;
   memset(&run, 0, sizeof run);
   run.gj = f->gj;
   cl_run_stats rs;
   memset(&rs, 0, sizeof rs);
   rs.colls_done = rs.colls_timed = colls;
+  rs.colls_gpu_lost = lost;
   cl_stats_gpu_line(&run, cl_parts_of_dev(f->ps, -1), &rs, line, n);
 }
 
@@ -519,7 +521,7 @@ TL_TEST(sampled_mode_estimates_exposure_outside_the_windows) {
         "(want 1, 4000, 2000)", (unsigned long long)n.t.spans, (unsigned long long)n.t.comm_ns,
         (unsigned long long)n.t.exposed_ns);
   char line[1024];   /* the summary's GPU line says which figures are the windows' */
-  gpu_line(&f, 2, line, sizeof line);
+  gpu_line(&f, 2, 0, line, sizeof line);
   CHECK(strstr(line, "in CUPTI's sampling windows; 1 more outside them") && strstr(line, "ms estimated"),
         "summary line: %s", line);
   json_object *arr = body_json(&f);
@@ -564,7 +566,7 @@ TL_TEST(sampled_mode_says_exposure_not_known_before_anything_was_measured) {
         "estimated %llu, not known %llu, exposed %llu (want 1, 1, 0)", (unsigned long long)p->colls_expo_est,
         (unsigned long long)p->colls_expo_unknown, (unsigned long long)p->est_expo_ns);
   char line[1024];
-  gpu_line(&f, 1, line, sizeof line);
+  gpu_line(&f, 1, 0, line, sizeof line);
   CHECK(strstr(line, "1 more outside them") && strstr(line, "exposure not known") && !strstr(line, "ms estimated"),
         "summary line: %s", line);
   fx_close(&f);
@@ -584,14 +586,8 @@ TL_TEST(gpu_line_with_every_part_fits_whole) {
   p->colls_expo_est = big; p->colls_expo_unknown = big - 1; p->est_comm_ns = big; p->est_expo_ns = big;
   p->colls_one_ch = big; p->ch_spread_hist[CL_SPREAD_BUCKETS - 1] = 4294967295u;
   p->colls_kch = big; p->colls_untimed = big;
-  cl_format_deps run;
-  memset(&run, 0, sizeof run);
-  run.gj = f.gj;
-  cl_run_stats rs;
-  memset(&rs, 0, sizeof rs);
-  rs.colls_done = rs.colls_timed = rs.colls_gpu_lost = big;
   char line[CL_GPU_LINE_MAX];
-  cl_stats_gpu_line(&run, p, &rs, line, sizeof line);
+  gpu_line(&f, big, big, line, sizeof line);
   size_t n = strlen(line), tail = strlen(CL_GPU_LOST_WHY);
   CHECK(n + 1 < sizeof line && n > tail && !strcmp(line + n - tail, CL_GPU_LOST_WHY) &&
         strstr(line, "exposure not known") == NULL && strstr(line, "not known for") && strstr(line, "95th percentile") &&

@@ -278,37 +278,45 @@ static void truth_late(const run *r, int k, double *last_share, double *cost_sha
   *cost_share = span > 0 ? lead / span : 0;
 }
 
-/* Whether planted rank pr was ready after every other rank by `half` in step s (its row's
- * sleep > 0: a planted step). -1 for a step it did not sleep before. */
-static int ready_late(const run *r, int pr, json_object *steps, size_t s, double half) {
-  if (json_object_get_double(json_object_array_get_idx(json_object_array_get_idx(steps, s), 3)) <= 0) return -1;
-  double mine = ready_ns(r, pr, s), other = -1e30;
-  for (int j = 0; j < r->nranks; j++) if (j != pr) other = fmax(other, ready_ns(r, j, s));
-  return mine - other >= half;
-}
-
-/* The period a plant of every step took in the application's own ready times: the smallest k
- * (1..8) with a phase whose steps have rank pr ready last by `half` in 70% of them, and at most
- * 30% of the others (k = 1: 70% of all). Ranks time-sharing a GPU can beat: a 2 ms sleep before
- * every step of 125 ms left its rank last in 96% of the odd steps and 14% of the even ones
- * (s_late2_ddp), which is what a verdict should say. *phase gets the phase; 0 when none fits. */
-static int realized_period(const run *r, int pr, double half, int *phase) {
+/* Planted rank pr's steps after the first, per the ready times: late[s - 1] is 1 where it was
+ * ready after every other rank by `half`, 0 where not, -1 where it did not sleep (its row's
+ * sleep is 0: not a planted step). Returns the count (0: no steps; *late NULL). */
+static size_t late_steps(const run *r, int pr, double half, signed char **late) {
   char key[16];
   snprintf(key, sizeof key, "%d", pr);
   json_object *steps = get(get(r->m, "steps"), key);
-  size_t n = steps ? json_object_array_length(steps) : 0;
-  for (int k = 1; k <= 8; k++)
-    for (int ph = 0; ph < k; ph++) {
-      int in = 0, in_late = 0, out = 0, out_late = 0;
-      for (size_t s = 1; s < n; s++) {
-        int l = ready_late(r, pr, steps, s, half);
-        if (l < 0) continue;
-        if ((int)(s % (size_t)k) == ph) { in++; in_late += l; } else { out++; out_late += l; }
-      }
-      if (in > 0 && in_late * 10 >= in * 7 && out_late * 10 <= out * 3) { *phase = ph; return k; }
+  size_t n = steps && json_object_array_length(steps) > 1 ? json_object_array_length(steps) - 1 : 0;
+  *late = n ? malloc(n) : NULL;
+  if (!*late) return 0;
+  for (size_t s = 1; s <= n; s++) {
+    if (json_object_get_double(json_object_array_get_idx(json_object_array_get_idx(steps, s), 3)) <= 0) {
+      (*late)[s - 1] = -1;
+      continue;
     }
-  *phase = 0;
-  return 0;
+    double mine = ready_ns(r, pr, s), other = -1e30;
+    for (int j = 0; j < r->nranks; j++) if (j != pr) other = fmax(other, ready_ns(r, j, s));
+    (*late)[s - 1] = mine - other >= half;
+  }
+  return n;
+}
+
+/* The period a plant of every step took in the application's own ready times (late_steps' n
+ * steps): the smallest k (1..8) with a phase whose steps have the rank ready last in 70% of them,
+ * and at most 30% of the others (k = 1: 70% of all). Ranks time-sharing a GPU can beat: a 2 ms sleep before
+ * every step of 125 ms left its rank last in 96% of the odd steps and 14% of the even ones
+ * (s_late2_ddp), which is what a verdict should say. 0 when none fits. */
+static int realized_period(const signed char *late, size_t n) {
+  int found = 0;
+  for (int k = 1; k <= 8 && !found; k++)
+    for (int ph = 0; ph < k && !found; ph++) {
+      int in = 0, in_late = 0, out = 0, out_late = 0;
+      for (size_t s = 1; s <= n; s++) {
+        if (late[s - 1] < 0) continue;
+        if ((int)(s % (size_t)k) == ph) { in++; in_late += late[s - 1]; } else { out++; out_late += late[s - 1]; }
+      }
+      if (in > 0 && in_late * 10 >= in * 7 && out_late * 10 <= out * 3) found = k;
+    }
+  return found;
 }
 
 /* A planted rank's pattern as the verdict must name it (docs/verdict.md): every step, every
@@ -322,7 +330,13 @@ static void check_pattern(const run *r, json_object *p, json_object *sus, int nr
           json_object_get_int(json_object_array_get_idx(get(sus, "burst"), 1)) >= json_object_get_int(get(p, "first")),
           "%s: a burst over steps %d-%d, read as: %s", r->dir, json_object_get_int(get(p, "first")), json_object_get_int(get(p, "last")), line);
   else if (every == 1) {   /* as the ready times show it held (realized_period), for a host sleep */
-    int ph, k = gpu ? 1 : realized_period(r, json_object_get_int(get(p, "rank")), json_object_get_double(get(p, "delay_ms")) * 1e6 / 2, &ph);
+    int k = 1;
+    if (!gpu) {
+      signed char *late;
+      size_t n = late_steps(r, json_object_get_int(get(p, "rank")), json_object_get_double(get(p, "delay_ms")) * 1e6 / 2, &late);
+      k = realized_period(late, n);
+      free(late);
+    }
     if (k <= 1) CHECK(!strcmp(pat, "every"), "%s: every step, read as: %s", r->dir, line);
     else CHECK(!strcmp(pat, "every_kth") && json_object_get_int(get(sus, "period")) == k,
                "%s: every step planted, every %d-th in the ready times, read as: %s", r->dir, k, line);
@@ -417,17 +431,16 @@ static void check_ready_visible(const run *r) {
     json_object *p = json_object_array_get_idx(planted, i);
     int pr = json_object_get_int(get(p, "rank"));
     if (get(p, "gpu_products") || pr < 0 || pr >= r->nranks) continue;
-    char key[16];
-    snprintf(key, sizeof key, "%d", pr);
-    json_object *steps = get(get(r->m, "steps"), key);
-    int n = 0, seen = 0, ph;
     double half = json_object_get_double(get(p, "delay_ms")) * 1e6 / 2;
-    for (size_t s = 1; steps && s < json_object_array_length(steps); s++) {
-      int l = ready_late(r, pr, steps, s, half);
-      if (l >= 0) { n++; seen += l; }
-    }
+    signed char *late;
+    size_t ns = late_steps(r, pr, half, &late);
+    int n = 0, seen = 0;
+    for (size_t s = 0; s < ns; s++)
+      if (late[s] >= 0) { n++; seen += late[s]; }
     int every = get(p, "every") ? json_object_get_int(get(p, "every")) : 1;
-    CHECK(n > 0 && (seen * 10 >= n * 7 || (every == 1 && realized_period(r, pr, half, &ph) > 1)),
+    int period = every == 1 ? realized_period(late, ns) : 0;
+    free(late);
+    CHECK(n > 0 && (seen * 10 >= n * 7 || period > 1),
           "%s: rank %d ready last by half its sleep in %d of its %d planted steps", r->dir, pr, seen, n);
   }
 }
